@@ -1,0 +1,42 @@
+# callgate: `make run` starts the sidecar with the example tools; `make test` runs every test.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PROTO_SRC := $(shell find proto -name '*.proto')
+PROTO_OUT := gateway/_proto/callgate/v1/gateway_pb2.py
+
+.PHONY: setup proto run test lint bench clean
+
+setup: $(STAMP) $(PROTO_OUT)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+$(PROTO_OUT): $(PROTO_SRC) scripts/gen_protos.py $(STAMP)
+	$(PY) scripts/gen_protos.py
+
+proto: $(STAMP)
+	$(PY) scripts/gen_protos.py
+
+run: setup
+	$(PY) -m gateway.devrun
+
+test: setup
+	$(PY) -m ruff check gateway adapters tests bench examples
+	$(PY) -m mypy
+	$(PY) -m gateway.cli policy test policies
+	$(PY) -m pytest -q
+
+lint: setup
+	$(PY) -m ruff check gateway adapters tests bench examples
+	$(PY) -m mypy
+
+bench: setup
+	$(PY) -m bench.run
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache

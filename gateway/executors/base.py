@@ -1,0 +1,41 @@
+"""How a tool runs, as the runner sees it (DESIGN §5).
+
+An executor never raises for a tool's own failure: it answers an `ExecutionResult` whose status
+is SUCCEEDED, FAILED or UNKNOWN, with a stable error code, and how many requests it actually
+sent to the target (`attempts`, which becomes the call's execution_count increment).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from gateway.model import CallStatus, Identity
+
+
+@dataclass(frozen=True)
+class ExecutionContext:
+    run_id: str
+    call_id: str
+    idempotency_key: str  # "<run_id>:<call_id>"
+    identity: Identity
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    status: CallStatus  # SUCCEEDED | FAILED | UNKNOWN
+    output_json: str = ""
+    error_code: str = ""  # CallCode value when not SUCCEEDED (or a noted output violation)
+    error_message: str = ""
+    attempts: int = 0  # requests actually sent to the target
+
+
+class Executor(Protocol):
+    async def execute(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult: ...
+
+    async def reconcile(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
+        """For a write found UNKNOWN: look it up (and maybe re-send with the same key).
+        Answers UNKNOWN when it still cannot tell; never re-sends without an enforced key."""
+        ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,351 @@
+"""Plain domain types shared by the runner, policy, store and executors.
+
+Protobuf stops at `gateway/server.py`; everything below it speaks these types. The call
+lifecycle of DESIGN §3 lives here as an enum plus the one table of allowed transitions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+import rfc8785
+
+
+class CallStatus(StrEnum):
+    SUCCEEDED = "SUCCEEDED"
+    REJECTED = "REJECTED"
+    FAILED = "FAILED"
+    UNKNOWN = "UNKNOWN"
+    PENDING_APPROVAL = "PENDING_APPROVAL"
+    HELD = "HELD"
+    EXECUTING = "EXECUTING"
+    NOT_RUN = "NOT_RUN"
+    # a call accepted into a turn, not yet decided (never leaves the runner)
+    PROPOSED = "PROPOSED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in _TERMINAL
+
+
+_TERMINAL = frozenset({CallStatus.SUCCEEDED, CallStatus.REJECTED, CallStatus.FAILED,
+                       CallStatus.NOT_RUN})
+
+# DESIGN §3: what may follow each status. PROPOSED is the runner's entry state.
+TRANSITIONS: dict[CallStatus, frozenset[CallStatus]] = {
+    CallStatus.PROPOSED: frozenset({CallStatus.REJECTED, CallStatus.PENDING_APPROVAL,
+                                    CallStatus.HELD, CallStatus.EXECUTING, CallStatus.NOT_RUN}),
+    CallStatus.PENDING_APPROVAL: frozenset({CallStatus.EXECUTING, CallStatus.HELD,
+                                            CallStatus.REJECTED, CallStatus.NOT_RUN}),
+    CallStatus.HELD: frozenset({CallStatus.EXECUTING, CallStatus.NOT_RUN}),
+    CallStatus.EXECUTING: frozenset({CallStatus.SUCCEEDED, CallStatus.FAILED,
+                                     CallStatus.UNKNOWN}),
+    CallStatus.UNKNOWN: frozenset({CallStatus.SUCCEEDED, CallStatus.FAILED}),
+    CallStatus.SUCCEEDED: frozenset(),
+    CallStatus.REJECTED: frozenset(),
+    CallStatus.FAILED: frozenset(),
+    CallStatus.NOT_RUN: frozenset(),
+}
+
+
+class IllegalTransition(RuntimeError):
+    """A programming error: the runner tried a transition DESIGN §3 forbids."""
+
+
+def check_transition(old: CallStatus, new: CallStatus) -> None:
+    if new not in TRANSITIONS[old]:
+        raise IllegalTransition(f"call status {old} may not become {new}")
+
+
+class Verdict(StrEnum):
+    UNSPECIFIED = "UNSPECIFIED"
+    ALLOW = "ALLOW"
+    DENY = "DENY"
+    APPROVAL_REQUIRED = "APPROVAL_REQUIRED"
+
+
+class NextAction(StrEnum):
+    CONTINUE = "CONTINUE"
+    DONE = "DONE"
+    RETRY_TURN = "RETRY_TURN"
+    PAUSED_FOR_APPROVAL = "PAUSED_FOR_APPROVAL"
+    PAUSED_UNKNOWN_OUTCOME = "PAUSED_UNKNOWN_OUTCOME"
+    HANDOFF = "HANDOFF"
+    BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
+
+
+class RunState(StrEnum):
+    ACTIVE = "ACTIVE"
+    PAUSED_FOR_APPROVAL = "PAUSED_FOR_APPROVAL"
+    PAUSED_UNKNOWN_OUTCOME = "PAUSED_UNKNOWN_OUTCOME"
+    COMPLETED = "COMPLETED"
+    HANDED_OFF = "HANDED_OFF"
+    BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (RunState.COMPLETED, RunState.HANDED_OFF, RunState.BUDGET_EXHAUSTED,
+                        RunState.CANCELLED)
+
+    @property
+    def paused(self) -> bool:
+        return self in (RunState.PAUSED_FOR_APPROVAL, RunState.PAUSED_UNKNOWN_OUTCOME)
+
+
+class EventKind(StrEnum):
+    TOOL_REQUEST = "TOOL_REQUEST"
+    FINAL = "FINAL"
+    REFUSAL = "REFUSAL"
+    INCOMPLETE = "INCOMPLETE"
+    PAUSED = "PAUSED"
+    PROVIDER_ERROR = "PROVIDER_ERROR"
+
+
+class Effect(StrEnum):
+    READ = "read"
+    WRITE = "write"
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def rfc3339(t: datetime | None) -> str:
+    return "" if t is None else t.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def canonical_sha256(value: Any) -> str:
+    """SHA-256 hex over the RFC 8785 (JCS) canonical JSON form of value."""
+    return hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+
+
+@dataclass(frozen=True)
+class Identity:
+    subject: str
+    tenant: str = ""
+    roles: tuple[str, ...] = ()
+    claims: dict[str, Any] = field(default_factory=dict)
+
+    def as_input(self) -> dict[str, Any]:
+        return {"subject": self.subject, "tenant": self.tenant, "roles": list(self.roles),
+                "claims": dict(self.claims)}
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_turns: int = 0
+    max_tool_calls: int = 0
+    max_total_tokens: int = 0
+    max_retries: int = 0
+
+    @property
+    def retries_allowed(self) -> int:
+        return self.max_retries or 2
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens,
+                     self.output_tokens + other.output_tokens)
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reasons: tuple[str, ...] = ()
+    policy_revision: str = ""
+    approval_ttl_s: int | None = None
+    error: str = ""  # set when the decision is a fail-closed policy_error
+
+    @property
+    def is_policy_error(self) -> bool:
+        return bool(self.error)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    call_id: str
+    name: str
+    arguments_json: str
+    complete: bool = True
+
+
+@dataclass(frozen=True)
+class TurnEvent:
+    """One model turn, normalized: exactly one kind with its payload."""
+
+    kind: EventKind
+    calls: tuple[ToolCall, ...] = ()
+    text: str = ""  # final / refusal text, incomplete / paused reason, provider error message
+    error_kind: str = ""
+    retryable: bool = False
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    run_id: str
+    turn_id: str
+    event: TurnEvent
+    provider: str = ""
+    api_version: str = ""
+    model: str = ""
+    usage: Usage = Usage()
+    raw_response_json: str = ""
+
+    def content_hash(self) -> str:
+        """What identifies a re-submission of the same turn (same ID, same content)."""
+        body = {
+            "event": self.event.kind.value,
+            "calls": [[c.call_id, c.name, c.arguments_json, c.complete] for c in self.event.calls],
+            "text": self.event.text, "error_kind": self.event.error_kind,
+            "retryable": self.event.retryable, "provider": self.provider,
+            "api_version": self.api_version, "model": self.model,
+            "usage": [self.usage.input_tokens, self.usage.output_tokens],
+            "raw": self.raw_response_json,
+        }
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """Everything callgate knows about one call ID; the store's row."""
+
+    run_id: str
+    turn_id: str
+    call_id: str
+    index: int  # position in the model's list
+    tool: str
+    status: CallStatus
+    arguments_json: str
+    tool_version: str = ""
+    effect: str = ""
+    arguments_sha256: str = ""
+    decision: Decision | None = None
+    output_json: str = ""
+    error_code: str = ""
+    error_message: str = ""
+    execution_count: int = 0
+    approval_id: str = ""
+    idempotency_key: str = ""
+    created_at: datetime | None = None
+    decided_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    def moved(self, status: CallStatus, **changes: Any) -> CallRecord:
+        """This record in a new status; raises IllegalTransition when DESIGN §3 forbids it."""
+        check_transition(self.status, status)
+        return replace(self, status=status, **changes)
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    run_id: str
+    turn_id: str
+    seq: int
+    event: EventKind
+    content_hash: str
+    provider: str = ""
+    api_version: str = ""
+    model: str = ""
+    usage: Usage = Usage()
+    raw_response_json: str = ""
+    next: NextAction | None = None  # None until the turn's outcome is decided
+    reason: str = ""
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    state: RunState
+    subject: str
+    tenant: str
+    provider: str = ""
+    api_version: str = ""
+    budget: Budget = Budget()
+    labels: dict[str, str] = field(default_factory=dict)
+    conversation_json: str = ""
+    params_hash: str = ""
+    turns_used: int = 0
+    tool_calls_used: int = 0
+    retries_in_row: int = 0
+    usage_total: Usage = Usage()
+    pause_reason: str = ""
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class CallResult:
+    call_id: str
+    tool: str
+    status: CallStatus
+    output_json: str = ""
+    error_code: str = ""
+    error_message: str = ""
+    decision: Decision | None = None
+    execution_count: int = 0
+    approval_id: str = ""
+
+    @classmethod
+    def of(cls, rec: CallRecord) -> CallResult:
+        return cls(call_id=rec.call_id, tool=rec.tool, status=rec.status,
+                   output_json=rec.output_json, error_code=rec.error_code,
+                   error_message=rec.error_message, decision=rec.decision,
+                   execution_count=rec.execution_count, approval_id=rec.approval_id)
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    run_id: str
+    turn_id: str
+    next: NextAction
+    run_state: RunState
+    results: tuple[CallResult, ...] = ()
+    reason: str = ""
+    provider_input_json: str = ""
+
+
+@dataclass(frozen=True)
+class RunView:
+    """A run with its turns and calls, as GetRun answers it."""
+
+    run: RunRecord
+    turns: tuple[TurnRecord, ...]
+    calls: tuple[CallRecord, ...]
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    kind: str  # decision | approval | execution | reconcile | resolve | authorize
+    subject: str
+    tenant: str = ""
+    run_id: str = ""
+    turn_id: str = ""
+    call_id: str = ""
+    provider: str = ""
+    tool: str = ""
+    tool_version: str = ""
+    arguments_summary_json: str = ""
+    arguments_sha256: str = ""
+    decision: Decision | None = None
+    status: CallStatus | None = None
+    error_code: str = ""
+    execution_count: int = 0
+    policy_revision: str = ""
+    time: datetime | None = None

@@ -1,0 +1,44 @@
+"""The policy contract (DESIGN §6) as the runner sees it.
+
+Every method is fail-closed: an undefined, malformed or failing evaluation never yields an allow.
+Methods are synchronous: an embedded evaluation costs ~50 µs and runs inline on the caller's
+thread (each thread gets its own engine; regorus engines are unsendable).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Protocol
+
+from gateway.model import Decision
+
+
+class PolicyEngine(Protocol):
+    name: str  # "embedded" | "opa" | ...
+
+    @property
+    def revision(self) -> str:
+        """Hash of the loaded policy files and data; recorded with every decision."""
+        ...
+
+    @property
+    def loaded_at(self) -> datetime: ...
+
+    def decide(self, input: dict[str, Any]) -> Decision:
+        """`data.<prefix>.decision` → ALLOW / DENY / APPROVAL_REQUIRED; errors → DENY policy_error."""
+        ...
+
+    def allows(self, rule: str, input: dict[str, Any]) -> bool:
+        """A boolean grant such as `may_approve`; undefined, non-bool or error → False."""
+        ...
+
+    def offer(self, input: dict[str, Any]) -> set[str] | None:
+        """`offer`: tool names to list; None when the rule is undefined (offer every tool).
+        An evaluation error offers nothing (empty set)."""
+        ...
+
+    def partial_writes(self, input: dict[str, Any]) -> bool:
+        """`batch_policy.partial_writes`; undefined or error → False."""
+        ...
+
+    def healthy(self) -> bool: ...
