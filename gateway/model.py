@@ -194,6 +194,18 @@ class TurnEvent:
     error_kind: str = ""
     retryable: bool = False
 
+    def detail(self) -> EventDetail:
+        return EventDetail(self.text, self.error_kind, self.retryable)
+
+
+@dataclass(frozen=True)
+class EventDetail:
+    """What a turn's event said besides its calls (kept with the turn record)."""
+
+    text: str = ""
+    error_kind: str = ""
+    retryable: bool = False
+
 
 @dataclass(frozen=True)
 class TurnInput:
@@ -264,6 +276,7 @@ class TurnRecord:
     model: str = ""
     usage: Usage = Usage()
     raw_response_json: str = ""
+    detail: EventDetail = EventDetail()
     next: NextAction | None = None  # None until the turn's outcome is decided
     reason: str = ""
     created_at: datetime | None = None

@@ -25,7 +25,7 @@ class PolicyEngine(Protocol):
     def loaded_at(self) -> datetime: ...
 
     def decide(self, input: dict[str, Any]) -> Decision:
-        """`data.<prefix>.decision` → ALLOW / DENY / APPROVAL_REQUIRED; errors → DENY policy_error."""
+        """`decision` → ALLOW / DENY / APPROVAL_REQUIRED; any error → DENY policy_error."""
         ...
 
     def allows(self, rule: str, input: dict[str, Any]) -> bool:

@@ -1,0 +1,106 @@
+"""The `callgate` command: serve, demo, policy, approvals, audit (DESIGN §11).
+
+Every flag also reads an environment variable CALLGATE_<FLAG> (e.g. CALLGATE_LISTEN).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+
+from gateway.errors import CallgateError, ConfigError
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(f"CALLGATE_{name.upper().replace('-', '_')}", default)
+
+
+def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("serve", help="run the sidecar in the foreground")
+    p.add_argument("--listen", default=_env("listen", "127.0.0.1:50051"),
+                   help="HOST:PORT or unix:PATH (default 127.0.0.1:50051)")
+    p.add_argument("--tools", default=_env("tools"), help="directory of tool manifests")
+    p.add_argument("--policies", default=_env("policies"), help="directory of Rego policies")
+    p.add_argument("--db", default=_env("db", "callgate.db"),
+                   help="PATH or sqlite:///PATH (default ./callgate.db)")
+    p.add_argument("--auth", default=_env("auth"), help="YAML file of bearer tokens")
+    p.add_argument("--insecure-dev-identity", default=_env("insecure_dev_identity", ""),
+                   help="no authentication: every caller is this subject (development only)")
+    p.add_argument("--engine", default=_env("engine", "embedded"), choices=["embedded"])
+    p.add_argument("--policy-prefix", default=_env("policy_prefix", "data.callgate"))
+    p.add_argument("--db-busy-timeout", type=float,
+                   default=float(_env("db_busy_timeout", "5") or 5),
+                   help="seconds to wait for a locked store before answering UNAVAILABLE")
+
+
+def _client_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", default=_env("target", "127.0.0.1:50051"))
+    p.add_argument("--token", default=_env("token", ""))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="callgate", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    _serve_parser(sub)
+    demo = sub.add_parser("demo", help="drive the travel scenario through a running sidecar")
+    _client_flags(demo)
+    demo.add_argument("--travel-url", default=_env("travel_url", "http://127.0.0.1:8765"),
+                      help="the example travel service (to set its latency for the scenario)")
+    policy = sub.add_parser("policy", help="check, test, eval, coverage DIR; status")
+    policy.add_argument("args", nargs=argparse.REMAINDER)
+    for name in ("approvals", "audit"):
+        extra = sub.add_parser(name, help=f"{name} (not available in this build)")
+        extra.add_argument("args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _serve(ns: argparse.Namespace) -> int:
+    from gateway.app import serve
+    from gateway.config import ServeConfig
+
+    if not ns.tools or not ns.policies:
+        raise ConfigError("--tools DIR and --policies DIR are required")
+    config = ServeConfig(
+        listen=ns.listen, tools=Path(ns.tools), policies=Path(ns.policies), db=ns.db,
+        auth=Path(ns.auth) if ns.auth else None,
+        insecure_dev_identity=ns.insecure_dev_identity, engine=ns.engine,
+        policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout)
+    asyncio.run(serve(config))
+    return 0
+
+
+def _policy(args: list[str]) -> int:
+    if args and args[0] == "status":
+        from gateway.client import policy_status
+        return policy_status(args[1:])
+    from gateway.policy.commands import run_policy_command
+    return run_policy_command(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
+                        "%(message)s")
+    ns = build_parser().parse_args(argv)
+    try:
+        if ns.command == "serve":
+            return _serve(ns)
+        if ns.command == "demo":
+            from gateway.demo import run_demo
+            return run_demo(ns.target, ns.token, ns.travel_url)
+        if ns.command == "policy":
+            return _policy(list(ns.args))
+        print(f"callgate {ns.command}: not available in this build", file=sys.stderr)
+        return 2
+    except CallgateError as err:
+        print(f"callgate: error: {err.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""Serve configuration: validated once at start-up, defaults in one place.
+
+Every value comes from a flag or its environment variable (CALLGATE_<NAME>); problems name the
+flag and the value.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from gateway.errors import ConfigError
+
+DEFAULT_LISTEN = "127.0.0.1:50051"
+
+
+class ServeConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    listen: str = DEFAULT_LISTEN
+    tools: Path
+    policies: Path
+    db: str = "callgate.db"
+    auth: Path | None = None
+    insecure_dev_identity: str = ""
+    engine: Literal["embedded"] = "embedded"
+    policy_prefix: str = "data.callgate"
+    db_busy_timeout_s: float = 5.0
+
+    def check(self) -> None:
+        if self.auth is None and not self.insecure_dev_identity:
+            raise ConfigError("--auth FILE is required (or --insecure-dev-identity SUBJECT for "
+                              "local development, where every caller is that subject)")
+        if not self.tools.is_dir():
+            raise ConfigError(f"--tools {self.tools}: not a directory")
+        if not self.policies.is_dir():
+            raise ConfigError(f"--policies {self.policies}: not a directory")
+
+    def sqlite_path(self) -> Path:
+        db = self.db
+        if db.startswith(("postgresql://", "postgres://")):
+            raise ConfigError(f"--db {db}: the PostgreSQL store is not available in this build; "
+                              "use a SQLite path")
+        if db.startswith("sqlite:///"):
+            db = db.removeprefix("sqlite:///")
+        elif "://" in db:
+            raise ConfigError(f"--db {db}: expected PATH, sqlite:///PATH or postgresql://...")
+        return Path(db)

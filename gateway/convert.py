@@ -1,0 +1,170 @@
+"""Protobuf ⇄ domain objects. The only module besides server.py that knows protobuf."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway._proto.callgate.v1 import gateway_pb2 as pb
+from gateway.errors import InvalidArgument
+from gateway.model import (
+    Budget,
+    CallRecord,
+    CallResult,
+    CallStatus,
+    Decision,
+    EventKind,
+    NextAction,
+    RunRecord,
+    RunState,
+    RunView,
+    ToolCall,
+    TurnEvent,
+    TurnInput,
+    TurnOutcome,
+    TurnRecord,
+    Usage,
+    Verdict,
+    rfc3339,
+)
+from gateway.runner import AuthorizeDecision, StartRunParams
+
+
+def _enum(prefix: str, name: str) -> Any:
+    """The protobuf enum value `<PREFIX>_<NAME>` (buf style)."""
+    return getattr(pb, f"{prefix}_{name}")
+
+
+def call_status(s: CallStatus) -> Any:
+    # PROPOSED never leaves the runner settled; shown as UNSPECIFIED if ever seen mid-turn
+    return 0 if s == CallStatus.PROPOSED else _enum("CALL_STATUS", s.value)
+
+
+def call_status_from(v: int) -> CallStatus:
+    name = pb.CallStatus.Name(v).removeprefix("CALL_STATUS_")
+    return CallStatus(name)
+
+
+def budget_from(b: pb.Budget) -> Budget:
+    return Budget(b.max_turns, b.max_tool_calls, b.max_total_tokens, b.max_retries)
+
+
+def budget_to(b: Budget) -> pb.Budget:
+    return pb.Budget(max_turns=b.max_turns, max_tool_calls=b.max_tool_calls,
+                     max_total_tokens=b.max_total_tokens, max_retries=b.max_retries)
+
+
+def usage_to(u: Usage) -> pb.Usage:
+    return pb.Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens)
+
+
+def decision_to(d: Decision | None) -> pb.Decision:
+    if d is None:
+        return pb.Decision()
+    return pb.Decision(verdict=_enum("VERDICT", d.verdict.value), reasons=list(d.reasons),
+                       policy_revision=d.policy_revision)
+
+
+def start_params(req: pb.StartRunRequest, provider: str, api_version: str) -> StartRunParams:
+    return StartRunParams(run_id=req.run_id, provider=provider, api_version=api_version,
+                          budget=budget_from(req.budget), labels=dict(req.labels),
+                          conversation_json=req.conversation_json)
+
+
+def tool_calls(calls: list[pb.ToolCall]) -> tuple[ToolCall, ...]:
+    return tuple(ToolCall(c.call_id, c.name, c.arguments_json, c.complete) for c in calls)
+
+
+def turn_event(req: pb.SubmitTurnRequest) -> TurnEvent:
+    kind = req.WhichOneof("event")
+    if kind == "tool_request":
+        return TurnEvent(EventKind.TOOL_REQUEST, calls=tool_calls(list(req.tool_request.calls)))
+    if kind == "final":
+        return TurnEvent(EventKind.FINAL, text=req.final.text)
+    if kind == "refusal":
+        return TurnEvent(EventKind.REFUSAL, text=req.refusal.text)
+    if kind == "incomplete":
+        return TurnEvent(EventKind.INCOMPLETE, text=req.incomplete.reason)
+    if kind == "paused":
+        return TurnEvent(EventKind.PAUSED, text=req.paused.reason)
+    if kind == "provider_error":
+        e = req.provider_error
+        return TurnEvent(EventKind.PROVIDER_ERROR, text=e.message, error_kind=e.kind,
+                         retryable=e.retryable)
+    raise InvalidArgument("the turn carries no event: set one of tool_request, final, refusal, "
+                          "incomplete, paused, provider_error", code="invalid_argument")
+
+
+def turn_input(req: pb.SubmitTurnRequest, api_version: str) -> TurnInput:
+    return TurnInput(run_id=req.run_id, turn_id=req.turn_id, event=turn_event(req),
+                     provider=req.provider, api_version=api_version, model=req.model,
+                     usage=Usage(req.usage.input_tokens, req.usage.output_tokens),
+                     raw_response_json=req.raw_response_json)
+
+
+def call_result_to(r: CallResult) -> pb.CallResult:
+    return pb.CallResult(call_id=r.call_id, tool=r.tool, status=call_status(r.status),
+                         output_json=r.output_json,
+                         error=pb.Error(code=r.error_code, message=r.error_message),
+                         decision=decision_to(r.decision), execution_count=r.execution_count,
+                         approval_id=r.approval_id)
+
+
+def outcome_to(o: TurnOutcome) -> pb.TurnOutcome:
+    return pb.TurnOutcome(run_id=o.run_id, turn_id=o.turn_id, next=next_action(o.next),
+                          results=[call_result_to(r) for r in o.results], reason=o.reason,
+                          run_state=run_state(o.run_state),
+                          provider_input_json=o.provider_input_json)
+
+
+def next_action(n: NextAction) -> Any:
+    return _enum("NEXT_ACTION", n.value)
+
+
+def run_state(s: RunState) -> Any:
+    return _enum("RUN_STATE", s.value)
+
+
+def call_record_to(c: CallRecord) -> pb.CallRecord:
+    return pb.CallRecord(
+        call_id=c.call_id, turn_id=c.turn_id, tool=c.tool, tool_version=c.tool_version,
+        status=call_status(c.status), arguments_sha256=c.arguments_sha256,
+        decision=decision_to(c.decision), output_json=c.output_json,
+        error=pb.Error(code=c.error_code, message=c.error_message),
+        execution_count=c.execution_count, approval_id=c.approval_id,
+        created_at=rfc3339(c.created_at), decided_at=rfc3339(c.decided_at),
+        started_at=rfc3339(c.started_at), finished_at=rfc3339(c.finished_at),
+        arguments_json=c.arguments_json)
+
+
+def turn_record_to(t: TurnRecord) -> pb.TurnRecord:
+    return pb.TurnRecord(
+        turn_id=t.turn_id, provider=t.provider, api_version=t.api_version, model=t.model,
+        event=_enum("EVENT_KIND", t.event.value),
+        next=next_action(t.next) if t.next else None, usage=usage_to(t.usage),
+        raw_response_json=t.raw_response_json, created_at=rfc3339(t.created_at),
+        reason=t.reason)
+
+
+def run_to(r: RunRecord, view: RunView | None = None) -> pb.Run:
+    run = pb.Run(
+        run_id=r.run_id, state=run_state(r.state), subject=r.subject, tenant=r.tenant,
+        turns_used=r.turns_used, tool_calls_used=r.tool_calls_used,
+        usage_total=usage_to(r.usage_total), budget=budget_to(r.budget),
+        pause_reason=r.pause_reason, provider=r.provider, api_version=r.api_version,
+        labels=r.labels, created_at=rfc3339(r.created_at), updated_at=rfc3339(r.updated_at),
+        retries_in_row=r.retries_in_row)
+    if view is not None:
+        run.calls.extend(call_record_to(c) for c in view.calls)
+        run.turns.extend(turn_record_to(t) for t in view.turns)
+    return run
+
+
+def authorize_to(decisions: list[AuthorizeDecision]) -> pb.AuthorizeResponse:
+    return pb.AuthorizeResponse(decisions=[
+        pb.CallDecision(call_id=d.call_id, decision=decision_to(d.decision),
+                        error=pb.Error(code=d.error_code, message=d.error_message))
+        for d in decisions])
+
+
+def verdict_name(v: int) -> Verdict:
+    return Verdict(pb.Verdict.Name(v).removeprefix("VERDICT_"))

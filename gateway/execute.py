@@ -1,0 +1,189 @@
+"""Phase 3 of a turn: run what the plan allows, with write-ahead intent.
+
+For each call: EXECUTING (with the run's tool-call counter) is committed before the side effect
+starts, the result is committed as soon as it is known. Reads run concurrently, writes one at a
+time in the model's order; a write that ends FAILED or UNKNOWN stops the writes after it
+(unless the batch policy permits partial writes). An UNKNOWN write is reconciled at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from gateway.batch import is_write, not_run
+from gateway.executors.base import ExecutionContext, ExecutionResult
+from gateway.judge import parse_arguments
+from gateway.model import AuditEvent, CallRecord, CallStatus, Identity, RunRecord
+from gateway.registry import Registry
+from gateway.store.base import RunStore
+
+
+def idempotency_key(rec: CallRecord) -> str:
+    return f"{rec.run_id}:{rec.call_id}"
+
+
+def audit_of(kind: str, rec: CallRecord, run: RunRecord, registry: Registry,
+             now: datetime, provider: str = "") -> AuditEvent:
+    """An audit event for rec; arguments summarized with the tool's redactions applied."""
+    tool = registry.get(rec.tool)
+    args = parse_arguments(rec.arguments_json)
+    summary = tool.redacted(args) if tool is not None and args is not None else None
+    return AuditEvent(
+        kind=kind, subject=run.subject, tenant=run.tenant, run_id=rec.run_id,
+        turn_id=rec.turn_id, call_id=rec.call_id, provider=provider or run.provider,
+        tool=rec.tool, tool_version=rec.tool_version,
+        arguments_summary_json=json.dumps(summary) if summary is not None else "",
+        arguments_sha256=rec.arguments_sha256, decision=rec.decision, status=rec.status,
+        error_code=rec.error_code, execution_count=rec.execution_count,
+        policy_revision=rec.decision.policy_revision if rec.decision else "", time=now)
+
+
+@dataclass
+class TurnWork:
+    """The mutable state of one turn while it is driven (one task at a time per run)."""
+
+    run: RunRecord
+    calls: dict[str, CallRecord]
+    identity: Identity
+    order: list[str] = field(default_factory=list)
+
+    def ordered(self) -> list[CallRecord]:
+        return [self.calls[c] for c in self.order]
+
+
+Clock = Callable[[], datetime]
+
+
+@dataclass
+class ExecutionPhase:
+    store: RunStore
+    registry: Registry
+    clock: Clock
+    partial_writes: bool = False
+
+    async def run(self, work: TurnWork) -> None:
+        reads = [c for c in work.ordered() if not is_write(c)]
+        await self._reads(work, reads)
+        await self._writes(work, [c for c in work.ordered() if is_write(c)])
+
+    # ------------------------------------------------------------------ reads
+
+    async def _reads(self, work: TurnWork, reads: Sequence[CallRecord]) -> None:
+        runnable = [c for c in reads if self._runnable(c)]
+        stale = [c for c in reads if c.status == CallStatus.EXECUTING and not self._repeatable(c)]
+        for rec in stale:
+            await self._commit(work, [rec.moved(CallStatus.UNKNOWN, error_code="outcome_unknown",
+                                                error_message="the read was in flight when the "
+                                                "gateway stopped and is not repeatable")])
+        if not runnable:
+            return
+        started = await self._intent(work, runnable)
+        parallel = [c for c in started if self._parallel_safe(c)]
+        serial = [c for c in started if not self._parallel_safe(c)]
+        await asyncio.gather(*(self._execute(work, c) for c in parallel))
+        for rec in serial:
+            await self._execute(work, rec)
+
+    def _runnable(self, rec: CallRecord) -> bool:
+        if rec.status == CallStatus.PROPOSED:
+            return True
+        return rec.status == CallStatus.EXECUTING and self._repeatable(rec)
+
+    def _repeatable(self, rec: CallRecord) -> bool:
+        tool = self.registry.get(rec.tool)
+        return tool is not None and tool.repeatable
+
+    def _parallel_safe(self, rec: CallRecord) -> bool:
+        tool = self.registry.get(rec.tool)
+        return tool is not None and tool.parallel_safe
+
+    # ------------------------------------------------------------------ writes
+
+    async def _writes(self, work: TurnWork, writes: Sequence[CallRecord]) -> None:
+        blocked = ""
+        for rec in writes:
+            rec = work.calls[rec.call_id]
+            if blocked and rec.status in (CallStatus.PROPOSED, CallStatus.HELD):
+                await self._commit(work, [not_run(rec, blocked, self.clock())])
+                continue
+            if rec.status == CallStatus.EXECUTING:  # found in flight: never simply re-run
+                rec = rec.moved(CallStatus.UNKNOWN, error_code="outcome_unknown",
+                                error_message="the write was in flight when the gateway "
+                                              "stopped; looking it up")
+                await self._commit(work, [rec])
+            if rec.status == CallStatus.PROPOSED:
+                (rec,) = await self._intent(work, [rec])
+                rec = await self._execute(work, rec)
+            if rec.status == CallStatus.UNKNOWN:
+                rec = await self.reconcile(work, rec)
+            if rec.status in (CallStatus.FAILED, CallStatus.UNKNOWN) and not self.partial_writes:
+                blocked = "failed" if rec.status == CallStatus.FAILED else "of unknown outcome"
+
+    # ------------------------------------------------------------------ steps
+
+    async def _intent(self, work: TurnWork, recs: Sequence[CallRecord]) -> list[CallRecord]:
+        """Commit EXECUTING (and the tool-call counter) before any request is sent."""
+        now = self.clock()
+        fresh = [r for r in recs if r.status == CallStatus.PROPOSED]
+        moved = [r.moved(CallStatus.EXECUTING, started_at=now, idempotency_key=idempotency_key(r))
+                 if r.status == CallStatus.PROPOSED else replace(r, started_at=now)
+                 for r in recs]
+        run = replace(work.run, tool_calls_used=work.run.tool_calls_used + len(fresh),
+                      updated_at=now)
+        await self.store.save(run=run, calls=moved)
+        work.run = run
+        for r in moved:
+            work.calls[r.call_id] = r
+        return moved
+
+    async def _execute(self, work: TurnWork, rec: CallRecord) -> CallRecord:
+        tool = self.registry.get(rec.tool)
+        args = parse_arguments(rec.arguments_json)
+        if tool is None or args is None:  # the registry changed since the decision
+            res = ExecutionResult(CallStatus.FAILED, error_code="unknown_tool",
+                                  error_message=f"tool {rec.tool!r} is no longer registered")
+        else:
+            res = await tool.run(args, self._ctx(work, rec))
+        return await self._settle(work, rec, res, "execution")
+
+    async def reconcile(self, work: TurnWork, rec: CallRecord) -> CallRecord:
+        tool = self.registry.get(rec.tool)
+        args = parse_arguments(rec.arguments_json)
+        if tool is None or args is None:
+            return rec
+        res = await tool.reconcile(args, self._ctx(work, rec))
+        if res.status == CallStatus.UNKNOWN and res.attempts == 0:
+            return rec
+        return await self._settle(work, rec, res, "reconcile")
+
+    def _ctx(self, work: TurnWork, rec: CallRecord) -> ExecutionContext:
+        return ExecutionContext(run_id=rec.run_id, call_id=rec.call_id,
+                                idempotency_key=rec.idempotency_key or idempotency_key(rec),
+                                identity=work.identity)
+
+    async def _settle(self, work: TurnWork, rec: CallRecord, res: ExecutionResult,
+                      kind: str) -> CallRecord:
+        now = self.clock()
+        count = rec.execution_count + res.attempts
+        if res.status == rec.status:  # still UNKNOWN after a re-send
+            done = replace(rec, execution_count=count, error_message=res.error_message)
+        else:
+            done = rec.moved(res.status, output_json=res.output_json, error_code=res.error_code,
+                             error_message=res.error_message, execution_count=count,
+                             finished_at=now if res.status != CallStatus.UNKNOWN else None)
+        await self._commit(work, [done], kind)
+        return done
+
+    async def _commit(self, work: TurnWork, recs: Sequence[CallRecord],
+                      kind: str = "execution") -> None:
+        now = self.clock()
+        audit = [audit_of(kind, r, work.run, self.registry, now) for r in recs]
+        await self.store.save(calls=recs, audit=audit)
+        for r in recs:
+            work.calls[r.call_id] = r
+
+

@@ -1,0 +1,64 @@
+"""Builds the policy inputs of DESIGN §6 from domain records (no engine, no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from gateway.model import CallRecord, Identity, RunRecord, rfc3339
+from gateway.registry import Tool
+
+RECENT_CALLS = 50
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a decision may know of the run: the run, the turn and its recent calls."""
+
+    run: RunRecord
+    turn_seq: int
+    turn_id: str
+    recent: Sequence[CallRecord]
+
+    def as_input(self) -> dict[str, Any]:
+        return {
+            "id": self.run.run_id, "turn": self.turn_seq, "turn_id": self.turn_id,
+            "tool_calls_used": self.run.tool_calls_used, "labels": dict(self.run.labels),
+            "calls": [{"id": c.call_id, "tool": c.tool, "effect": c.effect,
+                       "args": _args(c.arguments_json), "status": c.status.value}
+                      for c in list(self.recent)[-RECENT_CALLS:]],
+        }
+
+
+def _args(text: str) -> Any:
+    import json
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def tool_input(tool: Tool) -> dict[str, Any]:
+    return {"name": tool.name, "version": tool.version, "effect": tool.effect.value,
+            "labels": dict(tool.labels)}
+
+
+def call_input(*, rec: CallRecord, tool: Tool, args: dict[str, Any], identity: Identity,
+               run: RunContext | None, batch: Sequence[tuple[CallRecord, str]],
+               now: datetime, approval: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The `decision` input for one call; batch lists (record, effect) of the whole turn."""
+    return {
+        "action": "call",
+        "call": {"id": rec.call_id, "tool": tool.name, "tool_version": tool.version,
+                 "effect": tool.effect.value, "args": args, "args_sha256": rec.arguments_sha256},
+        "tool": tool_input(tool),
+        "identity": identity.as_input(),
+        "run": run.as_input() if run is not None else None,
+        "batch": {"size": len(batch),
+                  "calls": [{"id": c.call_id, "tool": c.tool, "effect": effect}
+                            for c, effect in batch]},
+        "approval": approval,
+        "now": rfc3339(now),
+    }

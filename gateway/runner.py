@@ -1,0 +1,443 @@
+"""The turn/batch state machine (DESIGN §2, §3, §7). No gRPC and no SQL in here.
+
+A turn moves through separate phases with typed results:
+accept (idempotency, state, budgets) → judge each call → plan the batch → execute
+(write-ahead intent) → settle (NextAction and run state) → TurnOutcome.
+Only committed state leaves this module: an outcome is built after its last write commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import uuid
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from gateway import batch
+from gateway.errors import (
+    AlreadyExists,
+    CallCode,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+)
+from gateway.execute import ExecutionPhase, TurnWork, audit_of
+from gateway.judge import Judge, rejected
+from gateway.model import (
+    AuditEvent,
+    Budget,
+    CallRecord,
+    CallResult,
+    CallStatus,
+    Decision,
+    EventKind,
+    Identity,
+    NextAction,
+    RunRecord,
+    RunState,
+    RunView,
+    ToolCall,
+    TurnInput,
+    TurnOutcome,
+    TurnRecord,
+    Verdict,
+    canonical_sha256,
+    now_utc,
+)
+from gateway.policy.base import PolicyEngine
+from gateway.policy_input import RECENT_CALLS, RunContext
+from gateway.registry import Registry
+from gateway.store.base import ApprovalRecord, RunStore
+
+DEFAULT_APPROVAL_TTL_S = 3600
+
+
+@dataclass(frozen=True)
+class StartRunParams:
+    run_id: str = ""
+    provider: str = ""
+    api_version: str = ""
+    budget: Budget = Budget()
+    labels: dict[str, str] | None = None
+    conversation_json: str = ""
+
+    def params_hash(self) -> str:
+        body = [self.provider, self.api_version, list(vars(self.budget).values()),
+                sorted((self.labels or {}).items()), self.conversation_json]
+        return hashlib.sha256(json.dumps(body).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class AuthorizeDecision:
+    call_id: str
+    decision: Decision
+    error_code: str = ""
+    error_message: str = ""
+
+
+def _args_sha(text: str) -> str:
+    try:
+        return canonical_sha256(json.loads(text))
+    except (ValueError, TypeError, RecursionError):
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+class Runner:
+    def __init__(self, *, store: RunStore, registry: Registry, policy: PolicyEngine,
+                 clock: Callable[[], datetime] = now_utc) -> None:
+        self.store = store
+        self.registry = registry
+        self.policy = policy
+        self.clock = clock
+        self.judge = Judge(registry, policy)
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary())
+
+    def _lock(self, run_id: str) -> asyncio.Lock:
+        lock = self._locks.get(run_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[run_id] = lock
+        return lock
+
+    # ------------------------------------------------------------------ runs
+
+    async def start_run(self, identity: Identity, params: StartRunParams) -> RunRecord:
+        now = self.clock()
+        run = RunRecord(
+            run_id=params.run_id or f"run_{uuid.uuid4().hex}", state=RunState.ACTIVE,
+            subject=identity.subject, tenant=identity.tenant, provider=params.provider,
+            api_version=params.api_version, budget=params.budget,
+            labels=dict(params.labels or {}), conversation_json=params.conversation_json,
+            params_hash=params.params_hash(), created_at=now, updated_at=now)
+        stored = await self.store.create_run(run)
+        if stored.params_hash != run.params_hash or stored.subject != identity.subject:
+            raise AlreadyExists(f"run {run.run_id} already exists with other parameters; "
+                                "choose another run_id", code="run_conflict")
+        return stored
+
+    async def owned_run(self, identity: Identity, run_id: str) -> RunRecord:
+        run = await self.store.get_run(run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r}", code="run_not_found")
+        if run.subject != identity.subject or run.tenant != identity.tenant:
+            raise PermissionDenied(f"run {run_id} belongs to another subject")
+        return run
+
+    async def get_run(self, identity: Identity, run_id: str) -> RunView:
+        await self.owned_run(identity, run_id)
+        view = await self.store.get_view(run_id)
+        if view is None:
+            raise NotFound(f"no run {run_id!r}", code="run_not_found")
+        return view
+
+    async def cancel_run(self, identity: Identity, run_id: str) -> RunRecord:
+        await self.owned_run(identity, run_id)
+        async with self._lock(run_id):
+            run = await self.owned_run(identity, run_id)
+            if run.state == RunState.CANCELLED:
+                return run
+            if run.state.terminal:
+                raise FailedPrecondition(f"run {run_id} already ended ({run.state.value})",
+                                         code="run_finished")
+            return await self._cancel(run)
+
+    async def _cancel(self, run: RunRecord) -> RunRecord:
+        now = self.clock()
+        last = await self.store.last_turn(run.run_id)
+        calls = await self.store.turn_calls(run.run_id, last.turn_id) if last else []
+        changed: list[CallRecord] = []
+        for rec in calls:
+            if rec.status == CallStatus.PENDING_APPROVAL:
+                changed.append(rec.moved(CallStatus.REJECTED,
+                                         error_code=CallCode.APPROVAL_CANCELLED.value,
+                                         error_message="the run was cancelled", finished_at=now))
+            elif rec.status in (CallStatus.HELD, CallStatus.PROPOSED):
+                changed.append(batch.not_run(rec, "cancelled with its run", now))
+        approvals = [replace(a, status="CANCELLED", decided_at=now, reason="run cancelled")
+                     for a in await self.store.approvals_for_run(run.run_id)
+                     if a.status == "PENDING"]
+        cancelled = replace(run, state=RunState.CANCELLED, pause_reason="", updated_at=now)
+        await self.store.save(run=cancelled, calls=changed, approvals=approvals)
+        return cancelled
+
+    # ------------------------------------------------------------------ turns
+
+    async def submit_turn(self, identity: Identity, turn: TurnInput) -> TurnOutcome:
+        run = await self.owned_run(identity, turn.run_id)
+        self._check_turn_shape(run, turn)
+        async with self._lock(run.run_id):
+            run = await self.owned_run(identity, turn.run_id)
+            existing = await self.store.get_turn(run.run_id, turn.turn_id)
+            if existing is not None:
+                if existing.content_hash != turn.content_hash():
+                    raise AlreadyExists(f"turn {turn.turn_id} was already submitted with other "
+                                        "content", code="turn_conflict")
+                if existing.next is None:  # accepted before, never settled: finish it
+                    return await self._drive(identity, run, existing)
+                return await self._outcome(run, existing)
+            await self._check_accepting(run)
+            return await self._accept(identity, run, turn)
+
+    def _check_turn_shape(self, run: RunRecord, turn: TurnInput) -> None:
+        if not turn.turn_id:
+            raise InvalidArgument("turn_id is required", code="invalid_argument")
+        if turn.provider and run.provider and turn.provider != run.provider:
+            raise InvalidArgument(f"run {run.run_id} was started for provider {run.provider}; "
+                                  f"a turn for {turn.provider} is not accepted",
+                                  code="unknown_provider")
+        seen: set[str] = set()
+        for call in turn.event.calls:
+            if not call.call_id:
+                raise InvalidArgument("every tool call needs a call_id",
+                                      code="invalid_argument")
+            if call.call_id in seen:
+                raise InvalidArgument(f"call ID {call.call_id} appears twice in this turn",
+                                      code="duplicate_call_id")
+            seen.add(call.call_id)
+
+    async def _check_accepting(self, run: RunRecord) -> None:
+        if run.state.terminal:
+            raise FailedPrecondition(f"run {run.run_id} has ended ({run.state.value}); start a "
+                                     "new run", code="run_finished")
+        if run.state.paused:
+            raise FailedPrecondition(f"run {run.run_id} is paused: {run.pause_reason}; settle "
+                                     "it (approval, ResolveCall or ResumeRun) before the next "
+                                     "turn", code="run_paused")
+        last = await self.store.last_turn(run.run_id)
+        if last is not None and last.next is None:
+            raise FailedPrecondition(f"turn {last.turn_id} of run {run.run_id} has not settled; "
+                                     "call ResumeRun first", code="run_paused")
+
+    async def _accept(self, identity: Identity, run: RunRecord, turn: TurnInput) -> TurnOutcome:
+        now = self.clock()
+        last = await self.store.last_turn(run.run_id)
+        record = TurnRecord(
+            run_id=run.run_id, turn_id=turn.turn_id, seq=(last.seq + 1) if last else 1,
+            event=turn.event.kind, content_hash=turn.content_hash(), provider=turn.provider,
+            api_version=turn.api_version, model=turn.model, usage=turn.usage,
+            raw_response_json=turn.raw_response_json, detail=turn.event.detail(),
+            created_at=now)
+        run = replace(run, turns_used=run.turns_used + 1, usage_total=run.usage_total + turn.usage,
+                      updated_at=now)
+        calls = await self._proposed(run, turn, now)
+        await self.store.begin_turn(run, record, calls)
+        return await self._drive(identity, run, record, turn.event.calls)
+
+    async def _proposed(self, run: RunRecord, turn: TurnInput,
+                        now: datetime) -> list[CallRecord]:
+        used = await self.store.used_call_ids(run.run_id, [c.call_id for c in turn.event.calls])
+        out: list[CallRecord] = []
+        for i, call in enumerate(turn.event.calls):
+            rec = self.judge.describe(CallRecord(
+                run_id=run.run_id, turn_id=turn.turn_id, call_id=call.call_id, index=i,
+                tool=call.name, status=CallStatus.PROPOSED, arguments_json=call.arguments_json,
+                arguments_sha256=_args_sha(call.arguments_json), created_at=now))
+            if call.call_id in used:
+                rec = rejected(rec, CallCode.DUPLICATE_CALL_ID,
+                               f"call ID {call.call_id} was already used in an earlier turn of "
+                               "this run; call IDs are unique per run", now=now)
+            out.append(rec)
+        return out
+
+    # ------------------------------------------------------------------ driving a turn
+
+    async def _drive(self, identity: Identity, run: RunRecord, turn: TurnRecord,
+                     calls_in: Sequence[ToolCall] = ()) -> TurnOutcome:
+        """Take an accepted turn as far as it can go, then settle it."""
+        if turn.event != EventKind.TOOL_REQUEST:
+            return await self._settle(run, turn, [])
+        calls = await self.store.turn_calls(run.run_id, turn.turn_id)
+        if batch.exceeded(run):
+            calls = [batch.budget_rejected(c, self.clock()) if c.status == CallStatus.PROPOSED
+                     else c for c in calls]
+            await self.store.save(calls=calls)
+        calls = await self._decide(identity, run, turn, calls, {c.call_id: c for c in calls_in})
+        work = TurnWork(run=run, calls={c.call_id: c for c in calls}, identity=identity,
+                        order=[c.call_id for c in calls])
+        partial = self._partial_writes(identity, calls)
+        phase = ExecutionPhase(self.store, self.registry, self.clock, partial_writes=partial)
+        await phase.run(work)
+        for rec in work.ordered():  # UNKNOWN reads or writes left from an earlier attempt
+            if rec.status == CallStatus.UNKNOWN and not batch.is_write(rec):
+                await phase.reconcile(work, rec)
+        return await self._settle(work.run, turn, work.ordered())
+
+    async def _decide(self, identity: Identity, run: RunRecord, turn: TurnRecord,
+                      calls: list[CallRecord], originals: dict[str, ToolCall]) -> list[CallRecord]:
+        undecided = [c for c in calls if c.status == CallStatus.PROPOSED and c.decision is None]
+        if not undecided:
+            return calls
+        now = self.clock()
+        recent = await self.store.recent_calls(run.run_id, RECENT_CALLS)
+        ctx = RunContext(run=run, turn_seq=turn.seq, turn_id=turn.turn_id,
+                         recent=[c for c in recent if c.turn_id != turn.turn_id])
+        judged = [self.judge.judge(c, originals.get(c.call_id), identity=identity, run=ctx,
+                                   batch=calls, now=now)
+                  if c in undecided else c for c in calls]
+        remaining = (None if run.budget.max_tool_calls == 0
+                     else max(run.budget.max_tool_calls - run.tool_calls_used, 0))
+        planned = batch.plan(judged, remaining_tool_calls=remaining,
+                             partial_writes=self._partial_writes(identity, judged), now=now)
+        approvals = [self._approval(identity, c, now) for c in planned
+                     if c.status == CallStatus.PENDING_APPROVAL and not c.approval_id]
+        by_call = {a.call_id: a.approval_id for a in approvals}
+        planned = [replace(c, approval_id=by_call[c.call_id]) if c.call_id in by_call else c
+                   for c in planned]
+        audit = [audit_of("decision", c, run, self.registry, now, turn.provider)
+                 for c in planned if c in undecided or c.call_id in by_call
+                 or c.status != CallStatus.PROPOSED]
+        await self.store.save(calls=planned, approvals=approvals, audit=audit)
+        return planned
+
+    def _partial_writes(self, identity: Identity, calls: Sequence[CallRecord]) -> bool:
+        writes = [c for c in calls if batch.is_write(c)]
+        if len(writes) < 2:
+            return False
+        return self.policy.partial_writes({
+            "action": "batch", "identity": identity.as_input(),
+            "calls": [{"id": c.call_id, "tool": c.tool, "effect": c.effect,
+                       "verdict": c.decision.verdict.value if c.decision else "UNSPECIFIED"}
+                      for c in calls]})
+
+    def _approval(self, identity: Identity, rec: CallRecord, now: datetime) -> ApprovalRecord:
+        ttl = (rec.decision.approval_ttl_s if rec.decision and rec.decision.approval_ttl_s
+               else DEFAULT_APPROVAL_TTL_S)
+        return ApprovalRecord(
+            approval_id=f"apr_{uuid.uuid4().hex}", run_id=rec.run_id, turn_id=rec.turn_id,
+            call_id=rec.call_id, tool=rec.tool, tool_version=rec.tool_version,
+            arguments_json=rec.arguments_json, arguments_sha256=rec.arguments_sha256,
+            status="PENDING", requested_by=identity.subject, tenant=identity.tenant,
+            created_at=now, expires_at=now + timedelta(seconds=ttl))
+
+    # ------------------------------------------------------------------ settling
+
+    async def _settle(self, run: RunRecord, turn: TurnRecord,
+                      calls: Sequence[CallRecord]) -> TurnOutcome:
+        next_action, reason = settle_next(run, turn, calls)
+        now = self.clock()
+        state = STATE_AFTER[next_action]
+        retries = run.retries_in_row + 1 if next_action == NextAction.RETRY_TURN else 0
+        pause = reason if state.paused else ""
+        run = replace(run, state=state, retries_in_row=retries, pause_reason=pause,
+                      updated_at=now)
+        turn = replace(turn, next=next_action, reason=reason)
+        await self.store.save(run=run, turn=turn)
+        return self._build_outcome(run, turn, calls)
+
+    async def _outcome(self, run: RunRecord, turn: TurnRecord) -> TurnOutcome:
+        calls = await self.store.turn_calls(run.run_id, turn.turn_id)
+        return self._build_outcome(run, turn, calls)
+
+    def _build_outcome(self, run: RunRecord, turn: TurnRecord,
+                       calls: Sequence[CallRecord]) -> TurnOutcome:
+        assert turn.next is not None
+        return TurnOutcome(run_id=run.run_id, turn_id=turn.turn_id, next=turn.next,
+                           run_state=run.state, reason=turn.reason,
+                           results=tuple(CallResult.of(c) for c in calls))
+
+    # ------------------------------------------------------------------ resume / authorize
+
+    async def resume_run(self, identity: Identity, run_id: str) -> TurnOutcome:
+        await self.owned_run(identity, run_id)
+        async with self._lock(run_id):
+            run = await self.owned_run(identity, run_id)
+            turn = await self.store.last_turn(run_id)
+            if turn is None:
+                raise FailedPrecondition(f"run {run_id} has no turn yet", code="no_turn")
+            recoverable = turn.next is None or run.state == RunState.PAUSED_UNKNOWN_OUTCOME
+            if recoverable and not run.state.terminal:
+                return await self._drive(identity, run, turn)
+            return await self._outcome(run, turn)
+
+    async def authorize(self, identity: Identity, run_id: str,
+                        calls: Sequence[ToolCall]) -> list[AuthorizeDecision]:
+        run = await self.owned_run(identity, run_id) if run_id else None
+        now = self.clock()
+        recs = [self.judge.describe(CallRecord(
+            run_id=run_id, turn_id="", call_id=c.call_id, index=i, tool=c.name,
+            status=CallStatus.PROPOSED, arguments_json=c.arguments_json,
+            arguments_sha256=_args_sha(c.arguments_json), created_at=now))
+            for i, c in enumerate(calls)]
+        ctx = None
+        if run is not None:
+            recent = await self.store.recent_calls(run.run_id, RECENT_CALLS)
+            ctx = RunContext(run=run, turn_seq=run.turns_used, turn_id="", recent=recent)
+        judged = [self.judge.judge(r, c, identity=identity, run=ctx, batch=recs, now=now)
+                  for r, c in zip(recs, calls, strict=True)]
+        await self.store.append_audit([self._authorize_audit(identity, r, now) for r in judged])
+        return [AuthorizeDecision(r.call_id, r.decision or Decision(Verdict.UNSPECIFIED),
+                                  r.error_code if r.status == CallStatus.REJECTED else "",
+                                  r.error_message if r.status == CallStatus.REJECTED else "")
+                for r in judged]
+
+    def _authorize_audit(self, identity: Identity, rec: CallRecord, now: datetime) -> AuditEvent:
+        run = RunRecord(run_id=rec.run_id, state=RunState.ACTIVE, subject=identity.subject,
+                        tenant=identity.tenant)
+        return audit_of("authorize", rec, run, self.registry, now)
+
+
+# ---------------------------------------------------------------------- settle rules
+
+STATE_AFTER: dict[NextAction, RunState] = {
+    NextAction.CONTINUE: RunState.ACTIVE,
+    NextAction.RETRY_TURN: RunState.ACTIVE,
+    NextAction.DONE: RunState.COMPLETED,
+    NextAction.PAUSED_FOR_APPROVAL: RunState.PAUSED_FOR_APPROVAL,
+    NextAction.PAUSED_UNKNOWN_OUTCOME: RunState.PAUSED_UNKNOWN_OUTCOME,
+    NextAction.HANDOFF: RunState.HANDED_OFF,
+    NextAction.BUDGET_EXHAUSTED: RunState.BUDGET_EXHAUSTED,
+}
+
+
+def settle_next(run: RunRecord, turn: TurnRecord,
+                calls: Sequence[CallRecord]) -> tuple[NextAction, str]:
+    """The NextAction of DESIGN §4 for a turn whose calls are as given."""
+    if batch.exceeded(run) and turn.event != EventKind.FINAL:
+        return NextAction.BUDGET_EXHAUSTED, batch.exceeded(run)
+    kind = turn.event
+    if kind == EventKind.FINAL:
+        return NextAction.DONE, "final answer"
+    if kind == EventKind.REFUSAL:
+        return NextAction.HANDOFF, "the model refused"
+    if kind == EventKind.PAUSED:
+        return NextAction.CONTINUE, "the provider paused the turn; continue it"
+    detail = turn.detail
+    if kind == EventKind.INCOMPLETE:
+        return _retry_or_handoff(run, f"the response was incomplete ({detail.text or 'no reason'})")
+    if kind == EventKind.PROVIDER_ERROR:
+        what = f"provider error ({detail.error_kind or 'other'}): {detail.text}"
+        if not detail.retryable:
+            return NextAction.HANDOFF, f"{what}; not retryable"
+        return _retry_or_handoff(run, what)
+    return _after_calls(run, calls)
+
+
+def _retry_or_handoff(run: RunRecord, what: str) -> tuple[NextAction, str]:
+    if run.retries_in_row >= run.budget.retries_allowed:
+        return NextAction.HANDOFF, (f"{what}; the retry budget ({run.budget.retries_allowed}) "
+                                    "is spent")
+    return NextAction.RETRY_TURN, f"{what}; nothing ran, ask the model again"
+
+
+def _after_calls(run: RunRecord, calls: Sequence[CallRecord]) -> tuple[NextAction, str]:
+    unknown = [c.call_id for c in calls if c.status == CallStatus.UNKNOWN]
+    if unknown:
+        return NextAction.PAUSED_UNKNOWN_OUTCOME, (
+            f"outcome unknown for {', '.join(unknown)}; callgate will look it up on ResumeRun, "
+            "or an operator may ResolveCall")
+    waiting = [c.call_id for c in calls
+               if c.status in (CallStatus.PENDING_APPROVAL, CallStatus.HELD)]
+    if waiting:
+        return NextAction.PAUSED_FOR_APPROVAL, f"waiting for approval: {', '.join(waiting)}"
+    if any(c.error_code == CallCode.BUDGET_EXHAUSTED.value for c in calls):
+        return NextAction.BUDGET_EXHAUSTED, "the tool-call budget is spent"
+    spent = batch.no_turn_left(run)
+    if spent:
+        return NextAction.BUDGET_EXHAUSTED, spent
+    return NextAction.CONTINUE, "every call is settled"

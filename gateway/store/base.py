@@ -1,0 +1,80 @@
+"""The RunStore contract: what the runner persists and reads back.
+
+Implementations: `sqlite.SQLiteStore` (default). Every method either commits what it was given
+in one transaction or raises `StoreUnavailable`; nothing is half-written. A call ID is unique
+within a run at the database level (a duplicate is stored only as a REJECTED
+`duplicate_call_id` record of its own turn).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from gateway.model import AuditEvent, CallRecord, RunRecord, RunView, TurnRecord
+
+
+@dataclass(frozen=True)
+class ApprovalRecord:
+    approval_id: str
+    run_id: str
+    turn_id: str
+    call_id: str
+    tool: str
+    tool_version: str
+    arguments_json: str
+    arguments_sha256: str
+    status: str  # PENDING | APPROVED | DENIED | EXPIRED | CANCELLED
+    requested_by: str
+    tenant: str
+    created_at: datetime
+    expires_at: datetime | None
+    decided_by: str = ""
+    decided_at: datetime | None = None
+    reason: str = ""
+
+
+class RunStore(Protocol):
+    name: str
+
+    async def create_run(self, run: RunRecord) -> RunRecord:
+        """Insert the run; when the ID exists, answer the stored run unchanged."""
+        ...
+
+    async def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    async def get_view(self, run_id: str) -> RunView | None: ...
+
+    async def get_turn(self, run_id: str, turn_id: str) -> TurnRecord | None: ...
+
+    async def last_turn(self, run_id: str) -> TurnRecord | None: ...
+
+    async def turn_calls(self, run_id: str, turn_id: str) -> list[CallRecord]: ...
+
+    async def recent_calls(self, run_id: str, limit: int) -> list[CallRecord]: ...
+
+    async def used_call_ids(self, run_id: str, call_ids: Sequence[str]) -> set[str]:
+        """Which of call_ids already belong to an earlier turn of the run."""
+        ...
+
+    async def begin_turn(self, run: RunRecord, turn: TurnRecord,
+                         calls: Sequence[CallRecord]) -> None:
+        """Insert the turn and its calls and update the run, atomically."""
+        ...
+
+    async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
+                   calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
+                   audit: Sequence[AuditEvent] = ()) -> None:
+        """Update existing run/turn/call rows, upsert approvals and append audit records,
+        atomically (one commit, durable before it returns)."""
+        ...
+
+    async def append_audit(self, events: Sequence[AuditEvent]) -> None: ...
+
+    async def approvals_for_run(self, run_id: str) -> list[ApprovalRecord]: ...
+
+    async def healthy(self) -> bool: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,168 @@
+"""Row codecs shared by the SQL stores: domain records <-> flat column tuples.
+
+Column order here is the single source for both the DDL and the statements of each store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from gateway.model import (
+    AuditEvent,
+    Budget,
+    CallRecord,
+    CallStatus,
+    Decision,
+    EventDetail,
+    EventKind,
+    NextAction,
+    RunRecord,
+    RunState,
+    TurnRecord,
+    Usage,
+    Verdict,
+    rfc3339,
+)
+from gateway.store.base import ApprovalRecord
+
+SCHEMA_VERSION = 1
+
+RUN_COLUMNS = ("run_id", "state", "subject", "tenant", "provider", "api_version", "budget_json",
+               "labels_json", "conversation_json", "params_hash", "turns_used",
+               "tool_calls_used", "retries_in_row", "input_tokens", "output_tokens",
+               "pause_reason", "created_at", "updated_at")
+TURN_COLUMNS = ("run_id", "turn_id", "seq", "event", "content_hash", "provider", "api_version",
+                "model", "input_tokens", "output_tokens", "raw_response_json", "detail_json",
+                "next", "reason", "created_at")
+CALL_COLUMNS = ("run_id", "turn_id", "call_id", "idx", "tool", "status", "arguments_json",
+                "tool_version", "effect", "arguments_sha256", "decision_json", "output_json",
+                "error_code", "error_message", "execution_count", "approval_id",
+                "idempotency_key", "created_at", "decided_at", "started_at", "finished_at")
+APPROVAL_COLUMNS = ("approval_id", "run_id", "turn_id", "call_id", "tool", "tool_version",
+                    "arguments_json", "arguments_sha256", "status", "requested_by", "tenant",
+                    "created_at", "expires_at", "decided_by", "decided_at", "reason")
+AUDIT_COLUMNS = ("time", "kind", "subject", "tenant", "run_id", "turn_id", "call_id",
+                 "provider", "tool", "tool_version", "arguments_summary_json",
+                 "arguments_sha256", "decision_json", "status", "error_code",
+                 "execution_count", "policy_revision", "prev_hash", "hash")
+
+
+def _t(value: datetime | None) -> str | None:
+    return rfc3339(value) if value is not None else None
+
+
+def _dt(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+
+
+def decision_to_json(d: Decision | None) -> str | None:
+    if d is None:
+        return None
+    return json.dumps({"verdict": d.verdict.value, "reasons": list(d.reasons),
+                       "policy_revision": d.policy_revision,
+                       "approval_ttl_s": d.approval_ttl_s, "error": d.error})
+
+
+def decision_from_json(text: str | None) -> Decision | None:
+    if not text:
+        return None
+    d = json.loads(text)
+    return Decision(verdict=Verdict(d["verdict"]), reasons=tuple(d["reasons"]),
+                    policy_revision=d["policy_revision"], approval_ttl_s=d.get("approval_ttl_s"),
+                    error=d.get("error", ""))
+
+
+def run_row(r: RunRecord) -> tuple[Any, ...]:
+    return (r.run_id, r.state.value, r.subject, r.tenant, r.provider, r.api_version,
+            json.dumps(asdict(r.budget)), json.dumps(r.labels), r.conversation_json,
+            r.params_hash, r.turns_used, r.tool_calls_used, r.retries_in_row,
+            r.usage_total.input_tokens, r.usage_total.output_tokens, r.pause_reason,
+            _t(r.created_at), _t(r.updated_at))
+
+
+def run_from_row(row: tuple[Any, ...]) -> RunRecord:
+    v = dict(zip(RUN_COLUMNS, row, strict=True))
+    return RunRecord(
+        run_id=v["run_id"], state=RunState(v["state"]), subject=v["subject"],
+        tenant=v["tenant"], provider=v["provider"], api_version=v["api_version"],
+        budget=Budget(**json.loads(v["budget_json"])), labels=json.loads(v["labels_json"]),
+        conversation_json=v["conversation_json"], params_hash=v["params_hash"],
+        turns_used=v["turns_used"], tool_calls_used=v["tool_calls_used"],
+        retries_in_row=v["retries_in_row"],
+        usage_total=Usage(v["input_tokens"], v["output_tokens"]),
+        pause_reason=v["pause_reason"], created_at=_dt(v["created_at"]),
+        updated_at=_dt(v["updated_at"]))
+
+
+def turn_row(t: TurnRecord) -> tuple[Any, ...]:
+    return (t.run_id, t.turn_id, t.seq, t.event.value, t.content_hash, t.provider,
+            t.api_version, t.model, t.usage.input_tokens, t.usage.output_tokens,
+            t.raw_response_json, json.dumps(asdict(t.detail)), t.next.value if t.next else None,
+            t.reason, _t(t.created_at))
+
+
+def turn_from_row(row: tuple[Any, ...]) -> TurnRecord:
+    v = dict(zip(TURN_COLUMNS, row, strict=True))
+    return TurnRecord(
+        run_id=v["run_id"], turn_id=v["turn_id"], seq=v["seq"], event=EventKind(v["event"]),
+        content_hash=v["content_hash"], provider=v["provider"], api_version=v["api_version"],
+        model=v["model"], usage=Usage(v["input_tokens"], v["output_tokens"]),
+        raw_response_json=v["raw_response_json"],
+        detail=EventDetail(**json.loads(v["detail_json"])),
+        next=NextAction(v["next"]) if v["next"] else None, reason=v["reason"],
+        created_at=_dt(v["created_at"]))
+
+
+def call_row(c: CallRecord) -> tuple[Any, ...]:
+    return (c.run_id, c.turn_id, c.call_id, c.index, c.tool, c.status.value, c.arguments_json,
+            c.tool_version, c.effect, c.arguments_sha256, decision_to_json(c.decision),
+            c.output_json, c.error_code, c.error_message, c.execution_count, c.approval_id,
+            c.idempotency_key, _t(c.created_at), _t(c.decided_at), _t(c.started_at),
+            _t(c.finished_at))
+
+
+def call_from_row(row: tuple[Any, ...]) -> CallRecord:
+    v = dict(zip(CALL_COLUMNS, row, strict=True))
+    return CallRecord(
+        run_id=v["run_id"], turn_id=v["turn_id"], call_id=v["call_id"], index=v["idx"],
+        tool=v["tool"], status=CallStatus(v["status"]), arguments_json=v["arguments_json"],
+        tool_version=v["tool_version"], effect=v["effect"],
+        arguments_sha256=v["arguments_sha256"], decision=decision_from_json(v["decision_json"]),
+        output_json=v["output_json"], error_code=v["error_code"],
+        error_message=v["error_message"], execution_count=v["execution_count"],
+        approval_id=v["approval_id"], idempotency_key=v["idempotency_key"],
+        created_at=_dt(v["created_at"]), decided_at=_dt(v["decided_at"]),
+        started_at=_dt(v["started_at"]), finished_at=_dt(v["finished_at"]))
+
+
+def approval_row(a: ApprovalRecord) -> tuple[Any, ...]:
+    return (a.approval_id, a.run_id, a.turn_id, a.call_id, a.tool, a.tool_version,
+            a.arguments_json, a.arguments_sha256, a.status, a.requested_by, a.tenant,
+            _t(a.created_at), _t(a.expires_at), a.decided_by, _t(a.decided_at), a.reason)
+
+
+def approval_from_row(row: tuple[Any, ...]) -> ApprovalRecord:
+    v = dict(zip(APPROVAL_COLUMNS, row, strict=True))
+    created = _dt(v["created_at"])
+    assert created is not None
+    return ApprovalRecord(
+        approval_id=v["approval_id"], run_id=v["run_id"], turn_id=v["turn_id"],
+        call_id=v["call_id"], tool=v["tool"], tool_version=v["tool_version"],
+        arguments_json=v["arguments_json"], arguments_sha256=v["arguments_sha256"],
+        status=v["status"], requested_by=v["requested_by"], tenant=v["tenant"],
+        created_at=created, expires_at=_dt(v["expires_at"]), decided_by=v["decided_by"],
+        decided_at=_dt(v["decided_at"]), reason=v["reason"])
+
+
+def audit_row(e: AuditEvent, prev_hash: str) -> tuple[Any, ...]:
+    """The audit row for e chained after prev_hash (hash = sha256(prev_hash + body))."""
+    body = (_t(e.time), e.kind, e.subject, e.tenant, e.run_id, e.turn_id, e.call_id,
+            e.provider, e.tool, e.tool_version, e.arguments_summary_json, e.arguments_sha256,
+            decision_to_json(e.decision), e.status.value if e.status else None, e.error_code,
+            e.execution_count, e.policy_revision)
+    digest = hashlib.sha256((prev_hash + json.dumps(body)).encode()).hexdigest()
+    return (*body, prev_hash, digest)

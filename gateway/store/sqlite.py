@@ -1,0 +1,289 @@
+"""SQLite RunStore: one file, WAL, synchronous=FULL, one writer thread.
+
+Every statement runs on a single dedicated thread that owns the connection, so blocking I/O
+never stalls the event loop and SQLite sees one connection per process. sqlite3 errors are
+translated here into `StoreUnavailable` (cause chained).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from gateway.errors import StoreUnavailable
+from gateway.model import AuditEvent, CallRecord, RunRecord, RunView, TurnRecord
+from gateway.store import rows
+from gateway.store.base import ApprovalRecord
+
+T = TypeVar("T")
+
+_DDL = [
+    f"CREATE TABLE IF NOT EXISTS runs ({', '.join(rows.RUN_COLUMNS)}, PRIMARY KEY (run_id))",
+    f"CREATE TABLE IF NOT EXISTS turns ({', '.join(rows.TURN_COLUMNS)}, "
+    "PRIMARY KEY (run_id, turn_id))",
+    f"CREATE TABLE IF NOT EXISTS calls ({', '.join(rows.CALL_COLUMNS)}, "
+    "PRIMARY KEY (run_id, turn_id, call_id))",
+    # a call ID belongs to one turn of a run; duplicates exist only as their own rejection
+    "CREATE UNIQUE INDEX IF NOT EXISTS calls_unique_id ON calls (run_id, call_id) "
+    "WHERE error_code != 'duplicate_call_id'",
+    f"CREATE TABLE IF NOT EXISTS approvals ({', '.join(rows.APPROVAL_COLUMNS)}, "
+    "PRIMARY KEY (approval_id))",
+    "CREATE INDEX IF NOT EXISTS approvals_run ON approvals (run_id)",
+    f"CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+    f"{', '.join(rows.AUDIT_COLUMNS)})",
+    "CREATE INDEX IF NOT EXISTS audit_run ON audit (run_id)",
+]
+
+# MIGRATIONS[v] upgrades a store at version v to v + 1.
+MIGRATIONS: dict[int, list[str]] = {}
+
+
+def _placeholders(columns: Sequence[str]) -> str:
+    return ", ".join("?" for _ in columns)
+
+
+def _assignments(columns: Sequence[str]) -> str:
+    return ", ".join(f"{c} = ?" for c in columns)
+
+
+class SQLiteStore:
+    name = "sqlite"
+
+    def __init__(self, path: Path, *, busy_timeout_s: float = 5.0) -> None:
+        self.path = path
+        self._busy_timeout_s = busy_timeout_s
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="callgate-sqlite")
+        self._conn: sqlite3.Connection | None = None
+
+    # ------------------------------------------------------------------ plumbing
+
+    @classmethod
+    async def open(cls, path: Path, *, busy_timeout_s: float = 5.0) -> SQLiteStore:
+        store = cls(path, busy_timeout_s=busy_timeout_s)
+        await store._run(store._open)
+        return store
+
+    def _open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=self._busy_timeout_s,
+                               isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        self._conn = conn
+        self._migrate(conn)
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+            if row is None:
+                for stmt in _DDL:
+                    conn.execute(stmt)
+                conn.execute("INSERT INTO schema_version VALUES (?)", (rows.SCHEMA_VERSION,))
+            else:
+                version = int(row[0])
+                if version > rows.SCHEMA_VERSION:
+                    raise StoreUnavailable(
+                        f"store {self.path} has schema version {version}, newer than this "
+                        f"callgate ({rows.SCHEMA_VERSION}); upgrade callgate")
+                for v in range(version, rows.SCHEMA_VERSION):
+                    for stmt in MIGRATIONS[v]:
+                        conn.execute(stmt)
+                conn.execute("UPDATE schema_version SET version = ?", (rows.SCHEMA_VERSION,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._pool, fn)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"the run store could not be used: {exc}") from exc
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreUnavailable("the run store is closed")
+        return self._conn
+
+    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return result
+
+    def _one(self, sql: str, args: Sequence[Any]) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self.conn.execute(sql, args).fetchone()
+        return row
+
+    def _all(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return list(self.conn.execute(sql, args).fetchall())
+
+    # ------------------------------------------------------------------ runs and turns
+
+    async def create_run(self, run: RunRecord) -> RunRecord:
+        def tx(conn: sqlite3.Connection) -> RunRecord:
+            conn.execute(f"INSERT OR IGNORE INTO runs ({', '.join(rows.RUN_COLUMNS)}) "
+                         f"VALUES ({_placeholders(rows.RUN_COLUMNS)})", rows.run_row(run))
+            row = conn.execute(f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs "
+                               "WHERE run_id = ?", (run.run_id,)).fetchone()
+            return rows.run_from_row(row)
+        return await self._run(lambda: self._tx(tx))
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        row = await self._run(lambda: self._one(
+            f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs WHERE run_id = ?", (run_id,)))
+        return rows.run_from_row(row) if row else None
+
+    def _turns(self, run_id: str) -> list[TurnRecord]:
+        return [rows.turn_from_row(r) for r in self._all(
+            f"SELECT {', '.join(rows.TURN_COLUMNS)} FROM turns WHERE run_id = ? ORDER BY seq",
+            (run_id,))]
+
+    def _calls(self, where: str, args: Sequence[Any], order: str = "") -> list[CallRecord]:
+        return [rows.call_from_row(r) for r in self._all(
+            f"SELECT {', '.join(rows.CALL_COLUMNS)} FROM calls c WHERE {where} {order}", args)]
+
+    async def get_view(self, run_id: str) -> RunView | None:
+        def read() -> RunView | None:
+            row = self._one(f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs WHERE run_id = ?",
+                            (run_id,))
+            if row is None:
+                return None
+            calls = self._calls(
+                "c.run_id = ?", (run_id,),
+                "ORDER BY (SELECT seq FROM turns t WHERE t.run_id = c.run_id "
+                "AND t.turn_id = c.turn_id), c.idx")
+            return RunView(rows.run_from_row(row), tuple(self._turns(run_id)), tuple(calls))
+        return await self._run(read)
+
+    async def get_turn(self, run_id: str, turn_id: str) -> TurnRecord | None:
+        row = await self._run(lambda: self._one(
+            f"SELECT {', '.join(rows.TURN_COLUMNS)} FROM turns WHERE run_id = ? AND turn_id = ?",
+            (run_id, turn_id)))
+        return rows.turn_from_row(row) if row else None
+
+    async def last_turn(self, run_id: str) -> TurnRecord | None:
+        row = await self._run(lambda: self._one(
+            f"SELECT {', '.join(rows.TURN_COLUMNS)} FROM turns WHERE run_id = ? "
+            "ORDER BY seq DESC LIMIT 1", (run_id,)))
+        return rows.turn_from_row(row) if row else None
+
+    async def turn_calls(self, run_id: str, turn_id: str) -> list[CallRecord]:
+        return await self._run(lambda: self._calls(
+            "run_id = ? AND turn_id = ?", (run_id, turn_id), "ORDER BY idx"))
+
+    async def recent_calls(self, run_id: str, limit: int) -> list[CallRecord]:
+        """The run's last `limit` calls, oldest first."""
+        calls = await self._run(lambda: self._calls(
+            "c.run_id = ?", (run_id, limit),
+            "ORDER BY (SELECT seq FROM turns t WHERE t.run_id = c.run_id "
+            "AND t.turn_id = c.turn_id) DESC, c.idx DESC LIMIT ?"))
+        return list(reversed(calls))
+
+    async def used_call_ids(self, run_id: str, call_ids: Sequence[str]) -> set[str]:
+        if not call_ids:
+            return set()
+        marks = _placeholders(call_ids)
+        found = await self._run(lambda: self._all(
+            f"SELECT call_id FROM calls WHERE run_id = ? AND call_id IN ({marks}) "
+            "AND error_code != 'duplicate_call_id'", (run_id, *call_ids)))
+        return {r[0] for r in found}
+
+    async def begin_turn(self, run: RunRecord, turn: TurnRecord,
+                         calls: Sequence[CallRecord]) -> None:
+        def tx(conn: sqlite3.Connection) -> None:
+            conn.execute(f"INSERT INTO turns ({', '.join(rows.TURN_COLUMNS)}) "
+                         f"VALUES ({_placeholders(rows.TURN_COLUMNS)})", rows.turn_row(turn))
+            conn.executemany(f"INSERT INTO calls ({', '.join(rows.CALL_COLUMNS)}) "
+                             f"VALUES ({_placeholders(rows.CALL_COLUMNS)})",
+                             [rows.call_row(c) for c in calls])
+            self._update_run(conn, run)
+        await self._run(lambda: self._tx(tx))
+
+    def _update_run(self, conn: sqlite3.Connection, run: RunRecord) -> None:
+        cols = rows.RUN_COLUMNS[1:]
+        conn.execute(f"UPDATE runs SET {_assignments(cols)} WHERE run_id = ?",
+                     (*rows.run_row(run)[1:], run.run_id))
+
+    async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
+                   calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
+                   audit: Sequence[AuditEvent] = ()) -> None:
+        def tx(conn: sqlite3.Connection) -> None:
+            if run is not None:
+                self._update_run(conn, run)
+            if turn is not None:
+                cols = rows.TURN_COLUMNS[2:]
+                conn.execute(f"UPDATE turns SET {_assignments(cols)} "
+                             "WHERE run_id = ? AND turn_id = ?",
+                             (*rows.turn_row(turn)[2:], turn.run_id, turn.turn_id))
+            call_cols = rows.CALL_COLUMNS[3:]
+            conn.executemany(
+                f"UPDATE calls SET {_assignments(call_cols)} "
+                "WHERE run_id = ? AND turn_id = ? AND call_id = ?",
+                [(*rows.call_row(c)[3:], c.run_id, c.turn_id, c.call_id) for c in calls])
+            conn.executemany(
+                f"INSERT OR REPLACE INTO approvals ({', '.join(rows.APPROVAL_COLUMNS)}) "
+                f"VALUES ({_placeholders(rows.APPROVAL_COLUMNS)})",
+                [rows.approval_row(a) for a in approvals])
+            self._append_audit(conn, audit)
+        await self._run(lambda: self._tx(tx))
+
+    # ------------------------------------------------------------------ audit and approvals
+
+    def _append_audit(self, conn: sqlite3.Connection, events: Sequence[AuditEvent]) -> None:
+        if not events:
+            return
+        row = conn.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        prev = row[0] if row else ""
+        for event in events:
+            values = rows.audit_row(event, prev)
+            conn.execute(f"INSERT INTO audit ({', '.join(rows.AUDIT_COLUMNS)}) "
+                         f"VALUES ({_placeholders(rows.AUDIT_COLUMNS)})", values)
+            prev = values[-1]
+
+    async def append_audit(self, events: Sequence[AuditEvent]) -> None:
+        await self._run(lambda: self._tx(lambda conn: self._append_audit(conn, events)))
+
+    async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:
+        """Audit records of a run, oldest first (for tests and offline tools)."""
+        cols = ("seq", *rows.AUDIT_COLUMNS)
+        found = await self._run(lambda: self._all(
+            f"SELECT {', '.join(cols)} FROM audit WHERE run_id = ? ORDER BY seq", (run_id,)))
+        return [dict(zip(cols, r, strict=True)) for r in found]
+
+    async def approvals_for_run(self, run_id: str) -> list[ApprovalRecord]:
+        found = await self._run(lambda: self._all(
+            f"SELECT {', '.join(rows.APPROVAL_COLUMNS)} FROM approvals WHERE run_id = ? "
+            "ORDER BY created_at", (run_id,)))
+        return [rows.approval_from_row(r) for r in found]
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def healthy(self) -> bool:
+        try:
+            await self._run(lambda: self._one("SELECT 1", ()))
+        except StoreUnavailable:
+            return False
+        return True
+
+    async def close(self) -> None:
+        def close() -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+        await self._run(close)
+        self._pool.shutdown(wait=True)

@@ -1,0 +1,154 @@
+"""The wire contract: health, reflection, error details, idempotent runs, UNIMPLEMENTED."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from gateway._proto.callgate.v1 import gateway_pb2 as pb
+from gateway.client import error_code, tool_call
+from gateway.server import NOT_YET
+from gateway.testing import SidecarProcess
+from tests.conftest import Connect
+from tests.scenarios.test_guide_cases import TRAIN, WEATHER
+
+# RPCs this build serves; none of them may answer UNIMPLEMENTED.
+IMPLEMENTED = {"StartRun", "GetRun", "SubmitTurn", "Authorize", "ResumeRun", "CancelRun",
+               "GetStatus"}
+
+
+def test_every_rpc_is_either_implemented_or_named_as_missing() -> None:
+    service = pb.DESCRIPTOR.services_by_name["ToolGateway"]
+    names = {m.name for m in service.methods}
+    assert names == IMPLEMENTED | set(NOT_YET)
+    assert not IMPLEMENTED & set(NOT_YET)
+
+
+@pytest.mark.parametrize("rpc", sorted(NOT_YET))
+def test_missing_capabilities_answer_unimplemented(sidecar: SidecarProcess, rpc: str) -> None:
+    with grpc.insecure_channel(sidecar.target) as ch:
+        method = pb.DESCRIPTOR.services_by_name["ToolGateway"].methods_by_name[rpc]
+        req_cls = getattr(pb, method.input_type.name)
+        path = f"/callgate.v1.ToolGateway/{rpc}"
+        md = [("authorization", "Bearer alice-token")]
+        ser = req_cls.SerializeToString
+        if method.client_streaming:
+            call = ch.stream_unary(path, request_serializer=ser)
+            with pytest.raises(grpc.RpcError) as err:
+                call(iter([req_cls()]), metadata=md, timeout=10)
+        elif method.server_streaming:
+            stream = ch.unary_stream(path, request_serializer=ser)
+            with pytest.raises(grpc.RpcError) as err:
+                list(stream(req_cls(), metadata=md, timeout=10))
+        else:
+            unary = ch.unary_unary(path, request_serializer=ser)
+            with pytest.raises(grpc.RpcError) as err:
+                unary(req_cls(), metadata=md, timeout=10)
+    assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert NOT_YET[rpc] in (err.value.details() or "")
+
+
+@pytest.mark.parametrize("rpc", sorted(IMPLEMENTED))
+def test_implemented_rpcs_do_not_answer_unimplemented(connect: Connect, rpc: str) -> None:
+    c = connect("alice-token")
+    method = pb.DESCRIPTOR.services_by_name["ToolGateway"].methods_by_name[rpc]
+    try:
+        getattr(c.stub, rpc)(getattr(pb, method.input_type.name)(), metadata=c.metadata,
+                             timeout=10)
+    except grpc.RpcError as err:
+        assert err.code() != grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_health_overall_and_per_component_without_token(sidecar: SidecarProcess) -> None:
+    with grpc.insecure_channel(sidecar.target) as ch:
+        stub = health_pb2_grpc.HealthStub(ch)
+        for service in ("", "callgate.v1.ToolGateway", "callgate.policy", "callgate.store"):
+            resp = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+            assert resp.status == health_pb2.HealthCheckResponse.SERVING, service
+
+
+def test_reflection_lists_the_service_without_token(sidecar: SidecarProcess) -> None:
+    with grpc.insecure_channel(sidecar.target) as ch:
+        stub = reflection_pb2_grpc.ServerReflectionStub(ch)
+        req = reflection_pb2.ServerReflectionRequest(list_services="")
+        (resp,) = list(stub.ServerReflectionInfo(iter([req]), timeout=10))
+    names = {s.name for s in resp.list_services_response.service}
+    assert "callgate.v1.ToolGateway" in names and "grpc.health.v1.Health" in names
+
+
+def test_start_run_is_idempotent_and_conflicts_on_other_parameters(connect: Connect,
+                                                                  run_id: str) -> None:
+    c = connect("alice-token")
+    first = c.start_run(run_id=run_id, budget=pb.Budget(max_turns=3), labels={"a": "b"})
+    again = c.start_run(run_id=run_id, budget=pb.Budget(max_turns=3), labels={"a": "b"})
+    assert again.run_id == first.run_id == run_id and again.created_at == first.created_at
+    assert first.subject == "alice" and first.tenant == "acme"
+    with pytest.raises(grpc.RpcError) as err:
+        c.start_run(run_id=run_id, budget=pb.Budget(max_turns=4))
+    assert err.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert error_code(err.value) == "run_conflict"
+
+
+def test_start_run_generates_an_id(connect: Connect) -> None:
+    run = connect("alice-token").start_run()
+    assert run.run_id.startswith("run_") and run.state == pb.RUN_STATE_ACTIVE
+
+
+def test_unknown_provider_is_invalid(connect: Connect, run_id: str) -> None:
+    c = connect("alice-token")
+    for kwargs in ({"provider": "acme.llm"}, {"provider": "openai.responses",
+                                              "api_version": "v9"}):
+        with pytest.raises(grpc.RpcError) as err:
+            c.start_run(run_id=run_id, **kwargs)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert error_code(err.value) == "unknown_provider"
+
+
+def test_turn_for_another_provider_is_invalid(connect: Connect, run_id: str) -> None:
+    c = connect("alice-token")
+    c.start_run(run_id=run_id, provider="anthropic.messages")
+    with pytest.raises(grpc.RpcError) as err:
+        c.submit_turn(run_id=run_id, turn_id="t1", provider="openai.responses",
+                      final=pb.FinalAnswer(text="x"))
+    assert error_code(err.value) == "unknown_provider"
+
+
+def test_turn_without_event_is_invalid(connect: Connect, run_id: str) -> None:
+    c = connect("alice-token")
+    c.start_run(run_id=run_id)
+    with pytest.raises(grpc.RpcError) as err:
+        c.submit_turn(run_id=run_id, turn_id="t1")
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_authorize_decides_without_executing(connect: Connect, fresh_travel: object) -> None:
+    c = connect("alice-token")
+    resp = c.authorize(tool_call("a", "get_train_status", TRAIN),
+                       tool_call("b", "get_train_status", {"train_number": "TGV9",
+                                                           "date": "2026-12-01"}),
+                       tool_call("c", "nope", {}), tool_call("d", "get_weather", "{"))
+    d = {x.call_id: x for x in resp.decisions}
+    assert d["a"].decision.verdict == pb.VERDICT_ALLOW and not d["a"].error.code
+    assert d["b"].decision.verdict == pb.VERDICT_DENY and d["b"].error.code == "policy_denied"
+    assert d["c"].error.code == "unknown_tool"
+    assert d["d"].error.code == "incomplete_arguments"
+    assert fresh_travel.stats()["train_status"] == 0  # type: ignore[attr-defined]
+
+
+def test_get_status(connect: Connect) -> None:
+    status = connect("alice-token").get_status()
+    assert status.engine == "embedded" and status.policy_revision and status.store == "sqlite"
+    assert "get_weather" in status.tools
+
+
+def test_cancel_run_stops_further_turns(connect: Connect, run_id: str) -> None:
+    c = connect("alice-token")
+    c.start_run(run_id=run_id)
+    c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER))
+    assert c.cancel_run(run_id).state == pb.RUN_STATE_CANCELLED
+    assert c.cancel_run(run_id).state == pb.RUN_STATE_CANCELLED
+    with pytest.raises(grpc.RpcError) as err:
+        c.submit_turn(run_id=run_id, turn_id="t2", final=pb.FinalAnswer(text="x"))
+    assert error_code(err.value) == "run_finished"

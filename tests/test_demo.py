@@ -1,0 +1,40 @@
+"""`callgate demo` drives the travel scenario through a real sidecar and checks each outcome."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from examples.travel.service import TravelService
+from gateway.testing import SidecarProcess
+from tests.conftest import ROOT, sidecar_env
+
+EXAMPLE_TOOLS = ROOT / "examples" / "travel" / "tools"
+
+
+def test_demo_passes_against_the_example_setup(tmp_path: Path, travel: TravelService,
+                                               effects_db: Path) -> None:
+    with SidecarProcess(tools=EXAMPLE_TOOLS, policies=ROOT / "policies", db=tmp_path / "d.db",
+                        auth=ROOT / "examples" / "auth.yaml",
+                        env=sidecar_env(travel, effects_db)) as proc:
+        done = subprocess.run(
+            [sys.executable, "-m", "gateway.cli", "demo", "--target", proc.target,
+             "--token", "alice-demo-token", "--travel-url", travel.url],
+            capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "call_weather" in done.stdout and "CALL_STATUS_SUCCEEDED" in done.stdout
+    assert "0 failed" in done.stdout
+
+
+def test_demo_fails_when_an_outcome_is_wrong(tmp_path: Path, travel: TravelService,
+                                             effects_db: Path) -> None:
+    # a caller of another tenant: the policy denies its trains, and the demo must notice
+    with SidecarProcess(tools=EXAMPLE_TOOLS, policies=ROOT / "policies", db=tmp_path / "d.db",
+                        auth=ROOT / "examples" / "auth.yaml",
+                        env=sidecar_env(travel, effects_db)) as proc:
+        done = subprocess.run(
+            [sys.executable, "-m", "gateway.cli", "demo", "--target", proc.target,
+             "--token", "gina-demo-token", "--travel-url", travel.url],
+            capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout

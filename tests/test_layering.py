@@ -1,0 +1,34 @@
+"""Dependencies point one way: adapters never import gateway; the runner knows no gRPC/SQL."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_adapters_never_import_gateway() -> None:
+    for path in (ROOT / "adapters").rglob("*.py"):
+        bad = {m for m in imports(path) if m == "gateway" or m.startswith("gateway.")}
+        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_the_state_machine_knows_no_grpc_and_no_sql() -> None:
+    core = ["runner.py", "judge.py", "batch.py", "execute.py", "policy_input.py", "model.py"]
+    for name in core:
+        mods = imports(ROOT / "gateway" / name)
+        bad = {m for m in mods if m.split(".")[0] in {"grpc", "sqlite3", "psycopg"}
+               or m.startswith(("gateway._proto", "gateway.server", "gateway.store.sqlite"))}
+        assert not bad, f"gateway/{name} imports {bad}"
