@@ -1,0 +1,412 @@
+"""A policy bundle read from a directory: Rego sources, merged data and a revision hash.
+
+Layout rules follow OPA bundles:
+
+- every `*.rego` file below the directory is a policy (Rego v1); `*_test.rego` files are Rego
+  unit tests: they are kept apart (`Bundle.test_sources`), never served, and do not count in
+  the revision;
+- every `data.json`, `data.yaml` or `data.yml` file is data; a data file in the sub-directory
+  `a/b/` lands at `data.a.b`. Objects from several files merge; the same key with two
+  non-object values is a conflict;
+- a rule and a data value may not share a path (`data.callgate.decision` cannot be both),
+  as OPA refuses it too: otherwise data could silently shadow a rule;
+- hidden files and directories (a name starting with ".") are skipped.
+
+Every problem raises `PolicyConfigError` (a `ConfigError`) whose message names the file, the
+line when there is one, and what is wrong.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gateway.errors import ConfigError
+
+# The regorus error text carries a ~2.5 KB Rust backtrace when RUST_BACKTRACE is set; this
+# switches it off for errors (it must be set before the first engine is used).
+os.environ["RUST_LIB_BACKTRACE"] = "0"
+
+import regorus  # noqa: E402  (the environment must be set first)
+
+DATA_FILE_NAMES = frozenset({"data.json", "data.yaml", "data.yml"})
+TEST_SUFFIX = "_test.rego"
+REVISION_PREFIX = "sha256:"
+REVISION_HEX_CHARS = 16
+
+_LOCATION = re.compile(r"-->\s*(?P<file>.+):(?P<line>\d+):(?P<col>\d+)\s*$", re.MULTILINE)
+_ERROR_LINE = re.compile(r"^error:\s*(?P<msg>.*)$", re.MULTILINE)
+
+
+class PolicyConfigError(ConfigError):
+    """A bundle that cannot be served; `file`/`line`/`column` locate it when known."""
+
+    def __init__(self, message: str, *, file: str = "", line: int | None = None,
+                 column: int | None = None, detail: str = "") -> None:
+        super().__init__(message)
+        self.file = file
+        self.line = line
+        self.column = column
+        self.detail = detail or message
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """One rule head found in a policy: `package` is `data.<pkg>`, `name` its static ref."""
+
+    package: str
+    name: str
+    file: str
+    line: int
+    function: bool = False
+
+    @property
+    def path(self) -> str:
+        return f"{self.package}.{self.name}"
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A loaded policy directory.
+
+    `sources` and `test_sources` map a path relative to `root` (POSIX form) to its text;
+    `source_name(rel)` is the name given to the engine and shown in errors.
+    """
+
+    root: Path
+    sources: Mapping[str, str]
+    test_sources: Mapping[str, str]
+    data: dict[str, Any]
+    data_files: tuple[str, ...]
+    revision: str
+    rules: tuple[RuleInfo, ...] = field(default=())
+
+    def source_name(self, rel: str) -> str:
+        return (self.root / rel).as_posix()
+
+    def named_sources(self, *, include_tests: bool = False) -> list[tuple[str, str]]:
+        """(engine name, text) of every policy, sorted; test files only when asked."""
+        items = dict(self.sources)
+        if include_tests:
+            items.update(self.test_sources)
+        return [(self.source_name(rel), items[rel]) for rel in sorted(items)]
+
+    @property
+    def packages(self) -> tuple[str, ...]:
+        return tuple(sorted({r.package for r in self.rules}))
+
+
+# ---------------------------------------------------------------------------------------------
+# regorus error text
+
+
+def config_error_from_regorus(exc: BaseException, *, fallback_file: str = "") -> PolicyConfigError:
+    """Turn regorus's `--> file:line:col ... error: msg` text into a located ConfigError."""
+    text = str(exc).split("Stack backtrace:", 1)[0].strip()
+    loc = _LOCATION.search(text)
+    err = _ERROR_LINE.search(text)
+    detail = err.group("msg").strip() if err else (text.splitlines()[-1] if text else repr(exc))
+    if loc is None:
+        where = fallback_file
+        return PolicyConfigError(f"{where}: {detail}" if where else detail, file=where,
+                                 detail=detail)
+    file, line, col = loc.group("file"), int(loc.group("line")), int(loc.group("col"))
+    return PolicyConfigError(f"{file}:{line}:{col}: {detail}", file=file, line=line,
+                             column=col, detail=detail)
+
+
+def short_regorus_message(exc: BaseException) -> str:
+    """A one-line form of a regorus error: `file:line:col: message`."""
+    return config_error_from_regorus(exc).message
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+
+
+def load_bundle(directory: Path) -> Bundle:
+    """Read, parse and merge a policy directory; raise PolicyConfigError on any problem."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise PolicyConfigError(f"{root}: policy directory does not exist", file=str(root))
+    policies, tests, data_paths = _scan(root)
+    if not policies:
+        raise PolicyConfigError(f"{root}: no .rego policy files found (test files alone do "
+                                "not make a bundle)", file=str(root))
+    raw = {rel: _read(root, rel) for rel in policies + data_paths}
+    sources = {rel: _decode(root, rel, raw[rel]) for rel in policies}
+    test_sources = {rel: _decode(root, rel, _read(root, rel)) for rel in tests}
+    rooted = [(rel, _mount(rel, _parse_data(root, rel, raw[rel]))) for rel in data_paths]
+    data = _merge_all(root, rooted)
+    rules = parse_rules(root, sources)
+    _check_rule_data_conflicts(root, rules, rooted)
+    return Bundle(root=root, sources=sources, test_sources=test_sources, data=data,
+                  data_files=tuple(data_paths), revision=compute_revision(raw), rules=rules)
+
+
+def compute_revision(files: Mapping[str, bytes]) -> str:
+    """sha256 over the sorted relative paths and bytes of the given files."""
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        body = files[rel]
+        name = rel.encode()
+        digest.update(len(name).to_bytes(8, "big") + name)
+        digest.update(len(body).to_bytes(8, "big") + body)
+    return REVISION_PREFIX + digest.hexdigest()[:REVISION_HEX_CHARS]
+
+
+def _scan(root: Path) -> tuple[list[str], list[str], list[str]]:
+    """(policies, tests, data files) as sorted relative POSIX paths."""
+    policies: list[str] = []
+    tests: list[str] = []
+    data: list[str] = []
+    for path in sorted(_files(root)):
+        rel = path.relative_to(root).as_posix()
+        if path.name in DATA_FILE_NAMES:
+            data.append(rel)
+        elif path.name.endswith(TEST_SUFFIX):
+            tests.append(rel)
+        elif path.suffix == ".rego":
+            policies.append(rel)
+    return policies, tests, data
+
+
+def _files(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in filenames:
+            if not name.startswith("."):
+                yield Path(dirpath) / name
+
+
+def _read(root: Path, rel: str) -> bytes:
+    try:
+        return (root / rel).read_bytes()
+    except OSError as exc:
+        name = (root / rel).as_posix()
+        raise PolicyConfigError(f"{name}: cannot read: {exc.strerror or exc}", file=name) from exc
+
+
+def _decode(root: Path, rel: str, body: bytes) -> str:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        name = (root / rel).as_posix()
+        raise PolicyConfigError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+                                file=name) from exc
+
+
+# ---------------------------------------------------------------------------------------------
+# data
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """SafeLoader that keeps timestamps as strings, as YAML→JSON conversion in OPA does."""
+
+
+_YamlLoader.yaml_implicit_resolvers = {
+    key: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _parse_data(root: Path, rel: str, body: bytes) -> Any:
+    name = (root / rel).as_posix()
+    text = _decode(root, rel, body)
+    value = _parse_json(name, text) if rel.endswith(".json") else _parse_yaml(name, text)
+    _check_json_value(name, value, "")
+    if "/" not in rel and not isinstance(value, dict):
+        raise PolicyConfigError(f"{name}: top-level data must be an object", file=name)
+    return value
+
+
+def _parse_json(name: str, text: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        detail = f"invalid JSON: {exc.msg}"
+        raise PolicyConfigError(f"{name}:{exc.lineno}:{exc.colno}: {detail}", file=name,
+                                line=exc.lineno, column=exc.colno, detail=detail) from exc
+    except ValueError as exc:  # NaN / Infinity
+        raise PolicyConfigError(f"{name}: invalid JSON: {exc}", file=name,
+                                detail=f"invalid JSON: {exc}") from exc
+
+
+def _reject_constant(token: str) -> Any:
+    raise ValueError(f"{token} is not a JSON number")
+
+
+def _parse_yaml(name: str, text: str) -> Any:
+    try:
+        value = yaml.load(text, Loader=_YamlLoader)  # noqa: S506  (a SafeLoader subclass)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        where = f"{name}:{line}" if line else name
+        raise PolicyConfigError(f"{where}: invalid YAML: {problem}", file=name, line=line,
+                                detail=f"invalid YAML: {problem}") from exc
+    return {} if value is None else value
+
+
+def _check_json_value(name: str, value: Any, path: str) -> None:
+    """Data must be plain JSON: string keys; str, number, bool, null, list, object values."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise PolicyConfigError(f"{name}: key {key!r} at {path or '/'} is not a string",
+                                        file=name)
+            _check_json_value(name, item, f"{path}/{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_json_value(name, item, f"{path}/{index}")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise PolicyConfigError(f"{name}: value at {path or '/'} is not a finite number",
+                                file=name)
+    elif not (value is None or isinstance(value, str | int | float | bool)):
+        raise PolicyConfigError(f"{name}: value at {path or '/'} is not JSON "
+                                f"({type(value).__name__})", file=name)
+
+
+def _mount(rel: str, value: Any) -> dict[str, Any]:
+    """Place a data file's value at the path of its directory (`a/b/data.json` → a.b)."""
+    parts = rel.split("/")[:-1]
+    tree: Any = value
+    for part in reversed(parts):
+        tree = {part: tree}
+    return tree if isinstance(tree, dict) else {}
+
+
+def _merge_all(root: Path, rooted: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for index, (rel, tree) in enumerate(rooted):
+        conflict = _merge_into(merged, tree, ())
+        if conflict is not None:
+            name = (root / rel).as_posix()
+            others = [(root / r).as_posix() for r, t in rooted[:index]
+                      if _occupies(t, list(conflict))]
+            where = ".".join(conflict)
+            raise PolicyConfigError(f"{name}: data.{where} conflicts with a value from "
+                                    f"{others[0] if others else 'another data file'}",
+                                    file=name)
+    return merged
+
+
+def _merge_into(target: dict[str, Any], tree: dict[str, Any],
+                path: tuple[str, ...]) -> tuple[str, ...] | None:
+    """Deep-merge tree into target; return the conflicting path, if any."""
+    for key, value in tree.items():
+        here = (*path, key)
+        if key not in target:
+            target[key] = copy.deepcopy(value)
+        elif isinstance(target[key], dict) and isinstance(value, dict):
+            conflict = _merge_into(target[key], value, here)
+            if conflict is not None:
+                return conflict
+        else:
+            return here
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# rules (from regorus's AST)
+
+
+def parse_rules(root: Path, sources: Mapping[str, str]) -> tuple[RuleInfo, ...]:
+    """Parse every source with regorus; the rule heads found, or PolicyConfigError."""
+    engine = regorus.Engine()
+    for rel in sorted(sources):
+        name = (root / rel).as_posix()
+        try:
+            engine.add_policy(name, sources[rel])
+        except RuntimeError as exc:
+            raise config_error_from_regorus(exc, fallback_file=name) from exc
+    return rules_of_engine(engine)
+
+
+def rules_of_engine(engine: regorus.Engine) -> tuple[RuleInfo, ...]:
+    """Every rule head of the policies added to an engine (parsed, not compiled)."""
+    modules = json.loads(engine.get_ast_as_json())
+    rules: list[RuleInfo] = []
+    for module in modules:
+        file = module.get("source", {}).get("file", "")
+        ast = module.get("ast", {})
+        package = _static_path(ast.get("package", {}).get("refr"))
+        if not package:
+            continue
+        rules.extend(_rule_info(f"data.{package}", file, rule) for rule in ast.get("rules", []))
+    return tuple(r for r in rules if r.name)
+
+
+def _rule_info(package: str, file: str, rule: dict[str, Any]) -> RuleInfo:
+    kind, body = next(iter(rule.items()))
+    if kind == "Default":
+        head, function = body, bool(body.get("args"))
+    else:
+        head_kind, head = next(iter(body.get("head", {"": {}}).items()))
+        function = head_kind == "Func"
+    line = int(head.get("span", body.get("span", {})).get("line", 0))
+    return RuleInfo(package=package, name=_static_path(head.get("refr")), file=file, line=line,
+                    function=function)
+
+
+def _static_path(ref: Any) -> str:
+    """`a.b["c"][x].d` → "a.b.c" (the part before the first non-constant key)."""
+    parts = _ref_parts(ref)
+    static: list[str] = []
+    for part in parts:
+        if part is None:
+            break
+        static.append(part)
+    return ".".join(static)
+
+
+def _ref_parts(ref: Any) -> list[str | None]:
+    if not isinstance(ref, dict) or len(ref) != 1:
+        return [None]
+    kind, node = next(iter(ref.items()))
+    if kind == "Var":
+        return [node.get("value")]
+    if kind == "RefDot":
+        field_ = node.get("field")
+        key = field_[1] if isinstance(field_, list) and len(field_) == 2 else None
+        return [*_ref_parts(node.get("refr")), key if isinstance(key, str) else None]
+    if kind == "RefBrack":
+        index = node.get("index", {})
+        key = index.get("String", {}).get("value") if isinstance(index, dict) else None
+        return [*_ref_parts(node.get("refr")), key if isinstance(key, str) else None]
+    return [None]
+
+
+def _check_rule_data_conflicts(root: Path, rules: tuple[RuleInfo, ...],
+                               rooted: list[tuple[str, dict[str, Any]]]) -> None:
+    for rule in rules:
+        path = rule.path.split(".")[1:]
+        for rel, tree in rooted:
+            if _occupies(tree, path):
+                name = (root / rel).as_posix()
+                raise PolicyConfigError(
+                    f"{name}: data.{'.'.join(path)} conflicts with rule {rule.path} "
+                    f"defined at {rule.file}:{rule.line}", file=name)
+
+
+def _occupies(tree: Any, path: list[str]) -> bool:
+    """True when data has a value at path, or a non-object value on the way to it."""
+    node = tree
+    for key in path:
+        if not isinstance(node, dict):
+            return True
+        if key not in node:
+            return False
+        node = node[key]
+    return True

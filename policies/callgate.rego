@@ -1,0 +1,225 @@
+# callgate's default policy: a starting point for a team's own rules.
+#
+# callgate queries the rules of this package (data.callgate; the prefix is configurable):
+#
+#   decision        one proposed tool call           {"allow", "approval_required"?,
+#                                                     "reasons"?, "approval_ttl_s"?}
+#   may_approve     may this person approve a call?  bool
+#   may_resolve     may this operator resolve it?    bool
+#   may_read_audit  may this identity read audit?    bool
+#   offer           tool names to list for a caller  set (undefined: every registered tool)
+#   batch_policy    not defined here, so a batch never runs partial writes
+#
+# Anything undefined, malformed or failing to evaluate is a deny with policy_error, never an
+# allow: keep rules total (give a default) and keep decision objects well-typed.
+#
+# Configuration lives in policies/data.json, which callgate loads at data.callgate.config.
+# Rules and data share the path data.callgate: OPA and the embedded engine both merge the two
+# documents, so data.callgate.config sits beside data.callgate.decision. Therefore no rule in
+# this package may be named `config` (the bundle loader rejects a rule and a data value at the
+# same path, as OPA does).
+#
+#   tenants             tenant -> {"trains": [...], "events": [...]}: what its callers may query
+#   role_tools          role -> tool names the role may call ("*" means every tool)
+#   write_exempt_roles  roles whose writes need no human approval
+#   approval_ttl_s      how long an approval request stays open (default 3600)
+#
+# Rego v1 syntax: `if` before every rule body, `contains` for partial sets.
+package callgate
+
+cfg := data.callgate.config
+
+# ---------------------------------------------------------------------------------------------
+# Who is calling
+
+# The caller's roles; an identity without a roles array has none.
+default caller_roles := []
+
+caller_roles := roles if {
+	roles := input.identity.roles
+	is_array(roles)
+}
+
+default caller_tenant := ""
+
+caller_tenant := tenant if {
+	tenant := input.identity.tenant
+	is_string(tenant)
+}
+
+# How roles and tenant read in reasons: "[organizer, traveler]", "acme".
+roles_text := sprintf("[%s]", [concat(", ", sort(caller_roles))])
+
+default tenant_label := "(none)"
+
+tenant_label := caller_tenant if caller_tenant != ""
+
+# ---------------------------------------------------------------------------------------------
+# Which tools a role grants
+
+# Every tool name granted by one of the caller's roles ("*" stands for every tool).
+granted_tools contains name if {
+	some role in caller_roles
+	some name in object.get(cfg.role_tools, role, [])
+}
+
+# A caller may call a tool if any of its roles grants it.
+tool_allowed if input.call.tool in granted_tools
+
+tool_allowed if "*" in granted_tools
+
+# ---------------------------------------------------------------------------------------------
+# Reasons to deny a call. Each message says why; decision lists all of them.
+
+deny contains "call names no tool" if not is_string(input.call.tool)
+
+deny contains msg if {
+	is_string(input.call.tool)
+	not tool_allowed
+	msg := sprintf("tool %s not allowed for roles %s", [input.call.tool, roles_text])
+}
+
+# Tenant resource scope: a caller queries only the trains and events of its own tenant.
+tenant_resources := object.get(cfg.tenants, caller_tenant, {})
+
+deny contains msg if {
+	train := input.call.args.train_number
+	not train in object.get(tenant_resources, "trains", [])
+	msg := sprintf("train %v is outside tenant %s", [train, tenant_label])
+}
+
+deny contains msg if {
+	event := input.call.args.event_id
+	not event in object.get(tenant_resources, "events", [])
+	msg := sprintf("event %v is outside tenant %s", [event, tenant_label])
+}
+
+# callgate itself checks that an approval covers these arguments; this repeats the check so
+# the policy never lets an approval for other arguments through.
+deny contains "the approval covers different arguments" if {
+	approved
+	input.approval.args_sha256 != input.call.args_sha256
+}
+
+# ---------------------------------------------------------------------------------------------
+# Writes and approval
+
+is_write if input.tool.effect == "write"
+
+is_write if input.call.effect == "write"
+
+write_exempt if {
+	some role in caller_roles
+	role in cfg.write_exempt_roles
+}
+
+# An approved re-check: callgate evaluates decision again with input.approval set. Before
+# approval it is JSON null, and `not input.approval` would be false for null, so compare.
+approved if input.approval != null
+
+needs_approval if {
+	is_write
+	not write_exempt
+	not approved
+}
+
+default approval_ttl_s := 3600
+
+approval_ttl_s := cfg.approval_ttl_s
+
+default approver_name := "an approver"
+
+approver_name := name if {
+	name := input.approval.approved_by.subject
+	is_string(name)
+}
+
+# ---------------------------------------------------------------------------------------------
+# decision
+
+# Every clause of the tool, scope and approval rules passed.
+permitted if {
+	count(deny) == 0
+	tool_allowed
+}
+
+default decision := {"allow": false, "reasons": ["no rule permitted this call"]}
+
+decision := {"allow": false, "reasons": sort(deny)} if count(deny) > 0
+
+decision := {"allow": true, "reasons": [allow_reason]} if {
+	permitted
+	not needs_approval
+}
+
+decision := {
+	"allow": false,
+	"approval_required": true,
+	"approval_ttl_s": approval_ttl_s,
+	"reasons": [sprintf("tool %s writes and needs approval by an owner of tenant %s", [input.call.tool, tenant_label])],
+} if {
+	permitted
+	needs_approval
+}
+
+allow_reason := sprintf("write approved by %s", [approver_name]) if {
+	is_write
+	approved
+} else := sprintf("write by roles %s needs no approval", [roles_text]) if {
+	is_write
+} else := sprintf("tool %s allowed for roles %s", [input.call.tool, roles_text])
+
+# A precondition on the run's history would look like this (input.run is null outside a run):
+#
+#   deny contains "check availability before reserving a seat" if {
+#   	input.call.tool == "reserve_seat"
+#   	not availability_checked
+#   }
+#
+#   availability_checked if {
+#   	some earlier in input.run.calls
+#   	earlier.tool == "check_availability"
+#   	earlier.status == "SUCCEEDED"
+#   }
+
+# ---------------------------------------------------------------------------------------------
+# Who may approve, resolve and read audit
+
+# An owner of the requester's tenant approves, but never their own request.
+default may_approve := false
+
+may_approve if {
+	"owner" in input.approver.roles
+	input.approver.subject != input.requester.subject
+	input.approver.tenant == input.requester.tenant
+}
+
+# An operator of the requester's tenant resolves a call whose outcome is unknown.
+default may_resolve := false
+
+may_resolve if {
+	"operator" in input.operator.roles
+	input.operator.tenant == input.requester.tenant
+}
+
+# An auditor reads the audit log of its own tenant.
+default may_read_audit := false
+
+may_read_audit if {
+	"auditor" in input.identity.roles
+	input.tenant == input.identity.tenant
+}
+
+# A subject always reads its own runs (callgate grants this too, without asking).
+may_read_audit if {
+	input.subject != ""
+	input.subject == input.identity.subject
+	input.tenant == input.identity.tenant
+}
+
+# ---------------------------------------------------------------------------------------------
+# offer: the tools ListTools shows a caller
+
+# Undefined when one of the caller's roles grants "*": callgate then lists every registered
+# tool (this policy does not know the registry).
+offer := granted_tools if not "*" in granted_tools
