@@ -1,0 +1,1 @@
+"""Runnable example tool services and their manifests (see each package)."""

@@ -1,0 +1,100 @@
+"""How a tool runs: `python` and `http` executors, reconcile look-ups (DESIGN §5).
+
+`build_executor` turns the manifest sections of one tool into an `Executor`; the registry owns
+the `HttpClients` every http executor and look-up of its tools shares.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from gateway.executors.base import ExecutionContext, ExecutionResult, Executor
+from gateway.executors.config import (
+    ExecutorConfig,
+    HttpExecutorConfig,
+    HttpReconcileConfig,
+    IdempotencyConfig,
+    ManifestFieldError,
+    PythonExecutorConfig,
+    PythonReconcileConfig,
+    ReconcileConfig,
+    RetryConfig,
+)
+from gateway.executors.http import HttpClients, HttpExecutor, HttpLookup
+from gateway.executors.outcome import unknown
+from gateway.executors.python import PythonExecutor, PythonLookup, ToolFunction, load_function
+from gateway.executors.reconcile import Lookup, Reconciler
+from gateway.model import Effect
+
+__all__ = [
+    "ExecutionContext", "ExecutionResult", "Executor", "ExecutorConfig", "HttpClients",
+    "HttpExecutorConfig", "HttpReconcileConfig", "IdempotencyConfig", "ManifestFieldError",
+    "PythonExecutorConfig", "PythonReconcileConfig", "ReconcileConfig", "RetryConfig",
+    "ToolExecutor", "build_executor",
+]
+
+
+class Sender(Protocol):
+    async def execute(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult: ...
+
+    async def send_once(self, args: dict[str, Any], ctx: ExecutionContext
+                        ) -> ExecutionResult: ...
+
+
+class ToolExecutor:
+    """A tool's sender plus its reconcile path; implements the `Executor` protocol."""
+
+    def __init__(self, sender: Sender, reconciler: Reconciler, effect: Effect) -> None:
+        self._sender = sender
+        self._reconciler = reconciler
+        self._effect = effect
+
+    async def execute(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
+        return await self._sender.execute(args, ctx)
+
+    async def reconcile(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
+        if self._effect is Effect.READ:
+            return unknown("reads are not reconciled; repeat the read instead", attempts=0)
+        return await self._reconciler.reconcile(args, ctx)
+
+    async def aclose(self) -> None:
+        return None  # shared http clients are closed by their registry
+
+
+def _function(spec: str, field: tuple[str | int, ...]) -> ToolFunction:
+    try:
+        return load_function(spec)
+    except ValueError as exc:
+        raise ManifestFieldError(field, str(exc)) from exc
+
+
+def _sender(cfg: ExecutorConfig, *, effect: Effect, retry: RetryConfig,
+            clients: HttpClients) -> Sender:
+    if isinstance(cfg, PythonExecutorConfig):
+        return PythonExecutor(_function(cfg.function, ("executor", "function")),
+                              timeout_s=cfg.timeout_s, effect=effect,
+                              max_attempts=retry.max_attempts, backoff_s=retry.backoff_s)
+    return HttpExecutor(url=cfg.url, timeout_s=cfg.timeout_s, headers=cfg.headers,
+                        clients=clients, effect=effect, max_attempts=retry.max_attempts,
+                        backoff_s=retry.backoff_s)
+
+
+def _lookup(cfg: ReconcileConfig, clients: HttpClients) -> Lookup:
+    if isinstance(cfg, PythonReconcileConfig):
+        return PythonLookup(_function(cfg.function, ("reconcile", "function")),
+                            timeout_s=cfg.timeout_s)
+    return HttpLookup(url=cfg.url, timeout_s=cfg.timeout_s, headers=cfg.headers,
+                      clients=clients)
+
+
+def build_executor(cfg: ExecutorConfig, *, effect: Effect, retry: RetryConfig,
+                   idempotency: IdempotencyConfig, reconcile: ReconcileConfig | None,
+                   clients: HttpClients) -> ToolExecutor:
+    """Raises ManifestFieldError (e.g. a python function that cannot be imported)."""
+    if effect is Effect.WRITE and not idempotency.enforced_by_target:
+        retry = RetryConfig(max_attempts=1, backoff_s=retry.backoff_s)
+    sender = _sender(cfg, effect=effect, retry=retry, clients=clients)
+    lookup = _lookup(reconcile, clients) if reconcile is not None else None
+    resend = sender.send_once if idempotency.enforced_by_target else None
+    after_s = reconcile.after_s if reconcile is not None else 0.0
+    return ToolExecutor(sender, Reconciler(lookup, after_s=after_s, resend=resend), effect)
