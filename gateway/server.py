@@ -6,9 +6,10 @@ Request errors become gRPC statuses here and only here (`STATUS_OF`), with the s
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn, TypeVar
 
 import grpc
@@ -17,7 +18,9 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from adapters import AdapterError, resolve_api_version
-from gateway import convert
+from adapters.base import ProviderAdapter
+from adapters.events import ProviderEvent
+from gateway import convert, providers
 from gateway._proto.callgate.v1 import gateway_pb2 as pb
 from gateway._proto.callgate.v1 import gateway_pb2_grpc as pb_grpc
 from gateway.errors import (
@@ -53,9 +56,6 @@ STATUS_OF: dict[type[RequestError], tuple[grpc.StatusCode, int]] = {
 
 # RPCs of the contract that this build does not serve yet, and the capability each needs.
 NOT_YET: dict[str, str] = {
-    "SubmitProviderResponse": "provider adapters (raw provider responses)",
-    "SubmitProviderStream": "provider adapters (raw provider streams)",
-    "ListTools": "provider adapters (tool declarations per provider)",
     "ListApprovals": "the human approval flow",
     "DecideApproval": "the human approval flow",
     "ResolveCall": "operator resolution of unknown outcomes",
@@ -119,7 +119,9 @@ class ToolGatewayService(pb_grpc.ToolGatewayServicer):
                      context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
         async def go(who: Identity) -> pb.Run:
             view = await self.runner.get_run(who, request.run_id)
-            return convert.run_to(view.run, view)
+            run = convert.run_to(view.run, view)
+            run.conversation_json = providers.conversation(view)
+            return run
         return await self._guard(context, go)
 
     async def SubmitTurn(self, request: pb.SubmitTurnRequest,
@@ -169,16 +171,74 @@ class ToolGatewayService(pb_grpc.ToolGatewayServicer):
         raise AssertionError("unreachable")
 
     async def SubmitProviderResponse(self, request: pb.SubmitProviderResponseRequest,
-                                     context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        await self._not_yet("SubmitProviderResponse", context)
+                                     context: grpc.aio.ServicerContext[Any, Any]
+                                     ) -> pb.TurnOutcome:
+        async def go(who: Identity) -> pb.TurnOutcome:
+            provider, version, adapter = await self._run_adapter(who, request.run_id,
+                                                                 request.provider,
+                                                                 request.api_version)
+            event = providers.read_response(adapter, request.response_json)
+            return await self._submit_event(who, event, request.run_id, request.turn_id,
+                                            provider, version, request.model,
+                                            request.response_json)
+        return await self._guard(context, go)
 
     async def SubmitProviderStream(self, request_iterator: AsyncIterator[pb.ProviderStreamEvent],
-                                   context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        await self._not_yet("SubmitProviderStream", context)
+                                   context: grpc.aio.ServicerContext[Any, Any]
+                                   ) -> pb.TurnOutcome:
+        async def go(who: Identity) -> pb.TurnOutcome:
+            first = await anext(aiter(request_iterator), None)
+            if first is None:
+                raise InvalidArgument("the stream was empty: the first message names the run",
+                                      code="invalid_argument")
+            provider, version, adapter = await self._run_adapter(who, first.run_id,
+                                                                 first.provider,
+                                                                 first.api_version)
+
+            async def texts() -> AsyncIterator[str]:
+                if first.event_json:
+                    yield first.event_json
+                async for msg in request_iterator:
+                    yield msg.event_json
+
+            event, received = await providers.assemble_stream(adapter, texts())
+            raw = json.dumps(event.original) if event.original else json.dumps(received)
+            return await self._submit_event(who, event, first.run_id, first.turn_id,
+                                            provider, version, "", raw)
+        return await self._guard(context, go)
+
+    async def _run_adapter(self, who: Identity, run_id: str, provider: str,
+                           api_version: str) -> tuple[str, str, ProviderAdapter]:
+        run = await self.runner.owned_run(who, run_id)
+        provider = provider or run.provider
+        if not provider:
+            raise InvalidArgument("name the provider (or start the run with one)",
+                                  code="unknown_provider")
+        version = self._provider(provider, api_version or run.api_version)
+        return provider, version, providers.adapter_for(provider)
+
+    async def _submit_event(self, who: Identity, event: ProviderEvent, run_id: str,
+                            turn_id: str, provider: str, version: str, model: str,
+                            raw: str) -> pb.TurnOutcome:
+        adapter = providers.adapter_for(provider)
+        turn_id = providers.turn_id_of(event, turn_id)
+        turn = providers.to_turn_input(event, run_id=run_id, turn_id=turn_id, provider=provider,
+                                       api_version=version, model=model, raw=raw)
+        outcome = await self.runner.submit_turn(who, turn)
+        outcome = replace(outcome, provider_input_json=providers.next_input(adapter, event,
+                                                                            outcome))
+        return convert.outcome_to(outcome)
 
     async def ListTools(self, request: pb.ListToolsRequest,
-                        context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        await self._not_yet("ListTools", context)
+                        context: grpc.aio.ServicerContext[Any, Any]) -> pb.ListToolsResponse:
+        async def go(who: Identity) -> pb.ListToolsResponse:
+            self._provider(request.provider, request.api_version)
+            adapter = providers.adapter_for(request.provider)
+            offered = self.runner.policy.offer({"action": "offer",
+                                                "identity": who.as_input()})
+            return pb.ListToolsResponse(tools_json=providers.declarations(
+                adapter, self.runner.registry.tools(), offered))
+        return await self._guard(context, go)
 
     async def ListApprovals(self, request: pb.ListApprovalsRequest,
                             context: grpc.aio.ServicerContext[Any, Any]) -> Any:
