@@ -9,7 +9,8 @@
     │   ├── AlreadyExists              turn_conflict, run_conflict
     │   ├── InvalidArgument            unknown_provider, malformed_response, duplicate_call_id, ...
     │   ├── Unimplemented              unimplemented
-    │   └── StoreUnavailable           store_unavailable (nothing executed)
+    │   ├── StoreUnavailable           store_unavailable (nothing executed)
+    │   └── Internal                   internal (a defect; logged)
     └── ConfigError                    start-up refused: a bad manifest, policy or flag
 
 Per-call problems are not exceptions: they are results (`CallOutcome.error`) with the codes in
@@ -93,6 +94,10 @@ class Unimplemented(RequestError):
 
 class StoreUnavailable(RequestError):
     code = "store_unavailable"
+
+
+class Internal(RequestError):
+    code = "internal"
 
 
 class ConfigError(CallgateError):

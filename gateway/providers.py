@@ -166,13 +166,27 @@ def declarations(adapter: ProviderAdapter, tools: Sequence[Tool],
     return json.dumps(adapter.tool_declarations(specs))
 
 
+def check_conversation(text: str) -> None:
+    """A run's starting conversation, when given, is a JSON array of provider messages."""
+    if text and not isinstance(parse_json(text, "conversation_json"), list):
+        raise InvalidArgument("conversation_json must be a JSON array of the provider's "
+                              "messages", code="invalid_argument")
+
+
 def conversation(view: RunView) -> str:
     """The whole provider-shaped conversation, when the run started with one and every
     settled turn carried its raw response; "" otherwise."""
     run = view.run
     if not run.conversation_json or not run.provider:
         return ""
-    adapter = adapter_for(run.provider)
+    try:
+        return _conversation(view, adapter_for(run.provider))
+    except AdapterError:
+        return ""
+
+
+def _conversation(view: RunView, adapter: ProviderAdapter) -> str:
+    run = view.run
     conv = parse_json(run.conversation_json, "the run's conversation_json")
     if not isinstance(conv, list):
         return ""

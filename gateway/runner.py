@@ -226,7 +226,9 @@ class Runner:
         run = replace(run, turns_used=run.turns_used + 1, usage_total=run.usage_total + turn.usage,
                       updated_at=now)
         calls = await self._proposed(run, turn, now)
-        await self.store.begin_turn(run, record, calls)
+        audit = [audit_of("decision", c, run, self.registry, now, turn.provider)
+                 for c in calls if c.status == CallStatus.REJECTED]
+        await self.store.begin_turn(run, record, calls, audit)
         return await self._drive(identity, run, record, turn.event.calls)
 
     async def _proposed(self, run: RunRecord, turn: TurnInput,
@@ -277,9 +279,10 @@ class Runner:
         recent = await self.store.recent_calls(run.run_id, RECENT_CALLS)
         ctx = RunContext(run=run, turn_seq=turn.seq, turn_id=turn.turn_id,
                          recent=[c for c in recent if c.turn_id != turn.turn_id])
+        pending = {c.call_id for c in undecided}
         judged = [self.judge.judge(c, originals.get(c.call_id), identity=identity, run=ctx,
                                    batch=calls, now=now)
-                  if c in undecided else c for c in calls]
+                  if c.call_id in pending else c for c in calls]
         remaining = (None if run.budget.max_tool_calls == 0
                      else max(run.budget.max_tool_calls - run.tool_calls_used, 0))
         planned = batch.plan(judged, remaining_tool_calls=remaining,
@@ -289,10 +292,10 @@ class Runner:
         by_call = {a.call_id: a.approval_id for a in approvals}
         planned = [replace(c, approval_id=by_call[c.call_id]) if c.call_id in by_call else c
                    for c in planned]
+        changed = [c for c, before in zip(planned, calls, strict=True) if c != before]
         audit = [audit_of("decision", c, run, self.registry, now, turn.provider)
-                 for c in planned if c in undecided or c.call_id in by_call
-                 or c.status != CallStatus.PROPOSED]
-        await self.store.save(calls=planned, approvals=approvals, audit=audit)
+                 for c in changed]
+        await self.store.save(calls=changed, approvals=approvals, audit=audit)
         return planned
 
     def _partial_writes(self, identity: Identity, calls: Sequence[CallRecord]) -> bool:

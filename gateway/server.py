@@ -26,6 +26,7 @@ from gateway._proto.callgate.v1 import gateway_pb2_grpc as pb_grpc
 from gateway.errors import (
     AlreadyExists,
     FailedPrecondition,
+    Internal,
     InvalidArgument,
     NotFound,
     PermissionDenied,
@@ -96,6 +97,10 @@ class ToolGatewayService(pb_grpc.ToolGatewayServicer):
             return await fn(identity)
         except RequestError as err:
             await abort(context, err)
+        except Exception:
+            log.exception("internal error")
+            await abort(context, Internal("callgate failed on this request; the error is in "
+                                          "its log and nothing further was executed"))
 
     def _provider(self, provider: str, api_version: str) -> str:
         if not provider:
@@ -111,6 +116,7 @@ class ToolGatewayService(pb_grpc.ToolGatewayServicer):
                        context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
         async def go(who: Identity) -> pb.Run:
             version = self._provider(request.provider, request.api_version)
+            providers.check_conversation(request.conversation_json)
             params = convert.start_params(request, request.provider, version)
             return convert.run_to(await self.runner.start_run(who, params))
         return await self._guard(context, go)

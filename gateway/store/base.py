@@ -59,9 +59,9 @@ class RunStore(Protocol):
         """Which of call_ids already belong to an earlier turn of the run."""
         ...
 
-    async def begin_turn(self, run: RunRecord, turn: TurnRecord,
-                         calls: Sequence[CallRecord]) -> None:
-        """Insert the turn and its calls and update the run, atomically."""
+    async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
+                         audit: Sequence[AuditEvent] = ()) -> None:
+        """Insert the turn and its calls, update the run and append audit, atomically."""
         ...
 
     async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,

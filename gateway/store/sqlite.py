@@ -203,8 +203,8 @@ class SQLiteStore:
             "AND error_code != 'duplicate_call_id'", (run_id, *call_ids)))
         return {r[0] for r in found}
 
-    async def begin_turn(self, run: RunRecord, turn: TurnRecord,
-                         calls: Sequence[CallRecord]) -> None:
+    async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
+                         audit: Sequence[AuditEvent] = ()) -> None:
         def tx(conn: sqlite3.Connection) -> None:
             conn.execute(f"INSERT INTO turns ({', '.join(rows.TURN_COLUMNS)}) "
                          f"VALUES ({_placeholders(rows.TURN_COLUMNS)})", rows.turn_row(turn))
@@ -212,6 +212,7 @@ class SQLiteStore:
                              f"VALUES ({_placeholders(rows.CALL_COLUMNS)})",
                              [rows.call_row(c) for c in calls])
             self._update_run(conn, run)
+            self._append_audit(conn, audit)
         await self._run(lambda: self._tx(tx))
 
     def _update_run(self, conn: sqlite3.Connection, run: RunRecord) -> None:
