@@ -76,9 +76,11 @@ class ExecutionPhase:
         runnable = [c for c in reads if self._runnable(c)]
         stale = [c for c in reads if c.status == CallStatus.EXECUTING and not self._repeatable(c)]
         for rec in stale:
-            await self._commit(work, [rec.moved(CallStatus.UNKNOWN, error_code="outcome_unknown",
-                                                error_message="the read was in flight when the "
-                                                "gateway stopped and is not repeatable")])
+            await self._commit(work, [rec.moved(
+                CallStatus.UNKNOWN, error_code="outcome_unknown",
+                execution_count=rec.execution_count + 1,
+                error_message="the read was in flight when the gateway stopped and is not "
+                              "repeatable")])
         if not runnable:
             return
         started = await self._intent(work, runnable)
@@ -112,6 +114,7 @@ class ExecutionPhase:
                 continue
             if rec.status == CallStatus.EXECUTING:  # found in flight: never simply re-run
                 rec = rec.moved(CallStatus.UNKNOWN, error_code="outcome_unknown",
+                                execution_count=rec.execution_count + 1,
                                 error_message="the write was in flight when the gateway "
                                               "stopped; looking it up")
                 await self._commit(work, [rec])
@@ -130,8 +133,7 @@ class ExecutionPhase:
         now = self.clock()
         fresh = [r for r in recs if r.status == CallStatus.PROPOSED]
         moved = [r.moved(CallStatus.EXECUTING, started_at=now, idempotency_key=idempotency_key(r))
-                 if r.status == CallStatus.PROPOSED else replace(r, started_at=now)
-                 for r in recs]
+                 if r.status == CallStatus.PROPOSED else self._repeat(r, now) for r in recs]
         run = replace(work.run, tool_calls_used=work.run.tool_calls_used + len(fresh),
                       updated_at=now)
         await self.store.save(run=run, calls=moved)
@@ -139,6 +141,12 @@ class ExecutionPhase:
         for r in moved:
             work.calls[r.call_id] = r
         return moved
+
+    @staticmethod
+    def _repeat(rec: CallRecord, now: datetime) -> CallRecord:
+        """A read found EXECUTING is run again; its lost attempt may have reached the target,
+        so it counts as sent."""
+        return replace(rec, started_at=now, execution_count=rec.execution_count + 1)
 
     async def _execute(self, work: TurnWork, rec: CallRecord) -> CallRecord:
         tool = self.registry.get(rec.tool)

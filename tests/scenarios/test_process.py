@@ -154,6 +154,7 @@ def test_crash_after_a_write_never_replays_it(tmp_path: Path, travel: TravelServ
         out = c.resume_run(run_id)
         assert out.next == pb.NEXT_ACTION_PAUSED_UNKNOWN_OUTCOME
         assert out.results[0].status == pb.CALL_STATUS_UNKNOWN
+        assert out.results[0].execution_count == 1  # the attempt in flight counts as sent
         again = c.submit_calls(run_id, "t1",
                                tool_call("w1", "crash_booking", {"train_number": "ICE123"}))
         assert again.results[0].status == pb.CALL_STATUS_UNKNOWN
@@ -169,3 +170,30 @@ def test_listen_on_a_unix_socket(tmp_path: Path, travel: TravelService, tools_di
         assert proc.target == f"unix:{sock}"
         with GatewayClient(proc.target, "alice-token") as c:
             assert c.start_run(run_id="r1").run_id == "r1"
+
+
+def test_read_in_flight_at_a_crash_is_repeated_on_resume(
+        tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    db = tmp_path / "crash-read.db"
+    travel.reset()
+    travel.control({"train_status": {"delay_s": 30.0, "times": 1}})
+    with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc, \
+            GatewayClient(proc.target, "alice-token") as c, ThreadPoolExecutor(1) as pool:
+        c.start_run(run_id="r1")
+        pending = pool.submit(c.submit_calls, "r1", "t1",
+                              tool_call("c1", "get_train_status", TRAIN))
+        assert travel.wait_for("train_status", 1, timeout_s=30)  # the read is on the wire
+        proc.stop(kill=True)
+        with pytest.raises(grpc.RpcError):
+            pending.result(timeout=30)
+    with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc, \
+            GatewayClient(proc.target, "alice-token") as c:
+        assert c.get_run("r1").calls[0].status == pb.CALL_STATUS_EXECUTING
+        out = c.resume_run("r1")
+        (res,) = out.results
+        assert res.status == pb.CALL_STATUS_SUCCEEDED and res.execution_count == 2
+        assert out.next == pb.NEXT_ACTION_CONTINUE
+        assert travel.stats()["train_status"] == 2
+        assert c.get_run("r1").tool_calls_used == 1  # the repeat is not a new tool call
