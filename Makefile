@@ -5,10 +5,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PROTO_SRC := $(shell find proto -name '*.proto')
 PROTO_OUT := gateway/_proto/callgate/v1/gateway_pb2.py
+NODE_STAMP := clients/node/node_modules/.installed
 
 .PHONY: setup proto run test lint bench clean
 
-setup: $(STAMP) $(PROTO_OUT)
+setup: $(STAMP) $(PROTO_OUT) $(NODE_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +19,11 @@ $(STAMP): pyproject.toml
 
 $(PROTO_OUT): $(PROTO_SRC) scripts/gen_protos.py $(STAMP)
 	$(PY) scripts/gen_protos.py
+
+# the Node.js loop client the tests run (proves a non-Python client works from the proto)
+$(NODE_STAMP): clients/node/package-lock.json
+	cd clients/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 proto: $(STAMP)
 	$(PY) scripts/gen_protos.py
