@@ -84,6 +84,7 @@ def _policy(args: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                         "%(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # no log line per tool request
     ns = build_parser().parse_args(argv)
     try:
         if ns.command == "serve":

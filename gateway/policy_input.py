@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from gateway.model import CallRecord, Identity, RunRecord, rfc3339
@@ -22,7 +23,8 @@ class RunContext:
     turn_id: str
     recent: Sequence[CallRecord]
 
-    def as_input(self) -> dict[str, Any]:
+    @cached_property
+    def _input(self) -> dict[str, Any]:
         return {
             "id": self.run.run_id, "turn": self.turn_seq, "turn_id": self.turn_id,
             "tool_calls_used": self.run.tool_calls_used, "labels": dict(self.run.labels),
@@ -30,6 +32,10 @@ class RunContext:
                        "args": _args(c.arguments_json), "status": c.status.value}
                       for c in list(self.recent)[-RECENT_CALLS:]],
         }
+
+    def as_input(self) -> dict[str, Any]:
+        """The `run` input (built once per turn, shared by the turn's decisions)."""
+        return self._input
 
 
 def _args(text: str) -> Any:

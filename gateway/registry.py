@@ -321,6 +321,8 @@ def _relevance(error: ValidationError) -> tuple[int, bool]:
 def schema_problems(validator: Validator, instance: Any) -> str | None:
     """None when instance is valid; else its problems, best first, each with its JSON path."""
     try:
+        if validator.is_valid(instance):  # the common case: no error objects to build
+            return None
         errors = sorted(validator.iter_errors(instance), key=_relevance)
     except Unresolvable as exc:
         what = "refers outside the schema (never fetched)" if _is_remote(exc) else "is broken"

@@ -137,7 +137,6 @@ class Runner:
         return view
 
     async def cancel_run(self, identity: Identity, run_id: str) -> RunRecord:
-        await self.owned_run(identity, run_id)
         async with self._lock(run_id):
             run = await self.owned_run(identity, run_id)
             if run.state == RunState.CANCELLED:
@@ -169,10 +168,9 @@ class Runner:
     # ------------------------------------------------------------------ turns
 
     async def submit_turn(self, identity: Identity, turn: TurnInput) -> TurnOutcome:
-        run = await self.owned_run(identity, turn.run_id)
-        self._check_turn_shape(run, turn)
-        async with self._lock(run.run_id):
+        async with self._lock(turn.run_id):
             run = await self.owned_run(identity, turn.run_id)
+            self._check_turn_shape(run, turn)
             existing = await self.store.get_turn(run.run_id, turn.turn_id)
             if existing is not None:
                 if existing.content_hash != turn.content_hash():
@@ -181,8 +179,9 @@ class Runner:
                 if existing.next is None:  # accepted before, never settled: finish it
                     return await self._drive(identity, run, existing)
                 return await self._outcome(run, existing)
-            await self._check_accepting(run)
-            return await self._accept(identity, run, turn)
+            last = await self.store.last_turn(run.run_id)
+            self._check_accepting(run, last)
+            return await self._accept(identity, run, turn, last)
 
     def _check_turn_shape(self, run: RunRecord, turn: TurnInput) -> None:
         if not turn.turn_id:
@@ -201,7 +200,8 @@ class Runner:
                                       code="duplicate_call_id")
             seen.add(call.call_id)
 
-    async def _check_accepting(self, run: RunRecord) -> None:
+    @staticmethod
+    def _check_accepting(run: RunRecord, last: TurnRecord | None) -> None:
         if run.state.terminal:
             raise FailedPrecondition(f"run {run.run_id} has ended ({run.state.value}); start a "
                                      "new run", code="run_finished")
@@ -209,14 +209,13 @@ class Runner:
             raise FailedPrecondition(f"run {run.run_id} is paused: {run.pause_reason}; settle "
                                      "it (approval, ResolveCall or ResumeRun) before the next "
                                      "turn", code="run_paused")
-        last = await self.store.last_turn(run.run_id)
         if last is not None and last.next is None:
             raise FailedPrecondition(f"turn {last.turn_id} of run {run.run_id} has not settled; "
                                      "call ResumeRun first", code="run_paused")
 
-    async def _accept(self, identity: Identity, run: RunRecord, turn: TurnInput) -> TurnOutcome:
+    async def _accept(self, identity: Identity, run: RunRecord, turn: TurnInput,
+                      last: TurnRecord | None) -> TurnOutcome:
         now = self.clock()
-        last = await self.store.last_turn(run.run_id)
         record = TurnRecord(
             run_id=run.run_id, turn_id=turn.turn_id, seq=(last.seq + 1) if last else 1,
             event=turn.event.kind, content_hash=turn.content_hash(), provider=turn.provider,
@@ -229,7 +228,7 @@ class Runner:
         audit = [audit_of("decision", c, run, self.registry, now, turn.provider)
                  for c in calls if c.status == CallStatus.REJECTED]
         await self.store.begin_turn(run, record, calls, audit)
-        return await self._drive(identity, run, record, turn.event.calls)
+        return await self._drive(identity, run, record, turn.event.calls, calls)
 
     async def _proposed(self, run: RunRecord, turn: TurnInput,
                         now: datetime) -> list[CallRecord]:
@@ -250,11 +249,14 @@ class Runner:
     # ------------------------------------------------------------------ driving a turn
 
     async def _drive(self, identity: Identity, run: RunRecord, turn: TurnRecord,
-                     calls_in: Sequence[ToolCall] = ()) -> TurnOutcome:
-        """Take an accepted turn as far as it can go, then settle it."""
+                     calls_in: Sequence[ToolCall] = (),
+                     stored: Sequence[CallRecord] | None = None) -> TurnOutcome:
+        """Take an accepted turn as far as it can go, then settle it. `stored` are the turn's
+        call records when the caller has them (a new turn), else they are read back."""
         if turn.event != EventKind.TOOL_REQUEST:
             return await self._settle(run, turn, [])
-        calls = await self.store.turn_calls(run.run_id, turn.turn_id)
+        calls = (list(stored) if stored is not None
+                 else await self.store.turn_calls(run.run_id, turn.turn_id))
         if batch.exceeded(run):
             calls = [batch.budget_rejected(c, self.clock()) if c.status == CallStatus.PROPOSED
                      else c for c in calls]
@@ -347,7 +349,6 @@ class Runner:
     # ------------------------------------------------------------------ resume / authorize
 
     async def resume_run(self, identity: Identity, run_id: str) -> TurnOutcome:
-        await self.owned_run(identity, run_id)
         async with self._lock(run_id):
             run = await self.owned_run(identity, run_id)
             turn = await self.store.last_turn(run_id)

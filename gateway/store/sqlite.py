@@ -32,6 +32,8 @@ _DDL = [
     "WHERE error_code != 'duplicate_call_id'",
     f"CREATE TABLE IF NOT EXISTS approvals ({', '.join(rows.APPROVAL_COLUMNS)}, "
     "PRIMARY KEY (approval_id))",
+    # rowid order is insertion order: turns in sequence, calls in the model's order
+    "CREATE INDEX IF NOT EXISTS calls_run ON calls (run_id)",
     "CREATE INDEX IF NOT EXISTS approvals_run ON approvals (run_id)",
     f"CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
     f"{', '.join(rows.AUDIT_COLUMNS)})",
@@ -58,6 +60,8 @@ class SQLiteStore:
         self._busy_timeout_s = busy_timeout_s
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="callgate-sqlite")
         self._conn: sqlite3.Connection | None = None
+        self._audit_queue: list[tuple[Sequence[AuditEvent], asyncio.Future[None]]] = []
+        self._audit_flush: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -155,7 +159,7 @@ class SQLiteStore:
 
     def _calls(self, where: str, args: Sequence[Any], order: str = "") -> list[CallRecord]:
         return [rows.call_from_row(r) for r in self._all(
-            f"SELECT {', '.join(rows.CALL_COLUMNS)} FROM calls c WHERE {where} {order}", args)]
+            f"SELECT {', '.join(rows.CALL_COLUMNS)} FROM calls WHERE {where} {order}", args)]
 
     async def get_view(self, run_id: str) -> RunView | None:
         def read() -> RunView | None:
@@ -163,10 +167,7 @@ class SQLiteStore:
                             (run_id,))
             if row is None:
                 return None
-            calls = self._calls(
-                "c.run_id = ?", (run_id,),
-                "ORDER BY (SELECT seq FROM turns t WHERE t.run_id = c.run_id "
-                "AND t.turn_id = c.turn_id), c.idx")
+            calls = self._calls("run_id = ?", (run_id,), "ORDER BY rowid")
             return RunView(rows.run_from_row(row), tuple(self._turns(run_id)), tuple(calls))
         return await self._run(read)
 
@@ -189,9 +190,7 @@ class SQLiteStore:
     async def recent_calls(self, run_id: str, limit: int) -> list[CallRecord]:
         """The run's last `limit` calls, oldest first."""
         calls = await self._run(lambda: self._calls(
-            "c.run_id = ?", (run_id, limit),
-            "ORDER BY (SELECT seq FROM turns t WHERE t.run_id = c.run_id "
-            "AND t.turn_id = c.turn_id) DESC, c.idx DESC LIMIT ?"))
+            "run_id = ?", (run_id, limit), "ORDER BY rowid DESC LIMIT ?"))
         return list(reversed(calls))
 
     async def used_call_ids(self, run_id: str, call_ids: Sequence[str]) -> set[str]:
@@ -257,7 +256,37 @@ class SQLiteStore:
             prev = values[-1]
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
-        await self._run(lambda: self._tx(lambda conn: self._append_audit(conn, events)))
+        """Durable before it returns; appends arriving together share one commit (group
+        commit), so concurrent callers do not each pay a transaction and a thread hop."""
+        if not events:
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._audit_queue.append((events, done))
+        if self._audit_flush is None:
+            self._audit_flush = asyncio.create_task(self._flush_audit())
+        await done
+
+    async def _commit_audit(self, events: list[AuditEvent]) -> StoreUnavailable | None:
+        try:
+            await self._run(lambda: self._tx(lambda conn: self._append_audit(conn, events)))
+        except StoreUnavailable as err:
+            return err
+        return None
+
+    async def _flush_audit(self) -> None:
+        try:
+            while self._audit_queue:
+                batch, self._audit_queue = self._audit_queue, []
+                error = await self._commit_audit([e for evs, _ in batch for e in evs])
+                for _, waiter in batch:
+                    if waiter.done():
+                        continue
+                    if error is None:
+                        waiter.set_result(None)
+                    else:
+                        waiter.set_exception(error)
+        finally:
+            self._audit_flush = None
 
     async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:
         """Audit records of a run, oldest first (for tests and offline tools)."""

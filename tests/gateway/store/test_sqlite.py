@@ -97,3 +97,36 @@ async def test_audit_records_form_a_hash_chain(tmp_path: Path) -> None:
         assert r["hash"] == hashlib.sha256((prev + json.dumps(body)).encode()).hexdigest()
         prev = r["hash"]
     await store.close()
+
+
+async def test_concurrent_audit_appends_share_commits_and_keep_one_chain(tmp_path: Path) -> None:
+    import asyncio
+
+    store = await SQLiteStore.open(tmp_path / "s.db")
+    await asyncio.gather(*(store.append_audit([AuditEvent(kind="authorize", subject="a",
+                                                          run_id="r1", call_id=f"c{i}",
+                                                          time=NOW)])
+                           for i in range(20)))
+    recs = await store.audit_rows("r1")
+    assert sorted(r["call_id"] for r in recs) == sorted(f"c{i}" for i in range(20))
+    assert all(r["prev_hash"] == p["hash"] for p, r in zip(recs, recs[1:], strict=False))
+    await store.close()
+
+
+async def test_an_audit_append_that_cannot_commit_fails_every_waiter(tmp_path: Path) -> None:
+    import asyncio
+
+    store = await SQLiteStore.open(tmp_path / "s.db", busy_timeout_s=0.1)
+    lock = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        results = await asyncio.gather(
+            *(store.append_audit([AuditEvent(kind="authorize", subject="a", run_id="r1",
+                                             time=NOW)]) for _ in range(3)),
+            return_exceptions=True)
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    assert all(isinstance(r, StoreUnavailable) for r in results)
+    assert await store.audit_rows("r1") == []
+    await store.close()

@@ -1,0 +1,1 @@
+"""Latency, throughput and memory benchmark of the callgate sidecar (`make bench`)."""
