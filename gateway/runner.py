@@ -162,7 +162,11 @@ class Runner:
                      for a in await self.store.approvals_for_run(run.run_id)
                      if a.status == "PENDING"]
         cancelled = replace(run, state=RunState.CANCELLED, pause_reason="", updated_at=now)
-        await self.store.save(run=cancelled, calls=changed, approvals=approvals)
+        stopped = None
+        if last is not None and last.next in (None, NextAction.PAUSED_FOR_APPROVAL,
+                                               NextAction.PAUSED_UNKNOWN_OUTCOME):
+            stopped = replace(last, next=NextAction.HANDOFF, reason="the run was cancelled")
+        await self.store.save(run=cancelled, turn=stopped, calls=changed, approvals=approvals)
         return cancelled
 
     # ------------------------------------------------------------------ turns
@@ -177,6 +181,9 @@ class Runner:
                     raise AlreadyExists(f"turn {turn.turn_id} was already submitted with other "
                                         "content", code="turn_conflict")
                 if existing.next is None:  # accepted before, never settled: finish it
+                    if run.state.terminal:
+                        raise FailedPrecondition(f"run {run.run_id} has ended "
+                                                 f"({run.state.value})", code="run_finished")
                     return await self._drive(identity, run, existing)
                 return await self._outcome(run, existing)
             last = await self.store.last_turn(run.run_id)

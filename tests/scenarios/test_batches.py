@@ -75,3 +75,6 @@ def test_pending_write_holds_the_allowed_ones(connect: Connect, run_id: str,
     assert calls["w1"].status == pb.CALL_STATUS_REJECTED
     assert calls["w1"].error.code == "approval_cancelled"
     assert effects(effects_db, f"{run_id}:w1") == []
+    after = c.resume_run(run_id)  # the turn no longer claims to wait for approval
+    assert after.next == pb.NEXT_ACTION_HANDOFF and after.run_state == pb.RUN_STATE_CANCELLED
+    assert {r.status for r in after.results} == {pb.CALL_STATUS_REJECTED}
