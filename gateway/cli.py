@@ -1,4 +1,4 @@
-"""The `callgate` command: serve, demo, policy, approvals, audit (DESIGN §11).
+"""The `callgate` command: serve, demo, policy, approvals, audit.
 
 Every flag also reads an environment variable CALLGATE_<FLAG> (e.g. CALLGATE_LISTEN).
 """

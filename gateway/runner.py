@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import uuid
 import weakref
 from collections.abc import Callable, Sequence
@@ -54,7 +55,17 @@ from gateway.policy_input import RECENT_CALLS, RunContext
 from gateway.registry import Registry
 from gateway.store.base import ApprovalRecord, RunStore
 
+log = logging.getLogger("callgate.runner")
+
 DEFAULT_APPROVAL_TTL_S = 3600
+MAX_ID_LENGTH = 256
+
+
+def check_id(kind: str, value: str) -> None:
+    """IDs are chosen by clients: bounded and printable, or the request is refused."""
+    if len(value) > MAX_ID_LENGTH or not value.isprintable():
+        raise InvalidArgument(f"{kind} must be at most {MAX_ID_LENGTH} printable characters",
+                              code="invalid_argument")
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,7 @@ class Runner:
     # ------------------------------------------------------------------ runs
 
     async def start_run(self, identity: Identity, params: StartRunParams) -> RunRecord:
+        check_id("run_id", params.run_id)
         now = self.clock()
         run = RunRecord(
             run_id=params.run_id or f"run_{uuid.uuid4().hex}", state=RunState.ACTIVE,
@@ -193,6 +205,7 @@ class Runner:
     def _check_turn_shape(self, run: RunRecord, turn: TurnInput) -> None:
         if not turn.turn_id:
             raise InvalidArgument("turn_id is required", code="invalid_argument")
+        check_id("turn_id", turn.turn_id)
         if turn.provider and run.provider and turn.provider != run.provider:
             raise InvalidArgument(f"run {run.run_id} was started for provider {run.provider}; "
                                   f"a turn for {turn.provider} is not accepted",
@@ -202,6 +215,7 @@ class Runner:
             if not call.call_id:
                 raise InvalidArgument("every tool call needs a call_id",
                                       code="invalid_argument")
+            check_id("call_id", call.call_id)
             if call.call_id in seen:
                 raise InvalidArgument(f"call ID {call.call_id} appears twice in this turn",
                                       code="duplicate_call_id")
@@ -340,6 +354,8 @@ class Runner:
                       updated_at=now)
         turn = replace(turn, next=next_action, reason=reason)
         await self.store.save(run=run, turn=turn)
+        log.info("run %s turn %s: %s, %d call(s), run %s", run.run_id, turn.turn_id,
+                 next_action.value, len(calls), state.value)
         return self._build_outcome(run, turn, calls)
 
     async def _outcome(self, run: RunRecord, turn: TurnRecord) -> TurnOutcome:

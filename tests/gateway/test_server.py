@@ -155,3 +155,16 @@ def test_cancel_run_stops_further_turns(connect: Connect, run_id: str) -> None:
     with pytest.raises(grpc.RpcError) as err:
         c.submit_turn(run_id=run_id, turn_id="t2", final=pb.FinalAnswer(text="x"))
     assert error_code(err.value) == "run_finished"
+
+
+def test_oversized_or_unprintable_ids_are_invalid(connect: Connect, run_id: str) -> None:
+    c = connect("alice-token")
+    with pytest.raises(grpc.RpcError) as err:
+        c.start_run(run_id="r" * 300)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    c.start_run(run_id=run_id)
+    for turn_id, call_id in (("t\n1", "c1"), ("t1", "c" * 257)):
+        with pytest.raises(grpc.RpcError) as err:
+            c.submit_calls(run_id, turn_id, tool_call(call_id, "get_weather", WEATHER))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert c.get_run(run_id).turns_used == 0
