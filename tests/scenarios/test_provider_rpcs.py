@@ -281,3 +281,43 @@ def test_real_chat_stream_recording_answers_every_call_id(connect: Connect, run_
     assert assistant["role"] == "assistant"
     assert [m["tool_call_id"] for m in tool_msgs] == [r.call_id for r in out.results]
     assert [t["id"] for t in assistant["tool_calls"]] == [r.call_id for r in out.results]
+
+
+FIXTURES = ROOT / "tests" / "adapters" / "fixtures"
+
+
+@pytest.mark.parametrize("provider,fixture,expected", [
+    ("openai.responses", "openai_responses/incomplete_max_tokens.json",
+     pb.NEXT_ACTION_RETRY_TURN),
+    ("openai.responses", "openai_responses/refusal.json", pb.NEXT_ACTION_HANDOFF),
+    ("openai.responses", "openai_responses/final_text.json", pb.NEXT_ACTION_DONE),
+    ("openai.chat_completions", "openai_chat/length.json", pb.NEXT_ACTION_RETRY_TURN),
+    ("openai.chat_completions", "openai_chat/content_filter.json", pb.NEXT_ACTION_HANDOFF),
+    ("anthropic.messages", "anthropic/message_pause_turn.json", pb.NEXT_ACTION_CONTINUE),
+    ("anthropic.messages", "anthropic/error_overloaded.json", pb.NEXT_ACTION_RETRY_TURN),
+    ("anthropic.messages", "anthropic/message_max_tokens_tool_use.json",
+     pb.NEXT_ACTION_RETRY_TURN),
+    ("google.gemini", "gemini/prompt_blocked.json", pb.NEXT_ACTION_HANDOFF),
+    ("google.gemini", "gemini/max_tokens.json", pb.NEXT_ACTION_RETRY_TURN),
+    ("aws.bedrock_converse", "bedrock/guardrail_intervened.json", pb.NEXT_ACTION_HANDOFF),
+    ("aws.bedrock_converse", "bedrock/final_text.json", pb.NEXT_ACTION_DONE),
+])
+def test_provider_stop_states_map_to_next_actions(connect: Connect, run_id: str, provider: str,
+                                                  fixture: str, expected: int,
+                                                  fresh_travel: TravelService) -> None:
+    c = connect("alice-token")
+    c.start_run(run_id=run_id, provider=provider)
+    out = submit_raw(c, run_id, (FIXTURES / fixture).read_text(), turn_id="t-fixture")
+    assert out.next == expected and list(out.results) == []
+    assert (out.provider_input_json != "") == (expected == pb.NEXT_ACTION_CONTINUE)
+    assert sum(fresh_travel.stats()[k] for k in ("train_status", "weather")) == 0
+
+
+def test_real_chat_refusal_recording_hands_off(connect: Connect, run_id: str) -> None:
+    lines = (RECORDINGS / "chat_refusal.sse").read_text().splitlines()
+    payloads = [ln.removeprefix("data: ") for ln in lines if ln.startswith("data: ")]
+    events = [json.loads(p) for p in payloads if p != "[DONE]"]
+    c = connect("alice-token")
+    c.start_run(run_id=run_id, provider="openai.chat_completions")
+    out = stream_submit(c, run_id, iter(events))
+    assert out.next == pb.NEXT_ACTION_HANDOFF and out.run_state == pb.RUN_STATE_HANDED_OFF
