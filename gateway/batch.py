@@ -32,9 +32,7 @@ def apply_budget(calls: Sequence[CallRecord], remaining: int | None,
     for rec in calls:
         if rec.status == CallStatus.PROPOSED and remaining is not None:
             if remaining <= 0:
-                rec = rec.moved(CallStatus.REJECTED, error_code=CallCode.BUDGET_EXHAUSTED.value,
-                                error_message="the run's tool-call budget is spent; the call "
-                                              "was not executed", finished_at=now)
+                rec = budget_rejected(rec, now, "tool-call budget")
             else:
                 remaining -= 1
         out.append(rec)
@@ -71,10 +69,10 @@ def plan(calls: Sequence[CallRecord], *, remaining_tool_calls: int | None,
     return out
 
 
-def budget_rejected(rec: CallRecord, now: datetime) -> CallRecord:
+def budget_rejected(rec: CallRecord, now: datetime, which: str = "budget") -> CallRecord:
     return rec.moved(CallStatus.REJECTED, error_code=CallCode.BUDGET_EXHAUSTED.value,
-                     error_message="the run's budget is spent; the call was not executed",
-                     decided_at=now, finished_at=now)
+                     error_message=f"the run's {which} is spent; the call was not executed",
+                     decided_at=rec.decided_at or now, finished_at=now)
 
 
 def exceeded(run: RunRecord) -> str:

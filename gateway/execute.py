@@ -26,18 +26,19 @@ def idempotency_key(rec: CallRecord) -> str:
     return f"{rec.run_id}:{rec.call_id}"
 
 
-def audit_of(kind: str, rec: CallRecord, run: RunRecord, registry: Registry,
-             now: datetime, provider: str = "") -> AuditEvent:
+def audit_of(kind: str, rec: CallRecord, *, subject: str, tenant: str, provider: str,
+             registry: Registry, now: datetime) -> AuditEvent:
     """An audit event for rec; arguments summarized with the tool's redactions applied."""
     tool = registry.get(rec.tool)
     args = parse_arguments(rec.arguments_json)
     summary = tool.redacted(args) if tool is not None and args is not None else None
     return AuditEvent(
-        kind=kind, subject=run.subject, tenant=run.tenant, run_id=rec.run_id,
-        turn_id=rec.turn_id, call_id=rec.call_id, provider=provider or run.provider,
+        kind=kind, subject=subject, tenant=tenant, run_id=rec.run_id,
+        turn_id=rec.turn_id, call_id=rec.call_id, provider=provider,
         tool=rec.tool, tool_version=rec.tool_version,
         arguments_summary_json=json.dumps(summary) if summary is not None else "",
-        arguments_sha256=rec.arguments_sha256, decision=rec.decision, status=rec.status,
+        arguments_sha256=rec.arguments_sha256, decision=rec.decision,
+        status=None if rec.status == CallStatus.PROPOSED else rec.status,  # decided, not run
         error_code=rec.error_code, execution_count=rec.execution_count,
         policy_revision=rec.decision.policy_revision if rec.decision else "", time=now)
 
@@ -189,7 +190,9 @@ class ExecutionPhase:
     async def _commit(self, work: TurnWork, recs: Sequence[CallRecord],
                       kind: str = "execution") -> None:
         now = self.clock()
-        audit = [audit_of(kind, r, work.run, self.registry, now) for r in recs]
+        run = work.run
+        audit = [audit_of(kind, r, subject=run.subject, tenant=run.tenant,
+                          provider=run.provider, registry=self.registry, now=now) for r in recs]
         await self.store.save(calls=recs, audit=audit)
         for r in recs:
             work.calls[r.call_id] = r

@@ -48,12 +48,11 @@ def adapter_for(provider: str) -> ProviderAdapter:
         raise InvalidArgument(str(err), code=err.code) from err
 
 
-def parse_json(text: str, what: str) -> Any:
+def parse_json(text: str, what: str, code: str = "malformed_response") -> Any:
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as err:
-        raise InvalidArgument(f"{what} is not valid JSON: {err}",
-                              code="malformed_response") from err
+        raise InvalidArgument(f"{what} is not valid JSON: {err}", code=code) from err
 
 
 def read_response(adapter: ProviderAdapter, response_json: str) -> ProviderEvent:
@@ -168,7 +167,7 @@ def declarations(adapter: ProviderAdapter, tools: Sequence[Tool],
 
 def check_conversation(text: str) -> None:
     """A run's starting conversation, when given, is a JSON array of provider messages."""
-    if text and not isinstance(parse_json(text, "conversation_json"), list):
+    if text and not isinstance(parse_json(text, "conversation_json", "invalid_argument"), list):
         raise InvalidArgument("conversation_json must be a JSON array of the provider's "
                               "messages", code="invalid_argument")
 

@@ -246,7 +246,7 @@ class Runner:
         run = replace(run, turns_used=run.turns_used + 1, usage_total=run.usage_total + turn.usage,
                       updated_at=now)
         calls = await self._proposed(run, turn, now)
-        audit = [audit_of("decision", c, run, self.registry, now, turn.provider)
+        audit = [self._audit("decision", c, run, turn.provider, now)
                  for c in calls if c.status == CallStatus.REJECTED]
         await self.store.begin_turn(run, record, calls, audit)
         return await self._drive(identity, run, record, turn.event.calls, calls)
@@ -316,8 +316,7 @@ class Runner:
         planned = [replace(c, approval_id=by_call[c.call_id]) if c.call_id in by_call else c
                    for c in planned]
         changed = [c for c, before in zip(planned, calls, strict=True) if c != before]
-        audit = [audit_of("decision", c, run, self.registry, now, turn.provider)
-                 for c in changed]
+        audit = [self._audit("decision", c, run, turn.provider, now) for c in changed]
         await self.store.save(calls=changed, approvals=approvals, audit=audit)
         return planned
 
@@ -403,10 +402,14 @@ class Runner:
                                   r.error_message if r.status == CallStatus.REJECTED else "")
                 for r in judged]
 
+    def _audit(self, kind: str, rec: CallRecord, run: RunRecord, provider: str,
+               now: datetime) -> AuditEvent:
+        return audit_of(kind, rec, subject=run.subject, tenant=run.tenant,
+                        provider=provider or run.provider, registry=self.registry, now=now)
+
     def _authorize_audit(self, identity: Identity, rec: CallRecord, now: datetime) -> AuditEvent:
-        run = RunRecord(run_id=rec.run_id, state=RunState.ACTIVE, subject=identity.subject,
-                        tenant=identity.tenant)
-        return audit_of("authorize", rec, run, self.registry, now)
+        return audit_of("authorize", rec, subject=identity.subject, tenant=identity.tenant,
+                        provider="", registry=self.registry, now=now)
 
 
 # ---------------------------------------------------------------------- settle rules

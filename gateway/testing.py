@@ -38,6 +38,7 @@ class SidecarProcess:
                      "--tools", str(tools), "--policies", str(policies), "--db", str(db),
                      *(["--auth", str(auth)] if auth else []), *extra_args]
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        self.db = db
         self.ready_timeout_s = ready_timeout_s
         self.target = ""
         self.proc: subprocess.Popen[str] | None = None
