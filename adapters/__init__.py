@@ -22,7 +22,7 @@ _MODULES = {
 PROVIDERS: dict[str, tuple[str, ...]] = {
     "openai.responses": ("v1",),
     "openai.chat_completions": ("v1",),
-    "anthropic.messages": ("2023-06-01",),
+    "anthropic.messages": ("2023-06-01", "2026-10-21"),
     "google.gemini": ("v1beta", "v1"),
     "aws.bedrock_converse": ("2023-09-30",),
 }

@@ -34,6 +34,8 @@ from adapters.events import (
 
 PROVIDER = "anthropic.messages"
 API_VERSION = "2023-06-01"
+# the version the current official SDK sends by default; its wire shapes are the ones read here
+API_VERSIONS = (API_VERSION, "2026-10-21")
 
 _FINAL = frozenset({"end_turn", "stop_sequence"})
 

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters import _anthropic_request, _anthropic_tools
-from adapters._anthropic_response import API_VERSION, PROVIDER, read_response
+from adapters._anthropic_response import API_VERSIONS, PROVIDER, read_response
 from adapters._anthropic_stream import AnthropicStreamAssembler
 from adapters.base import ProviderAdapter
 from adapters.events import ProviderEvent, ToolRequestEvent, ToolResult, ToolSpec
@@ -32,7 +32,7 @@ from adapters.events import ProviderEvent, ToolRequestEvent, ToolResult, ToolSpe
 
 class AnthropicMessagesAdapter:
     provider = PROVIDER
-    api_versions: tuple[str, ...] = (API_VERSION,)
+    api_versions: tuple[str, ...] = API_VERSIONS
 
     def read_complete_event(self, response: dict[str, Any]) -> ProviderEvent:
         return read_response(response)
