@@ -112,6 +112,8 @@ class Sidecar:
                 await self._watch
         if self.server is not None:
             await self.server.stop(grace)
+        if self._runner is not None:  # turns being driven finish and commit first
+            await self._runner.drain(timeout_s=30.0)
         if self.registry is not None:
             await self.registry.aclose()
         if self.store is not None:

@@ -87,7 +87,11 @@ class ExecutionPhase:
         started = await self._intent(work, runnable)
         parallel = [c for c in started if self._parallel_safe(c)]
         serial = [c for c in started if not self._parallel_safe(c)]
-        await asyncio.gather(*(self._execute(work, c) for c in parallel))
+        outcomes = await asyncio.gather(*(self._execute(work, c) for c in parallel),
+                                        return_exceptions=True)
+        for failure in outcomes:  # every read settled or failed to record; then report one
+            if isinstance(failure, BaseException):
+                raise failure
         for rec in serial:
             await self._execute(work, rec)
 

@@ -14,9 +14,10 @@ import json
 import logging
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
 from gateway import batch
 from gateway.errors import (
@@ -56,6 +57,7 @@ from gateway.registry import Registry
 from gateway.store.base import ApprovalRecord, RunStore
 
 log = logging.getLogger("callgate.runner")
+T = TypeVar("T")
 
 DEFAULT_APPROVAL_TTL_S = 3600
 MAX_ID_LENGTH = 256
@@ -108,6 +110,24 @@ class Runner:
         self.judge = Judge(registry, policy)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary())
+        self._inflight: set[asyncio.Future[Any]] = set()
+
+    async def _exclusive(self, run_id: str, work: Callable[[], Awaitable[T]]) -> T:
+        """Run work holding the run's lock, to completion even when the caller goes away:
+        a turn that started executing finishes and commits its results, so a client's
+        deadline or disconnect never leaves a call half-recorded."""
+        async def locked() -> T:
+            async with self._lock(run_id):
+                return await work()
+        task = asyncio.ensure_future(locked())
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+        return await asyncio.shield(task)
+
+    async def drain(self, timeout_s: float) -> None:
+        """Wait (bounded) for turns still being driven, e.g. before the store closes."""
+        if self._inflight:
+            await asyncio.wait(set(self._inflight), timeout=timeout_s)
 
     def _lock(self, run_id: str) -> asyncio.Lock:
         lock = self._locks.get(run_id)
@@ -149,7 +169,7 @@ class Runner:
         return view
 
     async def cancel_run(self, identity: Identity, run_id: str) -> RunRecord:
-        async with self._lock(run_id):
+        async def locked() -> RunRecord:
             run = await self.owned_run(identity, run_id)
             if run.state == RunState.CANCELLED:
                 return run
@@ -157,6 +177,7 @@ class Runner:
                 raise FailedPrecondition(f"run {run_id} already ended ({run.state.value})",
                                          code="run_finished")
             return await self._cancel(run)
+        return await self._exclusive(run_id, locked)
 
     async def _cancel(self, run: RunRecord) -> RunRecord:
         now = self.clock()
@@ -184,23 +205,25 @@ class Runner:
     # ------------------------------------------------------------------ turns
 
     async def submit_turn(self, identity: Identity, turn: TurnInput) -> TurnOutcome:
-        async with self._lock(turn.run_id):
-            run = await self.owned_run(identity, turn.run_id)
-            self._check_turn_shape(run, turn)
-            existing = await self.store.get_turn(run.run_id, turn.turn_id)
-            if existing is not None:
-                if existing.content_hash != turn.content_hash():
-                    raise AlreadyExists(f"turn {turn.turn_id} was already submitted with other "
-                                        "content", code="turn_conflict")
-                if existing.next is None:  # accepted before, never settled: finish it
-                    if run.state.terminal:
-                        raise FailedPrecondition(f"run {run.run_id} has ended "
-                                                 f"({run.state.value})", code="run_finished")
-                    return await self._drive(identity, run, existing)
-                return await self._outcome(run, existing)
-            last = await self.store.last_turn(run.run_id)
-            self._check_accepting(run, last)
-            return await self._accept(identity, run, turn, last)
+        return await self._exclusive(turn.run_id, lambda: self._submit(identity, turn))
+
+    async def _submit(self, identity: Identity, turn: TurnInput) -> TurnOutcome:
+        run = await self.owned_run(identity, turn.run_id)
+        self._check_turn_shape(run, turn)
+        existing = await self.store.get_turn(run.run_id, turn.turn_id)
+        if existing is not None:
+            if existing.content_hash != turn.content_hash():
+                raise AlreadyExists(f"turn {turn.turn_id} was already submitted with other "
+                                    "content", code="turn_conflict")
+            if existing.next is None:  # accepted before, never settled: finish it
+                if run.state.terminal:
+                    raise FailedPrecondition(f"run {run.run_id} has ended "
+                                             f"({run.state.value})", code="run_finished")
+                return await self._drive(identity, run, existing)
+            return await self._outcome(run, existing)
+        last = await self.store.last_turn(run.run_id)
+        self._check_accepting(run, last)
+        return await self._accept(identity, run, turn, last)
 
     def _check_turn_shape(self, run: RunRecord, turn: TurnInput) -> None:
         if not turn.turn_id:
@@ -371,15 +394,17 @@ class Runner:
     # ------------------------------------------------------------------ resume / authorize
 
     async def resume_run(self, identity: Identity, run_id: str) -> TurnOutcome:
-        async with self._lock(run_id):
-            run = await self.owned_run(identity, run_id)
-            turn = await self.store.last_turn(run_id)
-            if turn is None:
-                raise FailedPrecondition(f"run {run_id} has no turn yet", code="no_turn")
-            recoverable = turn.next is None or run.state == RunState.PAUSED_UNKNOWN_OUTCOME
-            if recoverable and not run.state.terminal:
-                return await self._drive(identity, run, turn)
-            return await self._outcome(run, turn)
+        return await self._exclusive(run_id, lambda: self._resume(identity, run_id))
+
+    async def _resume(self, identity: Identity, run_id: str) -> TurnOutcome:
+        run = await self.owned_run(identity, run_id)
+        turn = await self.store.last_turn(run_id)
+        if turn is None:
+            raise FailedPrecondition(f"run {run_id} has no turn yet", code="no_turn")
+        recoverable = turn.next is None or run.state == RunState.PAUSED_UNKNOWN_OUTCOME
+        if recoverable and not run.state.terminal:
+            return await self._drive(identity, run, turn)
+        return await self._outcome(run, turn)
 
     async def authorize(self, identity: Identity, run_id: str,
                         calls: Sequence[ToolCall]) -> list[AuthorizeDecision]:

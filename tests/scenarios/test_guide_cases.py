@@ -342,3 +342,21 @@ def test_paused_turn_continues(connect: Connect, run_id: str) -> None:
     c.start_run(run_id=run_id)
     out = c.submit_turn(run_id=run_id, turn_id="t1", paused=pb.Paused(reason="pause_turn"))
     assert out.next == pb.NEXT_ACTION_CONTINUE and list(out.results) == []
+
+
+def test_a_client_that_gives_up_does_not_cut_a_turn_short(connect: Connect, run_id: str,
+                                                          fresh_travel: TravelService) -> None:
+    fresh_travel.control({"train_status": {"delay_s": 1.0, "times": 1}})
+    c = connect("alice-token")
+    c.start_run(run_id=run_id)
+    with pytest.raises(grpc.RpcError) as err:
+        c.stub.SubmitTurn(pb.SubmitTurnRequest(
+            run_id=run_id, turn_id="t1",
+            tool_request=pb.ToolRequest(calls=[tool_call("c1", "get_train_status", TRAIN)])),
+            metadata=c.metadata, timeout=0.3)
+    assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    out = c.resume_run(run_id)  # waits for the turn, which went on without the client
+    (res,) = out.results
+    assert res.status == pb.CALL_STATUS_SUCCEEDED and res.execution_count == 1
+    assert out.next == pb.NEXT_ACTION_CONTINUE
+    assert fresh_travel.stats()["train_status"] == 1
