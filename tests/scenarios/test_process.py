@@ -26,10 +26,11 @@ from tests.support.effects import effects
 @contextmanager
 def own_sidecar(tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path,
                 policies: Path = POLICIES, db: Path | None = None,
-                extra: tuple[str, ...] = (), listen: str = "127.0.0.1:0"
-                ) -> Iterator[SidecarProcess]:
+                extra: tuple[str, ...] = (), listen: str = "127.0.0.1:0",
+                env: dict[str, str] | None = None) -> Iterator[SidecarProcess]:
     with SidecarProcess(tools=tools_dir, policies=policies, db=db or tmp_path / "cg.db",
-                        auth=AUTH, env=sidecar_env(travel, effects_db), extra_args=extra,
+                        auth=AUTH, env={**sidecar_env(travel, effects_db), **(env or {})},
+                        extra_args=extra,
                         listen=listen) as proc:
         yield proc
 
