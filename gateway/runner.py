@@ -301,10 +301,6 @@ class Runner:
             return await self._settle(run, turn, [])
         calls = (list(stored) if stored is not None
                  else await self.store.turn_calls(run.run_id, turn.turn_id))
-        if batch.exceeded(run):
-            calls = [batch.budget_rejected(c, self.clock()) if c.status == CallStatus.PROPOSED
-                     else c for c in calls]
-            await self.store.save(calls=calls)
         calls = await self._decide(identity, run, turn, calls, {c.call_id: c for c in calls_in})
         work = TurnWork(run=run, calls={c.call_id: c for c in calls}, identity=identity,
                         order=[c.call_id for c in calls])
@@ -326,9 +322,12 @@ class Runner:
         ctx = RunContext(run=run, turn_seq=turn.seq, turn_id=turn.turn_id,
                          recent=[c for c in recent if c.turn_id != turn.turn_id])
         pending = {c.call_id for c in undecided}
-        judged = [self.judge.judge(c, originals.get(c.call_id), identity=identity, run=ctx,
-                                   batch=calls, now=now)
-                  if c.call_id in pending else c for c in calls]
+        spent = batch.exceeded(run)
+        judged = [c if c.call_id not in pending
+                  else batch.budget_rejected(c, now) if spent
+                  else self.judge.judge(c, originals.get(c.call_id), identity=identity, run=ctx,
+                                        batch=calls, now=now)
+                  for c in calls]
         remaining = (None if run.budget.max_tool_calls == 0
                      else max(run.budget.max_tool_calls - run.tool_calls_used, 0))
         planned = batch.plan(judged, remaining_tool_calls=remaining,
@@ -399,8 +398,9 @@ class Runner:
     async def _resume(self, identity: Identity, run_id: str) -> TurnOutcome:
         run = await self.owned_run(identity, run_id)
         turn = await self.store.last_turn(run_id)
-        if turn is None:
-            raise FailedPrecondition(f"run {run_id} has no turn yet", code="no_turn")
+        if turn is None:  # nothing submitted yet: the run's state is the whole answer
+            return TurnOutcome(run_id=run_id, turn_id="", next=NEXT_WITHOUT_TURN[run.state],
+                               run_state=run.state, reason="no turn has been submitted")
         recoverable = turn.next is None or run.state == RunState.PAUSED_UNKNOWN_OUTCOME
         if recoverable and not run.state.terminal:
             return await self._drive(identity, run, turn)
@@ -447,6 +447,17 @@ STATE_AFTER: dict[NextAction, RunState] = {
     NextAction.PAUSED_UNKNOWN_OUTCOME: RunState.PAUSED_UNKNOWN_OUTCOME,
     NextAction.HANDOFF: RunState.HANDED_OFF,
     NextAction.BUDGET_EXHAUSTED: RunState.BUDGET_EXHAUSTED,
+}
+
+
+NEXT_WITHOUT_TURN: dict[RunState, NextAction] = {
+    RunState.ACTIVE: NextAction.CONTINUE,
+    RunState.COMPLETED: NextAction.DONE,
+    RunState.HANDED_OFF: NextAction.HANDOFF,
+    RunState.BUDGET_EXHAUSTED: NextAction.BUDGET_EXHAUSTED,
+    RunState.CANCELLED: NextAction.HANDOFF,
+    RunState.PAUSED_FOR_APPROVAL: NextAction.PAUSED_FOR_APPROVAL,
+    RunState.PAUSED_UNKNOWN_OUTCOME: NextAction.PAUSED_UNKNOWN_OUTCOME,
 }
 
 

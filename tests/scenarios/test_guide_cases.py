@@ -360,3 +360,11 @@ def test_a_client_that_gives_up_does_not_cut_a_turn_short(connect: Connect, run_
     assert res.status == pb.CALL_STATUS_SUCCEEDED and res.execution_count == 1
     assert out.next == pb.NEXT_ACTION_CONTINUE
     assert fresh_travel.stats()["train_status"] == 1
+
+
+def test_resume_before_any_turn_answers_the_run_state(connect: Connect, run_id: str) -> None:
+    c = connect("alice-token")
+    c.start_run(run_id=run_id)
+    out = c.resume_run(run_id)
+    assert out.next == pb.NEXT_ACTION_CONTINUE and out.run_state == pb.RUN_STATE_ACTIVE
+    assert list(out.results) == [] and out.turn_id == ""
