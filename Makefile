@@ -28,7 +28,7 @@ $(NODE_STAMP): clients/node/package-lock.json
 proto: $(STAMP)
 	$(PY) scripts/gen_protos.py
 
-run: setup
+run: $(STAMP) $(PROTO_OUT)
 	$(PY) -m gateway.devrun
 
 test: setup
