@@ -100,7 +100,7 @@ class ToolGatewayService(pb_grpc.ToolGatewayServicer):
         except Exception:
             log.exception("internal error")
             await abort(context, Internal("callgate failed on this request; the error is in "
-                                          "its log and nothing further was executed"))
+                                          "its log, and ResumeRun shows what was recorded"))
 
     def _provider(self, provider: str, api_version: str) -> str:
         if not provider:
