@@ -34,8 +34,10 @@ import yaml
 from gateway.errors import ConfigError
 
 # The regorus error text carries a ~2.5 KB Rust backtrace when RUST_BACKTRACE is set; this
-# switches it off for errors (it must be set before the first engine is used).
+# switches it off for errors (it must be set before the first engine is used). A contained
+# engine panic would also print one to stderr: one policy input could flood the log with them.
 os.environ["RUST_LIB_BACKTRACE"] = "0"
+os.environ["RUST_BACKTRACE"] = "0"
 
 import regorus  # noqa: E402  (the environment must be set first)
 
