@@ -17,6 +17,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+from adapters._common import results_in_call_order
 from adapters.events import (
     AdapterError,
     FinalEvent,
@@ -63,14 +64,8 @@ def assistant_message(event: ToolRequestEvent | FinalEvent | PausedEvent) -> dic
 def tool_results_message(event: ToolRequestEvent,
                          results: Sequence[ToolResult]) -> dict[str, Any]:
     """One user message answering every call ID of `event`, in the model's order."""
-    by_id = _results_by_id(results)
-    blocks = []
-    for call in event.calls:
-        result = by_id.get(call.call_id)
-        if result is None:
-            raise AdapterError(f"no result for Anthropic tool_use {call.call_id!r} ({call.name})",
-                               code="missing_result")
-        blocks.append(_tool_result_block(call.call_id, result))
+    blocks = [_tool_result_block(call.call_id, result)
+              for call, result in results_in_call_order(event, results)]
     return {"role": "user", "content": blocks}
 
 
@@ -80,16 +75,6 @@ def _tool_result_block(call_id: str, result: ToolResult) -> dict[str, Any]:
     if not result.ok:
         block["is_error"] = True
     return block
-
-
-def _results_by_id(results: Sequence[ToolResult]) -> dict[str, ToolResult]:
-    by_id: dict[str, ToolResult] = {}
-    for result in results:
-        if result.call_id in by_id:
-            raise AdapterError(f"two results for call ID {result.call_id!r}",
-                               code="duplicate_call_id")
-        by_id[result.call_id] = result
-    return by_id
 
 
 def _block_param(block: dict[str, Any]) -> dict[str, Any]:

@@ -18,15 +18,6 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def parse_object(text: str) -> dict[str, Any] | None:
-    """`text` parsed as a JSON object, or None when it is not valid JSON or not an object."""
-    try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def require_dict(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise AdapterError(f"{where} is missing or not an object", code="malformed_response")

@@ -7,18 +7,16 @@ call IDs, and the strict-mode test for a tool's JSON Schema.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from adapters._common import parse_object
 from adapters.events import (
     AdapterError,
     ErrorKind,
     NormalizedCall,
     ProviderErrorEvent,
     ResponseMeta,
-    ToolRequestEvent,
-    ToolResult,
 )
 
 DONE_SENTINEL = "[DONE]"
@@ -82,17 +80,9 @@ def join_fragments(fragments: Sequence[str]) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
-def parse_arguments(text: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def make_call(call_id: str, name: str, arguments_json: str, original: dict[str, Any],
               complete: bool = True) -> NormalizedCall:
-    arguments = parse_arguments(arguments_json) if complete else None
+    arguments = parse_object(arguments_json) if complete else None
     return NormalizedCall(call_id=call_id, name=name, arguments_json=arguments_json,
                           arguments=arguments, original=original)
 
@@ -110,22 +100,6 @@ def error_event(meta: ResponseMeta, error: Mapping[str, Any],
     message = optional_str(error, "message") or code or "provider error"
     return ProviderErrorEvent(meta=meta, kind=kind, message=message, retryable=retryable,
                               original=original)
-
-
-def results_in_call_order(event: ToolRequestEvent,
-                          results: Sequence[ToolResult]) -> list[tuple[NormalizedCall, ToolResult]]:
-    """Each call of `event` with its result, in the model's order, matched by call ID."""
-    by_id: dict[str, ToolResult] = {}
-    for result in results:
-        if result.call_id in by_id:
-            raise AdapterError(f"two results for call ID {result.call_id!r}",
-                               code="duplicate_call_id")
-        by_id[result.call_id] = result
-    missing = [call.call_id for call in event.calls if call.call_id not in by_id]
-    if missing:
-        raise AdapterError(f"no result for call ID(s): {', '.join(missing)}",
-                           code="missing_result")
-    return [(call, by_id[call.call_id]) for call in event.calls]
 
 
 def strict_compatible(schema: Mapping[str, Any]) -> bool:

@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters._bedrock_converse_stream import BedrockStreamAssembler
+from adapters._common import parse_object
 from adapters._gemini_bedrock_common import (
     compact_json,
     count,
-    parse_object,
     pick_result,
     qualifies_for_strict,
     require_dict,

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters._common import results_in_call_order
 from adapters._openai_shared import (
     DONE_SENTINEL,
     error_event,
@@ -36,7 +37,6 @@ from adapters._openai_shared import (
     require_list,
     require_mapping,
     require_str,
-    results_in_call_order,
     strict_compatible,
     token_count,
 )

@@ -26,6 +26,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+from adapters._common import results_in_call_order
 from adapters._openai_shared import (
     DONE_SENTINEL,
     error_event,
@@ -37,7 +38,6 @@ from adapters._openai_shared import (
     require_list,
     require_mapping,
     require_str,
-    results_in_call_order,
     strict_compatible,
     token_count,
 )
