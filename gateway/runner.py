@@ -301,10 +301,10 @@ class Runner:
             return await self._settle(run, turn, [])
         calls = (list(stored) if stored is not None
                  else await self.store.turn_calls(run.run_id, turn.turn_id))
-        calls = await self._decide(identity, run, turn, calls, {c.call_id: c for c in calls_in})
+        calls, partial = await self._decide(identity, run, turn, calls,
+                                            {c.call_id: c for c in calls_in})
         work = TurnWork(run=run, calls={c.call_id: c for c in calls}, identity=identity,
                         order=[c.call_id for c in calls])
-        partial = self._partial_writes(identity, calls)
         phase = ExecutionPhase(self.store, self.registry, self.clock, partial_writes=partial)
         await phase.run(work)
         for rec in work.ordered():  # UNKNOWN reads or writes left from an earlier attempt
@@ -313,10 +313,13 @@ class Runner:
         return await self._settle(work.run, turn, work.ordered())
 
     async def _decide(self, identity: Identity, run: RunRecord, turn: TurnRecord,
-                      calls: list[CallRecord], originals: dict[str, ToolCall]) -> list[CallRecord]:
+                      calls: list[CallRecord], originals: dict[str, ToolCall]
+                      ) -> tuple[list[CallRecord], bool]:
+        """Judge and plan the calls not decided yet; answers the calls and whether the batch
+        policy permits partial writes (asked once per turn)."""
         undecided = [c for c in calls if c.status == CallStatus.PROPOSED and c.decision is None]
         if not undecided:
-            return calls
+            return calls, self._partial_writes(identity, calls)
         now = self.clock()
         recent = await self.store.recent_calls(run.run_id, RECENT_CALLS)
         ctx = RunContext(run=run, turn_seq=turn.seq, turn_id=turn.turn_id,
@@ -330,8 +333,9 @@ class Runner:
                   for c in calls]
         remaining = (None if run.budget.max_tool_calls == 0
                      else max(run.budget.max_tool_calls - run.tool_calls_used, 0))
-        planned = batch.plan(judged, remaining_tool_calls=remaining,
-                             partial_writes=self._partial_writes(identity, judged), now=now)
+        partial = self._partial_writes(identity, judged)
+        planned = batch.plan(judged, remaining_tool_calls=remaining, partial_writes=partial,
+                             now=now)
         approvals = [self._approval(identity, c, now) for c in planned
                      if c.status == CallStatus.PENDING_APPROVAL and not c.approval_id]
         by_call = {a.call_id: a.approval_id for a in approvals}
@@ -340,7 +344,7 @@ class Runner:
         changed = [c for c, before in zip(planned, calls, strict=True) if c != before]
         audit = [self._audit("decision", c, run, turn.provider, now) for c in changed]
         await self.store.save(calls=changed, approvals=approvals, audit=audit)
-        return planned
+        return planned, partial
 
     def _partial_writes(self, identity: Identity, calls: Sequence[CallRecord]) -> bool:
         writes = [c for c in calls if batch.is_write(c)]

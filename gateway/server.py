@@ -184,8 +184,8 @@ class ToolGatewayService(pb_grpc.ToolGatewayServicer):
                                                                  request.provider,
                                                                  request.api_version)
             event = providers.read_response(adapter, request.response_json)
-            return await self._submit_event(who, event, request.run_id, request.turn_id,
-                                            provider, version, request.model,
+            return await self._submit_event(who, adapter, event, request.run_id,
+                                            request.turn_id, provider, version, request.model,
                                             request.response_json)
         return await self._guard(context, go)
 
@@ -209,7 +209,7 @@ class ToolGatewayService(pb_grpc.ToolGatewayServicer):
 
             event, received = await providers.assemble_stream(adapter, texts())
             raw = json.dumps(event.original) if event.original else json.dumps(received)
-            return await self._submit_event(who, event, first.run_id, first.turn_id,
+            return await self._submit_event(who, adapter, event, first.run_id, first.turn_id,
                                             provider, version, "", raw)
         return await self._guard(context, go)
 
@@ -223,10 +223,9 @@ class ToolGatewayService(pb_grpc.ToolGatewayServicer):
         version = self._provider(provider, api_version or run.api_version)
         return provider, version, providers.adapter_for(provider)
 
-    async def _submit_event(self, who: Identity, event: ProviderEvent, run_id: str,
-                            turn_id: str, provider: str, version: str, model: str,
-                            raw: str) -> pb.TurnOutcome:
-        adapter = providers.adapter_for(provider)
+    async def _submit_event(self, who: Identity, adapter: ProviderAdapter,
+                            event: ProviderEvent, run_id: str, turn_id: str, provider: str,
+                            version: str, model: str, raw: str) -> pb.TurnOutcome:
         turn_id = providers.turn_id_of(event, turn_id)
         turn = providers.to_turn_input(event, run_id=run_id, turn_id=turn_id, provider=provider,
                                        api_version=version, model=model, raw=raw)
