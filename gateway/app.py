@@ -26,7 +26,6 @@ from gateway.store.sqlite import SQLiteStore
 log = logging.getLogger("callgate")
 
 SERVICE = pb.DESCRIPTOR.services_by_name["ToolGateway"].full_name
-COMPONENTS = ("callgate.policy", "callgate.store")
 HEALTH_INTERVAL_S = 5.0
 
 

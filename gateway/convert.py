@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway._proto.callgate.v1 import gateway_pb2 as pb
-from gateway.errors import InvalidArgument
+from gateway.errors import RequestCode, RequestError
 from gateway.model import (
     Budget,
     CallRecord,
@@ -23,7 +23,6 @@ from gateway.model import (
     TurnOutcome,
     TurnRecord,
     Usage,
-    Verdict,
     rfc3339,
 )
 from gateway.runner import AuthorizeDecision, StartRunParams
@@ -37,11 +36,6 @@ def _enum(prefix: str, name: str) -> Any:
 def call_status(s: CallStatus) -> Any:
     # PROPOSED never leaves the runner settled; shown as UNSPECIFIED if ever seen mid-turn
     return 0 if s == CallStatus.PROPOSED else _enum("CALL_STATUS", s.value)
-
-
-def call_status_from(v: int) -> CallStatus:
-    name = pb.CallStatus.Name(v).removeprefix("CALL_STATUS_")
-    return CallStatus(name)
 
 
 def budget_from(b: pb.Budget) -> Budget:
@@ -64,8 +58,8 @@ def decision_to(d: Decision | None) -> pb.Decision:
                        policy_revision=d.policy_revision)
 
 
-def start_params(req: pb.StartRunRequest, provider: str, api_version: str) -> StartRunParams:
-    return StartRunParams(run_id=req.run_id, provider=provider, api_version=api_version,
+def start_params(req: pb.StartRunRequest) -> StartRunParams:
+    return StartRunParams(run_id=req.run_id, provider=req.provider, api_version=req.api_version,
                           budget=budget_from(req.budget), labels=dict(req.labels),
                           conversation_json=req.conversation_json)
 
@@ -90,13 +84,13 @@ def turn_event(req: pb.SubmitTurnRequest) -> TurnEvent:
         e = req.provider_error
         return TurnEvent(EventKind.PROVIDER_ERROR, text=e.message, error_kind=e.kind,
                          retryable=e.retryable)
-    raise InvalidArgument("the turn carries no event: set one of tool_request, final, refusal, "
-                          "incomplete, paused, provider_error", code="invalid_argument")
+    raise RequestError(RequestCode.INVALID_ARGUMENT, "the turn carries no event: set one of "
+                       "tool_request, final, refusal, incomplete, paused, provider_error")
 
 
-def turn_input(req: pb.SubmitTurnRequest, api_version: str) -> TurnInput:
+def turn_input(req: pb.SubmitTurnRequest) -> TurnInput:
     return TurnInput(run_id=req.run_id, turn_id=req.turn_id, event=turn_event(req),
-                     provider=req.provider, api_version=api_version, model=req.model,
+                     provider=req.provider, api_version=req.api_version, model=req.model,
                      usage=Usage(req.usage.input_tokens, req.usage.output_tokens),
                      raw_response_json=req.raw_response_json)
 
@@ -145,14 +139,14 @@ def turn_record_to(t: TurnRecord) -> pb.TurnRecord:
         reason=t.reason)
 
 
-def run_to(r: RunRecord, view: RunView | None = None) -> pb.Run:
+def run_to(r: RunRecord, view: RunView | None = None, conversation_json: str = "") -> pb.Run:
     run = pb.Run(
         run_id=r.run_id, state=run_state(r.state), subject=r.subject, tenant=r.tenant,
         turns_used=r.turns_used, tool_calls_used=r.tool_calls_used,
         usage_total=usage_to(r.usage_total), budget=budget_to(r.budget),
         pause_reason=r.pause_reason, provider=r.provider, api_version=r.api_version,
         labels=r.labels, created_at=rfc3339(r.created_at), updated_at=rfc3339(r.updated_at),
-        retries_in_row=r.retries_in_row)
+        retries_in_row=r.retries_in_row, conversation_json=conversation_json)
     if view is not None:
         run.calls.extend(call_record_to(c) for c in view.calls)
         run.turns.extend(turn_record_to(t) for t in view.turns)
@@ -165,6 +159,3 @@ def authorize_to(decisions: list[AuthorizeDecision]) -> pb.AuthorizeResponse:
                         error=pb.Error(code=d.error_code, message=d.error_message))
         for d in decisions])
 
-
-def verdict_name(v: int) -> Verdict:
-    return Verdict(pb.Verdict.Name(v).removeprefix("VERDICT_"))

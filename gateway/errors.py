@@ -1,21 +1,18 @@
-"""callgate's one error tree.
+"""callgate's one error tree, and every stable error code.
 
-    CallgateError                      code: a stable lower_snake string (DESIGN §4)
-    ├── RequestError                   the whole request is refused (a gRPC status)
-    │   ├── Unauthenticated            unauthenticated
-    │   ├── PermissionDenied           permission_denied
-    │   ├── NotFound                   run_not_found, approval_not_found, call_not_found
-    │   ├── FailedPrecondition         run_paused, run_finished, already_decided, ...
-    │   ├── AlreadyExists              turn_conflict, run_conflict
-    │   ├── InvalidArgument            unknown_provider, malformed_response, duplicate_call_id, ...
-    │   ├── Unimplemented              unimplemented
-    │   ├── StoreUnavailable           store_unavailable (nothing executed)
-    │   └── Internal                   internal (a defect; logged)
-    └── ConfigError                    start-up refused: a bad manifest, policy or flag
+    CallgateError                 message: what happened and what to do about it
+    ├── RequestError              the whole request is refused; `code` is a RequestCode
+    │   ├── Unauthenticated       always `unauthenticated`
+    │   ├── PermissionDenied      always `permission_denied`
+    │   └── StoreUnavailable      always `store_unavailable`
+    └── ConfigError               start-up refused: a bad manifest, policy, file or flag
 
-Per-call problems are not exceptions: they are results (`CallOutcome.error`) with the codes in
-`CallCode`. The mapping of request errors to gRPC status codes lives in `gateway/server.py`
-alone.
+A request error names its code explicitly (`RequestError(RequestCode.RUN_NOT_FOUND, "...")`):
+no class carries a default that a new raise could inherit by accident. The gRPC status of each
+code lives in one table, `gateway.server.GRPC_STATUS`.
+
+Per-call problems are not exceptions: they are results (`CallRecord.error_code`) with the codes
+in `CallCode`.
 """
 
 from __future__ import annotations
@@ -32,7 +29,7 @@ class CallCode(StrEnum):
     DUPLICATE_CALL_ID = "duplicate_call_id"
     POLICY_DENIED = "policy_denied"
     POLICY_ERROR = "policy_error"
-    APPROVAL_REQUIRED = "approval_required"
+    APPROVAL_REQUIRED = "approval_required"  # the code a PENDING_APPROVAL call carries
     APPROVAL_DENIED = "approval_denied"
     APPROVAL_EXPIRED = "approval_expired"
     APPROVAL_CANCELLED = "approval_cancelled"
@@ -42,65 +39,66 @@ class CallCode(StrEnum):
     TOOL_TIMEOUT = "tool_timeout"
     TOOL_NOT_APPLIED = "tool_not_applied"
     OUTPUT_INVALID = "output_invalid"
-    OUTCOME_UNKNOWN = "outcome_unknown"
+    OUTCOME_UNKNOWN = "outcome_unknown"  # the code an UNKNOWN call carries
     RESOLVED_BY_OPERATOR = "resolved_by_operator"
+
+
+class RequestCode(StrEnum):
+    """Stable request error codes (`google.rpc.ErrorInfo.reason` of a failed RPC)."""
+
+    UNAUTHENTICATED = "unauthenticated"
+    PERMISSION_DENIED = "permission_denied"
+    RUN_NOT_FOUND = "run_not_found"
+    APPROVAL_NOT_FOUND = "approval_not_found"
+    CALL_NOT_FOUND = "call_not_found"
+    RUN_PAUSED = "run_paused"
+    RUN_FINISHED = "run_finished"
+    ALREADY_DECIDED = "already_decided"
+    APPROVAL_EXPIRED = "approval_expired"
+    NOT_UNKNOWN = "not_unknown"
+    TURN_CONFLICT = "turn_conflict"
+    RUN_CONFLICT = "run_conflict"
+    UNKNOWN_PROVIDER = "unknown_provider"
+    MALFORMED_RESPONSE = "malformed_response"
+    DUPLICATE_CALL_ID = "duplicate_call_id"
+    INVALID_ARGUMENT = "invalid_argument"
+    UNIMPLEMENTED = "unimplemented"
     STORE_UNAVAILABLE = "store_unavailable"
-    RUN_CANCELLED = "run_cancelled"
+    INTERNAL = "internal"
 
 
 class CallgateError(Exception):
     """Root of every error callgate raises on purpose."""
 
-    code: str = "internal"
-
-    def __init__(self, message: str, *, code: str | None = None) -> None:
+    def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-        if code is not None:
-            self.code = code
 
 
 class RequestError(CallgateError):
-    """The whole request is refused; the server maps the class to a gRPC status."""
+    """The whole request is refused with a stable code; the server maps it to a gRPC status."""
+
+    def __init__(self, code: RequestCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class Unauthenticated(RequestError):
-    code = "unauthenticated"
+    def __init__(self, message: str) -> None:
+        super().__init__(RequestCode.UNAUTHENTICATED, message)
 
 
 class PermissionDenied(RequestError):
-    code = "permission_denied"
-
-
-class NotFound(RequestError):
-    code = "run_not_found"
-
-
-class FailedPrecondition(RequestError):
-    code = "run_paused"
-
-
-class AlreadyExists(RequestError):
-    code = "turn_conflict"
-
-
-class InvalidArgument(RequestError):
-    code = "invalid_argument"
-
-
-class Unimplemented(RequestError):
-    code = "unimplemented"
+    def __init__(self, message: str) -> None:
+        super().__init__(RequestCode.PERMISSION_DENIED, message)
 
 
 class StoreUnavailable(RequestError):
-    code = "store_unavailable"
+    """The run store cannot be used; raised by stores, with the driver's error chained."""
 
-
-class Internal(RequestError):
-    code = "internal"
+    def __init__(self, message: str) -> None:
+        super().__init__(RequestCode.STORE_UNAVAILABLE, message)
 
 
 class ConfigError(CallgateError):
     """Start-up configuration is wrong: names the source (file, field) and the problem."""
-
-    code = "config_error"

@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from gateway.arguments import parse_arguments
 from gateway.batch import is_write, not_run
+from gateway.errors import CallCode
 from gateway.executors.base import ExecutionContext, ExecutionResult
-from gateway.judge import parse_arguments
 from gateway.model import AuditEvent, CallRecord, CallStatus, Identity, RunRecord
 from gateway.registry import Registry
 from gateway.store.base import RunStore
@@ -78,7 +79,7 @@ class ExecutionPhase:
         stale = [c for c in reads if c.status == CallStatus.EXECUTING and not self._repeatable(c)]
         for rec in stale:
             await self._commit(work, [rec.moved(
-                CallStatus.UNKNOWN, error_code="outcome_unknown",
+                CallStatus.UNKNOWN, error_code=CallCode.OUTCOME_UNKNOWN.value,
                 execution_count=rec.execution_count + 1,
                 error_message="the read was in flight when the gateway stopped and is not "
                               "repeatable")])
@@ -118,7 +119,7 @@ class ExecutionPhase:
                 await self._commit(work, [not_run(rec, blocked, self.clock())])
                 continue
             if rec.status == CallStatus.EXECUTING:  # found in flight: never simply re-run
-                rec = rec.moved(CallStatus.UNKNOWN, error_code="outcome_unknown",
+                rec = rec.moved(CallStatus.UNKNOWN, error_code=CallCode.OUTCOME_UNKNOWN.value,
                                 execution_count=rec.execution_count + 1,
                                 error_message="the write was in flight when the gateway "
                                               "stopped; looking it up")

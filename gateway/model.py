@@ -13,8 +13,6 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-import rfc8785
-
 
 class CallStatus(StrEnum):
     SUCCEEDED = "SUCCEEDED"
@@ -98,6 +96,14 @@ class RunState(StrEnum):
         return self in (RunState.PAUSED_FOR_APPROVAL, RunState.PAUSED_UNKNOWN_OUTCOME)
 
 
+class ApprovalStatus(StrEnum):
+    PENDING = "PENDING"
+    APPROVED = "APPROVED"
+    DENIED = "DENIED"
+    EXPIRED = "EXPIRED"
+    CANCELLED = "CANCELLED"
+
+
 class EventKind(StrEnum):
     TOOL_REQUEST = "TOOL_REQUEST"
     FINAL = "FINAL"
@@ -118,11 +124,6 @@ def now_utc() -> datetime:
 
 def rfc3339(t: datetime | None) -> str:
     return "" if t is None else t.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def canonical_sha256(value: Any) -> str:
-    """SHA-256 hex over the RFC 8785 (JCS) canonical JSON form of value."""
-    return hashlib.sha256(rfc8785.dumps(value)).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -301,6 +302,28 @@ class RunRecord:
     pause_reason: str = ""
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalRecord:
+    """A person's approval of one call, bound to its tool version and arguments hash."""
+
+    approval_id: str
+    run_id: str
+    turn_id: str
+    call_id: str
+    tool: str
+    tool_version: str
+    arguments_json: str
+    arguments_sha256: str
+    status: ApprovalStatus
+    requested_by: str
+    tenant: str
+    created_at: datetime
+    expires_at: datetime | None
+    decided_by: str = ""
+    decided_at: datetime | None = None
+    reason: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,9 @@
-"""Builds the policy inputs of DESIGN §6 from domain records (no engine, no I/O)."""
+"""Every policy input, built from domain records (no engine, no I/O).
+
+    call_input    `decision` for one proposed call (docs/policies.md, "The call input")
+    batch_input   `batch_policy` for a turn with two or more writes
+    offer_input   `offer`, the tools ListTools lists for a caller
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from gateway.arguments import parse_arguments
 from gateway.model import CallRecord, Identity, RunRecord, rfc3339
 from gateway.registry import Tool
 
@@ -29,21 +35,13 @@ class RunContext:
             "id": self.run.run_id, "turn": self.turn_seq, "turn_id": self.turn_id,
             "tool_calls_used": self.run.tool_calls_used, "labels": dict(self.run.labels),
             "calls": [{"id": c.call_id, "tool": c.tool, "effect": c.effect,
-                       "args": _args(c.arguments_json), "status": c.status.value}
+                       "args": parse_arguments(c.arguments_json), "status": c.status.value}
                       for c in list(self.recent)[-RECENT_CALLS:]],
         }
 
     def as_input(self) -> dict[str, Any]:
         """The `run` input (built once per turn, shared by the turn's decisions)."""
         return self._input
-
-
-def _args(text: str) -> Any:
-    import json
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
 
 
 def tool_input(tool: Tool) -> dict[str, Any]:
@@ -68,3 +66,16 @@ def call_input(*, rec: CallRecord, tool: Tool, args: dict[str, Any], identity: I
         "approval": approval,
         "now": rfc3339(now),
     }
+
+
+def batch_input(identity: Identity, calls: Sequence[CallRecord]) -> dict[str, Any]:
+    """The `batch_policy` input: the turn's judged calls with their verdicts."""
+    return {"action": "batch", "identity": identity.as_input(),
+            "calls": [{"id": c.call_id, "tool": c.tool, "effect": c.effect,
+                       "verdict": c.decision.verdict.value if c.decision else "UNSPECIFIED"}
+                      for c in calls]}
+
+
+def offer_input(identity: Identity) -> dict[str, Any]:
+    """The `offer` input: who is asking which tools to list."""
+    return {"action": "offer", "identity": identity.as_input()}

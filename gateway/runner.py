@@ -20,17 +20,12 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from gateway import batch
-from gateway.errors import (
-    AlreadyExists,
-    CallCode,
-    FailedPrecondition,
-    InvalidArgument,
-    NotFound,
-    PermissionDenied,
-)
+from gateway.errors import CallCode, PermissionDenied, RequestCode, RequestError
 from gateway.execute import ExecutionPhase, TurnWork, audit_of
 from gateway.judge import Judge, rejected
 from gateway.model import (
+    ApprovalRecord,
+    ApprovalStatus,
     AuditEvent,
     Budget,
     CallRecord,
@@ -48,13 +43,12 @@ from gateway.model import (
     TurnOutcome,
     TurnRecord,
     Verdict,
-    canonical_sha256,
     now_utc,
 )
 from gateway.policy.base import PolicyEngine
-from gateway.policy_input import RECENT_CALLS, RunContext
+from gateway.policy_input import RECENT_CALLS, RunContext, batch_input
 from gateway.registry import Registry
-from gateway.store.base import ApprovalRecord, RunStore
+from gateway.store.base import RunStore
 
 log = logging.getLogger("callgate.runner")
 T = TypeVar("T")
@@ -66,8 +60,8 @@ MAX_ID_LENGTH = 256
 def check_id(kind: str, value: str) -> None:
     """IDs are chosen by clients: bounded and printable, or the request is refused."""
     if len(value) > MAX_ID_LENGTH or not value.isprintable():
-        raise InvalidArgument(f"{kind} must be at most {MAX_ID_LENGTH} printable characters",
-                              code="invalid_argument")
+        raise RequestError(RequestCode.INVALID_ARGUMENT,
+                           f"{kind} must be at most {MAX_ID_LENGTH} printable characters")
 
 
 @dataclass(frozen=True)
@@ -91,13 +85,6 @@ class AuthorizeDecision:
     decision: Decision
     error_code: str = ""
     error_message: str = ""
-
-
-def _args_sha(text: str) -> str:
-    try:
-        return canonical_sha256(json.loads(text))
-    except (ValueError, TypeError, RecursionError):
-        return hashlib.sha256(text.encode()).hexdigest()
 
 
 class Runner:
@@ -149,14 +136,14 @@ class Runner:
             params_hash=params.params_hash(), created_at=now, updated_at=now)
         stored = await self.store.create_run(run)
         if stored.params_hash != run.params_hash or stored.subject != identity.subject:
-            raise AlreadyExists(f"run {run.run_id} already exists with other parameters; "
-                                "choose another run_id", code="run_conflict")
+            raise RequestError(RequestCode.RUN_CONFLICT, f"run {run.run_id} already exists "
+                               "with other parameters; choose another run_id")
         return stored
 
     async def owned_run(self, identity: Identity, run_id: str) -> RunRecord:
         run = await self.store.get_run(run_id)
         if run is None:
-            raise NotFound(f"no run {run_id!r}", code="run_not_found")
+            raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {run_id!r}")
         if run.subject != identity.subject or run.tenant != identity.tenant:
             raise PermissionDenied(f"run {run_id} belongs to another subject")
         return run
@@ -165,7 +152,7 @@ class Runner:
         await self.owned_run(identity, run_id)
         view = await self.store.get_view(run_id)
         if view is None:
-            raise NotFound(f"no run {run_id!r}", code="run_not_found")
+            raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {run_id!r}")
         return view
 
     async def cancel_run(self, identity: Identity, run_id: str) -> RunRecord:
@@ -174,8 +161,8 @@ class Runner:
             if run.state == RunState.CANCELLED:
                 return run
             if run.state.terminal:
-                raise FailedPrecondition(f"run {run_id} already ended ({run.state.value})",
-                                         code="run_finished")
+                raise RequestError(RequestCode.RUN_FINISHED,
+                                   f"run {run_id} already ended ({run.state.value})")
             return await self._cancel(run)
         return await self._exclusive(run_id, locked)
 
@@ -191,9 +178,10 @@ class Runner:
                                          error_message="the run was cancelled", finished_at=now))
             elif rec.status in (CallStatus.HELD, CallStatus.PROPOSED):
                 changed.append(batch.not_run(rec, "cancelled with its run", now))
-        approvals = [replace(a, status="CANCELLED", decided_at=now, reason="run cancelled")
+        approvals = [replace(a, status=ApprovalStatus.CANCELLED, decided_at=now,
+                             reason="run cancelled")
                      for a in await self.store.approvals_for_run(run.run_id)
-                     if a.status == "PENDING"]
+                     if a.status == ApprovalStatus.PENDING]
         cancelled = replace(run, state=RunState.CANCELLED, pause_reason="", updated_at=now)
         stopped = None
         if last is not None and last.next in (None, NextAction.PAUSED_FOR_APPROVAL,
@@ -213,12 +201,12 @@ class Runner:
         existing = await self.store.get_turn(run.run_id, turn.turn_id)
         if existing is not None:
             if existing.content_hash != turn.content_hash():
-                raise AlreadyExists(f"turn {turn.turn_id} was already submitted with other "
-                                    "content", code="turn_conflict")
+                raise RequestError(RequestCode.TURN_CONFLICT, f"turn {turn.turn_id} was already "
+                                   "submitted with other content")
             if existing.next is None:  # accepted before, never settled: finish it
                 if run.state.terminal:
-                    raise FailedPrecondition(f"run {run.run_id} has ended "
-                                             f"({run.state.value})", code="run_finished")
+                    raise RequestError(RequestCode.RUN_FINISHED,
+                                       f"run {run.run_id} has ended ({run.state.value})")
                 return await self._drive(identity, run, existing)
             return await self._outcome(run, existing)
         last = await self.store.last_turn(run.run_id)
@@ -227,35 +215,35 @@ class Runner:
 
     def _check_turn_shape(self, run: RunRecord, turn: TurnInput) -> None:
         if not turn.turn_id:
-            raise InvalidArgument("turn_id is required", code="invalid_argument")
+            raise RequestError(RequestCode.INVALID_ARGUMENT, "turn_id is required")
         check_id("turn_id", turn.turn_id)
         if turn.provider and run.provider and turn.provider != run.provider:
-            raise InvalidArgument(f"run {run.run_id} was started for provider {run.provider}; "
-                                  f"a turn for {turn.provider} is not accepted",
-                                  code="unknown_provider")
+            raise RequestError(RequestCode.UNKNOWN_PROVIDER,
+                               f"run {run.run_id} was started for provider {run.provider}; "
+                               f"a turn for {turn.provider} is not accepted")
         seen: set[str] = set()
         for call in turn.event.calls:
             if not call.call_id:
-                raise InvalidArgument("every tool call needs a call_id",
-                                      code="invalid_argument")
+                raise RequestError(RequestCode.INVALID_ARGUMENT,
+                                   "every tool call needs a call_id")
             check_id("call_id", call.call_id)
             if call.call_id in seen:
-                raise InvalidArgument(f"call ID {call.call_id} appears twice in this turn",
-                                      code="duplicate_call_id")
+                raise RequestError(RequestCode.DUPLICATE_CALL_ID,
+                                   f"call ID {call.call_id} appears twice in this turn")
             seen.add(call.call_id)
 
     @staticmethod
     def _check_accepting(run: RunRecord, last: TurnRecord | None) -> None:
         if run.state.terminal:
-            raise FailedPrecondition(f"run {run.run_id} has ended ({run.state.value}); start a "
-                                     "new run", code="run_finished")
+            raise RequestError(RequestCode.RUN_FINISHED, f"run {run.run_id} has ended "
+                               f"({run.state.value}); start a new run")
         if run.state.paused:
-            raise FailedPrecondition(f"run {run.run_id} is paused: {run.pause_reason}; settle "
-                                     "it (approval, ResolveCall or ResumeRun) before the next "
-                                     "turn", code="run_paused")
+            raise RequestError(RequestCode.RUN_PAUSED, f"run {run.run_id} is paused: "
+                               f"{run.pause_reason}; settle it (approval, ResolveCall or "
+                               "ResumeRun) before the next turn")
         if last is not None and last.next is None:
-            raise FailedPrecondition(f"turn {last.turn_id} of run {run.run_id} has not settled; "
-                                     "call ResumeRun first", code="run_paused")
+            raise RequestError(RequestCode.RUN_PAUSED, f"turn {last.turn_id} of run "
+                               f"{run.run_id} has not settled; call ResumeRun first")
 
     async def _accept(self, identity: Identity, run: RunRecord, turn: TurnInput,
                       last: TurnRecord | None) -> TurnOutcome:
@@ -272,18 +260,15 @@ class Runner:
         audit = [self._audit("decision", c, run, turn.provider, now)
                  for c in calls if c.status == CallStatus.REJECTED]
         await self.store.begin_turn(run, record, calls, audit)
-        return await self._drive(identity, run, record, turn.event.calls, calls)
+        return await self._drive(identity, run, record, calls)
 
     async def _proposed(self, run: RunRecord, turn: TurnInput,
                         now: datetime) -> list[CallRecord]:
         used = await self.store.used_call_ids(run.run_id, [c.call_id for c in turn.event.calls])
         out: list[CallRecord] = []
         for i, call in enumerate(turn.event.calls):
-            rec = self.judge.describe(CallRecord(
-                run_id=run.run_id, turn_id=turn.turn_id, call_id=call.call_id, index=i,
-                tool=call.name, status=CallStatus.PROPOSED, arguments_json=call.arguments_json,
-                arguments_sha256=_args_sha(call.arguments_json), created_at=now))
-            if call.call_id in used:
+            rec = self.judge.propose(run.run_id, turn.turn_id, i, call, now)
+            if call.call_id in used and rec.status == CallStatus.PROPOSED:
                 rec = rejected(rec, CallCode.DUPLICATE_CALL_ID,
                                f"call ID {call.call_id} was already used in an earlier turn of "
                                "this run; call IDs are unique per run", now=now)
@@ -293,28 +278,26 @@ class Runner:
     # ------------------------------------------------------------------ driving a turn
 
     async def _drive(self, identity: Identity, run: RunRecord, turn: TurnRecord,
-                     calls_in: Sequence[ToolCall] = (),
                      stored: Sequence[CallRecord] | None = None) -> TurnOutcome:
         """Take an accepted turn as far as it can go, then settle it. `stored` are the turn's
-        call records when the caller has them (a new turn), else they are read back."""
+        call records when the caller has them (a new turn), else they are read back.
+
+        A write found UNKNOWN is looked up again (`ExecutionPhase.run`); a read found UNKNOWN
+        (one that is not repeatable and was in flight when the gateway stopped) is never
+        repeated or looked up: it stays UNKNOWN until an operator settles it."""
         if turn.event != EventKind.TOOL_REQUEST:
             return await self._settle(run, turn, [])
         calls = (list(stored) if stored is not None
                  else await self.store.turn_calls(run.run_id, turn.turn_id))
-        calls, partial = await self._decide(identity, run, turn, calls,
-                                            {c.call_id: c for c in calls_in})
+        calls, partial = await self._decide(identity, run, turn, calls)
         work = TurnWork(run=run, calls={c.call_id: c for c in calls}, identity=identity,
                         order=[c.call_id for c in calls])
         phase = ExecutionPhase(self.store, self.registry, self.clock, partial_writes=partial)
         await phase.run(work)
-        for rec in work.ordered():  # UNKNOWN reads or writes left from an earlier attempt
-            if rec.status == CallStatus.UNKNOWN and not batch.is_write(rec):
-                await phase.reconcile(work, rec)
         return await self._settle(work.run, turn, work.ordered())
 
     async def _decide(self, identity: Identity, run: RunRecord, turn: TurnRecord,
-                      calls: list[CallRecord], originals: dict[str, ToolCall]
-                      ) -> tuple[list[CallRecord], bool]:
+                      calls: list[CallRecord]) -> tuple[list[CallRecord], bool]:
         """Judge and plan the calls not decided yet; answers the calls and whether the batch
         policy permits partial writes (asked once per turn)."""
         undecided = [c for c in calls if c.status == CallStatus.PROPOSED and c.decision is None]
@@ -328,8 +311,7 @@ class Runner:
         spent = batch.exceeded(run)
         judged = [c if c.call_id not in pending
                   else batch.budget_rejected(c, now) if spent
-                  else self.judge.judge(c, originals.get(c.call_id), identity=identity, run=ctx,
-                                        batch=calls, now=now)
+                  else self.judge.judge(c, identity=identity, run=ctx, batch=calls, now=now)
                   for c in calls]
         remaining = (None if run.budget.max_tool_calls == 0
                      else max(run.budget.max_tool_calls - run.tool_calls_used, 0))
@@ -350,11 +332,7 @@ class Runner:
         writes = [c for c in calls if batch.is_write(c)]
         if len(writes) < 2:
             return False
-        return self.policy.partial_writes({
-            "action": "batch", "identity": identity.as_input(),
-            "calls": [{"id": c.call_id, "tool": c.tool, "effect": c.effect,
-                       "verdict": c.decision.verdict.value if c.decision else "UNSPECIFIED"}
-                      for c in calls]})
+        return self.policy.partial_writes(batch_input(identity, calls))
 
     def _approval(self, identity: Identity, rec: CallRecord, now: datetime) -> ApprovalRecord:
         ttl = (rec.decision.approval_ttl_s if rec.decision and rec.decision.approval_ttl_s
@@ -363,7 +341,7 @@ class Runner:
             approval_id=f"apr_{uuid.uuid4().hex}", run_id=rec.run_id, turn_id=rec.turn_id,
             call_id=rec.call_id, tool=rec.tool, tool_version=rec.tool_version,
             arguments_json=rec.arguments_json, arguments_sha256=rec.arguments_sha256,
-            status="PENDING", requested_by=identity.subject, tenant=identity.tenant,
+            status=ApprovalStatus.PENDING, requested_by=identity.subject, tenant=identity.tenant,
             created_at=now, expires_at=now + timedelta(seconds=ttl))
 
     # ------------------------------------------------------------------ settling
@@ -414,17 +392,14 @@ class Runner:
                         calls: Sequence[ToolCall]) -> list[AuthorizeDecision]:
         run = await self.owned_run(identity, run_id) if run_id else None
         now = self.clock()
-        recs = [self.judge.describe(CallRecord(
-            run_id=run_id, turn_id="", call_id=c.call_id, index=i, tool=c.name,
-            status=CallStatus.PROPOSED, arguments_json=c.arguments_json,
-            arguments_sha256=_args_sha(c.arguments_json), created_at=now))
-            for i, c in enumerate(calls)]
+        recs = [self.judge.propose(run_id, "", i, c, now) for i, c in enumerate(calls)]
         ctx = None
         if run is not None:
             recent = await self.store.recent_calls(run.run_id, RECENT_CALLS)
             ctx = RunContext(run=run, turn_seq=run.turns_used, turn_id="", recent=recent)
-        judged = [self.judge.judge(r, c, identity=identity, run=ctx, batch=recs, now=now)
-                  for r, c in zip(recs, calls, strict=True)]
+        judged = [r if r.status != CallStatus.PROPOSED
+                  else self.judge.judge(r, identity=identity, run=ctx, batch=recs, now=now)
+                  for r in recs]
         await self.store.append_audit([self._authorize_audit(identity, r, now) for r in judged])
         return [AuthorizeDecision(r.call_id, r.decision or Decision(Verdict.UNSPECIFIED),
                                   r.error_code if r.status == CallStatus.REJECTED else "",

@@ -1,42 +1,28 @@
 """The grpc.aio servicer: thin. Authenticate, decode, call the runner, encode.
 
-Request errors become gRPC statuses here and only here (`STATUS_OF`), with the stable code in
-`google.rpc.ErrorInfo.reason`.
+Request errors become gRPC statuses here and only here (`GRPC_STATUS`), with the stable code in
+`google.rpc.ErrorInfo.reason`. Provider-shaped requests go through `ProviderTurns`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 import grpc
 from google.protobuf import any_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
+from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from adapters import AdapterError, resolve_api_version
-from adapters.base import ProviderAdapter
-from adapters.events import ProviderEvent
-from gateway import convert, providers
+from gateway import convert
 from gateway._proto.callgate.v1 import gateway_pb2 as pb
 from gateway._proto.callgate.v1 import gateway_pb2_grpc as pb_grpc
-from gateway.errors import (
-    AlreadyExists,
-    FailedPrecondition,
-    Internal,
-    InvalidArgument,
-    NotFound,
-    PermissionDenied,
-    RequestError,
-    StoreUnavailable,
-    Unauthenticated,
-    Unimplemented,
-)
+from gateway.errors import RequestCode, RequestError
 from gateway.identity import Authenticator
 from gateway.model import Identity, rfc3339
+from gateway.provider_turns import ProviderTurnRequest, ProviderTurns
 from gateway.runner import Runner
 
 log = logging.getLogger("callgate.server")
@@ -44,15 +30,28 @@ T = TypeVar("T")
 
 ERROR_DOMAIN = "callgate"
 
-STATUS_OF: dict[type[RequestError], tuple[grpc.StatusCode, int]] = {
-    Unauthenticated: (grpc.StatusCode.UNAUTHENTICATED, code_pb2.UNAUTHENTICATED),
-    PermissionDenied: (grpc.StatusCode.PERMISSION_DENIED, code_pb2.PERMISSION_DENIED),
-    NotFound: (grpc.StatusCode.NOT_FOUND, code_pb2.NOT_FOUND),
-    FailedPrecondition: (grpc.StatusCode.FAILED_PRECONDITION, code_pb2.FAILED_PRECONDITION),
-    AlreadyExists: (grpc.StatusCode.ALREADY_EXISTS, code_pb2.ALREADY_EXISTS),
-    InvalidArgument: (grpc.StatusCode.INVALID_ARGUMENT, code_pb2.INVALID_ARGUMENT),
-    Unimplemented: (grpc.StatusCode.UNIMPLEMENTED, code_pb2.UNIMPLEMENTED),
-    StoreUnavailable: (grpc.StatusCode.UNAVAILABLE, code_pb2.UNAVAILABLE),
+_S = grpc.StatusCode
+# The gRPC status of every request error code: the one place codes meet statuses.
+GRPC_STATUS: dict[RequestCode, grpc.StatusCode] = {
+    RequestCode.UNAUTHENTICATED: _S.UNAUTHENTICATED,
+    RequestCode.PERMISSION_DENIED: _S.PERMISSION_DENIED,
+    RequestCode.RUN_NOT_FOUND: _S.NOT_FOUND,
+    RequestCode.APPROVAL_NOT_FOUND: _S.NOT_FOUND,
+    RequestCode.CALL_NOT_FOUND: _S.NOT_FOUND,
+    RequestCode.RUN_PAUSED: _S.FAILED_PRECONDITION,
+    RequestCode.RUN_FINISHED: _S.FAILED_PRECONDITION,
+    RequestCode.ALREADY_DECIDED: _S.FAILED_PRECONDITION,
+    RequestCode.APPROVAL_EXPIRED: _S.FAILED_PRECONDITION,
+    RequestCode.NOT_UNKNOWN: _S.FAILED_PRECONDITION,
+    RequestCode.TURN_CONFLICT: _S.ALREADY_EXISTS,
+    RequestCode.RUN_CONFLICT: _S.ALREADY_EXISTS,
+    RequestCode.UNKNOWN_PROVIDER: _S.INVALID_ARGUMENT,
+    RequestCode.MALFORMED_RESPONSE: _S.INVALID_ARGUMENT,
+    RequestCode.DUPLICATE_CALL_ID: _S.INVALID_ARGUMENT,
+    RequestCode.INVALID_ARGUMENT: _S.INVALID_ARGUMENT,
+    RequestCode.UNIMPLEMENTED: _S.UNIMPLEMENTED,
+    RequestCode.STORE_UNAVAILABLE: _S.UNAVAILABLE,
+    RequestCode.INTERNAL: _S.INTERNAL,
 }
 
 # RPCs of the contract that this build does not serve yet, and the capability each needs.
@@ -74,19 +73,21 @@ class StatusInfo:
 
 
 async def abort(context: grpc.aio.ServicerContext[Any, Any], err: RequestError) -> NoReturn:
-    grpc_code, rpc_code = STATUS_OF.get(type(err), (grpc.StatusCode.INTERNAL, code_pb2.INTERNAL))
+    grpc_code = GRPC_STATUS[err.code]
     detail = any_pb2.Any()
-    detail.Pack(error_details_pb2.ErrorInfo(reason=err.code, domain=ERROR_DOMAIN))
-    status = rpc_status.to_status(status_pb2.Status(code=rpc_code, message=err.message,
-                                                    details=[detail]))
-    assert status.code == grpc_code
+    detail.Pack(error_details_pb2.ErrorInfo(reason=err.code.value, domain=ERROR_DOMAIN))
+    status = rpc_status.to_status(status_pb2.Status(code=grpc_code.value[0],
+                                                    message=err.message, details=[detail]))
     await context.abort(status.code, status.details, status.trailing_metadata)
     raise AssertionError("unreachable")  # context.abort raises
 
 
 class ToolGatewayService(pb_grpc.ToolGatewayServicer):
+    """Every RPC: authenticate, decode the request, call the runner, encode the answer."""
+
     def __init__(self, runner: Runner, auth: Authenticator, info: StatusInfo) -> None:
         self.runner = runner
+        self.turns = ProviderTurns(runner)
         self.auth = auth
         self.info = info
 
@@ -99,43 +100,69 @@ class ToolGatewayService(pb_grpc.ToolGatewayServicer):
             await abort(context, err)
         except Exception:
             log.exception("internal error")
-            await abort(context, Internal("callgate failed on this request; the error is in "
-                                          "its log, and ResumeRun shows what was recorded"))
-
-    def _provider(self, provider: str, api_version: str) -> str:
-        if not provider:
-            return api_version
-        try:
-            return resolve_api_version(provider, api_version)
-        except AdapterError as err:
-            raise InvalidArgument(str(err), code=err.code) from err
+            await abort(context, RequestError(
+                RequestCode.INTERNAL, "callgate failed on this request; the error is in its "
+                "log, and ResumeRun shows what was recorded"))
 
     # ------------------------------------------------------------------ runs and turns
 
     async def StartRun(self, request: pb.StartRunRequest,
                        context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
         async def go(who: Identity) -> pb.Run:
-            version = self._provider(request.provider, request.api_version)
-            providers.check_conversation(request.conversation_json)
-            params = convert.start_params(request, request.provider, version)
-            return convert.run_to(await self.runner.start_run(who, params))
+            run = await self.turns.start_run(who, convert.start_params(request))
+            return convert.run_to(run)
         return await self._guard(context, go)
 
     async def GetRun(self, request: pb.GetRunRequest,
                      context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
         async def go(who: Identity) -> pb.Run:
-            view = await self.runner.get_run(who, request.run_id)
-            run = convert.run_to(view.run, view)
-            run.conversation_json = providers.conversation(view)
-            return run
+            view, conversation = await self.turns.get_run(who, request.run_id)
+            return convert.run_to(view.run, view, conversation)
         return await self._guard(context, go)
 
     async def SubmitTurn(self, request: pb.SubmitTurnRequest,
                          context: grpc.aio.ServicerContext[Any, Any]) -> pb.TurnOutcome:
         async def go(who: Identity) -> pb.TurnOutcome:
-            version = self._provider(request.provider, request.api_version)
-            turn = convert.turn_input(request, version)
-            return convert.outcome_to(await self.runner.submit_turn(who, turn))
+            turn = convert.turn_input(request)
+            return convert.outcome_to(await self.turns.submit_turn(who, turn))
+        return await self._guard(context, go)
+
+    async def SubmitProviderResponse(self, request: pb.SubmitProviderResponseRequest,
+                                     context: grpc.aio.ServicerContext[Any, Any]
+                                     ) -> pb.TurnOutcome:
+        async def go(who: Identity) -> pb.TurnOutcome:
+            req = ProviderTurnRequest(run_id=request.run_id, provider=request.provider,
+                                      api_version=request.api_version,
+                                      turn_id=request.turn_id, model=request.model)
+            outcome = await self.turns.submit_response(who, req, request.response_json)
+            return convert.outcome_to(outcome)
+        return await self._guard(context, go)
+
+    async def SubmitProviderStream(self, request_iterator: AsyncIterator[pb.ProviderStreamEvent],
+                                   context: grpc.aio.ServicerContext[Any, Any]
+                                   ) -> pb.TurnOutcome:
+        async def go(who: Identity) -> pb.TurnOutcome:
+            first = await anext(aiter(request_iterator), None)
+            if first is None:
+                raise RequestError(RequestCode.INVALID_ARGUMENT,
+                                   "the stream was empty: the first message names the run")
+
+            async def texts() -> AsyncIterator[str]:
+                if first.event_json:
+                    yield first.event_json
+                async for msg in request_iterator:
+                    yield msg.event_json
+
+            req = ProviderTurnRequest(run_id=first.run_id, provider=first.provider,
+                                      api_version=first.api_version, turn_id=first.turn_id)
+            return convert.outcome_to(await self.turns.submit_stream(who, req, texts()))
+        return await self._guard(context, go)
+
+    async def ListTools(self, request: pb.ListToolsRequest,
+                        context: grpc.aio.ServicerContext[Any, Any]) -> pb.ListToolsResponse:
+        async def go(who: Identity) -> pb.ListToolsResponse:
+            return pb.ListToolsResponse(tools_json=self.turns.list_tools(
+                who, request.provider, request.api_version))
         return await self._guard(context, go)
 
     async def Authorize(self, request: pb.AuthorizeRequest,
@@ -171,79 +198,10 @@ class ToolGatewayService(pb_grpc.ToolGatewayServicer):
 
     async def _not_yet(self, name: str, context: grpc.aio.ServicerContext[Any, Any]) -> NoReturn:
         async def go(who: Identity) -> NoReturn:
-            raise Unimplemented(f"{name} is not available in this build: it needs "
-                                f"{NOT_YET[name]}")
+            raise RequestError(RequestCode.UNIMPLEMENTED, f"{name} is not available in this "
+                               f"build: it needs {NOT_YET[name]}")
         await self._guard(context, go)
         raise AssertionError("unreachable")
-
-    async def SubmitProviderResponse(self, request: pb.SubmitProviderResponseRequest,
-                                     context: grpc.aio.ServicerContext[Any, Any]
-                                     ) -> pb.TurnOutcome:
-        async def go(who: Identity) -> pb.TurnOutcome:
-            provider, version, adapter = await self._run_adapter(who, request.run_id,
-                                                                 request.provider,
-                                                                 request.api_version)
-            event = providers.read_response(adapter, request.response_json)
-            return await self._submit_event(who, adapter, event, request.run_id,
-                                            request.turn_id, provider, version, request.model,
-                                            request.response_json)
-        return await self._guard(context, go)
-
-    async def SubmitProviderStream(self, request_iterator: AsyncIterator[pb.ProviderStreamEvent],
-                                   context: grpc.aio.ServicerContext[Any, Any]
-                                   ) -> pb.TurnOutcome:
-        async def go(who: Identity) -> pb.TurnOutcome:
-            first = await anext(aiter(request_iterator), None)
-            if first is None:
-                raise InvalidArgument("the stream was empty: the first message names the run",
-                                      code="invalid_argument")
-            provider, version, adapter = await self._run_adapter(who, first.run_id,
-                                                                 first.provider,
-                                                                 first.api_version)
-
-            async def texts() -> AsyncIterator[str]:
-                if first.event_json:
-                    yield first.event_json
-                async for msg in request_iterator:
-                    yield msg.event_json
-
-            event, received = await providers.assemble_stream(adapter, texts())
-            raw = json.dumps(event.original) if event.original else json.dumps(received)
-            return await self._submit_event(who, adapter, event, first.run_id, first.turn_id,
-                                            provider, version, "", raw)
-        return await self._guard(context, go)
-
-    async def _run_adapter(self, who: Identity, run_id: str, provider: str,
-                           api_version: str) -> tuple[str, str, ProviderAdapter]:
-        run = await self.runner.owned_run(who, run_id)
-        provider = provider or run.provider
-        if not provider:
-            raise InvalidArgument("name the provider (or start the run with one)",
-                                  code="unknown_provider")
-        version = self._provider(provider, api_version or run.api_version)
-        return provider, version, providers.adapter_for(provider)
-
-    async def _submit_event(self, who: Identity, adapter: ProviderAdapter,
-                            event: ProviderEvent, run_id: str, turn_id: str, provider: str,
-                            version: str, model: str, raw: str) -> pb.TurnOutcome:
-        turn_id = providers.turn_id_of(event, turn_id)
-        turn = providers.to_turn_input(event, run_id=run_id, turn_id=turn_id, provider=provider,
-                                       api_version=version, model=model, raw=raw)
-        outcome = await self.runner.submit_turn(who, turn)
-        outcome = replace(outcome, provider_input_json=providers.next_input(adapter, event,
-                                                                            outcome))
-        return convert.outcome_to(outcome)
-
-    async def ListTools(self, request: pb.ListToolsRequest,
-                        context: grpc.aio.ServicerContext[Any, Any]) -> pb.ListToolsResponse:
-        async def go(who: Identity) -> pb.ListToolsResponse:
-            self._provider(request.provider, request.api_version)
-            adapter = providers.adapter_for(request.provider)
-            offered = self.runner.policy.offer({"action": "offer",
-                                                "identity": who.as_input()})
-            return pb.ListToolsResponse(tools_json=providers.declarations(
-                adapter, self.runner.registry.tools(), offered))
-        return await self._guard(context, go)
 
     async def ListApprovals(self, request: pb.ListApprovalsRequest,
                             context: grpc.aio.ServicerContext[Any, Any]) -> Any:

@@ -9,31 +9,16 @@ within a run at the database level (a duplicate is stored only as a REJECTED
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Protocol
 
-from gateway.model import AuditEvent, CallRecord, RunRecord, RunView, TurnRecord
-
-
-@dataclass(frozen=True)
-class ApprovalRecord:
-    approval_id: str
-    run_id: str
-    turn_id: str
-    call_id: str
-    tool: str
-    tool_version: str
-    arguments_json: str
-    arguments_sha256: str
-    status: str  # PENDING | APPROVED | DENIED | EXPIRED | CANCELLED
-    requested_by: str
-    tenant: str
-    created_at: datetime
-    expires_at: datetime | None
-    decided_by: str = ""
-    decided_at: datetime | None = None
-    reason: str = ""
+from gateway.model import (
+    ApprovalRecord,
+    AuditEvent,
+    CallRecord,
+    RunRecord,
+    RunView,
+    TurnRecord,
+)
 
 
 class RunStore(Protocol):

@@ -12,6 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from gateway.model import (
+    ApprovalRecord,
+    ApprovalStatus,
     AuditEvent,
     Budget,
     CallRecord,
@@ -27,7 +29,6 @@ from gateway.model import (
     Verdict,
     rfc3339,
 )
-from gateway.store.base import ApprovalRecord
 
 SCHEMA_VERSION = 1
 
@@ -141,7 +142,7 @@ def call_from_row(row: tuple[Any, ...]) -> CallRecord:
 
 def approval_row(a: ApprovalRecord) -> tuple[Any, ...]:
     return (a.approval_id, a.run_id, a.turn_id, a.call_id, a.tool, a.tool_version,
-            a.arguments_json, a.arguments_sha256, a.status, a.requested_by, a.tenant,
+            a.arguments_json, a.arguments_sha256, a.status.value, a.requested_by, a.tenant,
             _t(a.created_at), _t(a.expires_at), a.decided_by, _t(a.decided_at), a.reason)
 
 
@@ -153,7 +154,7 @@ def approval_from_row(row: tuple[Any, ...]) -> ApprovalRecord:
         approval_id=v["approval_id"], run_id=v["run_id"], turn_id=v["turn_id"],
         call_id=v["call_id"], tool=v["tool"], tool_version=v["tool_version"],
         arguments_json=v["arguments_json"], arguments_sha256=v["arguments_sha256"],
-        status=v["status"], requested_by=v["requested_by"], tenant=v["tenant"],
+        status=ApprovalStatus(v["status"]), requested_by=v["requested_by"], tenant=v["tenant"],
         created_at=created, expires_at=_dt(v["expires_at"]), decided_by=v["decided_by"],
         decided_at=_dt(v["decided_at"]), reason=v["reason"])
 

@@ -14,10 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gateway.errors import StoreUnavailable
-from gateway.model import AuditEvent, CallRecord, RunRecord, RunView, TurnRecord
+from gateway.errors import CallCode, StoreUnavailable
+from gateway.model import ApprovalRecord, AuditEvent, CallRecord, RunRecord, RunView, TurnRecord
 from gateway.store import rows
-from gateway.store.base import ApprovalRecord
 
 T = TypeVar("T")
 
@@ -29,7 +28,7 @@ _DDL = [
     "PRIMARY KEY (run_id, turn_id, call_id))",
     # a call ID belongs to one turn of a run; duplicates exist only as their own rejection
     "CREATE UNIQUE INDEX IF NOT EXISTS calls_unique_id ON calls (run_id, call_id) "
-    "WHERE error_code != 'duplicate_call_id'",
+    f"WHERE error_code != '{CallCode.DUPLICATE_CALL_ID.value}'",
     f"CREATE TABLE IF NOT EXISTS approvals ({', '.join(rows.APPROVAL_COLUMNS)}, "
     "PRIMARY KEY (approval_id))",
     # rowid order is insertion order: turns in sequence, calls in the model's order
@@ -199,7 +198,7 @@ class SQLiteStore:
         marks = _placeholders(call_ids)
         found = await self._run(lambda: self._all(
             f"SELECT call_id FROM calls WHERE run_id = ? AND call_id IN ({marks}) "
-            "AND error_code != 'duplicate_call_id'", (run_id, *call_ids)))
+            "AND error_code != ?", (run_id, *call_ids, CallCode.DUPLICATE_CALL_ID.value)))
         return {r[0] for r in found}
 
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],

@@ -9,7 +9,7 @@ import sqlite3
 from typing import Any
 
 from gateway.client import tool_call
-from gateway.model import canonical_sha256
+from gateway.arguments import canonical_sha256
 from gateway.store import rows
 from gateway.testing import SidecarProcess
 from tests.conftest import Connect
