@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from examples.travel.service import TravelService
-from gateway._proto.callgate.v1 import gateway_pb2 as pb
+from gateway import pb
 from gateway.client import GatewayClient, error_code
 from tests.conftest import ROOT, Connect
 from tests.scenarios.test_guide_cases import TRAIN, WEATHER
@@ -235,7 +235,7 @@ def test_list_tools_offers_the_callers_tools_in_the_providers_shape(connect: Con
     assert error_code(err.value) == "unknown_provider"
 
 
-RECORDINGS = ROOT.parent / "shared" / "reference" / "recordings"
+RECORDINGS = ROOT / "tests" / "adapters" / "fixtures" / "openai_chat"  # real recordings
 
 
 def responses_tool_call() -> dict[str, Any]:
