@@ -12,16 +12,15 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from gateway._proto.callgate.v1 import gateway_pb2 as pb
-from gateway._proto.callgate.v1 import gateway_pb2_grpc as pb_grpc
+from gateway import pb
 from gateway.config import ServeConfig
 from gateway.errors import ConfigError
 from gateway.identity import Authenticator
 from gateway.policy import load_engine
-from gateway.registry import Registry
 from gateway.runner import Runner
 from gateway.server import StatusInfo, ToolGatewayService
 from gateway.store.sqlite import SQLiteStore
+from gateway.tools import Registry
 
 log = logging.getLogger("callgate")
 
@@ -62,7 +61,7 @@ class Sidecar:
                                             busy_timeout_s=cfg.db_busy_timeout_s)
         self._runner = Runner(store=self.store, registry=self.registry, policy=policy)
         server = grpc.aio.server()
-        pb_grpc.add_ToolGatewayServicer_to_server(
+        pb.add_ToolGatewayServicer_to_server(
             ToolGatewayService(self._runner, auth, StatusInfo(self.store.name, _version())),
             server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)

@@ -19,8 +19,8 @@ from gateway.batch import is_write, not_run
 from gateway.errors import CallCode
 from gateway.executors.base import ExecutionContext, ExecutionResult
 from gateway.model import AuditEvent, CallRecord, CallStatus, Identity, RunRecord
-from gateway.registry import Registry
 from gateway.store.base import RunStore
+from gateway.tools import Registry
 
 
 def idempotency_key(rec: CallRecord) -> str:

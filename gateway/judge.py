@@ -18,7 +18,7 @@ from gateway.errors import CallCode
 from gateway.model import CallRecord, CallStatus, Decision, Identity, ToolCall, Verdict
 from gateway.policy.base import PolicyEngine
 from gateway.policy_input import RunContext, call_input
-from gateway.registry import Registry, Tool
+from gateway.tools import Registry, Tool
 
 
 def rejected(rec: CallRecord, code: CallCode, message: str, *, now: datetime,

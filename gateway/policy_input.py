@@ -15,7 +15,7 @@ from typing import Any
 
 from gateway.arguments import parse_arguments
 from gateway.model import CallRecord, Identity, RunRecord, rfc3339
-from gateway.registry import Tool
+from gateway.tools import Tool
 
 RECENT_CALLS = 50
 

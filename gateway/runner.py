@@ -47,8 +47,8 @@ from gateway.model import (
 )
 from gateway.policy.base import PolicyEngine
 from gateway.policy_input import RECENT_CALLS, RunContext, batch_input
-from gateway.registry import Registry
 from gateway.store.base import RunStore
+from gateway.tools import Registry
 
 log = logging.getLogger("callgate.runner")
 T = TypeVar("T")

@@ -1,5 +1,5 @@
 """Manifest sections that describe how a tool runs (DESIGN §5): executor, reconcile, retry,
-idempotency. `gateway.registry.ToolManifest` embeds them; executors are built from them.
+idempotency. `gateway.tools.ToolManifest` embeds them; executors are built from them.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import yaml
 from examples.travel import TravelService, start_travel_service
 from gateway.executors.base import ExecutionContext, ExecutionResult
 from gateway.model import CallStatus, Identity
-from gateway.registry import Registry
+from gateway.tools import Registry
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "examples" / "travel" / "tools"

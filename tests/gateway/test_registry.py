@@ -12,7 +12,7 @@ import yaml
 
 from gateway.errors import ConfigError
 from gateway.model import Effect
-from gateway.registry import Registry, Tool
+from gateway.tools import Registry, Tool
 from tests.gateway.executors.target import running_target
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "travel" / "tools"

@@ -7,7 +7,7 @@ import pytest
 
 from gateway.executors.base import ExecutionContext
 from gateway.model import Identity
-from gateway.registry import Registry, Tool
+from gateway.tools import Registry, Tool
 from tests.gateway.executors import sample_tools
 from tests.gateway.executors.target import Target, running_target
 

@@ -9,7 +9,7 @@ import pytest
 
 from gateway.executors.base import ExecutionContext
 from gateway.model import CallStatus
-from gateway.registry import Registry
+from gateway.tools import Registry
 from tests.gateway.executors.conftest import ToolFactory, manifest
 from tests.gateway.executors.target import Reply, Target, refused_url
 

@@ -5,7 +5,7 @@ import json
 
 from gateway.executors.base import ExecutionContext
 from gateway.model import CallStatus
-from gateway.registry import Tool
+from gateway.tools import Tool
 from tests.gateway.executors import sample_tools
 from tests.gateway.executors.conftest import ToolFactory
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from gateway.executors.base import ExecutionContext
 from gateway.model import CallStatus
-from gateway.registry import Tool
+from gateway.tools import Tool
 from tests.gateway.executors.conftest import ToolFactory
 from tests.gateway.executors.target import Reply, Target, refused_url
 

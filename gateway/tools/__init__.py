@@ -1,0 +1,16 @@
+"""Tools: manifests (docs/tools.md), their loading, schemas, redaction, and the registry.
+
+    manifest.py     the manifest model (pydantic)
+    files.py        reading a --tools directory (YAML / JSON)
+    environment.py  ${VAR} expansion
+    schema.py       JSON Schema compilation and argument problems
+    redaction.py    masking values by JSON pointer
+    registry.py     Tool (a compiled manifest) and Registry
+"""
+
+from gateway.tools.environment import expand_env
+from gateway.tools.manifest import ToolManifest
+from gateway.tools.registry import Registry, Tool
+from gateway.tools.schema import compile_schema, schema_problems
+
+__all__ = ["Registry", "Tool", "ToolManifest", "compile_schema", "expand_env", "schema_problems"]

@@ -1,0 +1,70 @@
+"""Reading a `--tools` directory: every `*.yaml`, `*.yml` and `*.json` file holds one tool, a
+list of tools, or several YAML documents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gateway.errors import ConfigError
+from gateway.tools.problems import FieldPath, ManifestProblem
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe YAML that keeps dates and times as strings (JSON has no date type)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _yaml_documents(text: str) -> list[Any]:
+    try:
+        return list(yaml.load_all(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ManifestProblem((), f"invalid YAML: {exc.problem or exc.context}{where}") from exc
+    except yaml.YAMLError as exc:
+        raise ManifestProblem((), f"invalid YAML: {exc}") from exc
+
+
+def _json_documents(text: str) -> list[Any]:
+    try:
+        return [json.loads(text)]
+    except json.JSONDecodeError as exc:
+        raise ManifestProblem((), f"invalid JSON: {exc.msg} (line {exc.lineno}, "
+                           f"column {exc.colno})") from exc
+
+
+def manifest_entries(path: Path) -> list[tuple[FieldPath, Any]]:
+    """(field prefix, raw manifest) for every tool in one file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestProblem((), f"cannot read: {exc}") from exc
+    docs = _json_documents(text) if path.suffix.lower() == ".json" else _yaml_documents(text)
+    items = [item for doc in docs if doc is not None
+             for item in (doc if isinstance(doc, list) else [doc])]
+    if not items:
+        raise ManifestProblem((), "no tool manifest in this file")
+    single = len(docs) == 1 and not isinstance(docs[0], list)
+    return [((() if single else (i,)), item) for i, item in enumerate(items)]
+
+
+def manifest_files(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        raise ConfigError(f"{directory}: tool directory does not exist or is not a directory")
+    files = sorted(p for p in directory.iterdir()
+                   if p.suffix.lower() in MANIFEST_SUFFIXES and p.is_file()
+                   and not p.name.startswith("."))
+    if not files:
+        raise ConfigError(f"{directory}: no tool manifests (*.yaml, *.yml, *.json)")
+    return files

@@ -1,0 +1,215 @@
+"""Compiled tools and the registry: loading a `--tools` directory (or manifests in memory),
+compiling each manifest's schemas and executor, refusing duplicate names. Any problem raises
+`ConfigError` with one line per problem."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jsonschema.protocols import Validator
+from pydantic import ValidationError as ModelError
+
+from gateway.errors import CallCode, ConfigError
+from gateway.executors import (
+    ExecutionContext,
+    ExecutionResult,
+    HttpClients,
+    ManifestFieldError,
+    ToolExecutor,
+    build_executor,
+)
+from gateway.executors.outcome import failed
+from gateway.model import CallStatus, Effect
+from gateway.tools.environment import expand_env
+from gateway.tools.files import manifest_entries, manifest_files
+from gateway.tools.manifest import ToolManifest
+from gateway.tools.problems import FieldPath, ManifestProblem, model_problems, problem_line
+from gateway.tools.redaction import pointer_tokens, redacted
+from gateway.tools.schema import compile_schema, schema_problems
+
+
+@dataclass(frozen=True)
+class _Schemas:
+    input: Validator
+    output: Validator | None
+
+
+class Tool:
+    """A compiled manifest: validators, redaction and the executor of one tool."""
+
+    def __init__(self, manifest: ToolManifest, source: Path, executor: ToolExecutor,
+                 schemas: _Schemas) -> None:
+        self.manifest = manifest
+        self.source = source
+        self.name = manifest.name
+        self.version = manifest.version
+        self.effect = manifest.effect
+        self.description = manifest.description
+        self.labels = dict(manifest.labels)
+        is_read = manifest.effect is Effect.READ
+        self.repeatable = is_read and manifest.repeatable is not False
+        self.parallel_safe = is_read and manifest.parallel_safe is not False
+        self._executor = executor
+        self._schemas = schemas
+        self._redact = [pointer_tokens(p) for p in manifest.redact]
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r}, version={self.version!r}, effect={self.effect.value})"
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self.manifest.input_schema
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        return self.manifest.output_schema
+
+    @property
+    def enforced_by_target(self) -> bool:
+        return self.manifest.idempotency.enforced_by_target
+
+    @property
+    def reconcilable(self) -> bool:
+        return self.manifest.reconcile is not None
+
+    def validate_arguments(self, args: dict[str, Any]) -> str | None:
+        """None when args satisfy input_schema; else e.g. "/train_number: 'x!' does not match
+        '^[A-Z]{1,4}[0-9]{1,5}$'" (up to five problems, best first, joined by "; ")."""
+        return schema_problems(self._schemas.input, args)
+
+    def redacted(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A copy of args with every `redact` pointer's value replaced by "***"."""
+        return redacted(args, self._redact)
+
+    async def run(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
+        return self._checked(await self._executor.execute(args, ctx))
+
+    async def reconcile(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
+        return self._checked(await self._executor.reconcile(args, ctx))
+
+    def _checked(self, result: ExecutionResult) -> ExecutionResult:
+        """Apply output_schema: a read that violates it FAILS, a write keeps a note."""
+        validator = self._schemas.output
+        if validator is None or result.status is not CallStatus.SUCCEEDED or result.error_code:
+            return result
+        problems = schema_problems(validator, json.loads(result.output_json))
+        if problems is None:
+            return result
+        message = f"output violates output_schema: {problems}"
+        if self.effect is Effect.READ:
+            return failed(CallCode.OUTPUT_INVALID, message, attempts=result.attempts)
+        return ExecutionResult(CallStatus.SUCCEEDED, output_json=result.output_json,
+                               error_code=CallCode.OUTPUT_INVALID.value, error_message=message,
+                               attempts=result.attempts)
+
+
+def compile_tool(raw: Any, source: Path, clients: HttpClients,
+                 env: Mapping[str, str]) -> Tool:
+    """One manifest → Tool; raises ManifestProblem or ModelError."""
+    if not isinstance(raw, dict):
+        raise ManifestProblem((), f"a tool manifest must be a mapping, not {type(raw).__name__}")
+    manifest = ToolManifest.model_validate(expand_env(raw, env))
+    schemas = _Schemas(
+        compile_schema(manifest.input_schema, ("input_schema",)),
+        None if manifest.output_schema is None
+        else compile_schema(manifest.output_schema, ("output_schema",)))
+    try:
+        executor = build_executor(manifest.executor, effect=manifest.effect,
+                                  retry=manifest.retry, idempotency=manifest.idempotency,
+                                  reconcile=manifest.reconcile, clients=clients)
+    except ManifestFieldError as exc:
+        raise ManifestProblem(exc.field, exc.message) from exc
+    return Tool(manifest, source, executor, schemas)
+
+
+class _Collector:
+    """Compiles manifests, gathering every problem as one line."""
+
+    def __init__(self, clients: HttpClients, env: Mapping[str, str]) -> None:
+        self.clients = clients
+        self.env = env
+        self.tools: list[Tool] = []
+        self.problems: list[str] = []
+
+    def add(self, raw: Any, source: Path, prefix: FieldPath) -> None:
+        try:
+            tool = compile_tool(raw, source, self.clients, self.env)
+        except ManifestProblem as exc:
+            self.problems.append(problem_line(str(source), (*prefix, *exc.field), exc.message))
+        except ModelError as exc:
+            self.problems.extend(problem_line(str(source), (*prefix, *loc), message)
+                                 for loc, message in model_problems(exc))
+        else:
+            self._keep(tool, prefix)
+
+    def add_file(self, path: Path) -> None:
+        try:
+            entries = manifest_entries(path)
+        except ManifestProblem as exc:
+            self.problems.append(problem_line(str(path), exc.field, exc.message))
+            return
+        for prefix, raw in entries:
+            self.add(raw, path, prefix)
+
+    def _keep(self, tool: Tool, prefix: FieldPath) -> None:
+        first = next((t for t in self.tools if t.name == tool.name), None)
+        if first is not None:
+            self.problems.append(problem_line(str(tool.source), (*prefix, "name"),
+                                       f"duplicate tool name {tool.name!r} "
+                                       f"(already defined in {first.source})"))
+            return
+        self.tools.append(tool)
+
+    def registry(self) -> Registry:
+        if self.problems:
+            raise ConfigError("\n".join(self.problems))
+        return Registry(self.tools, self.clients)
+
+
+class Registry:
+    """The loaded tools, by name; owns the http client their executors share."""
+
+    def __init__(self, tools: Iterable[Tool], clients: HttpClients | None = None) -> None:
+        self._tools = {t.name: t for t in tools}
+        self._clients = clients or HttpClients()
+
+    @classmethod
+    def load(cls, directory: Path, env: Mapping[str, str] | None = None) -> Registry:
+        """Load every manifest file in directory; raises ConfigError naming every problem."""
+        collector = _Collector(HttpClients(), os.environ if env is None else env)
+        for path in manifest_files(Path(directory)):
+            collector.add_file(path)
+        return collector.registry()
+
+    @classmethod
+    def from_manifests(cls, manifests: Iterable[Mapping[str, Any]], *,
+                       source: Path = Path("<manifests>"),
+                       env: Mapping[str, str] | None = None) -> Registry:
+        """Build from manifest mappings already in memory (same checks as `load`)."""
+        collector = _Collector(HttpClients(), os.environ if env is None else env)
+        for i, raw in enumerate(manifests):
+            collector.add(dict(raw), source, (i,))
+        return collector.registry()
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def tools(self) -> list[Tool]:
+        return sorted(self._tools.values(), key=lambda t: t.name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self.tools())
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
