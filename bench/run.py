@@ -37,8 +37,7 @@ from bench.load import Call, Load, Phase
 from bench.procs import ROOT, Child, ChildFailed, cpu_seconds, memory
 from bench.profile_sidecar import SNAPSHOT_DONE, phase_report
 from bench.report import Scenario, render, targets
-from gateway._proto.callgate.v1 import gateway_pb2 as pb
-from gateway._proto.callgate.v1 import gateway_pb2_grpc as pb_grpc
+from gateway import pb
 from gateway.client import tool_call
 from gateway.testing import SidecarFailed, SidecarProcess
 
@@ -77,7 +76,7 @@ def echo_call(channel: grpc.aio.Channel) -> Call:
     return call
 
 
-def authorize_call(stub: pb_grpc.ToolGatewayStub) -> Call:
+def authorize_call(stub: pb.ToolGatewayStub) -> Call:
     request = pb.AuthorizeRequest(calls=[tool_call("c1", "get_train_status", TRAIN)])
 
     async def call(worker: int, seq: int) -> None:
@@ -89,7 +88,7 @@ def authorize_call(stub: pb_grpc.ToolGatewayStub) -> Call:
     return call
 
 
-async def start_runs(stub: pb_grpc.ToolGatewayStub, workers: int) -> list[str]:
+async def start_runs(stub: pb.ToolGatewayStub, workers: int) -> list[str]:
     """One long-lived run per worker, no budget limits (every Budget field 0)."""
     prefix = f"bench-{uuid.uuid4().hex[:8]}"
     run_ids = [f"{prefix}-w{i}" for i in range(workers)]
@@ -100,7 +99,7 @@ async def start_runs(stub: pb_grpc.ToolGatewayStub, workers: int) -> list[str]:
     return run_ids
 
 
-def submit_turn_call(stub: pb_grpc.ToolGatewayStub, run_ids: list[str]) -> Call:
+def submit_turn_call(stub: pb.ToolGatewayStub, run_ids: list[str]) -> Call:
     async def call(worker: int, seq: int) -> None:
         turn = f"resp_{seq}"
         request = pb.SubmitTurnRequest(
@@ -307,7 +306,7 @@ async def _drive_all(ns: argparse.Namespace, echo: Child, travel: Child,
     """Warm every scenario up, then measure them round by round; answers the workloads (echo,
     Authorize, SubmitTurn) and, when profiling, each one's first and last snapshot."""
     pid = _pid(sidecar)
-    stub = pb_grpc.ToolGatewayStub(channels(sidecar.target))
+    stub = pb.ToolGatewayStub(channels(sidecar.target))
     echo_w = Workload("echo (bare grpc.aio)", echo_call(channels(echo.ready_value)), echo.pid,
                       ns.concurrency)
     auth_w = Workload("Authorize", authorize_call(stub), pid, ns.concurrency)

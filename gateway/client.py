@@ -13,8 +13,7 @@ import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from gateway._proto.callgate.v1 import gateway_pb2 as pb
-from gateway._proto.callgate.v1 import gateway_pb2_grpc as pb_grpc
+from gateway import pb
 
 
 def error_code(err: grpc.RpcError) -> str:
@@ -38,7 +37,7 @@ def tool_call(call_id: str, name: str, arguments: dict[str, Any] | str,
 class GatewayClient:
     def __init__(self, target: str, token: str = "", *, timeout_s: float = 60.0) -> None:
         self.channel = grpc.insecure_channel(target)
-        self.stub = pb_grpc.ToolGatewayStub(self.channel)
+        self.stub = pb.ToolGatewayStub(self.channel)
         self.metadata = [("authorization", f"Bearer {token}")] if token else []
         self.timeout_s = timeout_s
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway._proto.callgate.v1 import gateway_pb2 as pb
+from gateway import pb
 from gateway.errors import RequestCode, RequestError
 from gateway.model import (
     Budget,

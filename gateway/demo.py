@@ -17,7 +17,7 @@ from typing import Any
 import grpc
 import httpx
 
-from gateway._proto.callgate.v1 import gateway_pb2 as pb
+from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
 
 STATUS = pb.CallStatus.Name

@@ -16,9 +16,7 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from gateway import convert
-from gateway._proto.callgate.v1 import gateway_pb2 as pb
-from gateway._proto.callgate.v1 import gateway_pb2_grpc as pb_grpc
+from gateway import convert, pb
 from gateway.errors import RequestCode, RequestError
 from gateway.identity import Authenticator
 from gateway.model import Identity, rfc3339
@@ -82,7 +80,7 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], err: RequestError) 
     raise AssertionError("unreachable")  # context.abort raises
 
 
-class ToolGatewayService(pb_grpc.ToolGatewayServicer):
+class ToolGatewayService(pb.ToolGatewayServicer):
     """Every RPC: authenticate, decode the request, call the runner, encode the answer."""
 
     def __init__(self, runner: Runner, auth: Authenticator, info: StatusInfo) -> None:

@@ -25,10 +25,15 @@ def test_adapters_never_import_gateway() -> None:
         assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
 
 
-def test_the_state_machine_knows_no_grpc_and_no_sql() -> None:
-    core = ["runner.py", "judge.py", "batch.py", "execute.py", "policy_input.py", "model.py"]
-    for name in core:
+CORE = ["runner.py", "judge.py", "batch.py", "execute.py", "policy_input.py", "model.py",
+        "arguments.py"]
+FORBIDDEN_IN_CORE = ("gateway._proto", "gateway.pb", "gateway.server", "gateway.store.sqlite",
+                     "gateway.store.postgres", "adapters")
+
+
+def test_the_state_machine_knows_no_grpc_no_sql_and_no_provider() -> None:
+    for name in CORE:
         mods = imports(ROOT / "gateway" / name)
         bad = {m for m in mods if m.split(".")[0] in {"grpc", "sqlite3", "psycopg"}
-               or m.startswith(("gateway._proto", "gateway.server", "gateway.store.sqlite"))}
+               or m.startswith(FORBIDDEN_IN_CORE)}
         assert not bad, f"gateway/{name} imports {bad}"

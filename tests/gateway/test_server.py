@@ -7,7 +7,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from gateway._proto.callgate.v1 import gateway_pb2 as pb
+from gateway import pb
 from gateway.client import error_code, tool_call
 from gateway.server import NOT_YET
 from gateway.testing import SidecarProcess

@@ -8,8 +8,8 @@ import json
 import sqlite3
 from typing import Any
 
-from gateway.client import tool_call
 from gateway.arguments import canonical_sha256
+from gateway.client import tool_call
 from gateway.store import rows
 from gateway.testing import SidecarProcess
 from tests.conftest import Connect

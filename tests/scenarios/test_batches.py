@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from examples.travel.service import TravelService
-from gateway._proto.callgate.v1 import gateway_pb2 as pb
+from gateway import pb
 from gateway.client import tool_call
 from tests.conftest import Connect
 from tests.scenarios.test_guide_cases import WEATHER, by_id

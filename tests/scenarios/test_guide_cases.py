@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from examples.travel.service import TravelService
-from gateway._proto.callgate.v1 import gateway_pb2 as pb
+from gateway import pb
 from gateway.client import error_code, tool_call
 from tests.conftest import Connect
 from tests.support.effects import effects

@@ -15,7 +15,7 @@ import grpc
 import pytest
 
 from examples.travel.service import TravelService
-from gateway._proto.callgate.v1 import gateway_pb2 as pb
+from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
 from gateway.testing import SidecarProcess, run_serve_expecting_failure
 from tests.conftest import AUTH, POLICIES, sidecar_env

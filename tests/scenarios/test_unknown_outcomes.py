@@ -9,7 +9,7 @@ import grpc
 import pytest
 
 from examples.travel.service import TravelService
-from gateway._proto.callgate.v1 import gateway_pb2 as pb
+from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
 from tests.gateway.executors.target import Reply, running_target
 from tests.scenarios.test_process import own_sidecar

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from examples.travel.service import TravelService
-from gateway._proto.callgate.v1 import gateway_pb2 as pb
+from gateway import pb
 from gateway.client import GatewayClient
 from gateway.store import rows
 from gateway.store.sqlite import SQLiteStore
