@@ -32,14 +32,16 @@ run: $(STAMP) $(PROTO_OUT)
 	$(PY) -m gateway.devrun
 
 test: setup
-	$(PY) -m ruff check gateway adapters tests bench examples
+	$(PY) -m ruff check gateway adapters tests bench examples scripts
 	$(PY) -m mypy
+	$(PY) -m vulture
 	$(PY) -m gateway.cli policy test policies
 	$(PY) -m pytest -q
 
 lint: setup
-	$(PY) -m ruff check gateway adapters tests bench examples
+	$(PY) -m ruff check gateway adapters tests bench examples scripts
 	$(PY) -m mypy
+	$(PY) -m vulture
 
 bench: setup
 	$(PY) -m bench.run

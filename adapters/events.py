@@ -31,6 +31,13 @@ class ResponseMeta:
     output_tokens: int = 0
 
 
+def fallback_call_id(turn_id: str, index: int) -> str:
+    """The call ID of a call its provider gave none (Gemini may omit it): `<turn_id>#<index>`,
+    index being the call's 0-based position among the response's calls. Adapters match the
+    result of such a call by its `#<index>` suffix."""
+    return f"{turn_id}#{index}"
+
+
 @dataclass(frozen=True)
 class NormalizedCall:
     call_id: str  # "" when the provider gave none (Gemini may omit it); the caller assigns one

@@ -15,9 +15,10 @@ Classification (candidates[0].finishReason; Gemini has no tool-call finish reaso
 - OTHER, TOO_MANY_TOOL_CALLS, anything unknown    → non-retryable ProviderErrorEvent
 
 Call IDs: `functionCall.id` is optional. A call without one keeps `call_id == ""`; the gateway
-then assigns `<turn_id>#<index>` (see `fallback_call_id`), where index is the call's 0-based
-position among the response's calls. `append_results` answers such a call with the result
-whose call ID ends in `#<index>`, and echoes `functionResponse.id` only when the model gave one.
+then assigns `<turn_id>#<index>` (`adapters.events.fallback_call_id`), where index is the
+call's 0-based position among the response's calls. `append_results` answers such a call with
+the result whose call ID ends in `#<index>`, and echoes `functionResponse.id` only when the
+model gave one.
 
 Conversation items are Gemini `Content` objects: the model's content exactly as returned
 (role `model`, every part kept, including `thought` parts and `thoughtSignature`s, which must
@@ -54,6 +55,7 @@ from adapters.events import (
     ToolRequestEvent,
     ToolResult,
     ToolSpec,
+    fallback_call_id,
 )
 from adapters.results import result_object
 
@@ -76,11 +78,6 @@ _API_ERRORS: dict[str, tuple[ErrorKind, bool]] = {
 }
 _HTTP_STATUS = {429: "RESOURCE_EXHAUSTED", 504: "DEADLINE_EXCEEDED", 503: "UNAVAILABLE",
                 500: "INTERNAL"}
-
-
-def fallback_call_id(turn_id: str, index: int) -> str:
-    """The call ID the gateway assigns to the `index`-th call (0-based) when Gemini gave none."""
-    return f"{turn_id}#{index}"
 
 
 class GeminiAdapter:
@@ -264,7 +261,7 @@ def _result_for(call: NormalizedCall, index: int, calls: Sequence[NormalizedCall
         return pick_result(results, lambda r: r.call_id == call.call_id,
                            f"call {call.call_id} ({call.name})")
     given_ids = {c.call_id for c in calls if c.call_id}
-    suffix = f"#{index}"
+    suffix = fallback_call_id("", index)
     return pick_result(
         results,
         lambda r: r.call_id.endswith(suffix) and r.call_id not in given_ids

@@ -81,7 +81,16 @@ def _policy(args: list[str]) -> int:
     return run_policy_command(args)
 
 
+def _quiet_engine_backtraces() -> None:
+    """regorus error texts carry a ~2.5 KB Rust backtrace when RUST_BACKTRACE is set, and a
+    contained engine panic prints one to stderr: one policy input could flood the log. Set
+    for this process only, before the first engine is used."""
+    os.environ["RUST_LIB_BACKTRACE"] = "0"
+    os.environ["RUST_BACKTRACE"] = "0"
+
+
 def main(argv: list[str] | None = None) -> int:
+    _quiet_engine_backtraces()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                         "%(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # no log line per tool request

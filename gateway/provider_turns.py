@@ -28,6 +28,7 @@ from adapters.events import (
     ToolRequestEvent,
     ToolResult,
     ToolSpec,
+    fallback_call_id,
 )
 from gateway.errors import RequestCode, RequestError
 from gateway.model import (
@@ -202,7 +203,7 @@ async def assemble_stream(adapter: ProviderAdapter, events: AsyncIterator[str]
 
 def call_ids(event: ToolRequestEvent, turn_id: str) -> list[str]:
     """Every call's ID; a call the provider gave none gets `<turn_id>#<index>`."""
-    return [c.call_id or f"{turn_id}#{i}" for i, c in enumerate(event.calls)]
+    return [c.call_id or fallback_call_id(turn_id, i) for i, c in enumerate(event.calls)]
 
 
 def to_turn_event(event: ProviderEvent, turn_id: str) -> TurnEvent:

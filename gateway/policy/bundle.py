@@ -29,17 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import regorus
 import yaml
 
 from gateway.errors import ConfigError
-
-# The regorus error text carries a ~2.5 KB Rust backtrace when RUST_BACKTRACE is set; this
-# switches it off for errors (it must be set before the first engine is used). A contained
-# engine panic would also print one to stderr: one policy input could flood the log with them.
-os.environ["RUST_LIB_BACKTRACE"] = "0"
-os.environ["RUST_BACKTRACE"] = "0"
-
-import regorus  # noqa: E402  (the environment must be set first)
 
 DATA_FILE_NAMES = frozenset({"data.json", "data.yaml", "data.yml"})
 TEST_SUFFIX = "_test.rego"

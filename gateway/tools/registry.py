@@ -73,10 +73,6 @@ class Tool:
     def enforced_by_target(self) -> bool:
         return self.manifest.idempotency.enforced_by_target
 
-    @property
-    def reconcilable(self) -> bool:
-        return self.manifest.reconcile is not None
-
     def validate_arguments(self, args: dict[str, Any]) -> str | None:
         """None when args satisfy input_schema; else e.g. "/train_number: 'x!' does not match
         '^[A-Z]{1,4}[0-9]{1,5}$'" (up to five problems, best first, joined by "; ")."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.events import AdapterError, ToolRequestEvent, ToolResult, ToolSpec
-from adapters.gemini import ADAPTER, fallback_call_id
+from adapters.events import AdapterError, ToolRequestEvent, ToolResult, ToolSpec, fallback_call_id
+from adapters.gemini import ADAPTER
 from adapters.results import result_object
 from tests.adapters.gemini._support import load, validate_content, validate_tool
 

@@ -14,8 +14,9 @@ from adapters.events import (
     ToolRequestEvent,
     ToolResult,
     ToolSpec,
+    fallback_call_id,
 )
-from adapters.gemini import GeminiAdapter, fallback_call_id
+from adapters.gemini import GeminiAdapter
 from tests.adapters.gemini._support import RESPONSE_FIXTURES, genai_client, load
 from tests.adapters.loopback import LoopbackServer, Reply
 
