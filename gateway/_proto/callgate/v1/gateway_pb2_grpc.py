@@ -28,6 +28,7 @@ if _version_not_supported:
 class ToolGatewayStub:
     """---------------------------------------------------------------- service
 
+    The gateway: every RPC needs `authorization: Bearer <token>` metadata.
     """
 
     def __init__(self, channel):
@@ -116,94 +117,110 @@ class ToolGatewayStub:
 class ToolGatewayServicer:
     """---------------------------------------------------------------- service
 
+    The gateway: every RPC needs `authorization: Bearer <token>` metadata.
     """
 
     def StartRun(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Create a run owned by the caller (run_id may be chosen by the client).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetRun(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A run of the caller's with its turns and calls, and the rebuilt provider conversation.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SubmitTurn(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Submit one model turn, normalized; answers when every call is settled or paused.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SubmitProviderResponse(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The same as SubmitTurn, from the provider's raw response JSON.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SubmitProviderStream(self, request_iterator, context):
-        """Missing associated documentation comment in .proto file."""
+        """The same as SubmitTurn, from the provider's raw stream events as they arrive.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListTools(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The tools the caller may use, declared in a provider's format.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Authorize(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Decide calls (allowlist, schema, policy) without executing them; audited.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListApprovals(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Approvals the caller may see (not available in this build).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DecideApproval(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Approve or deny a pending call (not available in this build).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ResolveCall(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """An operator settles an UNKNOWN call (not available in this build).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ResumeRun(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The run's latest turn outcome, after recovering what can be recovered.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def WatchRun(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The latest outcome now and whenever it changes (not available in this build).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def CancelRun(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Stop a run; nothing further executes.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetStatus(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Engine, policy revision, store and tools of this sidecar.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def QueryAudit(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Read the audit trail (not available in this build).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -297,6 +314,7 @@ def add_ToolGatewayServicer_to_server(servicer, server):
 class ToolGateway:
     """---------------------------------------------------------------- service
 
+    The gateway: every RPC needs `authorization: Bearer <token>` metadata.
     """
 
     @staticmethod
