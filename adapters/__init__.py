@@ -1,6 +1,6 @@
 """Provider protocol adapters: every provider quirk lives in this package.
 
-`get_adapter(provider)` answers the adapter for a provider identifier of DESIGN §4.
+`get_adapter(provider)` answers the adapter for a provider identifier (docs/api.md).
 This package never imports `gateway`.
 """
 

@@ -1,6 +1,6 @@
 """Shaping the next Anthropic Messages request: the assistant turn resent, then the results.
 
-DESIGN §4: what to append after a tool turn is the assistant message (the response's content
+What to append after a tool turn is the assistant message (the response's content
 blocks, thinking and redacted-thinking blocks included, unchanged and in order), then ONE user
 message whose content starts with one `tool_result` block per `tool_use` ID, in the model's order
 (handle-tool-calls docs: results must immediately follow their tool_use message and come first

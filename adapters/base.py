@@ -30,7 +30,7 @@ class ProviderAdapter(Protocol):
 
     def append_results(self, event: ToolRequestEvent,
                        results: Sequence[ToolResult]) -> list[dict[str, Any]]:
-        """What to append to the conversation for the next request (DESIGN §4), answering
+        """What to append to the conversation for the next request (docs/api.md), answering
         every call ID of `event` in the model's order."""
         ...
 

@@ -288,7 +288,7 @@ class OpenAIChatAdapter:
     def append_results(self, event: ToolRequestEvent,
                        results: Sequence[ToolResult]) -> list[dict[str, Any]]:
         """The assistant message (content and tool_calls as returned), then one `tool`
-        message per call ID in the model's order (DESIGN §4)."""
+        message per call ID in the model's order (docs/api.md)."""
         pairs = results_in_call_order(event, results)
         tool_messages = [{"role": "tool", "tool_call_id": call.call_id,
                           "content": result_text(result)} for call, result in pairs]

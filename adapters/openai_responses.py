@@ -297,7 +297,7 @@ class OpenAIResponsesAdapter:
 
     def append_results(self, event: ToolRequestEvent,
                        results: Sequence[ToolResult]) -> list[dict[str, Any]]:
-        """One `function_call_output` item per call, in the model's order (DESIGN §4)."""
+        """One `function_call_output` item per call, in the model's order (docs/api.md)."""
         return [{"type": "function_call_output", "call_id": call.call_id,
                  "output": result_text(result)}
                 for call, result in results_in_call_order(event, results)]

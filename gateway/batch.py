@@ -1,4 +1,4 @@
-"""Phase 2 of a turn: the batch plan of DESIGN §7 (pure; no I/O).
+"""Phase 2 of a turn: the batch plan (docs/architecture.md, "Batch rules") (pure; no I/O).
 
 Input: the judged calls in the model's order. Output: every call in its planned status —
 REJECTED (as judged, or `budget_exhausted`), PENDING_APPROVAL, HELD, NOT_RUN (`held_by_batch`),

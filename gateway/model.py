@@ -1,7 +1,7 @@
 """Plain domain types shared by the runner, policy, store and executors.
 
 Protobuf stops at `gateway/server.py`; everything below it speaks these types. The call
-lifecycle of DESIGN §3 lives here as an enum plus the one table of allowed transitions.
+lifecycle (docs/architecture.md) lives here as an enum plus the one table of allowed transitions.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class CallStatus(StrEnum):
 _TERMINAL = frozenset({CallStatus.SUCCEEDED, CallStatus.REJECTED, CallStatus.FAILED,
                        CallStatus.NOT_RUN})
 
-# DESIGN §3: what may follow each status. PROPOSED is the runner's entry state.
+# What may follow each status (docs/architecture.md). PROPOSED is the runner's entry state.
 TRANSITIONS: dict[CallStatus, frozenset[CallStatus]] = {
     CallStatus.PROPOSED: frozenset({CallStatus.REJECTED, CallStatus.PENDING_APPROVAL,
                                     CallStatus.HELD, CallStatus.EXECUTING, CallStatus.NOT_RUN}),
@@ -52,7 +52,7 @@ TRANSITIONS: dict[CallStatus, frozenset[CallStatus]] = {
 
 
 class IllegalTransition(RuntimeError):
-    """A programming error: the runner tried a transition DESIGN §3 forbids."""
+    """A programming error: the runner tried a transition the call lifecycle forbids."""
 
 
 def check_transition(old: CallStatus, new: CallStatus) -> None:
@@ -260,7 +260,7 @@ class CallRecord:
     finished_at: datetime | None = None
 
     def moved(self, status: CallStatus, **changes: Any) -> CallRecord:
-        """This record in a new status; raises IllegalTransition when DESIGN §3 forbids it."""
+        """This record in a new status; raises IllegalTransition when the lifecycle forbids it."""
         check_transition(self.status, status)
         return replace(self, status=status, **changes)
 

@@ -1,4 +1,4 @@
-"""The turn/batch state machine (DESIGN §2, §3, §7). No gRPC and no SQL in here.
+"""The turn/batch state machine (docs/architecture.md). No gRPC and no SQL in here.
 
 A turn moves through separate phases with typed results:
 accept (idempotency, state, budgets) → judge each call → plan the batch → execute
@@ -442,7 +442,7 @@ NEXT_WITHOUT_TURN: dict[RunState, NextAction] = {
 
 def settle_next(run: RunRecord, turn: TurnRecord,
                 calls: Sequence[CallRecord]) -> tuple[NextAction, str]:
-    """The NextAction of DESIGN §4 for a turn whose calls are as given."""
+    """The NextAction (docs/api.md) for a turn whose calls are as given."""
     if batch.exceeded(run) and turn.event != EventKind.FINAL:
         return NextAction.BUDGET_EXHAUSTED, batch.exceeded(run)
     kind = turn.event

@@ -1,7 +1,7 @@
 # Unit tests of the default policy: `callgate policy test policies`.
 #
 # Every rule is tested on its allow and its deny paths. Tests build full call inputs in the
-# shape callgate sends (DESIGN §6) and read the configuration from policies/data.json.
+# shape callgate sends (docs/policies.md) and read the configuration from policies/data.json.
 package callgate_test
 
 import data.callgate

@@ -1,4 +1,4 @@
-"""How a tool runs: `python` and `http` executors, reconcile look-ups (DESIGN §5).
+"""How a tool runs: `python` and `http` executors, reconcile look-ups (docs/tools.md).
 
 `build_executor` turns the manifest sections of one tool into an `Executor`; the registry owns
 the `HttpClients` every http executor and look-up of its tools shares.

@@ -1,4 +1,4 @@
-"""How a tool runs, as the runner sees it (DESIGN §5).
+"""How a tool runs, as the runner sees it (docs/tools.md).
 
 An executor never raises for a tool's own failure: it answers an `ExecutionResult` whose status
 is SUCCEEDED, FAILED or UNKNOWN, with a stable error code, and how many requests it actually

@@ -1,4 +1,4 @@
-"""Manifest sections that describe how a tool runs (DESIGN §5): executor, reconcile, retry,
+"""Manifest sections that describe how a tool runs (docs/tools.md): executor, reconcile, retry,
 idempotency. `gateway.tools.ToolManifest` embeds them; executors are built from them.
 """
 

@@ -1,4 +1,4 @@
-"""`http` executors (DESIGN §5): POST the arguments as JSON to the tool's URL.
+"""`http` executors (docs/tools.md): POST the arguments as JSON to the tool's URL.
 
 Every request carries `Idempotency-Key` (`<run_id>:<call_id>`), `X-Callgate-Run-Id`,
 `X-Callgate-Call-Id` and `X-Callgate-Subject`. Whether a request reached the target is taken

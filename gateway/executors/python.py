@@ -1,4 +1,4 @@
-"""`python` executors: a `module:function` called in the sidecar's own process (DESIGN §5).
+"""`python` executors: a `module:function` called in the sidecar's own process (docs/tools.md).
 
 The callable gets `(args, ctx)`; sync callables run in a worker thread, async ones are awaited.
 Its return value (JSON-serializable) is the output; raising means FAILED `tool_error`. After

@@ -1,4 +1,4 @@
-"""Reconcile a write whose outcome is unknown (DESIGN §5).
+"""Reconcile a write whose outcome is unknown (docs/tools.md).
 
 Wait `after_s`, look the write up at the target: found → SUCCEEDED with what the look-up
 answered (nothing sent, attempts 0); not applied → if the target enforces the idempotency key,

@@ -1,4 +1,4 @@
-"""The policy contract (DESIGN §6) as the runner sees it.
+"""The policy contract (docs/policies.md) as the runner sees it.
 
 Every method is fail-closed: an undefined, malformed or failing evaluation never yields an allow.
 Methods are synchronous: an embedded evaluation costs ~50 µs and runs inline on the caller's

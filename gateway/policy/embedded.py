@@ -219,7 +219,7 @@ class _Malformed(Exception):
 
 
 def decision_from_value(value: Any, revision: str) -> Decision:
-    """Map a `decision` value to a Decision (DESIGN §6); anything malformed → policy_error."""
+    """Map a `decision` value to a Decision (docs/policies.md); malformed → policy_error."""
     try:
         return _map_decision(value, revision)
     except _Malformed as exc:

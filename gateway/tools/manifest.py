@@ -36,7 +36,7 @@ def _rule(field: str, message: str) -> PydanticCustomError:
 
 
 class ToolManifest(BaseModel):
-    """One tool, as written in a manifest file (DESIGN §5)."""
+    """One tool, as written in a manifest file (docs/tools.md)."""
 
     model_config = ConfigDict(extra="forbid")
 

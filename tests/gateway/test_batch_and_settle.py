@@ -1,4 +1,4 @@
-"""The pure rules: call transitions, the batch plan (DESIGN §7) and NextAction (§4)."""
+"""The pure rules: call transitions, the batch plan and NextAction."""
 
 from __future__ import annotations
 

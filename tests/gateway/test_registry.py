@@ -1,4 +1,4 @@
-"""Loading tool manifests (DESIGN §5): models, rules, schemas, env expansion, redaction."""
+"""Loading tool manifests (docs/tools.md): models, rules, schemas, env expansion, redaction."""
 
 from __future__ import annotations
 

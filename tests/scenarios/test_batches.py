@@ -1,4 +1,4 @@
-"""Batch rules (DESIGN §7) over real gRPC: writes run in order, all or nothing by default."""
+"""Batch rules over real gRPC: writes run in order, all or nothing by default."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The http executor against a real loopback target, rule by rule (DESIGN §5)."""
+"""The http executor against a real loopback target, rule by rule (docs/tools.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reconciling a write whose outcome is unknown, over a real loopback target (DESIGN §5)."""
+"""Reconciling a write whose outcome is unknown, over a real loopback target (docs/tools.md)."""
 
 from __future__ import annotations
 

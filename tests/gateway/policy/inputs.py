@@ -1,4 +1,4 @@
-"""DESIGN §6 policy inputs for tests, and where the default bundle lives."""
+"""Policy inputs (docs/policies.md) for tests, and where the default bundle lives."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def identity(subject: str, tenant: str, *roles: str) -> dict[str, Any]:
 
 def call_input(tool: str, effect: str, args: dict[str, Any], who: dict[str, Any], *,
                approval: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A full `decision` input in the shape of DESIGN §6."""
+    """A full `decision` input in the shape callgate sends (docs/policies.md)."""
     return {
         "action": "call",
         "call": {"id": "call-1", "tool": tool, "tool_version": "1.0.0", "effect": effect,

@@ -1,4 +1,4 @@
-"""The default bundle in policies/, through EmbeddedEngine with full DESIGN §6 inputs."""
+"""The default bundle in policies/, through EmbeddedEngine with full call inputs."""
 
 from __future__ import annotations
 
