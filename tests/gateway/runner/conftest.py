@@ -1,0 +1,111 @@
+"""The runner in-process: a real SQLite store in a temporary file, in-process python tools, a
+scripted policy engine and a clock the test moves by hand. No subprocess, no gRPC."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.model import Decision, Identity, Verdict
+from gateway.runner import Runner
+from gateway.store.sqlite import SQLiteStore
+from gateway.tools import Registry
+from tests.gateway.runner import tools
+
+ALICE = Identity("alice", "acme", ("traveler",))
+START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+OBJECT = {"type": "object", "properties": {"train": {"type": "string"},
+                                           "seat": {"type": "string"}}}
+
+
+class FakeClock:
+    """now() answers a time the test sets; advance() moves it."""
+
+    def __init__(self, start: datetime = START) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@dataclass
+class ScriptedPolicy:
+    """A PolicyEngine whose `decision` is a verdict per tool name (ALLOW when unnamed); it keeps
+    every input it was asked."""
+
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    errors: set[str] = field(default_factory=set)  # tools whose decision fails
+    partial: bool = False
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+    name: str = "scripted"
+    revision: str = "sha256:scripted"
+    loaded_at: datetime = START
+
+    def decide(self, input: dict[str, Any]) -> Decision:
+        self.inputs.append(input)
+        tool = input["call"]["tool"]
+        if tool in self.errors:
+            return Decision(Verdict.DENY, ("policy_error: boom",), self.revision, error="boom")
+        verdict = self.verdicts.get(tool, Verdict.ALLOW)
+        return Decision(verdict, (f"{verdict.value.lower()} by script",), self.revision,
+                        approval_ttl_s=600 if verdict == Verdict.APPROVAL_REQUIRED else None)
+
+    def allows(self, rule: str, input: dict[str, Any]) -> bool:
+        return False
+
+    def offer(self, input: dict[str, Any]) -> set[str] | None:
+        return None
+
+    def partial_writes(self, input: dict[str, Any]) -> bool:
+        self.inputs.append(input)
+        return self.partial
+
+    def healthy(self) -> bool:
+        return True
+
+
+def manifests() -> list[dict[str, Any]]:
+    fn = "tests.gateway.runner.tools"
+    return [
+        {"name": "lookup_train", "version": "1", "effect": "read", "input_schema": OBJECT,
+         "executor": {"type": "python", "function": f"{fn}:lookup_train"}},
+        {"name": "book", "version": "2", "effect": "write", "input_schema": OBJECT,
+         "executor": {"type": "python", "function": f"{fn}:book"},
+         "reconcile": {"type": "python", "function": f"{fn}:find_booking"}},
+        {"name": "book_unreconciled", "version": "1", "effect": "write",
+         "input_schema": OBJECT, "executor": {"type": "python", "function": f"{fn}:book"}},
+    ]
+
+
+@dataclass
+class Harness:
+    runner: Runner
+    store: SQLiteStore
+    policy: ScriptedPolicy
+    clock: FakeClock
+
+
+@pytest.fixture(autouse=True)
+def _fresh_tools() -> Iterator[None]:
+    tools.SENT.clear()
+    tools.APPLIED.clear()
+    yield
+
+
+@pytest.fixture
+async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
+    store = await SQLiteStore.open(tmp_path / "runs.db")
+    registry = Registry.from_manifests(manifests(), env={})
+    policy, clock = ScriptedPolicy(), FakeClock()
+    yield Harness(Runner(store=store, registry=registry, policy=policy, clock=clock), store,
+                  policy, clock)
+    await registry.aclose()
+    await store.close()
