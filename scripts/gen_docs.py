@@ -23,12 +23,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from gateway import pb
+from gateway.errors import CallCode, RequestCode
+from gateway.server import GRPC_STATUS, NOT_YET
 
-from gateway import pb  # noqa: E402  (the repository root must be importable first)
-from gateway.errors import CallCode, RequestCode  # noqa: E402
-from gateway.server import GRPC_STATUS, NOT_YET  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 API_DOC = ROOT / "docs" / "api.md"
 
