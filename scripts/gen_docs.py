@@ -1,0 +1,176 @@
+"""Rewrite the generated tables of docs/api.md from the code, so they cannot drift.
+
+    .venv/bin/python scripts/gen_docs.py           rewrite docs/api.md in place
+    .venv/bin/python scripts/gen_docs.py --check   exit 1 when docs/api.md is stale
+
+Each table sits between `<!-- BEGIN GENERATED: name -->` and `<!-- END GENERATED: name -->`:
+
+    rpcs           every RPC of the ToolGateway service and whether this build serves it
+                   (the proto's service descriptor and `gateway.server.NOT_YET`)
+    request-codes  every `gateway.errors.RequestCode` with its gRPC status
+                   (`gateway.server.GRPC_STATUS`) and what it means
+    call-codes     every `gateway.errors.CallCode` and what it means
+
+The meanings below are the only hand-written part: a code without one stops the generator, so a
+new code cannot reach the docs undescribed. tests/test_docs.py fails when the committed tables
+differ from what this script writes.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from gateway import pb
+from gateway.errors import CallCode, RequestCode
+from gateway.server import GRPC_STATUS, NOT_YET
+
+ROOT = Path(__file__).resolve().parent.parent
+
+API_DOC = ROOT / "docs" / "api.md"
+
+REQUEST_MEANINGS: dict[str, str] = {
+    "unauthenticated": "no `authorization: Bearer <token>` metadata, or a token the auth file "
+                       "does not know",
+    "permission_denied": "the run belongs to another subject or tenant",
+    "run_not_found": "no run with this `run_id`",
+    "approval_not_found": "no approval with this ID (not raised in this build: the approval "
+                          "RPCs are not served yet)",
+    "call_not_found": "no call with this ID in the run (not raised in this build: `ResolveCall` "
+                      "is not served yet)",
+    "run_paused": "the run waits for an approval or an unknown outcome, or its last turn has "
+                  "not settled: call `ResumeRun` (or `CancelRun`)",
+    "run_finished": "the run has ended (COMPLETED, HANDED_OFF, BUDGET_EXHAUSTED or CANCELLED); "
+                    "start a new run",
+    "already_decided": "the approval was decided before (not raised in this build)",
+    "approval_expired": "the approval expired before it was decided (not raised in this build)",
+    "not_unknown": "`ResolveCall` on a call that is not UNKNOWN (not raised in this build)",
+    "turn_conflict": "this `turn_id` was already submitted with other content",
+    "run_conflict": "this `run_id` exists with other parameters, or was started by another "
+                    "subject",
+    "unknown_provider": "an unknown `provider` or an `api_version` it does not accept, a turn "
+                        "for another provider than the run's, or a raw response with no "
+                        "provider named",
+    "malformed_response": "a raw provider response or stream event that is not JSON, not an "
+                          "object, or not valid for that provider",
+    "duplicate_call_id": "the same call ID twice in one turn",
+    "invalid_argument": "a request field is missing or malformed: no event, no `turn_id`, a "
+                        "call without `call_id`, an ID longer than 256 characters or not "
+                        "printable, a `conversation_json` that is not a JSON array, an empty "
+                        "stream",
+    "unimplemented": "an RPC this build does not serve; the message names what it needs",
+    "store_unavailable": "the run store cannot be read or written (locked past "
+                         "`--db-busy-timeout`, disk error); nothing ran after the failed "
+                         "commit, and the request can be repeated",
+    "internal": "a bug in callgate: the log has the traceback, and `ResumeRun` shows what was "
+                "recorded",
+}
+
+CALL_MEANINGS: dict[str, str] = {
+    "unknown_tool": "REJECTED: no tool of that name is registered",
+    "invalid_arguments": "REJECTED: the arguments do not match the tool's `input_schema`, or "
+                         "have no canonical JSON form (an integer beyond ±2^53, a lone "
+                         "surrogate)",
+    "incomplete_arguments": "REJECTED: the arguments are not a complete JSON object, or the "
+                            "call was marked `complete: false`",
+    "duplicate_call_id": "REJECTED: the call ID was used in an earlier turn of the run",
+    "policy_denied": "REJECTED: the policy's `decision` denied the call; the message joins its "
+                     "reasons",
+    "policy_error": "REJECTED: the policy could not decide (undefined, malformed or failing "
+                    "`decision`): fail closed",
+    "approval_required": "PENDING_APPROVAL: the call waits for a person's approval",
+    "approval_denied": "REJECTED: a person denied the approval (not set in this build)",
+    "approval_expired": "REJECTED: the approval expired (not set in this build)",
+    "approval_cancelled": "REJECTED: the call was pending approval when its run was cancelled",
+    "budget_exhausted": "REJECTED: the run's turn, token or tool-call budget is spent",
+    "held_by_batch": "NOT_RUN: another write of the turn did not succeed (re-plan); HELD: "
+                     "another write of the turn waits for approval",
+    "tool_error": "FAILED: the tool answered an error, could not be reached, or raised",
+    "tool_timeout": "FAILED: a read got no answer within `timeout_s`, or a request (read or "
+                    "write) could not even be sent within it",
+    "tool_not_applied": "FAILED: reconcile found no trace of the write at the target, which "
+                        "does not enforce idempotency keys",
+    "output_invalid": "FAILED for a read whose output is not JSON or violates `output_schema`; "
+                      "on a SUCCEEDED write, a note that the effect happened but the output "
+                      "is not what was promised",
+    "outcome_unknown": "UNKNOWN: a write whose effect cannot be known yet; never repeated "
+                       "blindly",
+    "resolved_by_operator": "an operator settled the call with `ResolveCall` (not set in this "
+                            "build)",
+}
+
+
+class MissingMeaning(Exception):
+    """A code of the enum has no meaning in this script."""
+
+
+def _meaning(table: dict[str, str], code: str, kind: str) -> str:
+    try:
+        return table[code]
+    except KeyError:
+        raise MissingMeaning(f"{kind} code {code!r} has no meaning in scripts/gen_docs.py: "
+                             "describe it there, then run the script") from None
+
+
+def request_codes() -> str:
+    rows = [f"| `{code.value}` | {GRPC_STATUS[code].name} | "
+            f"{_meaning(REQUEST_MEANINGS, code.value, 'request')} |" for code in RequestCode]
+    return "\n".join(["| code | gRPC status | meaning |", "|---|---|---|", *rows])
+
+
+def call_codes() -> str:
+    rows = [f"| `{code.value}` | {_meaning(CALL_MEANINGS, code.value, 'per-call')} |"
+            for code in CallCode]
+    return "\n".join(["| code | status and meaning |", "|---|---|", *rows])
+
+
+def rpcs() -> str:
+    service = pb.DESCRIPTOR.services_by_name["ToolGateway"]
+    rows = []
+    for method in service.methods:
+        stream_in = "stream " if method.client_streaming else ""
+        stream_out = "stream " if method.server_streaming else ""
+        shape = (f"`{stream_in}{method.input_type.name}` → "
+                 f"`{stream_out}{method.output_type.name}`")
+        served = (f"UNIMPLEMENTED: needs {NOT_YET[method.name]}" if method.name in NOT_YET
+                  else "served")
+        rows.append(f"| [`{method.name}`](#{method.name.lower()}) | {shape} | {served} |")
+    return "\n".join(["| RPC | request → response | in this build |", "|---|---|---|", *rows])
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "rpcs": rpcs,
+    "request-codes": request_codes,
+    "call-codes": call_codes,
+}
+
+
+def render(text: str) -> str:
+    """text with every generated table rewritten; raises ValueError for a missing marker."""
+    for name, build in TABLES.items():
+        block = re.search(rf"<!-- BEGIN GENERATED: {name} -->\n(.*?)<!-- END GENERATED: "
+                          rf"{name} -->", text, re.S)
+        if block is None:
+            raise ValueError(f"docs/api.md has no markers for the generated table {name!r}")
+        text = f"{text[:block.start(1)]}{build()}\n{text[block.end(1):]}"
+    return text
+
+
+def main(argv: list[str]) -> int:
+    current = API_DOC.read_text(encoding="utf-8")
+    wanted = render(current)
+    if "--check" in argv:
+        if wanted != current:
+            print("docs/api.md is stale: run .venv/bin/python scripts/gen_docs.py",
+                  file=sys.stderr)
+            return 1
+        return 0
+    if wanted != current:
+        API_DOC.write_text(wanted, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,219 @@
+"""The docs describe the code as it is: generated tables current, every named function, flag,
+manifest field and policy input field present in the code, every link and anchor resolving."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from gateway.cli import build_parser
+from gateway.executors import config as executor_config
+from gateway.judge import Judge
+from gateway.model import CallStatus, Identity, RunRecord, RunState, ToolCall
+from gateway.policy_input import RunContext, batch_input, call_input, offer_input
+from gateway.tools import Registry, ToolManifest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+
+
+def _text(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+def _generator() -> ModuleType:
+    """scripts/gen_docs.py (the repository root is on the test path; scripts/ is no package)."""
+    return importlib.import_module("scripts.gen_docs")
+
+
+def test_generated_tables_are_current() -> None:
+    current = _text("api.md")
+    assert _generator().render(current) == current, \
+        "docs/api.md is stale: run .venv/bin/python scripts/gen_docs.py"
+
+
+def test_a_code_without_a_meaning_stops_the_generator(monkeypatch: pytest.MonkeyPatch) -> None:
+    gen = _generator()
+    monkeypatch.delitem(gen.REQUEST_MEANINGS, "run_not_found")
+    with pytest.raises(gen.MissingMeaning, match="run_not_found"):
+        gen.render(_text("api.md"))
+
+
+# ---------------------------------------------------------------------------------------------
+# names of code
+
+DOTTED = re.compile(r"`((?:gateway|adapters)(?:\.[A-Za-z_][A-Za-z0-9_]*)+)`")
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            if not hasattr(target, attr):
+                return False
+            target = getattr(target, attr)
+        return True
+    return False
+
+
+def test_every_named_module_and_function_exists() -> None:
+    missing = sorted({f"{page.name}: {name}" for page in PAGES
+                      for name in DOTTED.findall(page.read_text(encoding="utf-8"))
+                      if not _resolves(name)})
+    assert not missing, "the docs name code that does not exist:\n" + "\n".join(missing)
+
+
+# ---------------------------------------------------------------------------------------------
+# links
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _anchor(heading: str) -> str:
+    text = heading.strip().lower().replace("`", "")
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    return {_anchor(line.lstrip("#")) for line in page.read_text(encoding="utf-8").splitlines()
+            if line.startswith("#")}
+
+
+def test_every_relative_link_and_anchor_resolves() -> None:
+    broken = []
+    for page in PAGES:
+        for target in LINK.findall(page.read_text(encoding="utf-8")):
+            if target.startswith(("http://", "https://")):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            if not dest.exists():
+                broken.append(f"{page.name}: {target} (no such file)")
+            elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+                broken.append(f"{page.name}: {target} (no such heading)")
+    assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_no_page_refers_to_a_document_outside_the_repository() -> None:
+    offenders = [page.name for page in PAGES if "DESIGN" in page.read_text(encoding="utf-8")]
+    assert not offenders, f"pages citing a design document that is not in the repository: " \
+                          f"{offenders}"
+
+
+# ---------------------------------------------------------------------------------------------
+# flags and manifest fields
+
+
+def _serve_flags() -> list[str]:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    serve = sub.choices["serve"]  # type: ignore[index]
+    return [o for a in serve._actions for o in a.option_strings if o.startswith("--")
+            and o != "--help"]
+
+
+def test_every_serve_flag_and_its_variable_is_documented() -> None:
+    page = _text("operations.md")
+    missing = [flag for flag in _serve_flags()
+               if f"`{flag}`" not in page
+               or f"`CALLGATE_{flag[2:].upper().replace('-', '_')}`" not in page]
+    assert not missing, f"docs/operations.md does not describe serve flags {missing}"
+
+
+def test_every_manifest_field_is_documented() -> None:
+    page = _text("tools.md")
+    sections: list[type[BaseModel]] = [
+        executor_config.PythonExecutorConfig, executor_config.HttpExecutorConfig,
+        executor_config.HttpReconcileConfig, executor_config.PythonReconcileConfig]
+    nested = {"retry", "idempotency"}  # documented field by field below
+    fields = {*(set(ToolManifest.model_fields) - nested),
+              *(f for s in sections for f in s.model_fields),
+              *(f"retry.{f}" for f in executor_config.RetryConfig.model_fields),
+              *(f"idempotency.{f}" for f in executor_config.IdempotencyConfig.model_fields)}
+    missing = sorted(f for f in fields if f"`{f}`" not in page)
+    assert not missing, f"docs/tools.md does not describe manifest fields {missing}"
+
+
+# ---------------------------------------------------------------------------------------------
+# policy inputs
+
+FREE_FORM = frozenset({"args", "labels", "claims"})
+
+
+def _shape(value: Any, key: str = "") -> Any:
+    """The keys of value, recursively (a list by its first item); free-form maps as one mark."""
+    if key in FREE_FORM:
+        return "free-form"
+    if isinstance(value, dict):
+        return {k: _shape(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape(value[0])] if value else []
+    return "value"
+
+
+def _documented_inputs() -> dict[str, Any]:
+    page = _text("policies.md")
+    found = re.findall(r"<!-- input: (\w+) -->\n```json\n(.*?)```", page, re.S)
+    return {name: json.loads(body) for name, body in found}
+
+
+def _built_inputs() -> dict[str, Any]:
+    registry = Registry.from_manifests([{
+        "name": "get_train_status", "version": "1.0.0", "effect": "read",
+        "input_schema": {"type": "object"},
+        "executor": {"type": "http", "url": "http://127.0.0.1:9/train_status"}}])
+    tool = registry.get("get_train_status")
+    assert tool is not None
+    now = datetime(2026, 11, 29, 21, tzinfo=UTC)
+    judge = Judge(registry, policy=None)  # type: ignore[arg-type]  # propose asks no policy
+    rec = judge.propose("trip-42", "resp_abc", 0,
+                        ToolCall("call_1", "get_train_status", '{"train_number": "ICE123"}'), now)
+    earlier = judge.propose("trip-42", "resp_0", 0,
+                            ToolCall("call_0", "get_train_status", "{}"), now)
+    run = RunRecord("trip-42", RunState.ACTIVE, "alice", "acme")
+    ctx = RunContext(run=run, turn_seq=2, turn_id="resp_abc",
+                     recent=[earlier.moved(CallStatus.EXECUTING)])
+    who = Identity("alice", "acme", ("traveler",))
+    return {"call": call_input(rec=rec, tool=tool, args={"train_number": "ICE123"},
+                               identity=who, run=ctx, batch=[(rec, "read")], now=now),
+            "batch": batch_input(who, [rec]),
+            "offer": offer_input(who)}
+
+
+def test_policy_input_examples_have_the_fields_callgate_sends() -> None:
+    documented = _documented_inputs()
+    built = _built_inputs()
+    assert set(documented) == set(built)
+    for name, value in built.items():
+        assert _shape(documented[name]) == _shape(value), \
+            f"docs/policies.md: the {name} input example differs from what callgate sends"
+
+
+def test_every_call_input_field_has_a_row() -> None:
+    page = _text("policies.md")
+
+    def leaves(value: dict[str, Any], prefix: str = "") -> list[str]:
+        out = []
+        for key, item in value.items():
+            path = f"{prefix}{key}"
+            if isinstance(item, dict) and key not in FREE_FORM:
+                out.extend(leaves(item, f"{path}."))
+            else:
+                out.append(path)
+        return out
+
+    missing = [p for p in leaves(_built_inputs()["call"]) if f"`{p}`" not in page]
+    assert not missing, f"docs/policies.md has no row for call input fields {missing}"
