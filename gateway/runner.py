@@ -135,7 +135,8 @@ class Runner:
             labels=dict(params.labels or {}), conversation_json=params.conversation_json,
             params_hash=params.params_hash(), created_at=now, updated_at=now)
         stored = await self.store.create_run(run)
-        if stored.params_hash != run.params_hash or stored.subject != identity.subject:
+        if (stored.params_hash != run.params_hash or stored.subject != identity.subject
+                or stored.tenant != identity.tenant):
             raise RequestError(RequestCode.RUN_CONFLICT, f"run {run.run_id} already exists "
                                "with other parameters; choose another run_id")
         return stored

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 FUNCTION_PATTERN = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"
 RECONCILE_PLACEHOLDERS = ("idempotency_key", "run_id", "call_id")
 # Headers callgate sets itself on every request; a manifest may not override them.
-RESERVED_HEADERS = ("idempotency-key", "x-callgate-run-id", "x-callgate-call-id",
+RESERVED_HEADERS = ("accept", "idempotency-key", "x-callgate-run-id", "x-callgate-call-id",
                     "x-callgate-subject")
 
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")

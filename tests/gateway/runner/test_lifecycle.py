@@ -290,9 +290,12 @@ async def test_runs_belong_to_their_subject(harness: Harness) -> None:
     with pytest.raises(PermissionDenied):
         await h.runner.submit_turn(mallory, calls_turn("r1", "t1",
                                                        call("a", "lookup_train", TRAIN)))
-    with pytest.raises(RequestError) as err:
-        await h.runner.start_run(mallory, StartRunParams(run_id="r1"))
-    assert err.value.code == RequestCode.RUN_CONFLICT
+    for other in (mallory, Identity("alice", "globex", ALICE.roles)):  # same name, other tenant
+        with pytest.raises(RequestError) as err:
+            await h.runner.start_run(other, StartRunParams(run_id="r1"))
+        assert err.value.code == RequestCode.RUN_CONFLICT
+    with pytest.raises(PermissionDenied):
+        await h.runner.get_run(Identity("alice", "globex", ALICE.roles), "r1")
     assert tools.SENT == []
 
 
