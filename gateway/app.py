@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-from importlib.metadata import PackageNotFoundError, version
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -21,18 +20,12 @@ from gateway.runner import Runner
 from gateway.server import StatusInfo, ToolGatewayService
 from gateway.store.sqlite import SQLiteStore
 from gateway.tools import Registry
+from gateway.version import callgate_version
 
 log = logging.getLogger("callgate")
 
 SERVICE = pb.DESCRIPTOR.services_by_name["ToolGateway"].full_name
 HEALTH_INTERVAL_S = 5.0
-
-
-def _version() -> str:
-    try:
-        return version("callgate")
-    except PackageNotFoundError:
-        return "dev"
 
 
 class Sidecar:
@@ -62,7 +55,7 @@ class Sidecar:
         self._runner = Runner(store=self.store, registry=self.registry, policy=policy)
         server = grpc.aio.server()
         pb.add_ToolGatewayServicer_to_server(
-            ToolGatewayService(self._runner, auth, StatusInfo(self.store.name, _version())),
+            ToolGatewayService(self._runner, auth, StatusInfo(self.store.name, callgate_version())),
             server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         reflection.enable_server_reflection(

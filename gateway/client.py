@@ -88,24 +88,3 @@ class GatewayClient:
         result: pb.Status = self._call("GetStatus", pb.GetStatusRequest())
         return result
 
-
-def policy_status(argv: list[str]) -> int:
-    """`callgate policy status [--target] [--token]`: the running sidecar's GetStatus."""
-    import argparse
-    import os
-
-    p = argparse.ArgumentParser(prog="callgate policy status")
-    p.add_argument("--target", default=os.environ.get("CALLGATE_TARGET", "127.0.0.1:50051"))
-    p.add_argument("--token", default=os.environ.get("CALLGATE_TOKEN", ""))
-    ns = p.parse_args(argv)
-    with GatewayClient(ns.target, ns.token) as client:
-        try:
-            status = client.get_status()
-        except grpc.RpcError as err:
-            print(f"callgate policy status: {err.code().name} {error_code(err)}: "
-                  f"{err.details()}")
-            return 1
-    print(f"engine:           {status.engine}\npolicy revision:  {status.policy_revision}\n"
-          f"loaded at:        {status.policy_loaded_at}\nstore:            {status.store}\n"
-          f"tools:            {', '.join(status.tools)}")
-    return 0
