@@ -19,6 +19,7 @@ from gateway.policy import load_engine
 from gateway.runner import Runner
 from gateway.server import StatusInfo, ToolGatewayService
 from gateway.store.sqlite import SQLiteStore
+from gateway.tls import ServerCertificates, describe
 from gateway.tools import Registry
 from gateway.version import callgate_version
 
@@ -38,16 +39,16 @@ class Sidecar:
         self._health = health.aio.HealthServicer()
         self._runner: Runner | None = None
         self._watch: asyncio.Task[None] | None = None
+        self._auth: Authenticator | None = None
 
     async def start(self) -> str:
         """Load everything (any problem raises ConfigError before listening); answers the
         address actually bound."""
         cfg = self.config
         cfg.check()
-        auth = (Authenticator.from_file(cfg.auth) if cfg.auth
-                else Authenticator.insecure(cfg.insecure_dev_identity))
-        if cfg.auth is None:
-            log.warning("INSECURE: no --auth; every caller is %r", cfg.insecure_dev_identity)
+        certificates = _certificates(cfg)
+        auth = self._auth = _authenticator(cfg, certificates)
+        await auth.start()
         self.registry = Registry.load(cfg.tools)
         policy = load_engine(cfg.policies, prefix=cfg.policy_prefix)
         self.store = await SQLiteStore.open(cfg.sqlite_path(),
@@ -61,7 +62,7 @@ class Sidecar:
         reflection.enable_server_reflection(
             (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
              reflection.SERVICE_NAME), server)
-        self.bound = self._bind(server, cfg.listen)
+        self.bound = self._bind(server, cfg.listen, certificates)
         await server.start()
         self.server = server
         await self._update_health()
@@ -69,11 +70,14 @@ class Sidecar:
         return self.bound
 
     @staticmethod
-    def _bind(server: grpc.aio.Server, listen: str) -> str:
+    def _bind(server: grpc.aio.Server, listen: str,
+              certificates: ServerCertificates | None = None) -> str:
         try:
-            port = server.add_insecure_port(listen)
+            port = (server.add_secure_port(listen, certificates.credentials()) if certificates
+                    else server.add_insecure_port(listen))
         except RuntimeError as exc:
             raise ConfigError(f"--listen {listen}: cannot listen there: {exc}") from exc
+        log.info("listening with %s", describe(certificates))
         if listen.startswith("unix:"):
             return listen
         host = listen.rsplit(":", 1)[0]
@@ -109,6 +113,25 @@ class Sidecar:
             await self.registry.aclose()
         if self.store is not None:
             await self.store.close()
+        if self._auth is not None:
+            await self._auth.aclose()
+
+
+def _certificates(cfg: ServeConfig) -> ServerCertificates | None:
+    if cfg.tls_cert is None or cfg.tls_key is None:
+        return None
+    return ServerCertificates(cfg.tls_cert, cfg.tls_key, cfg.tls_client_ca)
+
+
+def _authenticator(cfg: ServeConfig, certificates: ServerCertificates | None) -> Authenticator:
+    if cfg.auth is None:
+        log.warning("INSECURE: no --auth; every caller is %r", cfg.insecure_dev_identity)
+        return Authenticator.insecure(cfg.insecure_dev_identity)
+    auth = Authenticator.from_file(cfg.auth)
+    if auth.wants_client_certificates and not (certificates and certificates.mutual):
+        raise ConfigError(f"--auth {cfg.auth}: mtls identifies callers by client certificate: "
+                          "serve needs --tls-cert, --tls-key and --tls-client-ca")
+    return auth
 
 
 async def serve(config: ServeConfig) -> None:

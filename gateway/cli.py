@@ -32,8 +32,10 @@ from gateway.flags import (
     option,
     resolve,
     seconds,
+    switch,
     target_address,
 )
+from gateway.tls import ClientTLS
 from gateway.version import callgate_version
 
 Handler = Callable[[argparse.Namespace], int]
@@ -54,7 +56,7 @@ def _serve_parser(sub: SubParsers) -> None:
     option(p, "--db", parse=nonempty, default="callgate.db", metavar="URL",
            help="the run store: PATH or sqlite:///PATH")
     option(p, "--auth", parse=existing_file, metavar="FILE",
-           help="YAML file of bearer tokens: how callers are identified")
+           help="YAML file saying how callers are identified: tokens, jwt, mtls")
     option(p, "--insecure-dev-identity", default="", metavar="SUBJECT",
            help="no authentication: every caller is SUBJECT (local development only)")
     option(p, "--engine", parse=one_of("embedded"), default="embedded", metavar="{embedded}",
@@ -63,6 +65,15 @@ def _serve_parser(sub: SubParsers) -> None:
            help="the Rego package callgate queries")
     option(p, "--db-busy-timeout", parse=seconds, default=5.0, metavar="SECONDS",
            help="how long to wait for a locked store before answering UNAVAILABLE")
+    tls = p.add_argument_group("TLS", "Without --tls-cert the listener is plaintext (for "
+                               "loopback and unix sockets).\nCertificate files are read again "
+                               "when they change.")
+    option(tls, "--tls-cert", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM certificate (chain) of the listener")
+    option(tls, "--tls-key", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM private key of --tls-cert")
+    option(tls, "--tls-client-ca", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM CA certificates: require client certificates they signed (mutual TLS)")
     p.set_defaults(handler=_serve)
 
 
@@ -73,7 +84,8 @@ def _serve(ns: argparse.Namespace) -> int:
     config = ServeConfig(
         listen=ns.listen, tools=ns.tools, policies=ns.policies, db=ns.db, auth=ns.auth,
         insecure_dev_identity=ns.insecure_dev_identity, engine=ns.engine,
-        policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout)
+        policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout,
+        tls_cert=ns.tls_cert, tls_key=ns.tls_key, tls_client_ca=ns.tls_client_ca)
     asyncio.run(serve(config))
     return 0
 
@@ -82,11 +94,27 @@ def _serve(ns: argparse.Namespace) -> int:
 
 
 def _client_options(p: argparse.ArgumentParser) -> None:
-    conn = p.add_argument_group("connection")
+    conn = p.add_argument_group("connection", "Plaintext unless a --tls option is given.")
     option(conn, "--target", parse=target_address, default="127.0.0.1:50051", owner=p,
            metavar="HOST:PORT", help="the sidecar: HOST:PORT or unix:PATH")
     option(conn, "--token", default="", secret=True, owner=p,
            help="bearer token (sent as 'authorization: Bearer TOKEN')")
+    switch(conn, "--tls", owner=p, help="connect with TLS, trusting the system's CAs")
+    option(conn, "--tls-ca", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM CA certificates to trust for the sidecar's certificate (implies --tls)")
+    option(conn, "--tls-client-cert", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM client certificate to present (mutual TLS; implies --tls)")
+    option(conn, "--tls-client-key", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM private key of --tls-client-cert")
+    option(conn, "--tls-server-name", default="", metavar="NAME", owner=p,
+           help="name to check the sidecar's certificate against, if not the target's host")
+
+
+def client_tls(ns: argparse.Namespace) -> ClientTLS | None:
+    if not (ns.tls or ns.tls_ca or ns.tls_client_cert or ns.tls_client_key):
+        return None
+    return ClientTLS(ca=ns.tls_ca, cert=ns.tls_client_cert, key=ns.tls_client_key,
+                     server_name=ns.tls_server_name)
 
 
 def _demo_parser(sub: SubParsers) -> None:
@@ -101,7 +129,7 @@ def _demo_parser(sub: SubParsers) -> None:
 
 def _demo(ns: argparse.Namespace) -> int:
     from gateway.demo import run_demo
-    return run_demo(ns.target, ns.token, ns.travel_url)
+    return run_demo(ns.target, ns.token, ns.travel_url, tls=client_tls(ns))
 
 
 def _policy_parser(sub: SubParsers) -> None:
@@ -121,7 +149,7 @@ def _policy_status_parser() -> Parser:
 def _policy_status(ns: argparse.Namespace) -> int:
     from gateway.client import GatewayClient
 
-    with GatewayClient(ns.target, ns.token, timeout_s=30) as client:
+    with GatewayClient(ns.target, ns.token, tls=client_tls(ns), timeout_s=30) as client:
         status = client.get_status()
     print(f"engine:           {status.engine}\npolicy revision:  {status.policy_revision}\n"
           f"loaded at:        {status.policy_loaded_at}\nstore:            {status.store}\n"
@@ -238,7 +266,8 @@ def _rpc_error(err: grpc.RpcError) -> str:
     code = err.code()  # type: ignore[attr-defined]
     details = err.details()  # type: ignore[attr-defined]
     if code == grpc.StatusCode.UNAVAILABLE:
-        return f"the sidecar is unavailable: {details} (check --target)"
+        return (f"the sidecar is unavailable: {details} (check --target, and the TLS options "
+                "if it listens with TLS)")
     return f"{code.name} {error_code(err)}: {details}"
 
 

@@ -70,6 +70,8 @@ def test_a_bad_variable_names_itself_and_exits_2() -> None:
     (["serve"], {}, "--tools is required (or set CALLGATE_TOOLS)"),
     (["serve", "--tools", str(TOOLS)], {"CALLGATE_POLICIES": "/nope"},
      "CALLGATE_POLICIES='/nope': no such directory"),
+    (["demo"], {"CALLGATE_TLS": "maybe"}, "CALLGATE_TLS='maybe': expected 1/0"),
+    (["demo", "--tls-ca", "/no/ca.pem"], {}, "argument --tls-ca: '/no/ca.pem': no such file"),
     (["policy", "status"], {"CALLGATE_TARGET": "host-without-port"},
      "CALLGATE_TARGET='host-without-port'"),
     (["frobnicate"], {}, "invalid choice: 'frobnicate'"),
@@ -86,10 +88,26 @@ def test_usage_errors_are_one_line_naming_the_setting(
 
 
 def test_configuration_errors_at_start_up_exit_2_in_one_line(tmp_path: Path) -> None:
-    done = callgate("serve", "--tools", str(TOOLS), "--policies", str(POLICIES),
-                    "--db", "postgresql://db/x", "--listen", "127.0.0.1:0", "--auth", str(AUTH))
-    assert done.returncode == 2, done.stderr
-    assert "PostgreSQL store is not available" in one_line(done.stderr)
+    cert = tmp_path / "c.pem"
+    cert.write_text("not a certificate")
+    base = ["serve", "--tools", str(TOOLS), "--policies", str(POLICIES), "--auth", str(AUTH),
+            "--db", str(tmp_path / "x.db"), "--listen", "127.0.0.1:0"]
+    for extra, expected in [(["--db", "postgresql://db/x"], "PostgreSQL store is not available"),
+                            (["--tls-cert", str(cert)], "--tls-cert and --tls-key go together"),
+                            (["--tls-cert", str(cert), "--tls-key", str(cert)],
+                             "not a PEM certificate file")]:
+        done = callgate(*base, *extra)
+        assert done.returncode == 2, done.stderr
+        assert expected in one_line(done.stderr)
+
+
+def test_mtls_in_the_auth_file_needs_a_client_ca(tmp_path: Path) -> None:
+    auth = tmp_path / "auth.yaml"
+    auth.write_text("mtls:\n  identities: {'spiffe://a/b': {tenant: acme}}\n")
+    done = callgate("serve", "--tools", str(TOOLS), "--policies", str(POLICIES), "--auth",
+                    str(auth), "--db", str(tmp_path / "x.db"), "--listen", "127.0.0.1:0")
+    assert done.returncode == 2
+    assert "needs --tls-cert, --tls-key and --tls-client-ca" in one_line(done.stderr)
 
 
 def test_version(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
