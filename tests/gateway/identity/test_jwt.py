@@ -6,6 +6,7 @@ Keys are made at test time; the key set is a real file or a real loopback HTTP s
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -125,6 +126,13 @@ def exp_past() -> dict[str, Any]:
     ("subject not a string", lambda i: i.token(sub=12345), "sub claim is not a string"),
     ("roles of the wrong type", lambda i: i.token(roles={"a": 1}), "neither a list of strings"),
     ("not a JWT", lambda i: "a.b.c", "not a well-formed JWT"),
+    ("a header nested 3000 deep", lambda i: _segment(b'{"a":' + b"[" * 3000 + b"]" * 3000
+                                                     + b"}") + ".e30.c2ln",
+     "not a well-formed JWT"),
+    ("a header that is a list", lambda i: _segment(b"[1]") + ".e30.c2ln",
+     "not a well-formed JWT"),
+    ("a kid that is a number", lambda i: _segment(b'{"alg": "RS256", "kid": 7}') + ".e30.c2ln",
+     "not a well-formed JWT"),
 ])
 async def test_bad_tokens_are_refused_with_a_reason(make_auth: Auth, idp: IdentityProvider,
                                                     name: str,
@@ -133,6 +141,10 @@ async def test_bad_tokens_are_refused_with_a_reason(make_auth: Auth, idp: Identi
                                                     reason: str) -> None:
     auth = await make_auth()
     assert reason in await refused(auth, make_token(idp)), name
+
+
+def _segment(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
 async def test_the_leeway_forgives_small_clock_differences(make_auth: Auth,
