@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-from importlib.metadata import PackageNotFoundError, version
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -20,19 +19,14 @@ from gateway.policy import load_engine
 from gateway.runner import Runner
 from gateway.server import StatusInfo, ToolGatewayService
 from gateway.store.sqlite import SQLiteStore
+from gateway.tls import ServerCertificates, describe
 from gateway.tools import Registry
+from gateway.version import callgate_version
 
 log = logging.getLogger("callgate")
 
 SERVICE = pb.DESCRIPTOR.services_by_name["ToolGateway"].full_name
 HEALTH_INTERVAL_S = 5.0
-
-
-def _version() -> str:
-    try:
-        return version("callgate")
-    except PackageNotFoundError:
-        return "dev"
 
 
 class Sidecar:
@@ -45,16 +39,16 @@ class Sidecar:
         self._health = health.aio.HealthServicer()
         self._runner: Runner | None = None
         self._watch: asyncio.Task[None] | None = None
+        self._auth: Authenticator | None = None
 
     async def start(self) -> str:
         """Load everything (any problem raises ConfigError before listening); answers the
         address actually bound."""
         cfg = self.config
         cfg.check()
-        auth = (Authenticator.from_file(cfg.auth) if cfg.auth
-                else Authenticator.insecure(cfg.insecure_dev_identity))
-        if cfg.auth is None:
-            log.warning("INSECURE: no --auth; every caller is %r", cfg.insecure_dev_identity)
+        certificates = _certificates(cfg)
+        auth = self._auth = _authenticator(cfg, certificates)
+        await auth.start()
         self.registry = Registry.load(cfg.tools)
         policy = load_engine(cfg.policies, prefix=cfg.policy_prefix)
         self.store = await SQLiteStore.open(cfg.sqlite_path(),
@@ -62,13 +56,13 @@ class Sidecar:
         self._runner = Runner(store=self.store, registry=self.registry, policy=policy)
         server = grpc.aio.server()
         pb.add_ToolGatewayServicer_to_server(
-            ToolGatewayService(self._runner, auth, StatusInfo(self.store.name, _version())),
+            ToolGatewayService(self._runner, auth, StatusInfo(self.store.name, callgate_version())),
             server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         reflection.enable_server_reflection(
             (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
              reflection.SERVICE_NAME), server)
-        self.bound = self._bind(server, cfg.listen)
+        self.bound = self._bind(server, cfg.listen, certificates)
         await server.start()
         self.server = server
         await self._update_health()
@@ -76,11 +70,14 @@ class Sidecar:
         return self.bound
 
     @staticmethod
-    def _bind(server: grpc.aio.Server, listen: str) -> str:
+    def _bind(server: grpc.aio.Server, listen: str,
+              certificates: ServerCertificates | None = None) -> str:
         try:
-            port = server.add_insecure_port(listen)
+            port = (server.add_secure_port(listen, certificates.credentials()) if certificates
+                    else server.add_insecure_port(listen))
         except RuntimeError as exc:
             raise ConfigError(f"--listen {listen}: cannot listen there: {exc}") from exc
+        log.info("listening with %s", describe(certificates))
         if listen.startswith("unix:"):
             return listen
         host = listen.rsplit(":", 1)[0]
@@ -116,6 +113,25 @@ class Sidecar:
             await self.registry.aclose()
         if self.store is not None:
             await self.store.close()
+        if self._auth is not None:
+            await self._auth.aclose()
+
+
+def _certificates(cfg: ServeConfig) -> ServerCertificates | None:
+    if cfg.tls_cert is None or cfg.tls_key is None:
+        return None
+    return ServerCertificates(cfg.tls_cert, cfg.tls_key, cfg.tls_client_ca)
+
+
+def _authenticator(cfg: ServeConfig, certificates: ServerCertificates | None) -> Authenticator:
+    if cfg.auth is None:
+        log.warning("INSECURE: no --auth; every caller is %r", cfg.insecure_dev_identity)
+        return Authenticator.insecure(cfg.insecure_dev_identity)
+    auth = Authenticator.from_file(cfg.auth)
+    if auth.wants_client_certificates and not (certificates and certificates.mutual):
+        raise ConfigError(f"--auth {cfg.auth}: mtls identifies callers by client certificate: "
+                          "serve needs --tls-cert, --tls-key and --tls-client-ca")
+    return auth
 
 
 async def serve(config: ServeConfig) -> None:

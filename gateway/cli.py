@@ -1,6 +1,12 @@
 """The `callgate` command: serve, demo, policy, approvals, audit.
 
-Every flag also reads an environment variable CALLGATE_<FLAG> (e.g. CALLGATE_LISTEN).
+Every option also reads an environment variable, CALLGATE_<OPTION> (`--listen` reads
+CALLGATE_LISTEN); `callgate COMMAND --help` lists each with its variable and default.
+
+Exit status: 0 done, 1 the command failed (a refused request, a failing check), 2 a usage or
+configuration error (one line naming the flag, variable or file), 130 interrupted. A closed
+output pipe (`callgate ... | head`) ends the command quietly. CALLGATE_DEBUG=1 shows the Python
+traceback of an unexpected error.
 """
 
 from __future__ import annotations
@@ -10,75 +16,199 @@ import asyncio
 import logging
 import os
 import sys
-from pathlib import Path
+from collections.abc import Callable
+
+import grpc
 
 from gateway.errors import CallgateError, ConfigError
+from gateway.flags import (
+    Parser,
+    UsageError,
+    existing_dir,
+    existing_file,
+    listen_address,
+    nonempty,
+    one_of,
+    option,
+    resolve,
+    seconds,
+    switch,
+    target_address,
+)
+from gateway.tls import ClientTLS
+from gateway.version import callgate_version
+
+Handler = Callable[[argparse.Namespace], int]
+SubParsers = argparse._SubParsersAction  # type: ignore[type-arg]
+
+# ------------------------------------------------------------------------------------- serve
 
 
-def _env(name: str, default: str | None = None) -> str | None:
-    return os.environ.get(f"CALLGATE_{name.upper().replace('-', '_')}", default)
-
-
-def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("serve", help="run the sidecar in the foreground")
-    p.add_argument("--listen", default=_env("listen", "127.0.0.1:50051"),
-                   help="HOST:PORT or unix:PATH (default 127.0.0.1:50051)")
-    p.add_argument("--tools", default=_env("tools"), help="directory of tool manifests")
-    p.add_argument("--policies", default=_env("policies"), help="directory of Rego policies")
-    p.add_argument("--db", default=_env("db", "callgate.db"),
-                   help="PATH or sqlite:///PATH (default ./callgate.db)")
-    p.add_argument("--auth", default=_env("auth"), help="YAML file of bearer tokens")
-    p.add_argument("--insecure-dev-identity", default=_env("insecure_dev_identity", ""),
-                   help="no authentication: every caller is this subject (development only)")
-    p.add_argument("--engine", default=_env("engine", "embedded"), choices=["embedded"])
-    p.add_argument("--policy-prefix", default=_env("policy_prefix", "data.callgate"))
-    p.add_argument("--db-busy-timeout", type=float,
-                   default=float(_env("db_busy_timeout", "5") or 5),
-                   help="seconds to wait for a locked store before answering UNAVAILABLE")
-
-
-def _client_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", default=_env("target", "127.0.0.1:50051"))
-    p.add_argument("--token", default=_env("token", ""))
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="callgate", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    _serve_parser(sub)
-    demo = sub.add_parser("demo", help="drive the travel scenario through a running sidecar")
-    _client_flags(demo)
-    demo.add_argument("--travel-url", default=_env("travel_url", "http://127.0.0.1:8765"),
-                      help="the example travel service (to set its latency for the scenario)")
-    policy = sub.add_parser("policy", help="check, test, eval, coverage DIR; status")
-    policy.add_argument("args", nargs=argparse.REMAINDER)
-    for name in ("approvals", "audit"):
-        extra = sub.add_parser(name, help=f"{name} (not available in this build)")
-        extra.add_argument("args", nargs=argparse.REMAINDER)
-    return parser
+def _serve_parser(sub: SubParsers) -> None:
+    p = sub.add_parser("serve", help="run the sidecar in the foreground",
+                       description="Run the sidecar in the foreground until SIGINT or SIGTERM.")
+    option(p, "--listen", parse=listen_address, default="127.0.0.1:50051",
+           metavar="HOST:PORT", help="address to listen on: HOST:PORT or unix:PATH")
+    option(p, "--tools", parse=existing_dir, required=True, metavar="DIR",
+           help="directory of tool manifests")
+    option(p, "--policies", parse=existing_dir, required=True, metavar="DIR",
+           help="directory of Rego policies and their data")
+    option(p, "--db", parse=nonempty, default="callgate.db", metavar="URL",
+           help="the run store: PATH or sqlite:///PATH")
+    option(p, "--auth", parse=existing_file, metavar="FILE",
+           help="YAML file saying how callers are identified: tokens, jwt, mtls")
+    option(p, "--insecure-dev-identity", default="", metavar="SUBJECT",
+           help="no authentication: every caller is SUBJECT (local development only)")
+    option(p, "--engine", parse=one_of("embedded"), default="embedded", metavar="{embedded}",
+           help="policy engine: embedded")
+    option(p, "--policy-prefix", parse=nonempty, default="data.callgate", metavar="PACKAGE",
+           help="the Rego package callgate queries")
+    option(p, "--db-busy-timeout", parse=seconds, default=5.0, metavar="SECONDS",
+           help="how long to wait for a locked store before answering UNAVAILABLE")
+    tls = p.add_argument_group("TLS", "Without --tls-cert the listener is plaintext (for "
+                               "loopback and unix sockets).\nCertificate files are read again "
+                               "when they change.")
+    option(tls, "--tls-cert", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM certificate (chain) of the listener")
+    option(tls, "--tls-key", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM private key of --tls-cert")
+    option(tls, "--tls-client-ca", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM CA certificates: require client certificates they signed (mutual TLS)")
+    p.set_defaults(handler=_serve)
 
 
 def _serve(ns: argparse.Namespace) -> int:
     from gateway.app import serve
     from gateway.config import ServeConfig
 
-    if not ns.tools or not ns.policies:
-        raise ConfigError("--tools DIR and --policies DIR are required")
     config = ServeConfig(
-        listen=ns.listen, tools=Path(ns.tools), policies=Path(ns.policies), db=ns.db,
-        auth=Path(ns.auth) if ns.auth else None,
+        listen=ns.listen, tools=ns.tools, policies=ns.policies, db=ns.db, auth=ns.auth,
         insecure_dev_identity=ns.insecure_dev_identity, engine=ns.engine,
-        policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout)
+        policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout,
+        tls_cert=ns.tls_cert, tls_key=ns.tls_key, tls_client_ca=ns.tls_client_ca)
     asyncio.run(serve(config))
     return 0
 
 
-def _policy(args: list[str]) -> int:
-    if args and args[0] == "status":
-        from gateway.client import policy_status
-        return policy_status(args[1:])
+# ------------------------------------------------------------------- client-side commands
+
+
+def _client_options(p: argparse.ArgumentParser) -> None:
+    conn = p.add_argument_group("connection", "Plaintext unless a --tls option is given.")
+    option(conn, "--target", parse=target_address, default="127.0.0.1:50051", owner=p,
+           metavar="HOST:PORT", help="the sidecar: HOST:PORT or unix:PATH")
+    option(conn, "--token", default="", secret=True, owner=p,
+           help="bearer token (sent as 'authorization: Bearer TOKEN')")
+    switch(conn, "--tls", owner=p, help="connect with TLS, trusting the system's CAs")
+    option(conn, "--tls-ca", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM CA certificates to trust for the sidecar's certificate (implies --tls)")
+    option(conn, "--tls-client-cert", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM client certificate to present (mutual TLS; implies --tls)")
+    option(conn, "--tls-client-key", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM private key of --tls-client-cert")
+    option(conn, "--tls-server-name", default="", metavar="NAME", owner=p,
+           help="name to check the sidecar's certificate against, if not the target's host")
+
+
+def client_tls(ns: argparse.Namespace) -> ClientTLS | None:
+    if not (ns.tls or ns.tls_ca or ns.tls_client_cert or ns.tls_client_key):
+        return None
+    return ClientTLS(ca=ns.tls_ca, cert=ns.tls_client_cert, key=ns.tls_client_key,
+                     server_name=ns.tls_server_name)
+
+
+def _demo_parser(sub: SubParsers) -> None:
+    p = sub.add_parser("demo", help="drive the travel scenario through a running sidecar",
+                       description="Drive the travel scenario through a running sidecar; exits "
+                       "1 when an outcome differs from the expected one.")
+    _client_options(p)
+    option(p, "--travel-url", parse=nonempty, default="http://127.0.0.1:8765", metavar="URL",
+           help="the example travel service (the demo sets its latency)")
+    p.set_defaults(handler=_demo)
+
+
+def _demo(ns: argparse.Namespace) -> int:
+    from gateway.demo import run_demo
+    return run_demo(ns.target, ns.token, ns.travel_url, tls=client_tls(ns))
+
+
+def _policy_parser(sub: SubParsers) -> None:
+    # listed in `callgate --help`; `callgate policy ...` is dispatched before parsing (main)
+    sub.add_parser("policy", help="check, test, eval, coverage DIR (offline); status",
+                   add_help=False)
+
+
+def _policy_status_parser() -> Parser:
+    p = Parser(prog="callgate policy status",
+               description="The running sidecar's policy engine, revision, store and tools.")
+    _client_options(p)
+    p.set_defaults(handler=_policy_status)
+    return p
+
+
+def _policy_status(ns: argparse.Namespace) -> int:
+    from gateway.client import GatewayClient
+
+    with GatewayClient(ns.target, ns.token, tls=client_tls(ns), timeout_s=30) as client:
+        status = client.get_status()
+    print(f"engine:           {status.engine}\npolicy revision:  {status.policy_revision}\n"
+          f"loaded at:        {status.policy_loaded_at}\nstore:            {status.store}\n"
+          f"version:          {status.version}\ntools:            {', '.join(status.tools)}")
+    return 0
+
+
+POLICY_STATUS_HELP = ("\nand, against a running sidecar:\n  callgate policy status [--target] "
+                      "[--token] ...   its engine and policy revision (see its --help)")
+
+
+def _policy(argv: list[str]) -> int:
     from gateway.policy.commands import run_policy_command
-    return run_policy_command(args)
+
+    code = run_policy_command(argv)
+    if argv in (["-h"], ["--help"]):
+        print(POLICY_STATUS_HELP)
+    return code
+
+
+# ------------------------------------------------------------ commands not in this build
+
+
+def _not_built(sub: SubParsers, name: str, summary: str, description: str) -> None:
+    p = sub.add_parser(name, help=f"{summary} (not available in this build)",
+                       description=f"{description}\n\nNot available in this build: "
+                       f"'callgate {name}' exits with status 2.")
+    _client_options(p)
+
+    def handler(ns: argparse.Namespace) -> int:
+        raise UsageError(f"not available in this build ({summary})")
+    p.set_defaults(handler=handler, _takes_any=True)
+
+
+def _approvals_parser(sub: SubParsers) -> None:
+    _not_built(sub, "approvals", "list and decide approval requests",
+               "callgate approvals list|show|approve|deny: the approval requests of the\n"
+               "running sidecar: list the pending ones, show one with its arguments,\n"
+               "approve or deny it with a reason.")
+
+
+def _audit_parser(sub: SubParsers) -> None:
+    _not_built(sub, "audit", "query, export and verify the audit trail",
+               "callgate audit [filters] [--json] [--follow]: query the running sidecar's\n"
+               "audit trail. callgate audit export|verify|prune --db URL: work offline on a\n"
+               "store (verify exits 1 at the first broken link, naming it).")
+
+
+# -------------------------------------------------------------------------------- main
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="callgate", description=__doc__)
+    parser.add_argument("--version", action="version",
+                        version=f"callgate {callgate_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_serve_parser, _demo_parser, _policy_parser, _approvals_parser, _audit_parser):
+        add(sub)
+    return parser
 
 
 def _quiet_engine_backtraces() -> None:
@@ -91,26 +221,80 @@ def _quiet_engine_backtraces() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     _quiet_engine_backtraces()
+    args = sys.argv[1:] if argv is None else list(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                         "%(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # no log line per tool request
-    ns = build_parser().parse_args(argv)
+    # parsing is guarded too: --help and --version write to a pipe that may be closed
+    return run_guarded("callgate", lambda: _dispatch(args))
+
+
+def _dispatch(args: list[str]) -> int:
+    if args[:1] == ["policy"] and args[1:2] != ["status"]:
+        return run_guarded("callgate policy", lambda: _policy(args[1:]))
+    if args[:2] == ["policy", "status"]:
+        ns = _policy_status_parser().parse_args(args[2:])
+    else:
+        parser = build_parser()
+        ns, extra = parser.parse_known_args(args)
+        if extra and not getattr(ns, "_takes_any", False):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    handler: Handler = ns.handler
+    return run_guarded(ns._prog, lambda: handler(resolve(ns)))
+
+
+def run_guarded(prog: str, command: Callable[[], int]) -> int:
+    """Run a command; user errors end in one line on stderr, never a traceback."""
     try:
-        if ns.command == "serve":
-            return _serve(ns)
-        if ns.command == "demo":
-            from gateway.demo import run_demo
-            return run_demo(ns.target, ns.token, ns.travel_url)
-        if ns.command == "policy":
-            return _policy(list(ns.args))
-        print(f"callgate {ns.command}: not available in this build", file=sys.stderr)
-        return 2
+        code = command()
+        sys.stdout.flush()
+        return code
+    except (UsageError, ConfigError) as err:
+        return _fail(prog, err.message if isinstance(err, ConfigError) else str(err), 2)
     except CallgateError as err:
-        print(f"callgate: error: {err.message}", file=sys.stderr)
-        return 1
+        return _fail(prog, err.message, 1)
+    except grpc.RpcError as err:
+        return _fail(prog, _rpc_error(err), 1)
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141
     except KeyboardInterrupt:
         return 130
+    except OSError as err:
+        return _fail(prog, str(err), 1)
+    except BaseException as err:
+        if isinstance(err, SystemExit) or os.environ.get("CALLGATE_DEBUG"):
+            raise
+        return _fail(prog, f"unexpected error ({type(err).__name__}: {err}); this is a bug: "
+                     "CALLGATE_DEBUG=1 shows where", 1)
+
+
+def _rpc_error(err: grpc.RpcError) -> str:
+    from gateway.client import error_code
+
+    code = err.code()  # type: ignore[attr-defined]
+    details = err.details()  # type: ignore[attr-defined]
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return (f"the sidecar is unavailable: {details} (check --target, and the TLS options "
+                "if it listens with TLS)")
+    return f"{code.name} {error_code(err)}: {details}"
+
+
+def _fail(prog: str, message: str, code: int) -> int:
+    try:
+        print(f"{prog}: {message}", file=sys.stderr)
+    except (BrokenPipeError, ValueError):
+        pass
+    return code
+
+
+def _silence_stdout() -> None:
+    """The reader went away: send whatever Python still flushes at exit to /dev/null."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":
     sys.exit(main())
+

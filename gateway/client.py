@@ -14,6 +14,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from gateway import pb
+from gateway.tls import ClientTLS
 
 
 def error_code(err: grpc.RpcError) -> str:
@@ -35,8 +36,14 @@ def tool_call(call_id: str, name: str, arguments: dict[str, Any] | str,
 
 
 class GatewayClient:
-    def __init__(self, target: str, token: str = "", *, timeout_s: float = 60.0) -> None:
-        self.channel = grpc.insecure_channel(target)
+    """`target` is HOST:PORT or unix:PATH; `tls` connects over TLS (plaintext without it, the
+    loopback default), presenting a client certificate when it names one."""
+
+    def __init__(self, target: str, token: str = "", *, timeout_s: float = 60.0,
+                 tls: ClientTLS | None = None) -> None:
+        self.channel = (grpc.secure_channel(target, tls.channel_credentials(),
+                                            options=tls.channel_options())
+                        if tls is not None else grpc.insecure_channel(target))
         self.stub = pb.ToolGatewayStub(self.channel)
         self.metadata = [("authorization", f"Bearer {token}")] if token else []
         self.timeout_s = timeout_s
@@ -88,24 +95,3 @@ class GatewayClient:
         result: pb.Status = self._call("GetStatus", pb.GetStatusRequest())
         return result
 
-
-def policy_status(argv: list[str]) -> int:
-    """`callgate policy status [--target] [--token]`: the running sidecar's GetStatus."""
-    import argparse
-    import os
-
-    p = argparse.ArgumentParser(prog="callgate policy status")
-    p.add_argument("--target", default=os.environ.get("CALLGATE_TARGET", "127.0.0.1:50051"))
-    p.add_argument("--token", default=os.environ.get("CALLGATE_TOKEN", ""))
-    ns = p.parse_args(argv)
-    with GatewayClient(ns.target, ns.token) as client:
-        try:
-            status = client.get_status()
-        except grpc.RpcError as err:
-            print(f"callgate policy status: {err.code().name} {error_code(err)}: "
-                  f"{err.details()}")
-            return 1
-    print(f"engine:           {status.engine}\npolicy revision:  {status.policy_revision}\n"
-          f"loaded at:        {status.policy_loaded_at}\nstore:            {status.store}\n"
-          f"tools:            {', '.join(status.tools)}")
-    return 0

@@ -28,6 +28,9 @@ class ServeConfig(BaseModel):
     engine: Literal["embedded"] = "embedded"
     policy_prefix: str = "data.callgate"
     db_busy_timeout_s: float = 5.0
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_client_ca: Path | None = None
 
     def check(self) -> None:
         if self.auth is None and not self.insecure_dev_identity:
@@ -37,6 +40,14 @@ class ServeConfig(BaseModel):
             raise ConfigError(f"--tools {self.tools}: not a directory")
         if not self.policies.is_dir():
             raise ConfigError(f"--policies {self.policies}: not a directory")
+        self.check_tls()
+
+    def check_tls(self) -> None:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ConfigError("--tls-cert and --tls-key go together: give both or neither")
+        if self.tls_client_ca is not None and self.tls_cert is None:
+            raise ConfigError("--tls-client-ca needs --tls-cert and --tls-key (client "
+                              "certificates are checked only on a TLS listener)")
 
     def sqlite_path(self) -> Path:
         db = self.db

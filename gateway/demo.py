@@ -19,6 +19,7 @@ import httpx
 
 from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
+from gateway.tls import ClientTLS
 
 STATUS = pb.CallStatus.Name
 NEXT = pb.NextAction.Name
@@ -124,7 +125,7 @@ class Demo:
         return not bad
 
 
-def run_demo(target: str, token: str, travel_url: str) -> int:
+def run_demo(target: str, token: str, travel_url: str, *, tls: ClientTLS | None = None) -> int:
     print(f"callgate demo against {target} (tools at {travel_url})")
-    with GatewayClient(target, token) as client:
+    with GatewayClient(target, token, tls=tls) as client:
         return 0 if Demo(client, travel_url).run() else 1

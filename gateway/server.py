@@ -18,7 +18,7 @@ from grpc_status import rpc_status
 
 from gateway import convert, pb
 from gateway.errors import RequestCode, RequestError
-from gateway.identity import Authenticator
+from gateway.identity import Authenticator, Credentials
 from gateway.model import Identity, rfc3339
 from gateway.provider_turns import ProviderTurnRequest, ProviderTurns
 from gateway.runner import Runner
@@ -70,6 +70,17 @@ class StatusInfo:
     version: str
 
 
+def credentials_of(context: grpc.aio.ServicerContext[Any, Any]) -> Credentials:
+    """What the caller presented: its authorization metadata and the client certificate the
+    TLS listener verified (gRPC's auth context has it only when client certificates are on)."""
+    authorization = ""
+    for key, value in context.invocation_metadata() or ():
+        if key.lower() == "authorization":
+            authorization = value.decode() if isinstance(value, bytes) else value
+    certs = (context.auth_context() or {}).get("x509_pem_cert") or [b""]
+    return Credentials(authorization=authorization, peer_certificate=certs[0])
+
+
 async def abort(context: grpc.aio.ServicerContext[Any, Any], err: RequestError) -> NoReturn:
     grpc_code = GRPC_STATUS[err.code]
     detail = any_pb2.Any()
@@ -92,7 +103,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
     async def _guard(self, context: grpc.aio.ServicerContext[Any, Any],
                      fn: Callable[[Identity], Awaitable[T]]) -> T:
         try:
-            identity = self.auth.authenticate(context.invocation_metadata())
+            identity = await self.auth.authenticate(credentials_of(context))
             return await fn(identity)
         except RequestError as err:
             await abort(context, err)

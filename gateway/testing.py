@@ -1,10 +1,12 @@
 """Test support that users of callgate need too: run a real sidecar process on a free port.
 
     with SidecarProcess(tools=..., policies=..., auth=..., db=...) as sidecar:
-        client = GatewayClient(sidecar.target, token)
+        client = sidecar.client(token)
 
 The sidecar is the real `callgate serve` in a child process, listening on 127.0.0.1:0 (or a
-unix socket); the bound address is read from its first line of output.
+unix socket); the bound address is read from its first line of output. `tls=ServeTLS(cert,
+key, client_ca)` makes it listen with TLS (mutual TLS with a client CA); `client(token,
+tls=ClientTLS(...))` connects with the caller's own trust roots and certificate.
 """
 
 from __future__ import annotations
@@ -15,8 +17,12 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+
+from gateway.client import GatewayClient
+from gateway.tls import ClientTLS
 
 READY = "callgate listening on "
 
@@ -30,13 +36,28 @@ class SidecarFailed(RuntimeError):
         self.output = output
 
 
+@dataclass(frozen=True)
+class ServeTLS:
+    """The listener's certificate and key, and the CA its clients' certificates come from."""
+
+    cert: Path
+    key: Path
+    client_ca: Path | None = None
+
+    def args(self) -> list[str]:
+        ca = ["--tls-client-ca", str(self.client_ca)] if self.client_ca else []
+        return ["--tls-cert", str(self.cert), "--tls-key", str(self.key), *ca]
+
+
 class SidecarProcess:
     def __init__(self, *, tools: Path, policies: Path, db: Path, auth: Path | None = None,
                  listen: str = "127.0.0.1:0", extra_args: Sequence[str] = (),
-                 env: dict[str, str] | None = None, ready_timeout_s: float = 60.0) -> None:
+                 env: dict[str, str] | None = None, ready_timeout_s: float = 60.0,
+                 tls: ServeTLS | None = None) -> None:
         self.args = [sys.executable, "-m", "gateway.cli", "serve", "--listen", listen,
                      "--tools", str(tools), "--policies", str(policies), "--db", str(db),
-                     *(["--auth", str(auth)] if auth else []), *extra_args]
+                     *(["--auth", str(auth)] if auth else []), *(tls.args() if tls else []),
+                     *extra_args]
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.db = db
         self.ready_timeout_s = ready_timeout_s
@@ -65,6 +86,11 @@ class SidecarProcess:
                 self.target = line.removeprefix(READY).strip()
                 self._ready.set()
         self._ready.set()
+
+    def client(self, token: str = "", *, tls: ClientTLS | None = None,
+               timeout_s: float = 60.0) -> GatewayClient:
+        """A client of this sidecar (close it, or use it in a `with`)."""
+        return GatewayClient(self.target, token, tls=tls, timeout_s=timeout_s)
 
     @property
     def output(self) -> str:

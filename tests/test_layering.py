@@ -37,3 +37,12 @@ def test_the_state_machine_knows_no_grpc_no_sql_and_no_provider() -> None:
         bad = {m for m in mods if m.split(".")[0] in {"grpc", "sqlite3", "psycopg"}
                or m.startswith(FORBIDDEN_IN_CORE)}
         assert not bad, f"gateway/{name} imports {bad}"
+
+
+def test_identity_knows_no_grpc_and_the_runner_knows_no_identity_source() -> None:
+    for path in (ROOT / "gateway" / "identity").rglob("*.py"):
+        bad = {m for m in imports(path) if m.split(".")[0] == "grpc"}
+        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+    for name in CORE:
+        bad = {m for m in imports(ROOT / "gateway" / name) if m.startswith("gateway.identity")}
+        assert not bad, f"gateway/{name} imports {bad}"

@@ -1,0 +1,173 @@
+"""The `callgate` command: settings from flags and variables, one-line errors, never a
+traceback for user error, quiet on a closed pipe, and help that lists every setting."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gateway.cli import build_parser, main
+from gateway.version import callgate_version
+from tests.conftest import AUTH, POLICIES, ROOT
+
+TOOLS = ROOT / "examples" / "travel" / "tools"
+
+
+def callgate(*args: str, env: dict[str, str] | None = None,
+             stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    """The command as a user runs it: its own process, the given variables added."""
+    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], stdout=stdout,
+                          stderr=subprocess.PIPE, text=True, timeout=120,
+                          env={**os.environ, **(env or {})}, cwd=ROOT)
+
+
+def run_main(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+             *args: str, **env: str) -> tuple[int, str, str]:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        code = main(list(args))
+    except SystemExit as exc:  # argparse: --help, --version and usage errors
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_the_brief_case_a_bad_serve_variable_does_not_stop_policy_test() -> None:
+    done = callgate("policy", "test", "policies", env={"CALLGATE_DB_BUSY_TIMEOUT": "abc"})
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "passed" in done.stdout
+
+
+def test_a_bad_variable_names_itself_and_exits_2() -> None:
+    done = callgate("serve", "--tools", str(TOOLS), "--policies", str(POLICIES),
+                    env={"CALLGATE_DB_BUSY_TIMEOUT": "abc"})
+    assert done.returncode == 2
+    assert one_line(done.stderr) == ("callgate serve: CALLGATE_DB_BUSY_TIMEOUT='abc': expected "
+                                     "a number of seconds")
+
+
+@pytest.mark.parametrize("args,env,expected", [
+    (["serve", "--db-busy-timeout", "abc"], {}, "argument --db-busy-timeout: 'abc'"),
+    (["serve", "--db-busy-timeout", "-1"], {}, "0 or more"),
+    (["serve", "--listen", "nowhere"], {}, "argument --listen: 'nowhere': expected HOST:PORT"),
+    (["serve", "--tools", "/no/such/dir"], {}, "argument --tools: '/no/such/dir': no such"),
+    (["serve", "--engine", "opa"], {}, "expected one of: embedded"),
+    (["serve"], {}, "--tools is required (or set CALLGATE_TOOLS)"),
+    (["serve", "--tools", str(TOOLS)], {"CALLGATE_POLICIES": "/nope"},
+     "CALLGATE_POLICIES='/nope': no such directory"),
+    (["demo"], {"CALLGATE_TLS": "maybe"}, "CALLGATE_TLS='maybe': expected 1/0"),
+    (["demo", "--tls-ca", "/no/ca.pem"], {}, "argument --tls-ca: '/no/ca.pem': no such file"),
+    (["policy", "status"], {"CALLGATE_TARGET": "host-without-port"},
+     "CALLGATE_TARGET='host-without-port'"),
+    (["frobnicate"], {}, "invalid choice: 'frobnicate'"),
+    (["serve", "--no-such-flag"], {}, "unrecognized arguments: --no-such-flag"),
+    (["approvals", "list"], {}, "callgate approvals: not available in this build"),
+    (["audit", "--json"], {}, "callgate audit: not available in this build"),
+])
+def test_usage_errors_are_one_line_naming_the_setting(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, args: list[str],
+        env: dict[str, str], expected: str) -> None:
+    code, _, err = run_main(capsys, monkeypatch, *args, **env)
+    assert code == 2
+    assert expected in one_line(err)
+
+
+def test_configuration_errors_at_start_up_exit_2_in_one_line(tmp_path: Path) -> None:
+    cert = tmp_path / "c.pem"
+    cert.write_text("not a certificate")
+    base = ["serve", "--tools", str(TOOLS), "--policies", str(POLICIES), "--auth", str(AUTH),
+            "--db", str(tmp_path / "x.db"), "--listen", "127.0.0.1:0"]
+    for extra, expected in [(["--db", "postgresql://db/x"], "PostgreSQL store is not available"),
+                            (["--tls-cert", str(cert)], "--tls-cert and --tls-key go together"),
+                            (["--tls-cert", str(cert), "--tls-key", str(cert)],
+                             "not a PEM certificate file")]:
+        done = callgate(*base, *extra)
+        assert done.returncode == 2, done.stderr
+        assert expected in one_line(done.stderr)
+
+
+def test_mtls_in_the_auth_file_needs_a_client_ca(tmp_path: Path) -> None:
+    auth = tmp_path / "auth.yaml"
+    auth.write_text("mtls:\n  identities: {'spiffe://a/b': {tenant: acme}}\n")
+    done = callgate("serve", "--tools", str(TOOLS), "--policies", str(POLICIES), "--auth",
+                    str(auth), "--db", str(tmp_path / "x.db"), "--listen", "127.0.0.1:0")
+    assert done.returncode == 2
+    assert "needs --tls-cert, --tls-key and --tls-client-ca" in one_line(done.stderr)
+
+
+def test_version(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, _ = run_main(capsys, monkeypatch, "--version")
+    assert code == 0 and out.strip() == f"callgate {callgate_version()}"
+
+
+def subcommands() -> Iterator[str]:
+    parser = build_parser()
+    for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
+        yield from action.choices  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("command", [c for c in subcommands() if c != "policy"]
+                         + ["policy status"])
+def test_every_option_in_help_shows_its_variable_and_default(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        command: str) -> None:
+    code, out, _ = run_main(capsys, monkeypatch, *command.split(), "--help")
+    assert code == 0
+    flags = set(re.findall(r"^\s+(--[a-z-]+)", out, re.MULTILINE)) - {"--help"}
+    assert flags, out
+    text = " ".join(out.split())
+    for flag in flags:
+        env = "CALLGATE_" + flag[2:].replace("-", "_").upper()
+        assert re.search(rf"\[env {env}(=1)?; (default|required)", text), (flag, out)
+
+
+def test_help_of_commands_not_in_this_build_says_so(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    for command in ("approvals", "audit"):
+        code, out, _ = run_main(capsys, monkeypatch, command, "--help")
+        assert code == 0 and "Not available in this build" in out and "--target" in out
+
+
+def test_policy_help_comes_from_the_policy_commands_and_names_status(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, _ = run_main(capsys, monkeypatch, "policy", "--help")
+    assert code == 0 and "coverage" in out and "callgate policy status" in out
+
+
+def test_an_unreachable_sidecar_is_one_line_exit_1(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens on it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, _, err = run_main(capsys, monkeypatch, "policy", "status", "--target",
+                            f"127.0.0.1:{port}")
+    assert code == 1 and "the sidecar is unavailable" in one_line(err)
+
+
+# argparse itself ignores a failed write of --help or --version (and exits 0)
+@pytest.mark.parametrize("args,status", [
+    (["--help"], 0), (["--version"], 0), (["serve", "--help"], 0),
+    (["policy", "test", "policies", "-v"], 141), (["policy", "check", "policies"], 141)])
+def test_a_closed_pipe_ends_quietly(args: list[str], status: int) -> None:
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first byte (`callgate ... | head -0`)
+    try:
+        done = callgate(*args, stdout=write)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (status, "")
