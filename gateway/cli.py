@@ -26,7 +26,8 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--tools", default=_env("tools"), help="directory of tool manifests")
     p.add_argument("--policies", default=_env("policies"), help="directory of Rego policies")
     p.add_argument("--db", default=_env("db", "callgate.db"),
-                   help="PATH or sqlite:///PATH (default ./callgate.db)")
+                   help="PATH or sqlite:///PATH (default ./callgate.db), or postgresql://... "
+                        "for a store several replicas share")
     p.add_argument("--auth", default=_env("auth"), help="YAML file of bearer tokens")
     p.add_argument("--insecure-dev-identity", default=_env("insecure_dev_identity", ""),
                    help="no authentication: every caller is this subject (development only)")

@@ -31,7 +31,7 @@ class SidecarFailed(RuntimeError):
 
 
 class SidecarProcess:
-    def __init__(self, *, tools: Path, policies: Path, db: Path, auth: Path | None = None,
+    def __init__(self, *, tools: Path, policies: Path, db: Path | str, auth: Path | None = None,
                  listen: str = "127.0.0.1:0", extra_args: Sequence[str] = (),
                  env: dict[str, str] | None = None, ready_timeout_s: float = 60.0) -> None:
         self.args = [sys.executable, "-m", "gateway.cli", "serve", "--listen", listen,

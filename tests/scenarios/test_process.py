@@ -15,6 +15,7 @@ import grpc
 import pytest
 
 from examples.travel.service import TravelService
+from examples.workshop.service import WorkshopService
 from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
 from gateway.testing import SidecarProcess, run_serve_expecting_failure
@@ -25,11 +26,15 @@ from tests.support.effects import effects
 
 @contextmanager
 def own_sidecar(tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path,
-                policies: Path = POLICIES, db: Path | None = None,
+                policies: Path = POLICIES, db: Path | str | None = None,
                 extra: tuple[str, ...] = (), listen: str = "127.0.0.1:0",
-                env: dict[str, str] | None = None) -> Iterator[SidecarProcess]:
+                env: dict[str, str] | None = None,
+                workshop: WorkshopService | None = None) -> Iterator[SidecarProcess]:
+    """A sidecar of the test's own: its own store (a SQLite file in tmp_path unless db names
+    one; a PostgreSQL URL works too) against the example services."""
     with SidecarProcess(tools=tools_dir, policies=policies, db=db or tmp_path / "cg.db",
-                        auth=AUTH, env={**sidecar_env(travel, effects_db), **(env or {})},
+                        auth=AUTH,
+                        env={**sidecar_env(travel, effects_db, workshop), **(env or {})},
                         extra_args=extra,
                         listen=listen) as proc:
         yield proc
