@@ -18,8 +18,8 @@ from examples.travel.service import TravelService
 from gateway import pb
 from gateway.client import GatewayClient
 from gateway.store import open_store, rows
-from tests.scenarios.test_process import own_sidecar
 from tests.support import databases
+from tests.support.sidecars import own_sidecar
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SQLITE = sorted(FIXTURES.glob("schema_v*.sql"))
