@@ -126,6 +126,7 @@ class Bookings:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # notified after every booking
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._conn.row_factory = sqlite3.Row
         with self._lock:
@@ -179,6 +180,7 @@ class Bookings:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+            self._changed.notify_all()
             return answer
 
     def _reserve(self, key: str, req: SeatRequest, pending: bool) -> dict[str, Any]:
@@ -207,7 +209,18 @@ class Bookings:
             sql, args = "UPDATE reservations SET state = 'booked' WHERE state = 'pending'", ()
             if key is not None:
                 sql, args = sql + " AND idempotency_key = ?", (key,)
-            return self._conn.execute(sql, args).rowcount
+            applied = self._conn.execute(sql, args).rowcount
+            self._changed.notify_all()
+            return applied
+
+    def wait_booked(self, key: str, timeout_s: float) -> bool:
+        """Block until key is booked; False after timeout_s."""
+        def booked() -> bool:
+            row = self._conn.execute("SELECT 1 FROM reservations WHERE idempotency_key = ? "
+                                     "AND state = 'booked'", (key,)).fetchone()
+            return row is not None
+        with self._changed:
+            return self._changed.wait_for(booked, timeout_s)
 
     def lookup(self, key: str) -> tuple[int, dict[str, Any]]:
         with self._lock:
@@ -439,6 +452,10 @@ class WorkshopService:
     def wait_for(self, endpoint: str, count: int = 1, timeout_s: float = 5.0) -> bool:
         """Block until endpoint has received count requests; False after timeout_s."""
         return self._server.state.requests.wait_for(endpoint, count, timeout_s)
+
+    def wait_booked(self, key: str, timeout_s: float = 5.0) -> bool:
+        """Block until the write with this Idempotency-Key is booked; False after timeout_s."""
+        return self._server.state.bookings.wait_booked(key, timeout_s)
 
     def reservations(self, key: str | None = None) -> list[dict[str, Any]]:
         """The booked reservations, read from the service's own database file."""
