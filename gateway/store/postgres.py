@@ -116,7 +116,7 @@ class PostgresStore:
         self._timeout_s = timeout_s
         self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
             conninfo, min_size=1, max_size=POOL_SIZE, open=False, timeout=timeout_s,
-            name="callgate")
+            configure=self._configure, name="callgate")
         self._lock_pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
             conninfo, min_size=1, max_size=LOCK_POOL_SIZE, open=False, timeout=LOCK_WAIT_S,
             kwargs={"autocommit": True}, name="callgate-locks")
@@ -165,6 +165,15 @@ class PostgresStore:
             await asyncio.wait_for(self._listening.wait(), self._timeout_s)
         except TimeoutError as exc:
             raise StoreUnavailable(f"cannot LISTEN for settlements at {where}") from exc
+
+    async def _configure(self, conn: Conn) -> None:
+        """Statements wait at most the busy timeout for a row or table lock (another writer
+        holding it), then fail as StoreUnavailable. Drive-lock connections wait as long as
+        the run is driven elsewhere, so they are not configured so."""
+        await conn.set_autocommit(True)
+        await conn.execute(sql.SQL("SET lock_timeout = {}").format(
+            sql.Literal(f"{max(int(self._timeout_s * 1000), 1)}ms")))
+        await conn.set_autocommit(False)
 
     @staticmethod
     async def _current_schema(conn: Conn, where: str) -> str:
