@@ -47,10 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="callgate", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
-    demo = sub.add_parser("demo", help="drive the travel scenario through a running sidecar")
+    demo = sub.add_parser("demo", help="drive the travel and workshop scenarios through a "
+                          "running sidecar")
     _client_flags(demo)
     demo.add_argument("--travel-url", default=_env("travel_url", "http://127.0.0.1:8765"),
                       help="the example travel service (to set its latency for the scenario)")
+    demo.add_argument("--workshop-url", default=_env("workshop_url", "http://127.0.0.1:8766"),
+                      help="the example workshop service (reset before its booking)")
     policy = sub.add_parser("policy", help="check, test, eval, coverage DIR; status")
     policy.add_argument("args", nargs=argparse.REMAINDER)
     for name in ("approvals", "audit"):
@@ -92,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             return _serve(ns)
         if ns.command == "demo":
             from gateway.demo import run_demo
-            return run_demo(ns.target, ns.token, ns.travel_url)
+            return run_demo(ns.target, ns.token, ns.travel_url, ns.workshop_url)
         if ns.command == "policy":
             return _policy(list(ns.args))
         print(f"callgate {ns.command}: not available in this build", file=sys.stderr)
