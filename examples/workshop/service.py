@@ -206,7 +206,8 @@ class Bookings:
     def apply_pending(self, key: str | None = None) -> int:
         """Book what was accepted late (one key, or all); answers how many."""
         with self._lock:
-            sql, args = "UPDATE reservations SET state = 'booked' WHERE state = 'pending'", ()
+            sql = "UPDATE reservations SET state = 'booked' WHERE state = 'pending'"
+            args: tuple[str, ...] = ()
             if key is not None:
                 sql, args = sql + " AND idempotency_key = ?", (key,)
             applied = self._conn.execute(sql, args).rowcount
@@ -238,7 +239,8 @@ def reservations(path: Path, key: str | None = None) -> list[dict[str, Any]]:
     conn = sqlite3.connect(path)
     conn.row_factory = sqlite3.Row
     try:
-        sql, args = "SELECT * FROM reservations WHERE state = 'booked'", ()
+        sql = "SELECT * FROM reservations WHERE state = 'booked'"
+        args: tuple[str, ...] = ()
         if key is not None:
             sql, args = sql + " AND idempotency_key = ?", (key,)
         return [dict(r) for r in conn.execute(sql + " ORDER BY rowid", args)]
