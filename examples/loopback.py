@@ -11,8 +11,8 @@ import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import FrameType
-from typing import Any, Generic, Protocol, TypeVar
+from types import FrameType, TracebackType
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 
 class BadRequest(ValueError):
@@ -208,6 +208,54 @@ class LoopbackServer(ThreadingHTTPServer):
         self.server_close()
         if self._thread is not None:
             self._thread.join()
+
+
+class ServiceState(Protocol):
+    """What every example service keeps: injected behaviours and request statistics."""
+
+    behaviours: Behaviours[Any]
+    requests: Requests
+
+    def reset(self) -> None: ...
+
+
+class RunningService:
+    """A running example service; `close()` (or leaving the `with` block) stops it."""
+
+    def __init__(self, server: LoopbackServer, state: ServiceState) -> None:
+        self._server = server
+        self._state = state
+        host, port = server.server_address[:2]
+        self.host = str(host)
+        self.port = int(port)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def stats(self) -> dict[str, Any]:
+        return self._state.requests.stats()
+
+    def control(self, spec: Mapping[str, Any] | None = None, **endpoints: Any) -> None:
+        """e.g. control(weather={"delay_s": 2.0, "times": 1}); raises ValueError if bad."""
+        self._state.behaviours.control({**(spec or {}), **endpoints})
+
+    def reset(self) -> None:
+        self._state.reset()
+
+    def wait_for(self, endpoint: str, count: int = 1, timeout_s: float = 5.0) -> bool:
+        """Block until endpoint has received count requests; False after timeout_s."""
+        return self._state.requests.wait_for(endpoint, count, timeout_s)
+
+    def close(self) -> None:
+        self._server.stop()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
 
 
 def run_until_signal(url: str, label: str) -> None:

@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
-from gateway.arguments import parse_arguments
 from gateway.errors import CallCode, RequestCode, RequestError
 from gateway.executors.outcome import json_problem
 from gateway.model import AuditEvent, CallRecord, CallStatus, Decision, Identity, Verdict
@@ -73,19 +71,6 @@ def output_of(req: ResolveRequest) -> str:
     if req.outcome != CallStatus.SUCCEEDED:
         return ""
     return req.output_json.strip() or "null"
-
-
-def resolve_input(operator: Identity, requester: Identity, run_id: str, call_id: str,
-                  rec: CallRecord | None) -> dict[str, Any]:
-    """The `may_resolve` input. For a call that does not exist the policy still answers (with
-    only its IDs), so a caller it refuses learns nothing about the run's calls."""
-    call: dict[str, Any] = {"id": call_id, "run_id": run_id}
-    if rec is not None:
-        call.update(turn_id=rec.turn_id, tool=rec.tool, tool_version=rec.tool_version,
-                    effect=rec.effect, args=parse_arguments(rec.arguments_json),
-                    args_sha256=rec.arguments_sha256, status=rec.status.value)
-    return {"action": "resolve", "operator": operator.as_input(),
-            "requester": requester.as_input(), "call": call}
 
 
 def not_unknown(rec: CallRecord) -> RequestError:

@@ -45,7 +45,7 @@ from gateway.model import (
     now_utc,
 )
 from gateway.policy.base import PolicyEngine
-from gateway.policy_input import RECENT_CALLS, RunContext, batch_input
+from gateway.policy_input import RECENT_CALLS, RunContext, batch_input, resolve_input
 from gateway.resolution import ResolveRequest
 from gateway.settle import (
     STATE_AFTER,
@@ -430,7 +430,7 @@ class Runner:
             raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {req.run_id!r}")
         rec = await self.store.find_call(run.run_id, req.call_id)
         requester = Identity(subject=run.subject, tenant=run.tenant)
-        grant = resolution.resolve_input(operator, requester, run.run_id, req.call_id, rec)
+        grant = resolve_input(operator, requester, run.run_id, req.call_id, rec)
         if not self.policy.allows("may_resolve", grant):
             raise PermissionDenied(f"{operator.subject} may not resolve calls of run "
                                    f"{run.run_id} (the policy's may_resolve refused)")

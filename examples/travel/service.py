@@ -24,7 +24,6 @@ import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from examples.loopback import (
@@ -34,6 +33,7 @@ from examples.loopback import (
     LoopbackServer,
     NotFound,
     Requests,
+    RunningService,
     fields_of,
     run_until_signal,
 )
@@ -181,42 +181,8 @@ class _Server(LoopbackServer):
         super().__init__(address, _Handler, quiet)
 
 
-class TravelService:
+class TravelService(RunningService):
     """A running travel service; `close()` (or leaving the `with` block) stops it."""
-
-    def __init__(self, server: _Server) -> None:
-        self._server = server
-        host, port = server.server_address[:2]
-        self.host = str(host)
-        self.port = int(port)
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    def stats(self) -> dict[str, Any]:
-        return self._server.state.requests.stats()
-
-    def control(self, spec: Mapping[str, Any] | None = None, **endpoints: Any) -> None:
-        """e.g. control(weather={"delay_s": 2.0, "times": 1}); raises ValueError if bad."""
-        self._server.state.behaviours.control({**(spec or {}), **endpoints})
-
-    def reset(self) -> None:
-        self._server.state.reset()
-
-    def wait_for(self, endpoint: str, count: int = 1, timeout_s: float = 5.0) -> bool:
-        """Block until endpoint has received count requests; False after timeout_s."""
-        return self._server.state.requests.wait_for(endpoint, count, timeout_s)
-
-    def close(self) -> None:
-        self._server.stop()
-
-    def __enter__(self) -> TravelService:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
 
 def start_travel_service(host: str = "127.0.0.1", port: int = 0, *,
@@ -224,7 +190,7 @@ def start_travel_service(host: str = "127.0.0.1", port: int = 0, *,
     """Serve in a daemon thread; port 0 picks a free port (see `.url`)."""
     server = _Server((host, port), _State(), quiet)
     server.start("travel-service")
-    return TravelService(server)
+    return TravelService(server, server.state)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -44,7 +44,6 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 from urllib.parse import unquote
 
@@ -55,6 +54,7 @@ from examples.loopback import (
     LoopbackServer,
     NotFound,
     Requests,
+    RunningService,
     fields_of,
     run_until_signal,
 )
@@ -423,58 +423,32 @@ class _Server(LoopbackServer):
         super().__init__(address, _Handler, quiet)
 
 
-class WorkshopService:
+class WorkshopService(RunningService):
     """A running workshop service; `close()` (or leaving the `with` block) stops it."""
 
     def __init__(self, server: _Server, db: Path) -> None:
-        self._server = server
+        super().__init__(server, server.state)
         self.db = db
-        host, port = server.server_address[:2]
-        self.host = str(host)
-        self.port = int(port)
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    def stats(self) -> dict[str, Any]:
-        return self._server.state.requests.stats()
-
-    def control(self, spec: Mapping[str, Any] | None = None, **endpoints: Any) -> None:
-        """e.g. control(reserve_seat={"apply_then_drop": True, "times": 1})."""
-        self._server.state.behaviours.control({**(spec or {}), **endpoints})
-
-    def reset(self) -> None:
-        self._server.state.reset()
+        self._workshop = server.state
+        self._bookings = server.state.bookings
 
     def apply_late(self) -> int:
         """Book every write accepted late, now; answers how many."""
-        return self._server.state.bookings.apply_pending()
-
-    def wait_for(self, endpoint: str, count: int = 1, timeout_s: float = 5.0) -> bool:
-        """Block until endpoint has received count requests; False after timeout_s."""
-        return self._server.state.requests.wait_for(endpoint, count, timeout_s)
+        return self._bookings.apply_pending()
 
     def wait_booked(self, key: str, timeout_s: float = 5.0) -> bool:
         """Block until the write with this Idempotency-Key is booked; False after timeout_s."""
-        return self._server.state.bookings.wait_booked(key, timeout_s)
+        return self._bookings.wait_booked(key, timeout_s)
 
     def reservations(self, key: str | None = None) -> list[dict[str, Any]]:
         """The booked reservations, read from the service's own database file."""
         return reservations(self.db, key)
 
     def close(self) -> None:
-        self._server.state.interrupt.set()
-        self._server.state.cancel_timers()
-        self._server.stop()
-        self._server.state.bookings.close()
-
-    def __enter__(self) -> WorkshopService:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
+        self._workshop.interrupt.set()  # delayed requests give up: shutting down never hangs
+        self._workshop.cancel_timers()
+        super().close()
+        self._bookings.close()
 
 
 def start_workshop_service(db: Path, host: str = "127.0.0.1", port: int = 0, *,

@@ -76,19 +76,15 @@ DDL = [
     "CREATE INDEX audit_run ON audit (run_id, seq)",
 ]
 
-# MIGRATIONS[v] upgrades a store at version v to v + 1.
-MIGRATIONS: dict[int, list[str]] = {
-    version - 1: [f"ALTER TABLE {table} ADD COLUMN {_column(column)}" for table, column in added]
-    for version, added in rows.ADDED_COLUMNS.items()
-}
+MIGRATIONS = rows.migrations(_column)
 
 
 def _marks(columns: Sequence[str]) -> str:
-    return ", ".join("%s" for _ in columns)
+    return rows.placeholders(columns, "%s")
 
 
 def _sets(columns: Sequence[str]) -> str:
-    return ", ".join(f"{c} = %s" for c in columns)
+    return rows.assignments(columns, "%s")
 
 
 def _select(columns: Sequence[str], table: str) -> str:

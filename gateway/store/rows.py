@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
@@ -71,6 +71,24 @@ INTEGER_COLUMNS = frozenset({"turns_used", "tool_calls_used", "retries_in_row", 
 ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
     2: (("calls", "resolved_by"), ("calls", "resolved_at"), ("calls", "resolution_reason")),
 }
+
+
+def migrations(column: Callable[[str], str]) -> dict[int, list[str]]:
+    """MIGRATIONS[v]: the statements that upgrade a store at version v to v + 1, given how a
+    store declares a column (`column(name)`)."""
+    return {version - 1: [f"ALTER TABLE {table} ADD COLUMN {column(name)}"
+                          for table, name in added]
+            for version, added in ADDED_COLUMNS.items()}
+
+
+def placeholders(columns: Sequence[str], mark: str) -> str:
+    """`mark, mark, ...`: one parameter per column (`?` for sqlite3, `%s` for psycopg)."""
+    return ", ".join(mark for _ in columns)
+
+
+def assignments(columns: Sequence[str], mark: str) -> str:
+    """`a = mark, b = mark, ...` for an UPDATE of these columns."""
+    return ", ".join(f"{c} = {mark}" for c in columns)
 
 
 Guards = dict[tuple[str, str], tuple[str, int]]

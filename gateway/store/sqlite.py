@@ -54,19 +54,15 @@ _DDL = [
     "CREATE INDEX IF NOT EXISTS audit_run ON audit (run_id)",
 ]
 
-# MIGRATIONS[v] upgrades a store at version v to v + 1.
-MIGRATIONS: dict[int, list[str]] = {
-    version - 1: [f"ALTER TABLE {table} ADD COLUMN {column}" for table, column in added]
-    for version, added in rows.ADDED_COLUMNS.items()
-}
+MIGRATIONS = rows.migrations(lambda column: column)  # SQLite columns need no type
 
 
 def _placeholders(columns: Sequence[str]) -> str:
-    return ", ".join("?" for _ in columns)
+    return rows.placeholders(columns, "?")
 
 
 def _assignments(columns: Sequence[str]) -> str:
-    return ", ".join(f"{c} = ?" for c in columns)
+    return rows.assignments(columns, "?")
 
 
 class SQLiteStore:
