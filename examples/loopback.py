@@ -153,6 +153,39 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
+class ServiceHandler(JsonHandler):
+    """Serves what every example service has (`GET /_stats`, `POST /_control`,
+    `POST /_reset`) and passes other requests to `get` / `post`; BadRequest answers 400."""
+
+    server: ServiceServer
+
+    def do_GET(self) -> None:
+        if self.path == "/_stats":
+            self.answer(200, self.server.state.requests.stats())
+        else:
+            self.get()
+
+    def do_POST(self) -> None:
+        try:
+            body = self.json_body()
+            if self.path == "/_control":
+                self.server.state.behaviours.control(body)
+                self.answer(200, {"ok": True})
+            elif self.path == "/_reset":
+                self.server.state.reset()
+                self.answer(200, {"ok": True})
+            else:
+                self.post(body)
+        except BadRequest as exc:
+            self.answer(400, {"error": str(exc)})
+
+    def get(self) -> None:
+        self.answer(404, {"error": "not found"})
+
+    def post(self, body: dict[str, Any]) -> None:
+        self.answer(404, {"error": "not found"})
+
+
 class LoopbackServer(ThreadingHTTPServer):
     """Serves in a daemon thread (`start`); `stop` cuts open connections and never hangs."""
 
@@ -217,6 +250,15 @@ class ServiceState(Protocol):
     requests: Requests
 
     def reset(self) -> None: ...
+
+
+class ServiceServer(LoopbackServer):
+    """A loopback server with a service's state (behaviours, statistics)."""
+
+    def __init__(self, address: tuple[str, int], handler: type[ServiceHandler],
+                 state: ServiceState, quiet: bool) -> None:
+        self.state = state
+        super().__init__(address, handler, quiet)
 
 
 class RunningService:

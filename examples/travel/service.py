@@ -29,11 +29,11 @@ from typing import Any
 from examples.loopback import (
     BadRequest,
     Behaviours,
-    JsonHandler,
-    LoopbackServer,
     NotFound,
     Requests,
     RunningService,
+    ServiceHandler,
+    ServiceServer,
     fields_of,
     run_until_signal,
 )
@@ -123,30 +123,14 @@ class _State:
 # --------------------------------------------------------------------------- HTTP
 
 
-class _Handler(JsonHandler):
+class _Handler(ServiceHandler):
     server: _Server
 
-    def do_GET(self) -> None:
-        if self.path == "/_stats":
-            self.answer(200, self.server.state.requests.stats())
+    def post(self, body: dict[str, Any]) -> None:
+        if self.path.lstrip("/") in _TOOLS:
+            self._tool(self.path.lstrip("/"), body)
         else:
             self.answer(404, {"error": "not found"})
-
-    def do_POST(self) -> None:
-        try:
-            body = self.json_body()
-            if self.path == "/_control":
-                self.server.state.behaviours.control(body)
-                self.answer(200, {"ok": True})
-            elif self.path == "/_reset":
-                self.server.state.reset()
-                self.answer(200, {"ok": True})
-            elif self.path.lstrip("/") in _TOOLS:
-                self._tool(self.path.lstrip("/"), body)
-            else:
-                self.answer(404, {"error": "not found"})
-        except BadRequest as exc:
-            self.answer(400, {"error": str(exc)})
 
     def _tool(self, endpoint: str, body: dict[str, Any]) -> None:
         state = self.server.state
@@ -175,10 +159,8 @@ class _Handler(JsonHandler):
         return True
 
 
-class _Server(LoopbackServer):
-    def __init__(self, address: tuple[str, int], state: _State, quiet: bool) -> None:
-        self.state = state
-        super().__init__(address, _Handler, quiet)
+class _Server(ServiceServer):
+    state: _State
 
 
 class TravelService(RunningService):
@@ -188,7 +170,7 @@ class TravelService(RunningService):
 def start_travel_service(host: str = "127.0.0.1", port: int = 0, *,
                          quiet: bool = True) -> TravelService:
     """Serve in a daemon thread; port 0 picks a free port (see `.url`)."""
-    server = _Server((host, port), _State(), quiet)
+    server = _Server((host, port), _Handler, _State(), quiet)
     server.start("travel-service")
     return TravelService(server, server.state)
 

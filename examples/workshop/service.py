@@ -50,11 +50,11 @@ from urllib.parse import unquote
 from examples.loopback import (
     BadRequest,
     Behaviours,
-    JsonHandler,
-    LoopbackServer,
     NotFound,
     Requests,
     RunningService,
+    ServiceHandler,
+    ServiceServer,
     fields_of,
     run_until_signal,
 )
@@ -321,49 +321,37 @@ class _State:
 # --------------------------------------------------------------------------- HTTP
 
 
-class _Handler(JsonHandler):
+class _Handler(ServiceHandler):
     server: _Server
 
     @property
     def state(self) -> _State:
         return self.server.state
 
-    def do_GET(self) -> None:
-        if self.path == "/_stats":
-            self.answer(200, self.state.requests.stats())
-        elif self.path.startswith(LOOKUP_PREFIX):
+    def get(self) -> None:
+        if self.path.startswith(LOOKUP_PREFIX):
             self._serve("lookup", lambda: self.state.bookings.lookup(
                 unquote(self.path.removeprefix(LOOKUP_PREFIX))))
         else:
             self.answer(404, {"error": "not found"})
 
-    def do_POST(self) -> None:
-        try:
-            body = self.json_body()
-            if self.path == "/_control":
-                self.state.behaviours.control(body)
-                self.answer(200, {"ok": True})
-            elif self.path == "/_reset":
-                self.state.reset()
-                self.answer(200, {"ok": True})
-            elif self.path == "/_apply_late":
-                self.answer(200, {"applied": self.state.bookings.apply_pending()})
-            elif self.path == "/list_events":
-                tenant = body.get("tenant")
-                if not isinstance(tenant, str):
-                    raise BadRequest("tenant must be a string")
-                self._serve("list_events", lambda: (200, {
-                    "tenant": tenant, "events": self.state.bookings.events(tenant)}))
-            elif self.path == "/check_availability":
-                event_id = str(body.get("event_id", ""))
-                self._serve("check_availability",
-                            lambda: (200, self.state.bookings.availability(event_id)))
-            elif self.path == "/reserve_seat":
-                self._reserve(body)
-            else:
-                self.answer(404, {"error": "not found"})
-        except BadRequest as exc:
-            self.answer(400, {"error": str(exc)})
+    def post(self, body: dict[str, Any]) -> None:
+        if self.path == "/_apply_late":
+            self.answer(200, {"applied": self.state.bookings.apply_pending()})
+        elif self.path == "/list_events":
+            tenant = body.get("tenant")
+            if not isinstance(tenant, str):
+                raise BadRequest("tenant must be a string")
+            self._serve("list_events", lambda: (200, {
+                "tenant": tenant, "events": self.state.bookings.events(tenant)}))
+        elif self.path == "/check_availability":
+            event_id = str(body.get("event_id", ""))
+            self._serve("check_availability",
+                        lambda: (200, self.state.bookings.availability(event_id)))
+        elif self.path == "/reserve_seat":
+            self._reserve(body)
+        else:
+            self.answer(404, {"error": "not found"})
 
     def _serve(self, endpoint: str, work: Any) -> None:
         """A read: count it, apply its behaviour, answer."""
@@ -417,10 +405,8 @@ class _Handler(JsonHandler):
         self.answer(200, booked)
 
 
-class _Server(LoopbackServer):
-    def __init__(self, address: tuple[str, int], state: _State, quiet: bool) -> None:
-        self.state = state
-        super().__init__(address, _Handler, quiet)
+class _Server(ServiceServer):
+    state: _State
 
 
 class WorkshopService(RunningService):
@@ -455,7 +441,7 @@ def start_workshop_service(db: Path, host: str = "127.0.0.1", port: int = 0, *,
                            quiet: bool = True) -> WorkshopService:
     """Serve in a daemon thread with its state in the SQLite file db (created and seeded if
     new); port 0 picks a free port (see `.url`)."""
-    server = _Server((host, port), _State(Bookings(db)), quiet)
+    server = _Server((host, port), _Handler, _State(Bookings(db)), quiet)
     server.start("workshop-service")
     return WorkshopService(server, db)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 
 class WatchClosed(Exception):
@@ -83,3 +83,18 @@ class SettleHub:
     def watchers(self) -> int:
         """How many subscriptions are open (a disconnected watcher leaves none behind)."""
         return sum(len(s) for s in self._subs.values())
+
+
+class Notifying:
+    """The watch half of the RunStore contract, served from a store's SettleHub."""
+
+    _hub: SettleHub
+
+    def watch(self, run_id: str) -> AbstractAsyncContextManager[Subscription]:
+        return self._hub.subscribe(run_id)
+
+    def close_watches(self) -> None:
+        self._hub.close()
+
+    def watchers(self) -> int:
+        return self._hub.watchers()

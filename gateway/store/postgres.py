@@ -22,7 +22,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -42,7 +42,7 @@ from gateway.model import (
 from gateway.store import rows
 from gateway.store.base import settles
 from gateway.store.locks import KeyedLocks, run_lock_key
-from gateway.store.notify import SettleHub, Subscription
+from gateway.store.notify import Notifying, SettleHub
 
 log = logging.getLogger("callgate.store")
 
@@ -104,7 +104,7 @@ def _unavailable(exc: BaseException) -> StoreUnavailable:
     return StoreUnavailable(f"the run store could not be used: {exc}")
 
 
-class PostgresStore:
+class PostgresStore(Notifying):
     name = "postgresql"
 
     def __init__(self, conninfo: str, *, timeout_s: float = 5.0) -> None:
@@ -461,16 +461,7 @@ class PostgresStore:
             await conn.close()  # the session, and the lock with it, ends here
             raise
 
-    # ------------------------------------------------------------------ watches
-
-    def watch(self, run_id: str) -> AbstractAsyncContextManager[Subscription]:
-        return self._hub.subscribe(run_id)
-
-    def close_watches(self) -> None:
-        self._hub.close()
-
-    def watchers(self) -> int:
-        return self._hub.watchers()
+    # ------------------------------------------------------------------ settlement listener
 
     async def _listen(self) -> None:
         """Wake local watchers for every settlement any replica commits; reconnect when the

@@ -32,7 +32,7 @@ from gateway.model import (
 from gateway.store import rows
 from gateway.store.base import settles
 from gateway.store.locks import FileRangeLocks, run_lock_key
-from gateway.store.notify import SettleHub, Subscription
+from gateway.store.notify import Notifying, SettleHub
 
 T = TypeVar("T")
 
@@ -65,7 +65,7 @@ def _assignments(columns: Sequence[str]) -> str:
     return rows.assignments(columns, "?")
 
 
-class SQLiteStore:
+class SQLiteStore(Notifying):
     name = "sqlite"
 
     def __init__(self, path: Path, *, busy_timeout_s: float = 5.0) -> None:
@@ -360,21 +360,12 @@ class SQLiteStore:
             "ORDER BY created_at", (run_id,)))
         return [rows.approval_from_row(r) for r in found]
 
-    # ------------------------------------------------------------------ locks and watches
+    # ------------------------------------------------------------------ drive locks
 
     def drive_lock(self, run_id: str) -> AbstractAsyncContextManager[None]:
         if self._drive_locks is None:
             raise StoreUnavailable("the run store is closed")
         return self._drive_locks.hold(run_lock_key("", run_id))
-
-    def watch(self, run_id: str) -> AbstractAsyncContextManager[Subscription]:
-        return self._hub.subscribe(run_id)
-
-    def close_watches(self) -> None:
-        self._hub.close()
-
-    def watchers(self) -> int:
-        return self._hub.watchers()
 
     # ------------------------------------------------------------------ lifecycle
 
