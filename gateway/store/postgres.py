@@ -433,6 +433,8 @@ class PostgresStore(Notifying):
             except PoolTimeout as exc:
                 raise StoreUnavailable(f"no connection free to lock run {run_id} within "
                                        f"{LOCK_WAIT_S:g} s: too many runs driven at once") from exc
+            except psycopg.Error as exc:  # the pool is closed or cannot connect
+                raise _unavailable(exc) from exc
             try:
                 await self._lock(conn, key)
                 try:

@@ -61,6 +61,24 @@ def test_serve_without_auth_refuses(tmp_path: Path, tools_dir: Path) -> None:
     assert code != 0 and "--auth" in out
 
 
+@pytest.mark.parametrize(("db", "expected"), [
+    ("mysql://root:secret@127.0.0.1/x", "--db mysql://...: expected PATH, sqlite:///PATH or "
+                                        "postgresql://..."),
+    ("postgresql://callgate:secret@127.0.0.1:1/none",
+     "cannot connect to PostgreSQL at 127.0.0.1:1/none"),
+    ("{database}?options=-csearch_path%3Dno_such_schema",
+     "no schema of the search_path exists; create it"),
+])
+def test_a_store_that_cannot_be_used_stops_start_up(tmp_path: Path, tools_dir: Path,
+                                                    pg_database: str, db: str,
+                                                    expected: str) -> None:
+    code, out = run_serve_expecting_failure(
+        ["--listen", "127.0.0.1:0", "--tools", str(tools_dir), "--policies", str(POLICIES),
+         "--db", db.format(database=pg_database), "--auth", str(AUTH)])
+    assert code != 0 and expected in out, out
+    assert "secret" not in out and "Traceback" not in out
+
+
 PANIC_POLICY = """package callgate
 
 # strings.count with an empty needle panics this engine build
