@@ -73,7 +73,7 @@ NEXT_WITHOUT_TURN: dict[RunState, NextAction] = {
 
 def settle_next(run: RunRecord, turn: TurnRecord,
                 calls: Sequence[CallRecord]) -> tuple[NextAction, str]:
-    """The NextAction of DESIGN §4 for a turn whose calls are as given."""
+    """The NextAction a turn ends with, for its event and its calls as given."""
     if batch.exceeded(run) and turn.event != EventKind.FINAL:
         return NextAction.BUDGET_EXHAUSTED, batch.exceeded(run)
     kind = turn.event
