@@ -18,7 +18,7 @@ from gateway.identity import Authenticator
 from gateway.policy import load_engine
 from gateway.runner import Runner
 from gateway.server import StatusInfo, ToolGatewayService
-from gateway.store.sqlite import SQLiteStore
+from gateway.store import RunStore, open_store
 from gateway.tls import ServerCertificates, describe
 from gateway.tools import Registry
 from gateway.version import callgate_version
@@ -33,7 +33,7 @@ class Sidecar:
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         self.server: grpc.aio.Server | None = None
-        self.store: SQLiteStore | None = None
+        self.store: RunStore | None = None
         self.registry: Registry | None = None
         self.bound = ""
         self._health = health.aio.HealthServicer()
@@ -51,8 +51,7 @@ class Sidecar:
         await auth.start()
         self.registry = Registry.load(cfg.tools)
         policy = load_engine(cfg.policies, prefix=cfg.policy_prefix)
-        self.store = await SQLiteStore.open(cfg.sqlite_path(),
-                                            busy_timeout_s=cfg.db_busy_timeout_s)
+        self.store = await open_store(cfg.db, busy_timeout_s=cfg.db_busy_timeout_s)
         self._runner = Runner(store=self.store, registry=self.registry, policy=policy)
         server = grpc.aio.server()
         pb.add_ToolGatewayServicer_to_server(
@@ -105,6 +104,8 @@ class Sidecar:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watch
+        if self.store is not None:  # WatchRun streams end now: their clients reconnect
+            self.store.close_watches()
         if self.server is not None:
             await self.server.stop(grace)
         if self._runner is not None:  # turns being driven finish and commit first

@@ -54,7 +54,8 @@ def _serve_parser(sub: SubParsers) -> None:
     option(p, "--policies", parse=existing_dir, required=True, metavar="DIR",
            help="directory of Rego policies and their data")
     option(p, "--db", parse=nonempty, default="callgate.db", metavar="URL",
-           help="the run store: PATH or sqlite:///PATH")
+           help="the run store: PATH or sqlite:///PATH, or postgresql://... for a store "
+           "several replicas share")
     option(p, "--auth", parse=existing_file, metavar="FILE",
            help="YAML file saying how callers are identified: tokens, jwt, mtls")
     option(p, "--insecure-dev-identity", default="", metavar="SUBJECT",
@@ -118,18 +119,20 @@ def client_tls(ns: argparse.Namespace) -> ClientTLS | None:
 
 
 def _demo_parser(sub: SubParsers) -> None:
-    p = sub.add_parser("demo", help="drive the travel scenario through a running sidecar",
-                       description="Drive the travel scenario through a running sidecar; exits "
-                       "1 when an outcome differs from the expected one.")
+    p = sub.add_parser("demo", help="drive the example scenarios through a running sidecar",
+                       description="Drive the travel and workshop scenarios through a running "
+                       "sidecar; exits 1 when an outcome differs from the expected one.")
     _client_options(p)
     option(p, "--travel-url", parse=nonempty, default="http://127.0.0.1:8765", metavar="URL",
            help="the example travel service (the demo sets its latency)")
+    option(p, "--workshop-url", parse=nonempty, default="http://127.0.0.1:8766", metavar="URL",
+           help="the example workshop service (reset before the demo's booking)")
     p.set_defaults(handler=_demo)
 
 
 def _demo(ns: argparse.Namespace) -> int:
     from gateway.demo import run_demo
-    return run_demo(ns.target, ns.token, ns.travel_url, tls=client_tls(ns))
+    return run_demo(ns.target, ns.token, ns.travel_url, ns.workshop_url, tls=client_tls(ns))
 
 
 def _policy_parser(sub: SubParsers) -> None:
@@ -219,12 +222,17 @@ def _quiet_engine_backtraces() -> None:
     os.environ["RUST_BACKTRACE"] = "0"
 
 
-def main(argv: list[str] | None = None) -> int:
-    _quiet_engine_backtraces()
-    args = sys.argv[1:] if argv is None else list(argv)
+def configure_logging() -> None:
+    """One line per event on stderr: time, level, logger, message."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                         "%(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # no log line per tool request
+
+
+def main(argv: list[str] | None = None) -> int:
+    _quiet_engine_backtraces()
+    args = sys.argv[1:] if argv is None else list(argv)
+    configure_logging()
     # parsing is guarded too: --help and --version write to a pipe that may be closed
     return run_guarded("callgate", lambda: _dispatch(args))
 

@@ -87,6 +87,19 @@ class GatewayClient:
         result: pb.TurnOutcome = self._call("ResumeRun", pb.ResumeRunRequest(run_id=run_id))
         return result
 
+    def resolve_call(self, run_id: str, call_id: str, outcome: pb.CallStatus, *, reason: str,
+                     output_json: str = "") -> pb.CallResult:
+        """Settle an UNKNOWN call as an operator (outcome: pb.CALL_STATUS_SUCCEEDED/FAILED)."""
+        result: pb.CallResult = self._call("ResolveCall", pb.ResolveCallRequest(
+            run_id=run_id, call_id=call_id, outcome=outcome, output_json=output_json,
+            reason=reason))
+        return result
+
+    def watch_run(self, run_id: str, timeout_s: float | None = None) -> Any:
+        """The WatchRun stream: iterate it for TurnOutcomes; `.cancel()` stops watching."""
+        return self.stub.WatchRun(pb.WatchRunRequest(run_id=run_id), metadata=self.metadata,
+                                  timeout=timeout_s)
+
     def cancel_run(self, run_id: str) -> pb.Run:
         result: pb.Run = self._call("CancelRun", pb.CancelRunRequest(run_id=run_id))
         return result

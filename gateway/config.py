@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from gateway.errors import ConfigError
+from gateway.store import sqlite_path
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 
@@ -40,6 +41,7 @@ class ServeConfig(BaseModel):
             raise ConfigError(f"--tools {self.tools}: not a directory")
         if not self.policies.is_dir():
             raise ConfigError(f"--policies {self.policies}: not a directory")
+        sqlite_path(self.db)  # a --db of no known kind stops start-up here
         self.check_tls()
 
     def check_tls(self) -> None:
@@ -48,14 +50,3 @@ class ServeConfig(BaseModel):
         if self.tls_client_ca is not None and self.tls_cert is None:
             raise ConfigError("--tls-client-ca needs --tls-cert and --tls-key (client "
                               "certificates are checked only on a TLS listener)")
-
-    def sqlite_path(self) -> Path:
-        db = self.db
-        if db.startswith(("postgresql://", "postgres://")):
-            raise ConfigError(f"--db {db}: the PostgreSQL store is not available in this build; "
-                              "use a SQLite path")
-        if db.startswith("sqlite:///"):
-            db = db.removeprefix("sqlite:///")
-        elif "://" in db:
-            raise ConfigError(f"--db {db}: expected PATH, sqlite:///PATH or postgresql://...")
-        return Path(db)

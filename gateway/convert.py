@@ -25,6 +25,7 @@ from gateway.model import (
     Usage,
     rfc3339,
 )
+from gateway.resolution import ResolveRequest
 from gateway.runner import AuthorizeDecision, StartRunParams
 
 
@@ -36,6 +37,24 @@ def _enum(prefix: str, name: str) -> Any:
 def call_status(s: CallStatus) -> Any:
     # PROPOSED never leaves the runner settled; shown as UNSPECIFIED if ever seen mid-turn
     return 0 if s == CallStatus.PROPOSED else _enum("CALL_STATUS", s.value)
+
+
+def call_status_from(value: int) -> CallStatus | None:
+    """A protobuf CallStatus as the domain's; None for UNSPECIFIED or a number not defined."""
+    try:
+        name = pb.CallStatus.Name(value)  # type: ignore[arg-type]
+    except ValueError:
+        return None
+    try:
+        return CallStatus(name.removeprefix("CALL_STATUS_"))
+    except ValueError:
+        return None
+
+
+def resolve_request(req: pb.ResolveCallRequest) -> ResolveRequest:
+    return ResolveRequest(run_id=req.run_id, call_id=req.call_id,
+                          outcome=call_status_from(req.outcome), output_json=req.output_json,
+                          reason=req.reason)
 
 
 def budget_from(b: pb.Budget) -> Budget:
@@ -127,7 +146,8 @@ def call_record_to(c: CallRecord) -> pb.CallRecord:
         execution_count=c.execution_count, approval_id=c.approval_id,
         created_at=rfc3339(c.created_at), decided_at=rfc3339(c.decided_at),
         started_at=rfc3339(c.started_at), finished_at=rfc3339(c.finished_at),
-        arguments_json=c.arguments_json)
+        arguments_json=c.arguments_json, resolved_by=c.resolved_by,
+        resolved_at=rfc3339(c.resolved_at), resolution_reason=c.resolution_reason)
 
 
 def turn_record_to(t: TurnRecord) -> pb.TurnRecord:

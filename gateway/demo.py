@@ -1,14 +1,19 @@
-"""`callgate demo`: the guide's travel scenario, driven through a running sidecar over gRPC.
+"""`callgate demo`: the guide's travel and workshop scenarios, driven through a running sidecar
+over gRPC.
 
-Three runs, each call ID printed with its status; exits 1 when any outcome differs from the
+Four runs, each call ID printed with its status; exits 1 when any outcome differs from the
 expected one:
 1. both reads in parallel, the weather answer arriving first, each result under its own ID;
 2. the weather service times out: the train result is still returned, weather FAILED;
-3. an invalid train number: REJECTED before anything runs.
+3. an invalid train number: REJECTED before anything runs;
+4. a workshop booking: the events and the seats are read, then one seat is reserved for the
+   caller, which the default policy allows a member without approval; the workshop service has
+   exactly that reservation under the call's idempotency key.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,9 +40,10 @@ class Check:
 
 
 class Demo:
-    def __init__(self, client: GatewayClient, travel_url: str) -> None:
+    def __init__(self, client: GatewayClient, travel_url: str, workshop_url: str) -> None:
         self.client = client
         self.travel = httpx.Client(base_url=travel_url, timeout=5)
+        self.workshop = httpx.Client(base_url=workshop_url, timeout=5)
         self.checks: list[Check] = []
 
     def expect(self, name: str, ok: bool, detail: str = "") -> None:
@@ -108,24 +114,54 @@ class Demo:
                     bad.status == pb.CALL_STATUS_REJECTED
                     and bad.error.code == "invalid_arguments" and bad.execution_count == 0)
 
+    def workshop_booking(self) -> None:
+        self.workshop.post("/_reset").raise_for_status()
+        run_id = self.start("workshop")
+        run = self.client.get_run(run_id)  # who the token is: the member books for themself
+        found = self.show(self.client.submit_calls(
+            run_id, "resp_1", tool_call("call_events", "list_events", {"tenant": run.tenant})))
+        events = json.loads(found["call_events"].output_json)["events"]
+        self.expect("the tenant's workshops listed", bool(events))
+        event_id = events[0]["event_id"]
+        seats = self.show(self.client.submit_calls(
+            run_id, "resp_2", tool_call("call_seats", "check_availability",
+                                        {"event_id": event_id})))
+        self.expect("seats are available",
+                    json.loads(seats["call_seats"].output_json)["available"] > 0)
+        out = self.show(self.client.submit_calls(
+            run_id, "resp_3", tool_call("call_book", "reserve_seat", {
+                "event_id": event_id, "participant": run.subject, "seats": 1})))
+        book = out["call_book"]
+        self.expect("one seat booked, allowed without approval, sent once",
+                    book.status == pb.CALL_STATUS_SUCCEEDED and book.execution_count == 1
+                    and book.decision.verdict == pb.VERDICT_ALLOW,
+                    "; ".join(book.decision.reasons))
+        lookup = self.workshop.get(f"/reservations/by-key/{run_id}:call_book")
+        self.expect("the workshop holds that reservation under the call's idempotency key",
+                    lookup.status_code == 200
+                    and lookup.json()["reservation_id"] in book.output_json,
+                    lookup.text)
+
     def run(self) -> bool:
         steps: list[Callable[[], None]] = [self.parallel_reads, self.weather_timeout,
-                                           self.invalid_train]
+                                           self.invalid_train, self.workshop_booking]
         for step in steps:
             try:
                 step()
             except grpc.RpcError as err:
                 self.expect(step.__name__, False,
                             f"{err.code().name} {error_code(err)}: {err.details()}")
-            except (httpx.HTTPError, KeyError) as err:
+            except (httpx.HTTPError, KeyError, IndexError, ValueError) as err:
                 self.expect(step.__name__, False, f"{type(err).__name__}: {err}")
         self.travel.close()
+        self.workshop.close()
         bad = [c for c in self.checks if not c.ok]
         print(f"\n{len(self.checks) - len(bad)} passed, {len(bad)} failed")
         return not bad
 
 
-def run_demo(target: str, token: str, travel_url: str, *, tls: ClientTLS | None = None) -> int:
-    print(f"callgate demo against {target} (tools at {travel_url})")
+def run_demo(target: str, token: str, travel_url: str, workshop_url: str, *,
+             tls: ClientTLS | None = None) -> int:
+    print(f"callgate demo against {target} (tools at {travel_url} and {workshop_url})")
     with GatewayClient(target, token, tls=tls) as client:
-        return 0 if Demo(client, travel_url).run() else 1
+        return 0 if Demo(client, travel_url, workshop_url).run() else 1

@@ -1,8 +1,9 @@
-"""`make run`: the example travel service, the sidecar with the example tools and default
-policies, and the demo against them; then the sidecar keeps serving until Ctrl-C.
+"""`make run`: the example travel and workshop services, the sidecar with their tools and the
+default policies, and the demo against them; then the sidecar keeps serving until Ctrl-C.
 
-Ports come from CALLGATE_TRAVEL_PORT (default 8765) and CALLGATE_LISTEN (default
-127.0.0.1:50051); a port already in use is named with the variable that moves it.
+Ports come from CALLGATE_TRAVEL_PORT (default 8765), CALLGATE_WORKSHOP_PORT (default 8766) and
+CALLGATE_LISTEN (default 127.0.0.1:50051); a port already in use is named with the variable
+that moves it. State (the run store, the workshop's database) lives in .callgate/.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -17,49 +19,71 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gateway.app import Sidecar
+from gateway.cli import configure_logging
 from gateway.config import ServeConfig
 from gateway.demo import run_demo
 from gateway.errors import ConfigError
 from gateway.flags import UsageError, listen_address
 
 ROOT = Path(__file__).resolve().parent.parent
+STATE = ROOT / ".callgate"
 DEMO_TOKEN = "alice-demo-token"
+EXAMPLES = ("travel", "workshop")
+
+
+def example_tools() -> Path:
+    """Every example's manifests in one --tools directory (rebuilt on each start)."""
+    tools = STATE / "tools"
+    shutil.rmtree(tools, ignore_errors=True)
+    tools.mkdir(parents=True)
+    for name in EXAMPLES:
+        for manifest in (ROOT / "examples" / name / "tools").glob("*.yaml"):
+            shutil.copy(manifest, tools / manifest.name)
+    return tools
 
 
 @dataclass(frozen=True)
 class DevSettings:
     travel_port: int
+    workshop_port: int
     listen: str
     db: str
 
 
+def _port(env: dict[str, str] | os._Environ[str], name: str, default: str) -> int:
+    raw = env.get(name) or default
+    if not raw.isdigit() or int(raw) > 65535:
+        raise UsageError(f"{name}={raw!r}: expected a port number (0-65535; 0 picks a free one)")
+    return int(raw)
+
+
 def settings(env: dict[str, str] | os._Environ[str] = os.environ) -> DevSettings:
-    raw_port = env.get("CALLGATE_TRAVEL_PORT") or "8765"
-    if not raw_port.isdigit() or int(raw_port) > 65535:
-        raise UsageError(f"CALLGATE_TRAVEL_PORT={raw_port!r}: expected a port number "
-                         "(0-65535; 0 picks a free one)")
+    travel_port = _port(env, "CALLGATE_TRAVEL_PORT", "8765")
+    workshop_port = _port(env, "CALLGATE_WORKSHOP_PORT", "8766")
     listen = env.get("CALLGATE_LISTEN") or "127.0.0.1:50051"
     try:
         listen_address(listen)
     except ValueError as exc:
         raise UsageError(f"CALLGATE_LISTEN={listen!r}: {exc}") from None
-    db = env.get("CALLGATE_DB") or str(ROOT / ".callgate" / "run.db")
-    return DevSettings(int(raw_port), listen, db)
+    db = env.get("CALLGATE_DB") or str(STATE / "run.db")
+    return DevSettings(travel_port, workshop_port, listen, db)
 
 
 def check_ports(dev: DevSettings) -> None:
     """Name a busy port and the variable that moves it, before anything starts."""
-    if _in_use("127.0.0.1", dev.travel_port):
-        raise UsageError(f"port {dev.travel_port} (the example travel service) is in use: stop "
-                         f"what holds it, or choose another port, e.g. "
-                         f"CALLGATE_TRAVEL_PORT={_next(dev.travel_port)} make run")
+    for port, what, variable in ((dev.travel_port, "travel", "CALLGATE_TRAVEL_PORT"),
+                                 (dev.workshop_port, "workshop", "CALLGATE_WORKSHOP_PORT")):
+        if _in_use("127.0.0.1", port):
+            raise UsageError(f"port {port} (the example {what} service) is in use: stop what "
+                             f"holds it, or choose another port, e.g. {variable}={_next(port)} "
+                             "make run")
     if dev.listen.startswith("unix:"):
         return
-    host, _, port = dev.listen.rpartition(":")
-    if _in_use(host.strip("[]"), int(port)):
-        raise UsageError(f"port {port} (the sidecar, {dev.listen}) is in use: stop what holds "
-                         f"it, or choose another address, e.g. "
-                         f"CALLGATE_LISTEN={host}:{_next(int(port))} make run")
+    host, _, listen_port = dev.listen.rpartition(":")
+    if _in_use(host.strip("[]"), int(listen_port)):
+        raise UsageError(f"port {listen_port} (the sidecar, {dev.listen}) is in use: stop what "
+                         f"holds it, or choose another address, e.g. "
+                         f"CALLGATE_LISTEN={host}:{_next(int(listen_port))} make run")
 
 
 def _in_use(host: str, port: int) -> bool:
@@ -81,17 +105,21 @@ def _next(port: int) -> int:
 
 async def main(dev: DevSettings) -> int:
     from examples.travel.service import start_travel_service
+    from examples.workshop.service import start_workshop_service
 
+    STATE.mkdir(exist_ok=True)
     travel = start_travel_service(port=dev.travel_port)
+    workshop = start_workshop_service(STATE / "workshop.db", port=dev.workshop_port)
     os.environ.setdefault("CALLGATE_TRAVEL_URL", travel.url)
-    config = ServeConfig(listen=dev.listen, tools=ROOT / "examples" / "travel" / "tools",
-                         policies=ROOT / "policies", auth=ROOT / "examples" / "auth.yaml",
-                         db=dev.db)
+    os.environ.setdefault("CALLGATE_WORKSHOP_URL", workshop.url)
+    config = ServeConfig(listen=dev.listen, tools=example_tools(), policies=ROOT / "policies",
+                         auth=ROOT / "examples" / "auth.yaml", db=dev.db)
     sidecar = Sidecar(config)
     try:
         bound = await sidecar.start()
-        print(f"callgate listening on {bound}; example tools at {travel.url}", flush=True)
-        code = await asyncio.to_thread(run_demo, bound, DEMO_TOKEN, travel.url)
+        print(f"callgate listening on {bound}; example tools at {travel.url} (travel) and "
+              f"{workshop.url} (workshop)", flush=True)
+        code = await asyncio.to_thread(run_demo, bound, DEMO_TOKEN, travel.url, workshop.url)
         print(f"\nthe sidecar keeps serving on {bound} (token {DEMO_TOKEN}); Ctrl-C stops it",
               flush=True)
         stop = asyncio.Event()
@@ -104,10 +132,12 @@ async def main(dev: DevSettings) -> int:
         return code
     finally:
         await sidecar.stop()
+        workshop.close()
         travel.close()
 
 
 def run() -> int:
+    configure_logging()
     try:
         dev = settings()
         check_ports(dev)

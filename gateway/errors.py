@@ -5,6 +5,7 @@
     │   ├── Unauthenticated       always `unauthenticated`
     │   ├── PermissionDenied      always `permission_denied`
     │   └── StoreUnavailable      always `store_unavailable`
+    │       └── StoreConflict     a guarded write found a call changed by someone else
     └── ConfigError               start-up refused: a bad manifest, policy, file or flag
 
 A request error names its code explicitly (`RequestError(RequestCode.RUN_NOT_FOUND, "...")`):
@@ -64,6 +65,7 @@ class RequestCode(StrEnum):
     INVALID_ARGUMENT = "invalid_argument"
     UNIMPLEMENTED = "unimplemented"
     STORE_UNAVAILABLE = "store_unavailable"
+    SHUTTING_DOWN = "shutting_down"
     INTERNAL = "internal"
 
 
@@ -98,6 +100,11 @@ class StoreUnavailable(RequestError):
 
     def __init__(self, message: str) -> None:
         super().__init__(RequestCode.STORE_UNAVAILABLE, message)
+
+
+class StoreConflict(StoreUnavailable):
+    """A guarded call update found the row no longer as expected (another replica moved it
+    first); the whole commit was rolled back, so nothing here executes on its strength."""
 
 
 class ConfigError(CallgateError):

@@ -135,14 +135,16 @@ class ExecutionPhase:
     # ------------------------------------------------------------------ steps
 
     async def _intent(self, work: TurnWork, recs: Sequence[CallRecord]) -> list[CallRecord]:
-        """Commit EXECUTING (and the tool-call counter) before any request is sent."""
+        """Commit EXECUTING (and the tool-call counter) before any request is sent. The commit
+        is the claim to execute: guarded by each call's status as read, it succeeds for one
+        writer only, and a replica that loses it (StoreConflict) sends nothing."""
         now = self.clock()
         fresh = [r for r in recs if r.status == CallStatus.PROPOSED]
         moved = [r.moved(CallStatus.EXECUTING, started_at=now, idempotency_key=idempotency_key(r))
                  if r.status == CallStatus.PROPOSED else self._repeat(r, now) for r in recs]
         run = replace(work.run, tool_calls_used=work.run.tool_calls_used + len(fresh),
                       updated_at=now)
-        await self.store.save(run=run, calls=moved)
+        await self.store.save(run=run, calls=moved, expect=recs)
         work.run = run
         for r in moved:
             work.calls[r.call_id] = r
@@ -198,7 +200,8 @@ class ExecutionPhase:
         run = work.run
         audit = [audit_of(kind, r, subject=run.subject, tenant=run.tenant,
                           provider=run.provider, registry=self.registry, now=now) for r in recs]
-        await self.store.save(calls=recs, audit=audit)
+        before = [work.calls[r.call_id] for r in recs]
+        await self.store.save(calls=recs, audit=audit, expect=before)
         for r in recs:
             work.calls[r.call_id] = r
 

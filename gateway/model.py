@@ -258,6 +258,10 @@ class CallRecord:
     decided_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    # set when an operator settled the call (ResolveCall): who, when and why
+    resolved_by: str = ""
+    resolved_at: datetime | None = None
+    resolution_reason: str = ""
 
     def moved(self, status: CallStatus, **changes: Any) -> CallRecord:
         """This record in a new status; raises IllegalTransition when the lifecycle forbids it."""
@@ -363,6 +367,15 @@ class RunView:
 
     run: RunRecord
     turns: tuple[TurnRecord, ...]
+    calls: tuple[CallRecord, ...]
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """A run with its latest turn and that turn's calls, read at one moment."""
+
+    run: RunRecord
+    turn: TurnRecord | None
     calls: tuple[CallRecord, ...]
 
 

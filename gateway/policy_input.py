@@ -3,6 +3,7 @@
     call_input    `decision` for one proposed call (docs/policies.md, "The call input")
     batch_input   `batch_policy` for a turn with two or more writes
     offer_input   `offer`, the tools ListTools lists for a caller
+    resolve_input `may_resolve`: may this operator settle this call?
 """
 
 from __future__ import annotations
@@ -79,3 +80,16 @@ def batch_input(identity: Identity, calls: Sequence[CallRecord]) -> dict[str, An
 def offer_input(identity: Identity) -> dict[str, Any]:
     """The `offer` input: who is asking which tools to list."""
     return {"action": "offer", "identity": identity.as_input()}
+
+
+def resolve_input(operator: Identity, requester: Identity, run_id: str, call_id: str,
+                  rec: CallRecord | None) -> dict[str, Any]:
+    """The `may_resolve` input. For a call that does not exist the policy still answers (with
+    only its IDs), so a caller it refuses learns nothing about the run's calls."""
+    call: dict[str, Any] = {"id": call_id, "run_id": run_id}
+    if rec is not None:
+        call.update(turn_id=rec.turn_id, tool=rec.tool, tool_version=rec.tool_version,
+                    effect=rec.effect, args=parse_arguments(rec.arguments_json),
+                    args_sha256=rec.arguments_sha256, status=rec.status.value)
+    return {"action": "resolve", "operator": operator.as_input(),
+            "requester": requester.as_input(), "call": call}

@@ -13,13 +13,12 @@ import hashlib
 import json
 import logging
 import uuid
-import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from gateway import batch
+from gateway import batch, resolution
 from gateway.errors import CallCode, PermissionDenied, RequestCode, RequestError
 from gateway.execute import ExecutionPhase, TurnWork, audit_of
 from gateway.judge import Judge, rejected
@@ -46,9 +45,18 @@ from gateway.model import (
     now_utc,
 )
 from gateway.policy.base import PolicyEngine
-from gateway.policy_input import RECENT_CALLS, RunContext, batch_input
+from gateway.policy_input import RECENT_CALLS, RunContext, batch_input, resolve_input
+from gateway.resolution import ResolveRequest
+from gateway.settle import (
+    STATE_AFTER,
+    outcome_of,
+    settle_next,
+    settled_outcome,
+    without_turn,
+)
 from gateway.store.base import RunStore
 from gateway.tools import Registry
+from gateway.watch import Seen, follow
 
 log = logging.getLogger("callgate.runner")
 T = TypeVar("T")
@@ -95,16 +103,15 @@ class Runner:
         self.policy = policy
         self.clock = clock
         self.judge = Judge(registry, policy)
-        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
-            weakref.WeakValueDictionary())
         self._inflight: set[asyncio.Future[Any]] = set()
 
     async def _exclusive(self, run_id: str, work: Callable[[], Awaitable[T]]) -> T:
-        """Run work holding the run's lock, to completion even when the caller goes away:
-        a turn that started executing finishes and commits its results, so a client's
+        """Run work holding the run's drive lock (taken in the store, so no other task,
+        process or replica drives the run meanwhile), to completion even when the caller goes
+        away: a turn that started executing finishes and commits its results, so a client's
         deadline or disconnect never leaves a call half-recorded."""
         async def locked() -> T:
-            async with self._lock(run_id):
+            async with self.store.drive_lock(run_id):
                 return await work()
         task = asyncio.ensure_future(locked())
         self._inflight.add(task)
@@ -115,13 +122,6 @@ class Runner:
         """Wait (bounded) for turns still being driven, e.g. before the store closes."""
         if self._inflight:
             await asyncio.wait(set(self._inflight), timeout=timeout_s)
-
-    def _lock(self, run_id: str) -> asyncio.Lock:
-        lock = self._locks.get(run_id)
-        if lock is None:
-            lock = asyncio.Lock()
-            self._locks[run_id] = lock
-        return lock
 
     # ------------------------------------------------------------------ runs
 
@@ -172,7 +172,7 @@ class Runner:
         last = await self.store.last_turn(run.run_id)
         calls = await self.store.turn_calls(run.run_id, last.turn_id) if last else []
         changed: list[CallRecord] = []
-        for rec in calls:
+        for rec in calls:  # guarded by `calls`: only what is still as read here changes
             if rec.status == CallStatus.PENDING_APPROVAL:
                 changed.append(rec.moved(CallStatus.REJECTED,
                                          error_code=CallCode.APPROVAL_CANCELLED.value,
@@ -188,7 +188,8 @@ class Runner:
         if last is not None and last.next in (None, NextAction.PAUSED_FOR_APPROVAL,
                                                NextAction.PAUSED_UNKNOWN_OUTCOME):
             stopped = replace(last, next=NextAction.HANDOFF, reason="the run was cancelled")
-        await self.store.save(run=cancelled, turn=stopped, calls=changed, approvals=approvals)
+        await self.store.save(run=cancelled, turn=stopped, calls=changed, approvals=approvals,
+                              expect=calls)
         return cancelled
 
     # ------------------------------------------------------------------ turns
@@ -288,6 +289,11 @@ class Runner:
         repeated or looked up: it stays UNKNOWN until an operator settles it."""
         if turn.event != EventKind.TOOL_REQUEST:
             return await self._settle(run, turn, [])
+        if turn.next is not None:
+            # driven again (e.g. a paused turn resumed): it has no settled outcome until it
+            # settles anew, so nobody reads a half-updated turn as settled
+            turn = replace(turn, next=None, reason="")
+            await self.store.save(turn=turn)
         calls = (list(stored) if stored is not None
                  else await self.store.turn_calls(run.run_id, turn.turn_id))
         calls, partial = await self._decide(identity, run, turn, calls)
@@ -326,7 +332,7 @@ class Runner:
                    for c in planned]
         changed = [c for c, before in zip(planned, calls, strict=True) if c != before]
         audit = [self._audit("decision", c, run, turn.provider, now) for c in changed]
-        await self.store.save(calls=changed, approvals=approvals, audit=audit)
+        await self.store.save(calls=changed, approvals=approvals, audit=audit, expect=calls)
         return planned, partial
 
     def _partial_writes(self, identity: Identity, calls: Sequence[CallRecord]) -> bool:
@@ -360,18 +366,11 @@ class Runner:
         await self.store.save(run=run, turn=turn)
         log.info("run %s turn %s: %s, %d call(s), run %s", run.run_id, turn.turn_id,
                  next_action.value, len(calls), state.value)
-        return self._build_outcome(run, turn, calls)
+        return outcome_of(run, turn, calls)
 
     async def _outcome(self, run: RunRecord, turn: TurnRecord) -> TurnOutcome:
         calls = await self.store.turn_calls(run.run_id, turn.turn_id)
-        return self._build_outcome(run, turn, calls)
-
-    def _build_outcome(self, run: RunRecord, turn: TurnRecord,
-                       calls: Sequence[CallRecord]) -> TurnOutcome:
-        assert turn.next is not None
-        return TurnOutcome(run_id=run.run_id, turn_id=turn.turn_id, next=turn.next,
-                           run_state=run.state, reason=turn.reason,
-                           results=tuple(CallResult.of(c) for c in calls))
+        return outcome_of(run, turn, calls)
 
     # ------------------------------------------------------------------ resume / authorize
 
@@ -382,12 +381,94 @@ class Runner:
         run = await self.owned_run(identity, run_id)
         turn = await self.store.last_turn(run_id)
         if turn is None:  # nothing submitted yet: the run's state is the whole answer
-            return TurnOutcome(run_id=run_id, turn_id="", next=NEXT_WITHOUT_TURN[run.state],
-                               run_state=run.state, reason="no turn has been submitted")
+            return without_turn(run)
         recoverable = turn.next is None or run.state == RunState.PAUSED_UNKNOWN_OUTCOME
         if recoverable and not run.state.terminal:
             return await self._drive(identity, run, turn)
         return await self._outcome(run, turn)
+
+    # ------------------------------------------------------------------ watch
+
+    async def watch_run(self, identity: Identity, run_id: str) -> AsyncIterator[TurnOutcome]:
+        """The run's current settled outcome, then every later settlement, until the run
+        finishes. A turn that nobody is driving any more (its replica died) is finished
+        first, as ResumeRun would, so the first message is always a settled outcome."""
+        await self.owned_run(identity, run_id)
+
+        async def first() -> Seen:
+            seen = await self._seen(run_id)
+            if seen.outcome is not None or seen.finished:
+                return seen
+            await self._exclusive(run_id, lambda: self._finish(identity, run_id))
+            return await self._seen(run_id)
+
+        async with self.store.watch(run_id) as changes:
+            async for outcome in follow(changes, first, lambda: self._seen(run_id)):
+                yield outcome
+
+    async def _seen(self, run_id: str) -> Seen:
+        snap = await self.store.snapshot(run_id)
+        if snap is None:
+            raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {run_id!r}")
+        return Seen(settled_outcome(snap), snap.run.state.terminal)
+
+    async def _finish(self, identity: Identity, run_id: str) -> None:
+        """Drive the run's last turn if it is still unsettled (the lock is held: nobody else
+        is driving it)."""
+        run = await self.owned_run(identity, run_id)
+        turn = await self.store.last_turn(run_id)
+        if turn is not None and turn.next is None and not run.state.terminal:
+            await self._drive(identity, run, turn)
+
+    # ------------------------------------------------------------------ resolve
+
+    async def resolve_call(self, operator: Identity, req: ResolveRequest) -> CallResult:
+        """An operator settles an UNKNOWN call; the turn settles once no call of it is
+        unknown (its held writes run or become NOT_RUN), and its watchers see it."""
+        resolution.check_request(req)
+        run = await self.store.get_run(req.run_id)
+        if run is None:
+            raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {req.run_id!r}")
+        rec = await self.store.find_call(run.run_id, req.call_id)
+        requester = Identity(subject=run.subject, tenant=run.tenant)
+        grant = resolve_input(operator, requester, run.run_id, req.call_id, rec)
+        if not self.policy.allows("may_resolve", grant):
+            raise PermissionDenied(f"{operator.subject} may not resolve calls of run "
+                                   f"{run.run_id} (the policy's may_resolve refused)")
+        if rec is None:
+            raise RequestError(RequestCode.CALL_NOT_FOUND,
+                               f"run {run.run_id} has no call {req.call_id!r}")
+        if rec.status != CallStatus.UNKNOWN:
+            raise resolution.not_unknown(rec)
+        resolution.check_output(self.registry.get(rec.tool), req)
+        return await self._exclusive(run.run_id, lambda: self._resolve(operator, req))
+
+    async def _resolve(self, operator: Identity, req: ResolveRequest) -> CallResult:
+        run = await self.store.get_run(req.run_id)
+        rec = await self.store.find_call(req.run_id, req.call_id)
+        assert run is not None and rec is not None
+        if rec.status != CallStatus.UNKNOWN:  # settled while this request waited
+            raise resolution.not_unknown(rec)
+        now = self.clock()
+        done = resolution.resolved(rec, operator, req, now)
+        audit = resolution.resolve_audit(self._audit("resolve", done, run, "", now), operator,
+                                         req, self.policy.revision)
+        turn = await self.store.get_turn(run.run_id, rec.turn_id)
+        last = await self.store.last_turn(run.run_id)
+        if run.state.terminal or turn is None or last is None or last.turn_id != turn.turn_id:
+            await self.store.save(calls=[done], expect=[rec], audit=[audit])
+            return CallResult.of(done)
+        reopened = replace(turn, next=None, reason="")
+        await self.store.save(turn=reopened, calls=[done], expect=[rec], audit=[audit])
+        calls = await self.store.turn_calls(run.run_id, turn.turn_id)
+        if turn.next is not None and any(c.status == CallStatus.UNKNOWN for c in calls):
+            await self._settle(run, reopened, calls)  # still paused: nothing more can run
+        else:
+            await self._drive(Identity(subject=run.subject, tenant=run.tenant), run, reopened,
+                              calls)
+        return CallResult.of(done)
+
+    # ------------------------------------------------------------------ authorize
 
     async def authorize(self, identity: Identity, run_id: str,
                         calls: Sequence[ToolCall]) -> list[AuthorizeDecision]:
@@ -415,75 +496,3 @@ class Runner:
     def _authorize_audit(self, identity: Identity, rec: CallRecord, now: datetime) -> AuditEvent:
         return audit_of("authorize", rec, subject=identity.subject, tenant=identity.tenant,
                         provider="", registry=self.registry, now=now)
-
-
-# ---------------------------------------------------------------------- settle rules
-
-STATE_AFTER: dict[NextAction, RunState] = {
-    NextAction.CONTINUE: RunState.ACTIVE,
-    NextAction.RETRY_TURN: RunState.ACTIVE,
-    NextAction.DONE: RunState.COMPLETED,
-    NextAction.PAUSED_FOR_APPROVAL: RunState.PAUSED_FOR_APPROVAL,
-    NextAction.PAUSED_UNKNOWN_OUTCOME: RunState.PAUSED_UNKNOWN_OUTCOME,
-    NextAction.HANDOFF: RunState.HANDED_OFF,
-    NextAction.BUDGET_EXHAUSTED: RunState.BUDGET_EXHAUSTED,
-}
-
-
-NEXT_WITHOUT_TURN: dict[RunState, NextAction] = {
-    RunState.ACTIVE: NextAction.CONTINUE,
-    RunState.COMPLETED: NextAction.DONE,
-    RunState.HANDED_OFF: NextAction.HANDOFF,
-    RunState.BUDGET_EXHAUSTED: NextAction.BUDGET_EXHAUSTED,
-    RunState.CANCELLED: NextAction.HANDOFF,
-    RunState.PAUSED_FOR_APPROVAL: NextAction.PAUSED_FOR_APPROVAL,
-    RunState.PAUSED_UNKNOWN_OUTCOME: NextAction.PAUSED_UNKNOWN_OUTCOME,
-}
-
-
-def settle_next(run: RunRecord, turn: TurnRecord,
-                calls: Sequence[CallRecord]) -> tuple[NextAction, str]:
-    """The NextAction (docs/api.md) for a turn whose calls are as given."""
-    if batch.exceeded(run) and turn.event != EventKind.FINAL:
-        return NextAction.BUDGET_EXHAUSTED, batch.exceeded(run)
-    kind = turn.event
-    if kind == EventKind.FINAL:
-        return NextAction.DONE, "final answer"
-    if kind == EventKind.REFUSAL:
-        return NextAction.HANDOFF, "the model refused"
-    if kind == EventKind.PAUSED:
-        return NextAction.CONTINUE, "the provider paused the turn; continue it"
-    detail = turn.detail
-    if kind == EventKind.INCOMPLETE:
-        return _retry_or_handoff(run, f"the response was incomplete ({detail.text or 'no reason'})")
-    if kind == EventKind.PROVIDER_ERROR:
-        what = f"provider error ({detail.error_kind or 'other'}): {detail.text}"
-        if not detail.retryable:
-            return NextAction.HANDOFF, f"{what}; not retryable"
-        return _retry_or_handoff(run, what)
-    return _after_calls(run, calls)
-
-
-def _retry_or_handoff(run: RunRecord, what: str) -> tuple[NextAction, str]:
-    if run.retries_in_row >= run.budget.retries_allowed:
-        return NextAction.HANDOFF, (f"{what}; the retry budget ({run.budget.retries_allowed}) "
-                                    "is spent")
-    return NextAction.RETRY_TURN, f"{what}; nothing ran, ask the model again"
-
-
-def _after_calls(run: RunRecord, calls: Sequence[CallRecord]) -> tuple[NextAction, str]:
-    unknown = [c.call_id for c in calls if c.status == CallStatus.UNKNOWN]
-    if unknown:
-        return NextAction.PAUSED_UNKNOWN_OUTCOME, (
-            f"outcome unknown for {', '.join(unknown)}; callgate will look it up on ResumeRun, "
-            "or an operator may ResolveCall")
-    waiting = [c.call_id for c in calls
-               if c.status in (CallStatus.PENDING_APPROVAL, CallStatus.HELD)]
-    if waiting:
-        return NextAction.PAUSED_FOR_APPROVAL, f"waiting for approval: {', '.join(waiting)}"
-    if any(c.error_code == CallCode.BUDGET_EXHAUSTED.value for c in calls):
-        return NextAction.BUDGET_EXHAUSTED, "the tool-call budget is spent"
-    spent = batch.no_turn_left(run)
-    if spent:
-        return NextAction.BUDGET_EXHAUSTED, spent
-    return NextAction.CONTINUE, "every call is settled"

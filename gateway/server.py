@@ -49,6 +49,7 @@ GRPC_STATUS: dict[RequestCode, grpc.StatusCode] = {
     RequestCode.INVALID_ARGUMENT: _S.INVALID_ARGUMENT,
     RequestCode.UNIMPLEMENTED: _S.UNIMPLEMENTED,
     RequestCode.STORE_UNAVAILABLE: _S.UNAVAILABLE,
+    RequestCode.SHUTTING_DOWN: _S.UNAVAILABLE,
     RequestCode.INTERNAL: _S.INTERNAL,
 }
 
@@ -56,8 +57,6 @@ GRPC_STATUS: dict[RequestCode, grpc.StatusCode] = {
 NOT_YET: dict[str, str] = {
     "ListApprovals": "the human approval flow",
     "DecideApproval": "the human approval flow",
-    "ResolveCall": "operator resolution of unknown outcomes",
-    "WatchRun": "run watching",
     "QueryAudit": "audit queries",
 }
 
@@ -79,6 +78,8 @@ def credentials_of(context: grpc.aio.ServicerContext[Any, Any]) -> Credentials:
             authorization = value.decode() if isinstance(value, bytes) else value
     certs = (context.auth_context() or {}).get("x509_pem_cert") or [b""]
     return Credentials(authorization=authorization, peer_certificate=certs[0])
+INTERNAL = RequestError(RequestCode.INTERNAL, "callgate failed on this request; the error is in "
+                        "its log, and ResumeRun shows what was recorded")
 
 
 async def abort(context: grpc.aio.ServicerContext[Any, Any], err: RequestError) -> NoReturn:
@@ -109,9 +110,20 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             await abort(context, err)
         except Exception:
             log.exception("internal error")
-            await abort(context, RequestError(
-                RequestCode.INTERNAL, "callgate failed on this request; the error is in its "
-                "log, and ResumeRun shows what was recorded"))
+            await abort(context, INTERNAL)
+
+    async def _guard_stream(self, context: grpc.aio.ServicerContext[Any, Any],
+                            fn: Callable[[Identity], AsyncIterator[T]]) -> AsyncIterator[T]:
+        """`_guard` for a server stream: every message of fn, or the error it ends with."""
+        try:
+            identity = await self.auth.authenticate(credentials_of(context))
+            async for message in fn(identity):
+                yield message
+        except RequestError as err:
+            await abort(context, err)
+        except Exception:
+            log.exception("internal error")
+            await abort(context, INTERNAL)
 
     # ------------------------------------------------------------------ runs and turns
 
@@ -187,6 +199,22 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             return convert.outcome_to(await self.runner.resume_run(who, request.run_id))
         return await self._guard(context, go)
 
+    async def ResolveCall(self, request: pb.ResolveCallRequest,
+                          context: grpc.aio.ServicerContext[Any, Any]) -> pb.CallResult:
+        async def go(who: Identity) -> pb.CallResult:
+            result = await self.runner.resolve_call(who, convert.resolve_request(request))
+            return convert.call_result_to(result)
+        return await self._guard(context, go)
+
+    async def WatchRun(self, request: pb.WatchRunRequest,
+                       context: grpc.aio.ServicerContext[Any, Any]
+                       ) -> AsyncIterator[pb.TurnOutcome]:
+        async def go(who: Identity) -> AsyncIterator[pb.TurnOutcome]:
+            async for outcome in self.runner.watch_run(who, request.run_id):
+                yield convert.outcome_to(outcome)
+        async for message in self._guard_stream(context, go):
+            yield message
+
     async def CancelRun(self, request: pb.CancelRunRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
         async def go(who: Identity) -> pb.Run:
@@ -219,14 +247,6 @@ class ToolGatewayService(pb.ToolGatewayServicer):
     async def DecideApproval(self, request: pb.DecideApprovalRequest,
                              context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         await self._not_yet("DecideApproval", context)
-
-    async def ResolveCall(self, request: pb.ResolveCallRequest,
-                          context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        await self._not_yet("ResolveCall", context)
-
-    async def WatchRun(self, request: pb.WatchRunRequest,
-                       context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        await self._not_yet("WatchRun", context)
 
     async def QueryAudit(self, request: pb.QueryAuditRequest,
                          context: grpc.aio.ServicerContext[Any, Any]) -> Any:

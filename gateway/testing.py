@@ -50,7 +50,7 @@ class ServeTLS:
 
 
 class SidecarProcess:
-    def __init__(self, *, tools: Path, policies: Path, db: Path, auth: Path | None = None,
+    def __init__(self, *, tools: Path, policies: Path, db: Path | str, auth: Path | None = None,
                  listen: str = "127.0.0.1:0", extra_args: Sequence[str] = (),
                  env: dict[str, str] | None = None, ready_timeout_s: float = 60.0,
                  tls: ServeTLS | None = None) -> None:

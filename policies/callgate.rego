@@ -23,6 +23,7 @@
 #   role_tools          role -> tool names the role may call ("*" means every tool)
 #   write_exempt_roles  roles whose writes need no human approval
 #   approval_ttl_s      how long an approval request stays open (default 3600)
+#   workshop            the workshop reservation rules (see "Workshop reservations" below)
 #
 # Rego v1 syntax: `if` before every rule body, `contains` for partial sets.
 package callgate
@@ -121,6 +122,7 @@ needs_approval if {
 	is_write
 	not write_exempt
 	not approved
+	not own_small_booking
 }
 
 default approval_ttl_s := 3600
@@ -156,7 +158,7 @@ decision := {
 	"allow": false,
 	"approval_required": true,
 	"approval_ttl_s": approval_ttl_s,
-	"reasons": [sprintf("tool %s writes and needs approval by an owner of tenant %s", [input.call.tool, tenant_label])],
+	"reasons": [approval_reason],
 } if {
 	permitted
 	needs_approval
@@ -165,9 +167,69 @@ decision := {
 allow_reason := sprintf("write approved by %s", [approver_name]) if {
 	is_write
 	approved
+} else := sprintf("a member's own booking of up to %v seats needs no approval", [seats_without_approval]) if {
+	own_small_booking
+	not write_exempt
 } else := sprintf("write by roles %s needs no approval", [roles_text]) if {
 	is_write
 } else := sprintf("tool %s allowed for roles %s", [input.call.tool, roles_text])
+
+approval_reason := sprintf("reserving %v seats (more than %v) needs approval by an owner of tenant %s", [input.call.args.seats, seats_without_approval, tenant_label]) if {
+	input.call.tool == "reserve_seat"
+	"member" in caller_roles
+	not reserves_for_others
+} else := sprintf("tool %s writes and needs approval by an owner of tenant %s", [input.call.tool, tenant_label])
+
+# ---------------------------------------------------------------------------------------------
+# Workshop reservations (the example service in examples/workshop)
+#
+# data.callgate.config.workshop:
+#   seats_without_approval     a member's booking for themself of at most this many seats
+#                              needs no approval (default 2); more seats need an owner
+#   reserve_for_others_roles   roles that may reserve for someone else (with approval)
+
+workshop := object.get(cfg, "workshop", {})
+
+default seats_without_approval := 2
+
+seats_without_approval := n if {
+	n := workshop.seats_without_approval
+	is_number(n)
+}
+
+# list_events lists the events of one tenant: only the caller's own.
+deny contains msg if {
+	input.call.tool == "list_events"
+	tenant := object.get(input.call.args, "tenant", "")
+	tenant != caller_tenant
+	msg := sprintf("events of tenant %v are outside tenant %s", [tenant, tenant_label])
+}
+
+reserves_for_others if {
+	input.call.tool == "reserve_seat"
+	input.call.args.participant != input.identity.subject
+}
+
+may_reserve_for_others if {
+	some role in caller_roles
+	role in object.get(workshop, "reserve_for_others_roles", [])
+}
+
+deny contains msg if {
+	reserves_for_others
+	not may_reserve_for_others
+	msg := sprintf("a member reserves only for themself, not for %v", [input.call.args.participant])
+}
+
+# A member booking a few seats for themself (in their own tenant: the event scope rule above).
+own_small_booking if {
+	input.call.tool == "reserve_seat"
+	"member" in caller_roles
+	not reserves_for_others
+	seats := object.get(input.call.args, "seats", 1)
+	is_number(seats)
+	seats <= seats_without_approval
+}
 
 # A precondition on the run's history would look like this (input.run is null outside a run):
 #
@@ -194,12 +256,14 @@ may_approve if {
 	input.approver.tenant == input.requester.tenant
 }
 
-# An operator of the requester's tenant resolves a call whose outcome is unknown.
+# An operator of the requester's tenant resolves a call whose outcome is unknown, but never in
+# a run of their own: someone other than the requester checks the target system.
 default may_resolve := false
 
 may_resolve if {
 	"operator" in input.operator.roles
 	input.operator.tenant == input.requester.tenant
+	input.operator.subject != input.requester.subject
 }
 
 # An auditor reads the audit log of its own tenant.

@@ -256,6 +256,73 @@ test_reads_need_no_approval if {
 }
 
 # ---------------------------------------------------------------------------------------------
+# decision: workshop reservations
+
+mia := person("mia", "acme", ["member"])
+
+seat_args(participant, seats) := {"event_id": "ws-acme-1", "participant": participant, "seats": seats}
+
+test_member_books_a_seat_for_themself_without_approval if {
+	d := callgate.decision with input as call("reserve_seat", "write", seat_args("mia", 1), mia)
+	d.allow == true
+	not d.approval_required
+	d.reasons == ["a member's own booking of up to 2 seats needs no approval"]
+}
+
+test_member_books_up_to_the_limit_without_approval if {
+	d := callgate.decision with input as call("reserve_seat", "write", seat_args("mia", 2), mia)
+	d.allow == true
+}
+
+test_member_booking_above_the_limit_needs_approval if {
+	d := callgate.decision with input as call("reserve_seat", "write", seat_args("mia", 3), mia)
+	d.allow == false
+	d.approval_required == true
+	d.reasons == ["reserving 3 seats (more than 2) needs approval by an owner of tenant acme"]
+}
+
+test_seat_limit_comes_from_data if {
+	d := callgate.decision with input as call("reserve_seat", "write", seat_args("mia", 3), mia)
+		with data.callgate.config.workshop.seats_without_approval as 5
+	d.allow == true
+}
+
+test_member_may_not_book_for_someone_else if {
+	d := callgate.decision with input as call("reserve_seat", "write", seat_args("bob", 1), mia)
+	d.allow == false
+	not d.approval_required
+	d.reasons == ["a member reserves only for themself, not for bob"]
+}
+
+test_organizer_books_for_someone_else_with_approval if {
+	d := callgate.decision with input as call("reserve_seat", "write", seat_args("bob", 1), olga)
+	d.approval_required == true
+}
+
+test_member_may_not_book_an_event_of_another_tenant if {
+	args := {"event_id": "ws-globex-1", "participant": "mia", "seats": 1}
+	d := callgate.decision with input as call("reserve_seat", "write", args, mia)
+	d.allow == false
+	d.reasons == ["event ws-globex-1 is outside tenant acme"]
+}
+
+test_member_lists_own_tenant_events if {
+	d := callgate.decision with input as call("list_events", "read", {"tenant": "acme"}, mia)
+	d.allow == true
+}
+
+test_member_may_not_list_other_tenant_events if {
+	d := callgate.decision with input as call("list_events", "read", {"tenant": "globex"}, mia)
+	d.allow == false
+	d.reasons == ["events of tenant globex are outside tenant acme"]
+}
+
+test_traveler_may_not_book_a_seat if {
+	d := callgate.decision with input as call("reserve_seat", "write", seat_args("alice", 1), alice)
+	d.allow == false
+}
+
+# ---------------------------------------------------------------------------------------------
 # may_approve
 
 approve_input(approver, requester) := {
@@ -306,6 +373,15 @@ test_operator_of_other_tenant_may_not_resolve if {
 
 test_non_operator_may_not_resolve if {
 	not callgate.may_resolve with input as resolve_input(owen, olga)
+}
+
+test_operator_may_not_resolve_own_run if {
+	opal := person("opal", "acme", ["member", "operator"])
+	not callgate.may_resolve with input as resolve_input(opal, opal)
+}
+
+test_may_resolve_is_false_not_undefined if {
+	callgate.may_resolve == false with input as {}
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -38,15 +38,14 @@ REQUEST_MEANINGS: dict[str, str] = {
     "run_not_found": "no run with this `run_id`",
     "approval_not_found": "no approval with this ID (not raised in this build: the approval "
                           "RPCs are not served yet)",
-    "call_not_found": "no call with this ID in the run (not raised in this build: `ResolveCall` "
-                      "is not served yet)",
+    "call_not_found": "`ResolveCall` names a call the run does not have",
     "run_paused": "the run waits for an approval or an unknown outcome, or its last turn has "
                   "not settled: call `ResumeRun` (or `CancelRun`)",
     "run_finished": "the run has ended (COMPLETED, HANDED_OFF, BUDGET_EXHAUSTED or CANCELLED); "
                     "start a new run",
     "already_decided": "the approval was decided before (not raised in this build)",
     "approval_expired": "the approval expired before it was decided (not raised in this build)",
-    "not_unknown": "`ResolveCall` on a call that is not UNKNOWN (not raised in this build)",
+    "not_unknown": "`ResolveCall` on a call that is not UNKNOWN",
     "turn_conflict": "this `turn_id` was already submitted with other content",
     "run_conflict": "this `run_id` exists with other parameters, or was started by another "
                     "subject",
@@ -64,6 +63,9 @@ REQUEST_MEANINGS: dict[str, str] = {
     "store_unavailable": "the run store cannot be read or written (locked past "
                          "`--db-busy-timeout`, disk error); nothing ran after the failed "
                          "commit, and the request can be repeated",
+    "shutting_down": "the sidecar is stopping: a `WatchRun` stream ends with it; reconnect (to "
+                     "another replica, or once it is back): the first message is the current "
+                     "state",
     "internal": "a bug in callgate: the log has the traceback, and `ResumeRun` shows what was "
                 "recorded",
 }

@@ -1,4 +1,5 @@
-"""Shared fixtures: the real travel service, a real sidecar process, gRPC clients."""
+"""Shared fixtures: the real travel and workshop services, a real sidecar process, gRPC
+clients, and fresh stores of either kind (SQLite, PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from examples.travel.service import TravelService, start_travel_service
+from examples.workshop.service import WorkshopService, start_workshop_service
 from gateway.client import GatewayClient
 from gateway.testing import SidecarProcess
+from tests.support import databases
 
 ROOT = Path(__file__).resolve().parent.parent
 SUPPORT = ROOT / "tests" / "support"
@@ -32,13 +35,32 @@ def fresh_travel(travel: TravelService) -> TravelService:
 
 
 @pytest.fixture(scope="session")
+def workshop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkshopService]:
+    db = tmp_path_factory.mktemp("workshop") / "workshop.db"
+    with start_workshop_service(db) as service:
+        yield service
+
+
+@pytest.fixture
+def fresh_workshop(workshop: WorkshopService) -> WorkshopService:
+    workshop.reset()
+    return workshop
+
+
+def example_tools(into: Path, *extra: Path) -> Path:
+    """The travel and workshop manifests (plus extra directories') in one --tools directory."""
+    into.mkdir(parents=True, exist_ok=True)
+    for folder in (ROOT / "examples" / "travel" / "tools",
+                   ROOT / "examples" / "workshop" / "tools", *extra):
+        for src in folder.glob("*.yaml"):
+            shutil.copy(src, into / src.name)
+    return into
+
+
+@pytest.fixture(scope="session")
 def tools_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example travel manifests plus the test write tools, in one --tools directory."""
-    d = tmp_path_factory.mktemp("tools")
-    for src in [*(ROOT / "examples" / "travel" / "tools").glob("*.yaml"),
-                *(SUPPORT / "tools").glob("*.yaml")]:
-        shutil.copy(src, d / src.name)
-    return d
+    """The example manifests plus the test write tools, in one --tools directory."""
+    return example_tools(tmp_path_factory.mktemp("tools"), SUPPORT / "tools")
 
 
 @pytest.fixture(scope="session")
@@ -46,18 +68,55 @@ def effects_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("effects") / "effects.db"
 
 
-def sidecar_env(travel: TravelService, effects_db: Path) -> dict[str, str]:
-    return {"CALLGATE_TRAVEL_URL": travel.url, "CALLGATE_TEST_EFFECTS_DB": str(effects_db),
-            "PYTHONPATH": str(ROOT)}
+def sidecar_env(travel: TravelService, effects_db: Path,
+                workshop: WorkshopService | None = None) -> dict[str, str]:
+    env = {"CALLGATE_TRAVEL_URL": travel.url, "CALLGATE_TEST_EFFECTS_DB": str(effects_db),
+           "PYTHONPATH": str(ROOT)}
+    if workshop is not None:
+        env["CALLGATE_WORKSHOP_URL"] = workshop.url
+    return env
 
 
 @pytest.fixture(scope="session")
 def sidecar(tmp_path_factory: pytest.TempPathFactory, travel: TravelService, tools_dir: Path,
-            effects_db: Path) -> Iterator[SidecarProcess]:
+            effects_db: Path, workshop: WorkshopService) -> Iterator[SidecarProcess]:
     db = tmp_path_factory.mktemp("store") / "callgate.db"
     with SidecarProcess(tools=tools_dir, policies=POLICIES, db=db, auth=AUTH,
-                        env=sidecar_env(travel, effects_db)) as proc:
+                        env=sidecar_env(travel, effects_db, workshop)) as proc:
         yield proc
+
+
+# ------------------------------------------------------------------------------ stores
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A PostgreSQL database of this test session's own (its URL); missing server: error."""
+    with databases.session_database() as url:
+        yield url
+
+
+NewDb = Callable[[], str]
+
+
+@pytest.fixture(params=databases.KINDS)
+def db_kind(request: pytest.FixtureRequest) -> str:
+    """Each test using it runs once per store kind."""
+    return str(request.param)
+
+
+@pytest.fixture
+def new_db(db_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> NewDb:
+    """new_db() → the --db of a fresh, empty store of db_kind (call it again for another)."""
+    count = 0
+
+    def make() -> str:
+        nonlocal count
+        count += 1
+        if db_kind == "sqlite":
+            return str(tmp_path / f"store-{count}.db")
+        return databases.new_schema(request.getfixturevalue("pg_database"))
+    return make
 
 
 Connect = Callable[[str], GatewayClient]

@@ -25,8 +25,8 @@ def test_adapters_never_import_gateway() -> None:
         assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
 
 
-CORE = ["runner.py", "judge.py", "batch.py", "execute.py", "policy_input.py", "model.py",
-        "arguments.py"]
+CORE = ["runner.py", "judge.py", "batch.py", "execute.py", "settle.py", "resolution.py",
+        "watch.py", "policy_input.py", "model.py", "arguments.py"]
 FORBIDDEN_IN_CORE = ("gateway._proto", "gateway.pb", "gateway.server", "gateway.store.sqlite",
                      "gateway.store.postgres", "adapters")
 

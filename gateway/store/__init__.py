@@ -1,0 +1,39 @@
+"""Run stores: the RunStore contract (`base`), SQLite (`sqlite`), PostgreSQL (`postgres`).
+
+`open_store(db)` is the one place `--db` is read: a path or `sqlite:///PATH` opens SQLite,
+`postgresql://...` (or `postgres://...`) opens PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gateway.errors import ConfigError
+from gateway.store.base import RunStore
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def sqlite_path(db: str) -> Path | None:
+    """The SQLite file `--db` names, None for a PostgreSQL URL; ConfigError for anything
+    else."""
+    if db.startswith(POSTGRES_SCHEMES):
+        return None
+    if db.startswith("sqlite:///"):
+        db = db.removeprefix("sqlite:///")
+    elif "://" in db:
+        raise ConfigError(f"--db {db.split('://')[0]}://...: expected PATH, sqlite:///PATH or "
+                          "postgresql://...")
+    if not db:
+        raise ConfigError("--db: empty; expected PATH, sqlite:///PATH or postgresql://...")
+    return Path(db)
+
+
+async def open_store(db: str, *, busy_timeout_s: float = 5.0) -> RunStore:
+    """Open (creating or migrating its schema) the store `--db` names."""
+    path = sqlite_path(db)
+    if path is None:
+        from gateway.store.postgres import PostgresStore
+        return await PostgresStore.open(db, timeout_s=busy_timeout_s)
+    from gateway.store.sqlite import SQLiteStore
+    return await SQLiteStore.open(path, busy_timeout_s=busy_timeout_s)

@@ -1,24 +1,45 @@
 """The RunStore contract: what the runner persists and reads back.
 
-Implementations: `sqlite.SQLiteStore` (default). Every method either commits what it was given
-in one transaction or raises `StoreUnavailable`; nothing is half-written. A call ID is unique
-within a run at the database level (a duplicate is stored only as a REJECTED
-`duplicate_call_id` record of its own turn).
+Implementations: `sqlite.SQLiteStore` (default; one file) and `postgres.PostgresStore` (several
+replicas sharing runs); `gateway.store.open_store` picks one from `--db`. Every method either
+commits what it was given in one transaction or raises `StoreUnavailable`; nothing is
+half-written. Guarantees every implementation gives at the database level, so they hold across
+processes and replicas, not just inside one:
+
+- A call ID is unique within a run (a duplicate is stored only as a REJECTED
+  `duplicate_call_id` record of its own turn).
+- A guarded call update (`save(expect=...)`) applies only if the stored row is still in the
+  expected status with the expected execution count, else the whole commit rolls back with
+  `StoreConflict`: the claim PROPOSED → EXECUTING is won by exactly one writer.
+- `drive_lock(run_id)` admits one holder per run at a time; a holder that dies releases it.
+- The audit records form one hash chain per store, appended under a lock.
+- After a commit that settles something of a run (`settles`), the run's watchers are woken
+  (`watch`), including watchers served by other replicas of the same database.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
 from gateway.model import (
     ApprovalRecord,
     AuditEvent,
     CallRecord,
     RunRecord,
+    RunSnapshot,
     RunView,
     TurnRecord,
 )
+from gateway.store.notify import Subscription
+
+
+def settles(run: RunRecord | None, turn: TurnRecord | None) -> bool:
+    """Whether a commit carrying this run and turn settles something watchers should see: a
+    turn's outcome was decided (again), or the run ended."""
+    return (turn is not None and turn.next is not None) or (
+        run is not None and run.state.terminal)
 
 
 class RunStore(Protocol):
@@ -32,11 +53,19 @@ class RunStore(Protocol):
 
     async def get_view(self, run_id: str) -> RunView | None: ...
 
+    async def snapshot(self, run_id: str) -> RunSnapshot | None:
+        """The run, its latest turn and that turn's calls, from one consistent read."""
+        ...
+
     async def get_turn(self, run_id: str, turn_id: str) -> TurnRecord | None: ...
 
     async def last_turn(self, run_id: str) -> TurnRecord | None: ...
 
     async def turn_calls(self, run_id: str, turn_id: str) -> list[CallRecord]: ...
+
+    async def find_call(self, run_id: str, call_id: str) -> CallRecord | None:
+        """The call with this ID in the run (not a later duplicate's rejection)."""
+        ...
 
     async def recent_calls(self, run_id: str, limit: int) -> list[CallRecord]: ...
 
@@ -51,14 +80,40 @@ class RunStore(Protocol):
 
     async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
                    calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
-                   audit: Sequence[AuditEvent] = ()) -> None:
+                   audit: Sequence[AuditEvent] = (),
+                   expect: Sequence[CallRecord] = ()) -> None:
         """Update existing run/turn/call rows, upsert approvals and append audit records,
-        atomically (one commit, durable before it returns)."""
+        atomically (one commit, durable before it returns). A call of `calls` that has a
+        record of the same turn and ID in `expect` is guarded: it is written only if its row
+        still has that record's status and execution count (else `StoreConflict`, nothing
+        written). Wakes the run's watchers when `settles(run, turn)`."""
         ...
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None: ...
 
+    async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:
+        """A run's audit records, oldest first (for tests and offline tools)."""
+        ...
+
     async def approvals_for_run(self, run_id: str) -> list[ApprovalRecord]: ...
+
+    def drive_lock(self, run_id: str) -> AbstractAsyncContextManager[None]:
+        """Held while a run is driven (a turn accepted, executed, resumed, resolved,
+        cancelled); waits while any other task, process or replica holds it."""
+        ...
+
+    def watch(self, run_id: str) -> AbstractAsyncContextManager[Subscription]:
+        """Subscribe to the run's settlements: `await sub.wait()` returns after each later
+        commit that settles something of the run (wake-ups coalesce)."""
+        ...
+
+    def close_watches(self) -> None:
+        """End every subscription (their `wait` raises WatchClosed): shutting down."""
+        ...
+
+    def watchers(self) -> int:
+        """How many subscriptions this store instance serves right now."""
+        ...
 
     async def healthy(self) -> bool: ...
 

@@ -1,16 +1,22 @@
 """Row codecs shared by the SQL stores: domain records <-> flat column tuples.
 
 Column order here is the single source for both the DDL and the statements of each store.
+Schema history (each store migrates forward on open):
+
+    1  runs, turns, calls, approvals, audit
+    2  calls gain resolved_by, resolved_at, resolution_reason (ResolveCall)
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from gateway.errors import CallCode, StoreConflict
 from gateway.model import (
     ApprovalRecord,
     ApprovalStatus,
@@ -30,7 +36,7 @@ from gateway.model import (
     rfc3339,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 RUN_COLUMNS = ("run_id", "state", "subject", "tenant", "provider", "api_version", "budget_json",
                "labels_json", "conversation_json", "params_hash", "turns_used",
@@ -42,7 +48,8 @@ TURN_COLUMNS = ("run_id", "turn_id", "seq", "event", "content_hash", "provider",
 CALL_COLUMNS = ("run_id", "turn_id", "call_id", "idx", "tool", "status", "arguments_json",
                 "tool_version", "effect", "arguments_sha256", "decision_json", "output_json",
                 "error_code", "error_message", "execution_count", "approval_id",
-                "idempotency_key", "created_at", "decided_at", "started_at", "finished_at")
+                "idempotency_key", "created_at", "decided_at", "started_at", "finished_at",
+                "resolved_by", "resolved_at", "resolution_reason")
 APPROVAL_COLUMNS = ("approval_id", "run_id", "turn_id", "call_id", "tool", "tool_version",
                     "arguments_json", "arguments_sha256", "status", "requested_by", "tenant",
                     "created_at", "expires_at", "decided_by", "decided_at", "reason")
@@ -50,6 +57,53 @@ AUDIT_COLUMNS = ("time", "kind", "subject", "tenant", "run_id", "turn_id", "call
                  "provider", "tool", "tool_version", "arguments_summary_json",
                  "arguments_sha256", "decision_json", "status", "error_code",
                  "execution_count", "policy_revision", "prev_hash", "hash")
+
+# A call ID belongs to one turn of a run; duplicates exist only as their own rejection, which
+# this condition leaves out (of the unique index and of look-ups by call ID).
+NOT_DUPLICATE = f"error_code != '{CallCode.DUPLICATE_CALL_ID.value}'"
+
+# Columns holding integers (every other column holds text); stores with typed columns use it.
+INTEGER_COLUMNS = frozenset({"turns_used", "tool_calls_used", "retries_in_row", "input_tokens",
+                             "output_tokens", "seq", "idx", "execution_count"})
+
+# ADDED_COLUMNS[v]: the (table, column) pairs that version v added; a store at version v - 1
+# migrates by adding them (their rows read as empty).
+ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
+    2: (("calls", "resolved_by"), ("calls", "resolved_at"), ("calls", "resolution_reason")),
+}
+
+
+def migrations(column: Callable[[str], str]) -> dict[int, list[str]]:
+    """MIGRATIONS[v]: the statements that upgrade a store at version v to v + 1, given how a
+    store declares a column (`column(name)`)."""
+    return {version - 1: [f"ALTER TABLE {table} ADD COLUMN {column(name)}"
+                          for table, name in added]
+            for version, added in ADDED_COLUMNS.items()}
+
+
+def placeholders(columns: Sequence[str], mark: str) -> str:
+    """`mark, mark, ...`: one parameter per column (`?` for sqlite3, `%s` for psycopg)."""
+    return ", ".join(mark for _ in columns)
+
+
+def assignments(columns: Sequence[str], mark: str) -> str:
+    """`a = mark, b = mark, ...` for an UPDATE of these columns."""
+    return ", ".join(f"{c} = {mark}" for c in columns)
+
+
+Guards = dict[tuple[str, str], tuple[str, int]]
+
+
+def guards(expect: Sequence[CallRecord]) -> Guards:
+    """(turn_id, call_id) → the (status, execution_count) a guarded update expects."""
+    return {(c.turn_id, c.call_id): (c.status.value, c.execution_count) for c in expect}
+
+
+def conflict(c: CallRecord, expected: tuple[str, int]) -> StoreConflict:
+    return StoreConflict(
+        f"call {c.call_id} of run {c.run_id} is no longer {expected[0]} (execution count "
+        f"{expected[1]}): another replica changed it first; nothing was executed here, and "
+        "ResumeRun shows the recorded outcome")
 
 
 def _t(value: datetime | None) -> str | None:
@@ -123,7 +177,7 @@ def call_row(c: CallRecord) -> tuple[Any, ...]:
             c.tool_version, c.effect, c.arguments_sha256, decision_to_json(c.decision),
             c.output_json, c.error_code, c.error_message, c.execution_count, c.approval_id,
             c.idempotency_key, _t(c.created_at), _t(c.decided_at), _t(c.started_at),
-            _t(c.finished_at))
+            _t(c.finished_at), c.resolved_by, _t(c.resolved_at), c.resolution_reason)
 
 
 def call_from_row(row: tuple[Any, ...]) -> CallRecord:
@@ -137,7 +191,9 @@ def call_from_row(row: tuple[Any, ...]) -> CallRecord:
         error_message=v["error_message"], execution_count=v["execution_count"],
         approval_id=v["approval_id"], idempotency_key=v["idempotency_key"],
         created_at=_dt(v["created_at"]), decided_at=_dt(v["decided_at"]),
-        started_at=_dt(v["started_at"]), finished_at=_dt(v["finished_at"]))
+        started_at=_dt(v["started_at"]), finished_at=_dt(v["finished_at"]),
+        resolved_by=v["resolved_by"] or "", resolved_at=_dt(v["resolved_at"]),
+        resolution_reason=v["resolution_reason"] or "")
 
 
 def approval_row(a: ApprovalRecord) -> tuple[Any, ...]:

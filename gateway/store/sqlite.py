@@ -3,6 +3,10 @@
 Every statement runs on a single dedicated thread that owns the connection, so blocking I/O
 never stalls the event loop and SQLite sees one connection per process. sqlite3 errors are
 translated here into `StoreUnavailable` (cause chained).
+
+Several processes may share one file: writes serialize on SQLite's own lock, drive locks are
+record locks on `<file>-runs.lock` (see `locks.FileRangeLocks`). Settlement notifications
+reach the watchers of this process only.
 """
 
 from __future__ import annotations
@@ -11,12 +15,24 @@ import asyncio
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gateway.errors import CallCode, StoreUnavailable
-from gateway.model import ApprovalRecord, AuditEvent, CallRecord, RunRecord, RunView, TurnRecord
+from gateway.errors import StoreUnavailable
+from gateway.model import (
+    ApprovalRecord,
+    AuditEvent,
+    CallRecord,
+    RunRecord,
+    RunSnapshot,
+    RunView,
+    TurnRecord,
+)
 from gateway.store import rows
+from gateway.store.base import settles
+from gateway.store.locks import FileRangeLocks, run_lock_key
+from gateway.store.notify import Notifying, SettleHub
 
 T = TypeVar("T")
 
@@ -26,9 +42,8 @@ _DDL = [
     "PRIMARY KEY (run_id, turn_id))",
     f"CREATE TABLE IF NOT EXISTS calls ({', '.join(rows.CALL_COLUMNS)}, "
     "PRIMARY KEY (run_id, turn_id, call_id))",
-    # a call ID belongs to one turn of a run; duplicates exist only as their own rejection
-    "CREATE UNIQUE INDEX IF NOT EXISTS calls_unique_id ON calls (run_id, call_id) "
-    f"WHERE error_code != '{CallCode.DUPLICATE_CALL_ID.value}'",
+    f"CREATE UNIQUE INDEX IF NOT EXISTS calls_unique_id ON calls (run_id, call_id) "
+    f"WHERE {rows.NOT_DUPLICATE}",
     f"CREATE TABLE IF NOT EXISTS approvals ({', '.join(rows.APPROVAL_COLUMNS)}, "
     "PRIMARY KEY (approval_id))",
     # rowid order is insertion order: turns in sequence, calls in the model's order
@@ -39,19 +54,18 @@ _DDL = [
     "CREATE INDEX IF NOT EXISTS audit_run ON audit (run_id)",
 ]
 
-# MIGRATIONS[v] upgrades a store at version v to v + 1.
-MIGRATIONS: dict[int, list[str]] = {}
+MIGRATIONS = rows.migrations(lambda column: column)  # SQLite columns need no type
 
 
 def _placeholders(columns: Sequence[str]) -> str:
-    return ", ".join("?" for _ in columns)
+    return rows.placeholders(columns, "?")
 
 
 def _assignments(columns: Sequence[str]) -> str:
-    return ", ".join(f"{c} = ?" for c in columns)
+    return rows.assignments(columns, "?")
 
 
-class SQLiteStore:
+class SQLiteStore(Notifying):
     name = "sqlite"
 
     def __init__(self, path: Path, *, busy_timeout_s: float = 5.0) -> None:
@@ -61,6 +75,9 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = None
         self._audit_queue: list[tuple[Sequence[AuditEvent], asyncio.Future[None]]] = []
         self._audit_flush: asyncio.Task[None] | None = None
+        self._hub = SettleHub()
+        self._drive_locks: FileRangeLocks | None = None
+        self._closed = False
 
     # ------------------------------------------------------------------ plumbing
 
@@ -79,6 +96,7 @@ class SQLiteStore:
         conn.execute("PRAGMA foreign_keys=ON")
         self._conn = conn
         self._migrate(conn)
+        self._drive_locks = FileRangeLocks.for_file(Path(f"{self.path}-runs.lock"))
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -128,6 +146,15 @@ class SQLiteStore:
         conn.execute("COMMIT")
         return result
 
+    def _read(self, fn: Callable[[], T]) -> T:
+        """Several reads from one snapshot (another process may commit in between)."""
+        conn = self.conn
+        conn.execute("BEGIN")
+        try:
+            return fn()
+        finally:
+            conn.execute("COMMIT")
+
     def _one(self, sql: str, args: Sequence[Any]) -> tuple[Any, ...] | None:
         row: tuple[Any, ...] | None = self.conn.execute(sql, args).fetchone()
         return row
@@ -168,7 +195,19 @@ class SQLiteStore:
                 return None
             calls = self._calls("run_id = ?", (run_id,), "ORDER BY rowid")
             return RunView(rows.run_from_row(row), tuple(self._turns(run_id)), tuple(calls))
-        return await self._run(read)
+        return await self._run(lambda: self._read(read))
+
+    async def snapshot(self, run_id: str) -> RunSnapshot | None:
+        def read() -> RunSnapshot | None:
+            row = self._one(f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs WHERE run_id = ?",
+                            (run_id,))
+            if row is None:
+                return None
+            turn = self._last_turn(run_id)
+            calls = (self._calls("run_id = ? AND turn_id = ?", (run_id, turn.turn_id),
+                                 "ORDER BY idx") if turn else [])
+            return RunSnapshot(rows.run_from_row(row), turn, tuple(calls))
+        return await self._run(lambda: self._read(read))
 
     async def get_turn(self, run_id: str, turn_id: str) -> TurnRecord | None:
         row = await self._run(lambda: self._one(
@@ -176,11 +215,19 @@ class SQLiteStore:
             (run_id, turn_id)))
         return rows.turn_from_row(row) if row else None
 
-    async def last_turn(self, run_id: str) -> TurnRecord | None:
-        row = await self._run(lambda: self._one(
-            f"SELECT {', '.join(rows.TURN_COLUMNS)} FROM turns WHERE run_id = ? "
-            "ORDER BY seq DESC LIMIT 1", (run_id,)))
+    def _last_turn(self, run_id: str) -> TurnRecord | None:
+        row = self._one(f"SELECT {', '.join(rows.TURN_COLUMNS)} FROM turns WHERE run_id = ? "
+                        "ORDER BY seq DESC LIMIT 1", (run_id,))
         return rows.turn_from_row(row) if row else None
+
+    async def last_turn(self, run_id: str) -> TurnRecord | None:
+        return await self._run(lambda: self._last_turn(run_id))
+
+    async def find_call(self, run_id: str, call_id: str) -> CallRecord | None:
+        found = await self._run(lambda: self._calls(
+            f"run_id = ? AND call_id = ? AND {rows.NOT_DUPLICATE}", (run_id, call_id),
+            "ORDER BY rowid LIMIT 1"))
+        return found[0] if found else None
 
     async def turn_calls(self, run_id: str, turn_id: str) -> list[CallRecord]:
         return await self._run(lambda: self._calls(
@@ -198,7 +245,7 @@ class SQLiteStore:
         marks = _placeholders(call_ids)
         found = await self._run(lambda: self._all(
             f"SELECT call_id FROM calls WHERE run_id = ? AND call_id IN ({marks}) "
-            "AND error_code != ?", (run_id, *call_ids, CallCode.DUPLICATE_CALL_ID.value)))
+            f"AND {rows.NOT_DUPLICATE}", (run_id, *call_ids)))
         return {r[0] for r in found}
 
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
@@ -220,7 +267,8 @@ class SQLiteStore:
 
     async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
                    calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
-                   audit: Sequence[AuditEvent] = ()) -> None:
+                   audit: Sequence[AuditEvent] = (),
+                   expect: Sequence[CallRecord] = ()) -> None:
         def tx(conn: sqlite3.Connection) -> None:
             if run is not None:
                 self._update_run(conn, run)
@@ -229,17 +277,30 @@ class SQLiteStore:
                 conn.execute(f"UPDATE turns SET {_assignments(cols)} "
                              "WHERE run_id = ? AND turn_id = ?",
                              (*rows.turn_row(turn)[2:], turn.run_id, turn.turn_id))
-            call_cols = rows.CALL_COLUMNS[3:]
-            conn.executemany(
-                f"UPDATE calls SET {_assignments(call_cols)} "
-                "WHERE run_id = ? AND turn_id = ? AND call_id = ?",
-                [(*rows.call_row(c)[3:], c.run_id, c.turn_id, c.call_id) for c in calls])
+            self._update_calls(conn, calls, rows.guards(expect))
             conn.executemany(
                 f"INSERT OR REPLACE INTO approvals ({', '.join(rows.APPROVAL_COLUMNS)}) "
                 f"VALUES ({_placeholders(rows.APPROVAL_COLUMNS)})",
                 [rows.approval_row(a) for a in approvals])
             self._append_audit(conn, audit)
         await self._run(lambda: self._tx(tx))
+        changed = run or turn
+        if changed is not None and settles(run, turn):
+            self._hub.publish(changed.run_id)
+
+    @staticmethod
+    def _update_calls(conn: sqlite3.Connection, calls: Sequence[CallRecord],
+                      guards: rows.Guards) -> None:
+        sql = (f"UPDATE calls SET {_assignments(rows.CALL_COLUMNS[3:])} "
+               "WHERE run_id = ? AND turn_id = ? AND call_id = ?")
+        for c in calls:
+            key = (*rows.call_row(c)[3:], c.run_id, c.turn_id, c.call_id)
+            expected = guards.get((c.turn_id, c.call_id))
+            if expected is None:
+                conn.execute(sql, key)
+            elif conn.execute(sql + " AND status = ? AND execution_count = ?",
+                              (*key, *expected)).rowcount != 1:
+                raise rows.conflict(c, expected)
 
     # ------------------------------------------------------------------ audit and approvals
 
@@ -288,7 +349,6 @@ class SQLiteStore:
             self._audit_flush = None
 
     async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:
-        """Audit records of a run, oldest first (for tests and offline tools)."""
         cols = ("seq", *rows.AUDIT_COLUMNS)
         found = await self._run(lambda: self._all(
             f"SELECT {', '.join(cols)} FROM audit WHERE run_id = ? ORDER BY seq", (run_id,)))
@@ -300,6 +360,13 @@ class SQLiteStore:
             "ORDER BY created_at", (run_id,)))
         return [rows.approval_from_row(r) for r in found]
 
+    # ------------------------------------------------------------------ drive locks
+
+    def drive_lock(self, run_id: str) -> AbstractAsyncContextManager[None]:
+        if self._drive_locks is None:
+            raise StoreUnavailable("the run store is closed")
+        return self._drive_locks.hold(run_lock_key("", run_id))
+
     # ------------------------------------------------------------------ lifecycle
 
     async def healthy(self) -> bool:
@@ -310,9 +377,17 @@ class SQLiteStore:
         return True
 
     async def close(self) -> None:
+        """Idempotent."""
         def close() -> None:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+        self._hub.close()
+        if self._closed:
+            return
+        self._closed = True
         await self._run(close)
         self._pool.shutdown(wait=True)
+        if self._drive_locks is not None:
+            self._drive_locks.close()
+            self._drive_locks = None

@@ -78,6 +78,11 @@ class Tool:
         '^[A-Z]{1,4}[0-9]{1,5}$'" (up to five problems, best first, joined by "; ")."""
         return schema_problems(self._schemas.input, args)
 
+    def validate_output(self, output: Any) -> str | None:
+        """None when output satisfies output_schema (or there is none); else the problems."""
+        validator = self._schemas.output
+        return None if validator is None else schema_problems(validator, output)
+
     def redacted(self, args: dict[str, Any]) -> dict[str, Any]:
         """A copy of args with every `redact` pointer's value replaced by "***"."""
         return redacted(args, self._redact)
@@ -90,10 +95,10 @@ class Tool:
 
     def _checked(self, result: ExecutionResult) -> ExecutionResult:
         """Apply output_schema: a read that violates it FAILS, a write keeps a note."""
-        validator = self._schemas.output
-        if validator is None or result.status is not CallStatus.SUCCEEDED or result.error_code:
+        if (self._schemas.output is None or result.status is not CallStatus.SUCCEEDED
+                or result.error_code):
             return result
-        problems = schema_problems(validator, json.loads(result.output_json))
+        problems = self.validate_output(json.loads(result.output_json))
         if problems is None:
             return result
         message = f"output violates output_schema: {problems}"

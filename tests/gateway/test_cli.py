@@ -92,7 +92,7 @@ def test_configuration_errors_at_start_up_exit_2_in_one_line(tmp_path: Path) -> 
     cert.write_text("not a certificate")
     base = ["serve", "--tools", str(TOOLS), "--policies", str(POLICIES), "--auth", str(AUTH),
             "--db", str(tmp_path / "x.db"), "--listen", "127.0.0.1:0"]
-    for extra, expected in [(["--db", "postgresql://db/x"], "PostgreSQL store is not available"),
+    for extra, expected in [(["--db", "mysql://db/x"], "expected PATH, sqlite:///PATH"),
                             (["--tls-cert", str(cert)], "--tls-cert and --tls-key go together"),
                             (["--tls-cert", str(cert), "--tls-key", str(cert)],
                              "not a PEM certificate file")]:

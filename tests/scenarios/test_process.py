@@ -1,38 +1,30 @@
 """Start-up refusals, engine panics, an unwritable store, and recovery after a crash.
 
-Each test runs its own sidecar process (its own store) against the real travel service.
+Each test runs its own sidecar process (its own store) against the real travel service; the
+store tests run on SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
 
 import shutil
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
+import psycopg
 import pytest
 
 from examples.travel.service import TravelService
 from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
-from gateway.testing import SidecarProcess, run_serve_expecting_failure
-from tests.conftest import AUTH, POLICIES, sidecar_env
+from gateway.testing import run_serve_expecting_failure
+from tests.conftest import AUTH, POLICIES, NewDb
 from tests.scenarios.test_guide_cases import TRAIN, WEATHER
 from tests.support.effects import effects
-
-
-@contextmanager
-def own_sidecar(tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path,
-                policies: Path = POLICIES, db: Path | None = None,
-                extra: tuple[str, ...] = (), listen: str = "127.0.0.1:0",
-                env: dict[str, str] | None = None) -> Iterator[SidecarProcess]:
-    with SidecarProcess(tools=tools_dir, policies=policies, db=db or tmp_path / "cg.db",
-                        auth=AUTH, env={**sidecar_env(travel, effects_db), **(env or {})},
-                        extra_args=extra,
-                        listen=listen) as proc:
-        yield proc
+from tests.support.sidecars import own_sidecar
 
 
 def test_bad_manifest_stops_start_up_naming_file_and_field(tmp_path: Path,
@@ -69,6 +61,24 @@ def test_serve_without_auth_refuses(tmp_path: Path, tools_dir: Path) -> None:
     assert code != 0 and "--auth" in out
 
 
+@pytest.mark.parametrize(("db", "expected"), [
+    ("mysql://root:secret@127.0.0.1/x", "--db mysql://...: expected PATH, sqlite:///PATH or "
+                                        "postgresql://..."),
+    ("postgresql://callgate:secret@127.0.0.1:1/none",
+     "cannot connect to PostgreSQL at 127.0.0.1:1/none"),
+    ("{database}?options=-csearch_path%3Dno_such_schema",
+     "no schema of the search_path exists; create it"),
+])
+def test_a_store_that_cannot_be_used_stops_start_up(tmp_path: Path, tools_dir: Path,
+                                                    pg_database: str, db: str,
+                                                    expected: str) -> None:
+    code, out = run_serve_expecting_failure(
+        ["--listen", "127.0.0.1:0", "--tools", str(tools_dir), "--policies", str(POLICIES),
+         "--db", db.format(database=pg_database), "--auth", str(AUTH)])
+    assert code != 0 and expected in out, out
+    assert "secret" not in out and "Traceback" not in out
+
+
 PANIC_POLICY = """package callgate
 
 # strings.count with an empty needle panics this engine build
@@ -103,38 +113,54 @@ def test_policy_that_panics_the_engine_denies_and_the_sidecar_keeps_serving(
     assert "stack backtrace" not in proc.output.lower()  # a panic is one line, not a flood
 
 
+@contextmanager
+def another_writer_holds(db: str) -> Iterator[None]:
+    """Another writer holds the store (SQLite: the whole file; PostgreSQL: the calls table)."""
+    if db.startswith("postgresql://"):
+        with psycopg.connect(db) as conn:
+            conn.execute("LOCK TABLE calls IN EXCLUSIVE MODE")
+            yield
+            conn.rollback()
+        return
+    lock = sqlite3.connect(db, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        yield
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+
+
 def test_store_that_cannot_be_written_executes_nothing(
-        tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path) -> None:
-    db = tmp_path / "locked.db"
+        tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path,
+        new_db: NewDb) -> None:
+    db = new_db()
+    run_id = f"locked-{uuid.uuid4().hex[:8]}"
     travel.reset()
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db,
                      extra=("--db-busy-timeout", "0.2")) as proc, \
             GatewayClient(proc.target, "writer-token") as c:
-        c.start_run(run_id="r1")
-        lock = sqlite3.connect(db, isolation_level=None)
-        lock.execute("BEGIN EXCLUSIVE")  # another writer holds the store
-        try:
+        c.start_run(run_id=run_id)
+        with another_writer_holds(db):
             with pytest.raises(grpc.RpcError) as err:
-                c.submit_calls("r1", "t1", tool_call("c1", "get_weather", WEATHER),
+                c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER),
                                tool_call("w1", "book_ticket", {"train_number": "ICE123"}))
             assert err.value.code() == grpc.StatusCode.UNAVAILABLE
             assert error_code(err.value) == "store_unavailable"
-        finally:
-            lock.execute("ROLLBACK")
-            lock.close()
         assert travel.stats()["weather"] == 0
-        assert effects(effects_db, "r1:w1") == []
+        assert effects(effects_db, f"{run_id}:w1") == []
         # nothing was lost: the same turn goes through once the store is writable again
-        out = c.submit_calls("r1", "t1", tool_call("c1", "get_weather", WEATHER),
+        out = c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER),
                              tool_call("w1", "book_ticket", {"train_number": "ICE123"}))
         assert [r.status for r in out.results] == [pb.CALL_STATUS_SUCCEEDED] * 2
-        assert len(effects(effects_db, "r1:w1")) == 1
+        assert len(effects(effects_db, f"{run_id}:w1")) == 1
 
 
 def test_crash_after_a_write_never_replays_it(tmp_path: Path, travel: TravelService,
-                                              tools_dir: Path, effects_db: Path) -> None:
-    db = tmp_path / "crash.db"
-    run_id = "crash-run"
+                                              tools_dir: Path, effects_db: Path,
+                                              new_db: NewDb) -> None:
+    db = new_db()
+    run_id = f"crash-{uuid.uuid4().hex[:8]}"
     key = f"{run_id}:w1"
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc:
         with GatewayClient(proc.target, "writer-token") as c:
@@ -175,10 +201,11 @@ def test_listen_on_a_unix_socket(tmp_path: Path, travel: TravelService, tools_di
 
 
 def test_read_in_flight_at_a_crash_is_repeated_on_resume(
-        tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path) -> None:
+        tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path,
+        new_db: NewDb) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    db = tmp_path / "crash-read.db"
+    db = new_db()
     travel.reset()
     travel.control({"train_status": {"delay_s": 30.0, "times": 1}})
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc, \

@@ -1,5 +1,5 @@
 """A write whose outcome is unknown is looked up, never replayed; the run pauses while the
-look-up is inconclusive and ResumeRun settles it once the target answers."""
+look-up is inconclusive and ResumeRun settles it once the target answers. On both stores."""
 
 from __future__ import annotations
 
@@ -9,14 +9,17 @@ import grpc
 import pytest
 
 from examples.travel.service import TravelService
+from examples.workshop.service import WorkshopService
 from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
+from tests.conftest import NewDb
 from tests.gateway.executors.target import Reply, running_target
-from tests.scenarios.test_process import own_sidecar
+from tests.support.sidecars import own_sidecar
 
 
 def test_lost_response_is_reconciled_not_replayed(tmp_path: Path, travel: TravelService,
-                                                  tools_dir: Path, effects_db: Path) -> None:
+                                                  tools_dir: Path, effects_db: Path,
+                                                  new_db: NewDb) -> None:
     with running_target() as target:
         key = "r1:w1"
         target.script("/reserve", Reply(503, {"error": "gateway timeout upstream"}))
@@ -24,7 +27,7 @@ def test_lost_response_is_reconciled_not_replayed(tmp_path: Path, travel: Travel
                       Reply(200, {"reservation": "R-17", "slot": "9am"}))
         env_dir = tmp_path / "env"
         env_dir.mkdir()
-        with own_sidecar(env_dir, travel, tools_dir, effects_db,
+        with own_sidecar(env_dir, travel, tools_dir, effects_db, db=new_db(),
                          env={"CALLGATE_TEST_TARGET_URL": target.url}) as proc, \
                 GatewayClient(proc.target, "writer-token") as c:
             c.start_run(run_id="r1")
@@ -45,3 +48,34 @@ def test_lost_response_is_reconciled_not_replayed(tmp_path: Path, travel: Travel
         posts = [s for s in target.seen if s.method == "POST"]
         assert len(posts) == 1  # the write was sent once, whatever happened after
         assert posts[0].headers.get("Idempotency-Key") == key
+
+
+def test_a_booking_applied_late_is_never_sent_twice(tmp_path: Path, travel: TravelService,
+                                                   tools_dir: Path, effects_db: Path,
+                                                   fresh_workshop: WorkshopService,
+                                                   new_db: NewDb) -> None:
+    """The workshop accepts the booking, loses the answer and books it later: while its
+    look-up says "pending" the call stays UNKNOWN (nothing is re-sent); once booked, ResumeRun
+    finds it."""
+    fresh_workshop.control(reserve_seat={"apply_late": True, "times": 1})
+    seat = {"event_id": "ws-acme-1", "participant": "mia", "seats": 1}
+    with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=new_db(),
+                     workshop=fresh_workshop) as proc, \
+            GatewayClient(proc.target, "mia-token") as c:
+        c.start_run(run_id="late")
+        out = c.submit_calls("late", "t1", tool_call("w1", "reserve_seat", seat))
+        assert out.next == pb.NEXT_ACTION_PAUSED_UNKNOWN_OUTCOME
+        assert out.results[0].status == pb.CALL_STATUS_UNKNOWN
+        assert fresh_workshop.stats()["lookup"] == 1  # looked up at once: pending
+        still = c.resume_run("late")  # looked up again: still pending, not re-sent
+        assert still.results[0].status == pb.CALL_STATUS_UNKNOWN
+        assert fresh_workshop.stats()["lookup"] == 2
+        assert fresh_workshop.reservations() == []
+        assert fresh_workshop.apply_late() == 1
+        settled = c.resume_run("late")
+        (res,) = settled.results
+        assert res.status == pb.CALL_STATUS_SUCCEEDED and res.execution_count == 1
+        assert settled.next == pb.NEXT_ACTION_CONTINUE
+        booked = fresh_workshop.reservations("late:w1")
+        assert len(booked) == 1 and booked[0]["reservation_id"] in res.output_json
+    assert fresh_workshop.stats()["reserve_seat"] == 1

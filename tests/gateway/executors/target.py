@@ -10,8 +10,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from examples.loopback import JsonHandler, LoopbackServer
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,6 @@ class Seen:
 
 @dataclass
 class _Script:
-    stopping: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     replies: dict[str, list[Reply]] = field(default_factory=dict)
     seen: list[Seen] = field(default_factory=list)
@@ -44,17 +44,8 @@ class _Script:
             return queue.pop(0) if len(queue) > 1 else queue[0]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(JsonHandler):
     server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        # headers and body go out in separate writes: do not let Nagle hold the body back
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
 
     def do_GET(self) -> None:
         self._serve()
@@ -72,13 +63,10 @@ class _Handler(BaseHTTPRequestHandler):
                                     self.client_address[:2]))
         reply = script.next_reply(self.path)
         if reply.hold:
-            script.stopping.wait()
+            self.server.stopping.wait()
         if reply.drop or reply.hold:
-            self.close_connection = True
+            self.hang_up()
             return
-        self._send(reply)
-
-    def _send(self, reply: Reply) -> None:
         body = reply.body
         if isinstance(body, dict | list):
             data = json.dumps(body).encode()
@@ -86,44 +74,21 @@ class _Handler(BaseHTTPRequestHandler):
             data = body.encode()
         else:
             data = body or b""
-        self.send_response(reply.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send(reply.status, data, "application/json")
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
+class _Server(LoopbackServer):
     def __init__(self, script: _Script) -> None:
         self.script = script
-        self.live: dict[threading.Thread, socket.socket] = {}
-        self.live_lock = threading.Lock()
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        with self.live_lock:
-            self.live[threading.current_thread()] = request
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            with self.live_lock:
-                self.live.pop(threading.current_thread(), None)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        return None
+        super().__init__(("127.0.0.1", 0), _Handler, quiet=True)
 
 
 class Target:
     def __init__(self) -> None:
         self._script = _Script()
         self._server = _Server(self._script)
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._server.start("scripted-target")
+        self.url = self._server.url
 
     def script(self, path: str, *replies: Reply) -> None:
         """Answer path with replies in order; the last one repeats."""
@@ -136,19 +101,7 @@ class Target:
             return list(self._script.seen)
 
     def close(self) -> None:
-        self._script.stopping.set()
-        self._server.shutdown()
-        with self._server.live_lock:
-            live = list(self._server.live.items())
-        for _, sock in live:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        for thread, _ in live:
-            thread.join(5)
-        self._server.server_close()
-        self._thread.join()
+        self._server.stop()
 
 
 @contextmanager

@@ -137,14 +137,16 @@ def test_may_approve(default_engine: EmbeddedEngine, approver: dict[str, Any],
     assert default_engine.allows("may_approve", _approve(approver, requester)) is expected
 
 
-@pytest.mark.parametrize(("operator", "expected"), [
-    (OSCAR, True),
-    (identity("op", "globex", "operator"), False),
-    (OWEN, False),
+@pytest.mark.parametrize(("operator", "requester", "expected"), [
+    (OSCAR, OLGA, True),
+    (identity("op", "globex", "operator"), OLGA, False),
+    (OWEN, OLGA, False),
+    (identity("olga", "acme", "organizer", "operator"), OLGA, False),  # never in one's own run
 ])
 def test_may_resolve(default_engine: EmbeddedEngine, operator: dict[str, Any],
-                     expected: bool) -> None:
-    inp = {"action": "resolve", "operator": operator, "requester": OLGA, "call": {"id": "c"}}
+                     requester: dict[str, Any], expected: bool) -> None:
+    inp = {"action": "resolve", "operator": operator, "requester": requester,
+           "call": {"id": "c"}}
     assert default_engine.allows("may_resolve", inp) is expected
 
 

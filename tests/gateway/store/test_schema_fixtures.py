@@ -1,7 +1,9 @@
-"""Stores written by each released schema version still load and resume.
+"""Stores written by each released schema version still load, migrate and resume.
 
-`fixtures/schema_v<N>.sql` is a frozen dump of a store at version N (a run paused for
-approval with a settled read). Never edit a released fixture: add one per new version.
+`fixtures/schema_v<N>.sql` is a frozen dump of a SQLite store at version N,
+`fixtures/postgres_schema_v<N>.sql` of a PostgreSQL store (the PostgreSQL store starts at
+version 2). Each holds the same run: paused for approval, with a settled read. Never edit a
+released fixture: add one per new version.
 """
 
 from __future__ import annotations
@@ -9,46 +11,73 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from examples.travel.service import TravelService
 from gateway import pb
 from gateway.client import GatewayClient
-from gateway.store import rows
-from gateway.store.sqlite import SQLiteStore
-from tests.scenarios.test_process import own_sidecar
+from gateway.store import open_store, rows
+from tests.support import databases
+from tests.support.sidecars import own_sidecar
 
-FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("schema_v*.sql"))
+FIXTURES = Path(__file__).parent / "fixtures"
+SQLITE = sorted(FIXTURES.glob("schema_v*.sql"))
+POSTGRES = sorted(FIXTURES.glob("postgres_schema_v*.sql"))
+ALL = [*SQLITE, *POSTGRES]
 
 
-def restore(fixture: Path, to: Path) -> Path:
+def restore(fixture: Path, tmp_path: Path, pg_database: str) -> str:
+    """The fixture loaded into a new store; answers its --db."""
+    if fixture in POSTGRES:
+        url = databases.new_schema(pg_database)
+        databases.run_sql(url, fixture.read_text())
+        return url
+    to = tmp_path / "old.db"
     conn = sqlite3.connect(to)
     conn.executescript(fixture.read_text())
     conn.close()
-    return to
+    return str(to)
 
 
-def test_there_is_a_fixture_for_the_current_version() -> None:
-    assert any(f.stem == f"schema_v{rows.SCHEMA_VERSION}" for f in FIXTURES)
+def stored_version(db: str) -> int:
+    if db.startswith("postgresql://"):
+        with psycopg.connect(db) as conn:
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+    else:
+        conn = sqlite3.connect(db)
+        row = conn.execute("SELECT version FROM schema_version").fetchone()
+        conn.close()
+    assert row is not None
+    return int(row[0])
 
 
-@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda f: f.stem)
-async def test_fixture_loads_with_its_records(fixture: Path, tmp_path: Path) -> None:
-    store = await SQLiteStore.open(restore(fixture, tmp_path / "old.db"))
+@pytest.mark.parametrize("prefix", ["schema_v", "postgres_schema_v"])
+def test_there_is_a_fixture_for_the_current_version(prefix: str) -> None:
+    assert (FIXTURES / f"{prefix}{rows.SCHEMA_VERSION}.sql").is_file()
+
+
+@pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
+async def test_fixture_loads_and_migrates(fixture: Path, tmp_path: Path,
+                                          pg_database: str) -> None:
+    db = restore(fixture, tmp_path, pg_database)
+    store = await open_store(db)
     view = await store.get_view("run-v1")
     assert view is not None and view.run.subject == "tina"
     assert [(c.call_id, c.status.value) for c in view.calls] == [
         ("r1", "SUCCEEDED"), ("w1", "PENDING_APPROVAL")]
+    assert all(c.resolved_by == "" and c.resolved_at is None for c in view.calls)
     (approval,) = await store.approvals_for_run("run-v1")
     assert approval.status == "PENDING" and approval.call_id == "w1"
     await store.close()
+    assert stored_version(db) == rows.SCHEMA_VERSION
 
 
-@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda f: f.stem)
+@pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
 def test_fixture_run_resumes_through_the_gateway(fixture: Path, tmp_path: Path,
-                                                 travel: TravelService, tools_dir: Path,
-                                                 effects_db: Path) -> None:
-    db = restore(fixture, tmp_path / "old.db")
+                                                 pg_database: str, travel: TravelService,
+                                                 tools_dir: Path, effects_db: Path) -> None:
+    db = restore(fixture, tmp_path, pg_database)
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc, \
             GatewayClient(proc.target, "tester-token") as c:
         out = c.resume_run("run-v1")

@@ -180,7 +180,7 @@ class CallResult(_message.Message):
     def __init__(self, call_id: _Optional[str] = ..., tool: _Optional[str] = ..., status: _Optional[_Union[CallStatus, str]] = ..., output_json: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., decision: _Optional[_Union[Decision, _Mapping]] = ..., execution_count: _Optional[int] = ..., approval_id: _Optional[str] = ...) -> None: ...
 
 class CallRecord(_message.Message):
-    __slots__ = ("call_id", "turn_id", "tool", "tool_version", "status", "arguments_sha256", "decision", "output_json", "error", "execution_count", "approval_id", "created_at", "decided_at", "started_at", "finished_at", "arguments_json")
+    __slots__ = ("call_id", "turn_id", "tool", "tool_version", "status", "arguments_sha256", "decision", "output_json", "error", "execution_count", "approval_id", "created_at", "decided_at", "started_at", "finished_at", "arguments_json", "resolved_by", "resolved_at", "resolution_reason")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
@@ -197,6 +197,9 @@ class CallRecord(_message.Message):
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_BY_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_AT_FIELD_NUMBER: _ClassVar[int]
+    RESOLUTION_REASON_FIELD_NUMBER: _ClassVar[int]
     call_id: str
     turn_id: str
     tool: str
@@ -213,7 +216,10 @@ class CallRecord(_message.Message):
     started_at: str
     finished_at: str
     arguments_json: str
-    def __init__(self, call_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., status: _Optional[_Union[CallStatus, str]] = ..., arguments_sha256: _Optional[str] = ..., decision: _Optional[_Union[Decision, _Mapping]] = ..., output_json: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., execution_count: _Optional[int] = ..., approval_id: _Optional[str] = ..., created_at: _Optional[str] = ..., decided_at: _Optional[str] = ..., started_at: _Optional[str] = ..., finished_at: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
+    resolved_by: str
+    resolved_at: str
+    resolution_reason: str
+    def __init__(self, call_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., status: _Optional[_Union[CallStatus, str]] = ..., arguments_sha256: _Optional[str] = ..., decision: _Optional[_Union[Decision, _Mapping]] = ..., output_json: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., execution_count: _Optional[int] = ..., approval_id: _Optional[str] = ..., created_at: _Optional[str] = ..., decided_at: _Optional[str] = ..., started_at: _Optional[str] = ..., finished_at: _Optional[str] = ..., arguments_json: _Optional[str] = ..., resolved_by: _Optional[str] = ..., resolved_at: _Optional[str] = ..., resolution_reason: _Optional[str] = ...) -> None: ...
 
 class TurnRecord(_message.Message):
     __slots__ = ("turn_id", "provider", "api_version", "model", "event", "next", "usage", "raw_response_json", "created_at", "reason")

@@ -184,7 +184,9 @@ class ToolGatewayServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ResolveCall(self, request, context):
-        """An operator settles an UNKNOWN call (not available in this build).
+        """An operator whom the policy's may_resolve allows settles an UNKNOWN call as SUCCEEDED
+        (output_json checked against the tool's output_schema) or FAILED, with a reason; answers
+        the settled call. Once no call of its turn is unknown, the turn settles.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -198,7 +200,9 @@ class ToolGatewayServicer:
         raise NotImplementedError('Method not implemented!')
 
     def WatchRun(self, request, context):
-        """The latest outcome now and whenever it changes (not available in this build).
+        """The run's current settled outcome, then every later settlement, until the run finishes
+        (the run's owner only). Reconnect after an UNAVAILABLE: the first message is the current
+        state.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

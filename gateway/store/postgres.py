@@ -1,0 +1,514 @@
+"""PostgreSQL RunStore (psycopg 3, async, connection pools): several replicas share runs.
+
+The tables live in the connection's current schema (pick one with
+`?options=-csearch_path%3Dname` on the URL; it must exist). How the replicas coordinate, all
+of it in the database:
+
+- drive locks: a session advisory lock per run (`pg_advisory_lock`), held on a connection of a
+  small pool of its own for as long as the run is driven. A replica that dies loses its
+  session, and the database releases its locks.
+- the claim to execute a call: guarded UPDATEs (expected status and execution count in the
+  WHERE clause; anything but one row rolls the commit back with `StoreConflict`).
+- the audit chain: appended under a transaction advisory lock, so `seq` order is chain order.
+- settlement notifications: `NOTIFY` on this schema's channel inside the settling transaction;
+  every replica `LISTEN`s on one connection and wakes its own watchers.
+
+psycopg and pool errors are translated here into `StoreUnavailable` (cause chained).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection, sql
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from gateway.errors import StoreUnavailable
+from gateway.model import (
+    ApprovalRecord,
+    AuditEvent,
+    CallRecord,
+    RunRecord,
+    RunSnapshot,
+    RunView,
+    TurnRecord,
+)
+from gateway.store import rows
+from gateway.store.base import settles
+from gateway.store.locks import KeyedLocks, run_lock_key
+from gateway.store.notify import Notifying, SettleHub
+
+log = logging.getLogger("callgate.store")
+
+POOL_SIZE = 8  # connections for statements
+LOCK_POOL_SIZE = 32  # connections holding drive locks: runs driven at once by this replica
+LOCK_WAIT_S = 60.0  # how long a drive waits for a free lock connection
+LISTEN_RETRY_S = (0.1, 5.0)  # first and longest pause before the listener reconnects
+
+Conn = AsyncConnection[tuple[Any, ...]]
+
+
+def _column(name: str) -> str:
+    return f"{name} {'BIGINT' if name in rows.INTEGER_COLUMNS else 'TEXT'}"
+
+
+def _columns(names: Sequence[str]) -> str:
+    return ", ".join(_column(c) for c in names)
+
+
+DDL = [
+    f"CREATE TABLE runs ({_columns(rows.RUN_COLUMNS)}, PRIMARY KEY (run_id))",
+    f"CREATE TABLE turns ({_columns(rows.TURN_COLUMNS)}, PRIMARY KEY (run_id, turn_id))",
+    # pos: insertion order (turns in sequence, calls in the model's order)
+    f"CREATE TABLE calls (pos BIGSERIAL, {_columns(rows.CALL_COLUMNS)}, "
+    "PRIMARY KEY (run_id, turn_id, call_id))",
+    f"CREATE UNIQUE INDEX calls_unique_id ON calls (run_id, call_id) WHERE {rows.NOT_DUPLICATE}",
+    "CREATE INDEX calls_run ON calls (run_id, pos)",
+    f"CREATE TABLE approvals ({_columns(rows.APPROVAL_COLUMNS)}, PRIMARY KEY (approval_id))",
+    "CREATE INDEX approvals_run ON approvals (run_id)",
+    f"CREATE TABLE audit (seq BIGSERIAL PRIMARY KEY, {_columns(rows.AUDIT_COLUMNS)})",
+    "CREATE INDEX audit_run ON audit (run_id, seq)",
+]
+
+MIGRATIONS = rows.migrations(_column)
+
+
+def _marks(columns: Sequence[str]) -> str:
+    return rows.placeholders(columns, "%s")
+
+
+def _sets(columns: Sequence[str]) -> str:
+    return rows.assignments(columns, "%s")
+
+
+def _select(columns: Sequence[str], table: str) -> str:
+    return f"SELECT {', '.join(columns)} FROM {table}"
+
+
+def describe(conninfo: str) -> str:
+    """host:port/dbname of a connection string (never its password)."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(conninfo)
+    except psycopg.Error:
+        return "(an unreadable connection URL)"
+    return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+
+
+def _unavailable(exc: BaseException) -> StoreUnavailable:
+    return StoreUnavailable(f"the run store could not be used: {exc}")
+
+
+class PostgresStore(Notifying):
+    name = "postgresql"
+
+    def __init__(self, conninfo: str, *, timeout_s: float = 5.0) -> None:
+        self._conninfo = conninfo
+        self._timeout_s = timeout_s
+        self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+            conninfo, min_size=1, max_size=POOL_SIZE, open=False, timeout=timeout_s,
+            configure=self._configure, name="callgate")
+        self._lock_pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+            conninfo, min_size=1, max_size=LOCK_POOL_SIZE, open=False, timeout=LOCK_WAIT_S,
+            kwargs={"autocommit": True}, name="callgate-locks")
+        self._local = KeyedLocks()
+        self._hub = SettleHub()
+        self._schema = ""
+        self._channel = ""
+        self._listening = asyncio.Event()
+        self._listener: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    async def open(cls, conninfo: str, *, timeout_s: float = 5.0) -> PostgresStore:
+        store = cls(conninfo, timeout_s=timeout_s)
+        try:
+            await store._open()
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def _open(self) -> None:
+        where = describe(self._conninfo)
+        try:
+            conn = await AsyncConnection.connect(self._conninfo, autocommit=True,
+                                                 connect_timeout=max(int(self._timeout_s), 1))
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"cannot connect to PostgreSQL at {where}: {exc}") from exc
+        try:
+            self._schema = await self._current_schema(conn, where)
+            await self._migrate(conn, where)
+        except psycopg.Error as exc:
+            raise _unavailable(exc) from exc
+        finally:
+            await conn.close()
+        digest = hashlib.sha256(self._schema.encode()).hexdigest()[:16]
+        self._channel = f"callgate_settled_{digest}"
+        try:
+            await self._pool.open(wait=True, timeout=self._timeout_s)
+            await self._lock_pool.open(wait=True, timeout=self._timeout_s)
+        except PoolTimeout as exc:
+            raise StoreUnavailable(f"cannot open connections to PostgreSQL at {where}") from exc
+        self._listener = asyncio.create_task(self._listen(), name="callgate-listen")
+        try:
+            await asyncio.wait_for(self._listening.wait(), self._timeout_s)
+        except TimeoutError as exc:
+            raise StoreUnavailable(f"cannot LISTEN for settlements at {where}") from exc
+
+    async def _configure(self, conn: Conn) -> None:
+        """Statements wait at most the busy timeout for a row or table lock (another writer
+        holding it), then fail as StoreUnavailable. Drive-lock connections wait as long as
+        the run is driven elsewhere, so they are not configured so."""
+        await conn.set_autocommit(True)
+        await conn.execute(sql.SQL("SET lock_timeout = {}").format(
+            sql.Literal(f"{max(int(self._timeout_s * 1000), 1)}ms")))
+        await conn.set_autocommit(False)
+
+    @staticmethod
+    async def _current_schema(conn: Conn, where: str) -> str:
+        row = await (await conn.execute("SELECT current_schema()")).fetchone()
+        if row is None or not row[0]:
+            raise StoreUnavailable(
+                f"PostgreSQL at {where}: no schema of the search_path exists; create it "
+                "(CREATE SCHEMA name) or name one with ?options=-csearch_path%3Dname")
+        return str(row[0])
+
+    async def _migrate(self, conn: Conn, where: str) -> None:
+        async with conn.transaction():
+            # replicas starting together: one creates or migrates, the others then see it
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)",
+                               (run_lock_key(self._schema, "\0migrate"),))
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = await (await conn.execute("SELECT version FROM schema_version")).fetchone()
+            if row is None:
+                for stmt in DDL:
+                    await conn.execute(stmt)  # type: ignore[arg-type]
+                await conn.execute("INSERT INTO schema_version VALUES (%s)",
+                                   (rows.SCHEMA_VERSION,))
+                return
+            version = int(row[0])
+            if version > rows.SCHEMA_VERSION:
+                raise StoreUnavailable(
+                    f"store {where} (schema {self._schema}) has schema version {version}, "
+                    f"newer than this callgate ({rows.SCHEMA_VERSION}); upgrade callgate")
+            for v in range(version, rows.SCHEMA_VERSION):
+                for stmt in MIGRATIONS[v]:
+                    await conn.execute(stmt)  # type: ignore[arg-type]
+            await conn.execute("UPDATE schema_version SET version = %s", (rows.SCHEMA_VERSION,))
+
+    # ------------------------------------------------------------------ plumbing
+
+    @asynccontextmanager
+    async def _tx(self, *, snapshot: bool = False) -> AsyncIterator[Conn]:
+        """A transaction on a pooled connection; snapshot: read-only, one consistent view."""
+        try:
+            async with self._pool.connection() as conn, conn.transaction():
+                if snapshot:
+                    await conn.execute(
+                        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield conn
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise _unavailable(exc) from exc
+
+    @staticmethod
+    async def _one(conn: Conn, query: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        cur = await conn.execute(query, args)  # type: ignore[arg-type]
+        return await cur.fetchone()
+
+    @staticmethod
+    async def _all(conn: Conn, query: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cur = await conn.execute(query, args)  # type: ignore[arg-type]
+        return await cur.fetchall()
+
+    # ------------------------------------------------------------------ runs and turns
+
+    async def create_run(self, run: RunRecord) -> RunRecord:
+        async with self._tx() as conn:
+            await conn.execute(  # type: ignore[arg-type]
+                f"INSERT INTO runs ({', '.join(rows.RUN_COLUMNS)}) "
+                f"VALUES ({_marks(rows.RUN_COLUMNS)}) ON CONFLICT (run_id) DO NOTHING",
+                rows.run_row(run))
+            row = await self._one(conn, _select(rows.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
+                                  (run.run_id,))
+        assert row is not None
+        return rows.run_from_row(row)
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        async with self._tx() as conn:
+            row = await self._one(conn, _select(rows.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
+                                  (run_id,))
+        return rows.run_from_row(row) if row else None
+
+    async def _calls(self, conn: Conn, where: str, args: Sequence[Any],
+                     order: str = "") -> list[CallRecord]:
+        found = await self._all(conn, f"{_select(rows.CALL_COLUMNS, 'calls')} WHERE {where} "
+                                      f"{order}", args)
+        return [rows.call_from_row(r) for r in found]
+
+    async def _last_turn(self, conn: Conn, run_id: str) -> TurnRecord | None:
+        row = await self._one(conn, _select(rows.TURN_COLUMNS, "turns") +
+                              " WHERE run_id = %s ORDER BY seq DESC LIMIT 1", (run_id,))
+        return rows.turn_from_row(row) if row else None
+
+    async def get_view(self, run_id: str) -> RunView | None:
+        async with self._tx(snapshot=True) as conn:
+            row = await self._one(conn, _select(rows.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
+                                  (run_id,))
+            if row is None:
+                return None
+            turns = await self._all(conn, _select(rows.TURN_COLUMNS, "turns") +
+                                    " WHERE run_id = %s ORDER BY seq", (run_id,))
+            calls = await self._calls(conn, "run_id = %s", (run_id,), "ORDER BY pos")
+        return RunView(rows.run_from_row(row), tuple(rows.turn_from_row(t) for t in turns),
+                       tuple(calls))
+
+    async def snapshot(self, run_id: str) -> RunSnapshot | None:
+        async with self._tx(snapshot=True) as conn:
+            row = await self._one(conn, _select(rows.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
+                                  (run_id,))
+            if row is None:
+                return None
+            turn = await self._last_turn(conn, run_id)
+            calls = (await self._calls(conn, "run_id = %s AND turn_id = %s",
+                                       (run_id, turn.turn_id), "ORDER BY idx") if turn else [])
+        return RunSnapshot(rows.run_from_row(row), turn, tuple(calls))
+
+    async def get_turn(self, run_id: str, turn_id: str) -> TurnRecord | None:
+        async with self._tx() as conn:
+            row = await self._one(conn, _select(rows.TURN_COLUMNS, "turns") +
+                                  " WHERE run_id = %s AND turn_id = %s", (run_id, turn_id))
+        return rows.turn_from_row(row) if row else None
+
+    async def last_turn(self, run_id: str) -> TurnRecord | None:
+        async with self._tx() as conn:
+            return await self._last_turn(conn, run_id)
+
+    async def turn_calls(self, run_id: str, turn_id: str) -> list[CallRecord]:
+        async with self._tx() as conn:
+            return await self._calls(conn, "run_id = %s AND turn_id = %s", (run_id, turn_id),
+                                     "ORDER BY idx")
+
+    async def find_call(self, run_id: str, call_id: str) -> CallRecord | None:
+        async with self._tx() as conn:
+            found = await self._calls(conn, f"run_id = %s AND call_id = %s AND "
+                                            f"{rows.NOT_DUPLICATE}", (run_id, call_id),
+                                      "ORDER BY pos LIMIT 1")
+        return found[0] if found else None
+
+    async def recent_calls(self, run_id: str, limit: int) -> list[CallRecord]:
+        """The run's last `limit` calls, oldest first."""
+        async with self._tx() as conn:
+            calls = await self._calls(conn, "run_id = %s", (run_id, limit),
+                                      "ORDER BY pos DESC LIMIT %s")
+        return list(reversed(calls))
+
+    async def used_call_ids(self, run_id: str, call_ids: Sequence[str]) -> set[str]:
+        if not call_ids:
+            return set()
+        async with self._tx() as conn:
+            found = await self._all(conn, "SELECT call_id FROM calls WHERE run_id = %s AND "
+                                          f"call_id = ANY(%s) AND {rows.NOT_DUPLICATE}",
+                                    (run_id, list(call_ids)))
+        return {r[0] for r in found}
+
+    async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
+                         audit: Sequence[AuditEvent] = ()) -> None:
+        async with self._tx() as conn:
+            await conn.execute(  # type: ignore[arg-type]
+                f"INSERT INTO turns ({', '.join(rows.TURN_COLUMNS)}) "
+                f"VALUES ({_marks(rows.TURN_COLUMNS)})", rows.turn_row(turn))
+            if calls:
+                async with conn.cursor() as cur:
+                    await cur.executemany(  # type: ignore[arg-type]
+                        f"INSERT INTO calls ({', '.join(rows.CALL_COLUMNS)}) "
+                        f"VALUES ({_marks(rows.CALL_COLUMNS)})", [rows.call_row(c) for c in calls])
+            await self._update_run(conn, run)
+            await self._append_audit(conn, audit)
+
+    async def _update_run(self, conn: Conn, run: RunRecord) -> None:
+        await conn.execute(  # type: ignore[arg-type]
+            f"UPDATE runs SET {_sets(rows.RUN_COLUMNS[1:])} WHERE run_id = %s",
+            (*rows.run_row(run)[1:], run.run_id))
+
+    async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
+                   calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
+                   audit: Sequence[AuditEvent] = (),
+                   expect: Sequence[CallRecord] = ()) -> None:
+        changed = run or turn
+        notify = changed is not None and settles(run, turn)
+        async with self._tx() as conn:
+            if run is not None:
+                await self._update_run(conn, run)
+            if turn is not None:
+                await conn.execute(  # type: ignore[arg-type]
+                    f"UPDATE turns SET {_sets(rows.TURN_COLUMNS[2:])} "
+                    "WHERE run_id = %s AND turn_id = %s",
+                    (*rows.turn_row(turn)[2:], turn.run_id, turn.turn_id))
+            await self._update_calls(conn, calls, rows.guards(expect))
+            for a in approvals:
+                await self._upsert_approval(conn, a)
+            await self._append_audit(conn, audit)
+            if notify and changed is not None:  # delivered to every replica at commit
+                await conn.execute("SELECT pg_notify(%s, %s)", (self._channel, changed.run_id))
+        if notify and changed is not None:
+            self._hub.publish(changed.run_id)
+
+    @staticmethod
+    async def _update_calls(conn: Conn, calls: Sequence[CallRecord],
+                            guards: rows.Guards) -> None:
+        update = (f"UPDATE calls SET {_sets(rows.CALL_COLUMNS[3:])} "
+                  "WHERE run_id = %s AND turn_id = %s AND call_id = %s")
+        for c in calls:
+            values = (*rows.call_row(c)[3:], c.run_id, c.turn_id, c.call_id)
+            expected = guards.get((c.turn_id, c.call_id))
+            if expected is None:
+                await conn.execute(update, values)  # type: ignore[arg-type]
+                continue
+            cur = await conn.execute(  # type: ignore[arg-type]
+                update + " AND status = %s AND execution_count = %s", (*values, *expected))
+            if cur.rowcount != 1:
+                raise rows.conflict(c, expected)
+
+    @staticmethod
+    async def _upsert_approval(conn: Conn, a: ApprovalRecord) -> None:
+        cols = rows.APPROVAL_COLUMNS
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in cols[1:])
+        await conn.execute(  # type: ignore[arg-type]
+            f"INSERT INTO approvals ({', '.join(cols)}) VALUES ({_marks(cols)}) "
+            f"ON CONFLICT (approval_id) DO UPDATE SET {updates}", rows.approval_row(a))
+
+    # ------------------------------------------------------------------ audit and approvals
+
+    async def _append_audit(self, conn: Conn, events: Sequence[AuditEvent]) -> None:
+        """Chain events after the store's last record, under a lock every replica takes, so
+        the chain has one order (held until this transaction ends)."""
+        if not events:
+            return
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)",
+                           (run_lock_key(self._schema, "\0audit"),))
+        row = await self._one(conn, "SELECT hash FROM audit ORDER BY seq DESC LIMIT 1")
+        prev = row[0] if row else ""
+        insert = (f"INSERT INTO audit ({', '.join(rows.AUDIT_COLUMNS)}) "
+                  f"VALUES ({_marks(rows.AUDIT_COLUMNS)})")
+        for event in events:
+            values = rows.audit_row(event, prev)
+            await conn.execute(insert, values)  # type: ignore[arg-type]
+            prev = values[-1]
+
+    async def append_audit(self, events: Sequence[AuditEvent]) -> None:
+        if not events:
+            return
+        async with self._tx() as conn:
+            await self._append_audit(conn, events)
+
+    async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:
+        cols = ("seq", *rows.AUDIT_COLUMNS)
+        async with self._tx() as conn:
+            found = await self._all(conn, _select(cols, "audit") +
+                                    " WHERE run_id = %s ORDER BY seq", (run_id,))
+        return [dict(zip(cols, r, strict=True)) for r in found]
+
+    async def approvals_for_run(self, run_id: str) -> list[ApprovalRecord]:
+        async with self._tx() as conn:
+            found = await self._all(conn, _select(rows.APPROVAL_COLUMNS, "approvals") +
+                                    " WHERE run_id = %s ORDER BY created_at", (run_id,))
+        return [rows.approval_from_row(r) for r in found]
+
+    # ------------------------------------------------------------------ drive locks
+
+    @asynccontextmanager
+    async def drive_lock(self, run_id: str) -> AsyncIterator[None]:
+        key = run_lock_key(self._schema, run_id)
+        async with self._local.hold(run_id):
+            try:
+                conn = await self._lock_pool.getconn()
+            except PoolTimeout as exc:
+                raise StoreUnavailable(f"no connection free to lock run {run_id} within "
+                                       f"{LOCK_WAIT_S:g} s: too many runs driven at once") from exc
+            except psycopg.Error as exc:  # the pool is closed or cannot connect
+                raise _unavailable(exc) from exc
+            try:
+                await self._lock(conn, key)
+                try:
+                    yield
+                finally:
+                    await self._unlock(conn, key)
+            finally:
+                await self._lock_pool.putconn(conn)
+
+    @staticmethod
+    async def _lock(conn: Conn, key: int) -> None:
+        try:
+            await conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        except BaseException as exc:
+            # the lock may have been granted as the wait was abandoned: it ends with the session
+            await conn.close()
+            if isinstance(exc, psycopg.Error):
+                raise _unavailable(exc) from exc
+            raise
+
+    @staticmethod
+    async def _unlock(conn: Conn, key: int) -> None:
+        try:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        except BaseException:
+            await conn.close()  # the session, and the lock with it, ends here
+            raise
+
+    # ------------------------------------------------------------------ settlement listener
+
+    async def _listen(self) -> None:
+        """Wake local watchers for every settlement any replica commits; reconnect when the
+        listening connection breaks (and wake everyone: something may have been missed)."""
+        pause = LISTEN_RETRY_S[0]
+        while True:
+            try:
+                conn = await AsyncConnection.connect(self._conninfo, autocommit=True)
+                try:
+                    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+                    self._listening.set()
+                    self._hub.publish_all()
+                    pause = LISTEN_RETRY_S[0]
+                    async for note in conn.notifies():
+                        self._hub.publish(note.payload)
+                finally:
+                    self._listening.clear()
+                    await conn.close()
+            except psycopg.Error as exc:
+                log.warning("listening for settlements failed (%s); reconnecting in %.1f s",
+                            exc, pause)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, LISTEN_RETRY_S[1])
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def healthy(self) -> bool:
+        if not self._listening.is_set():
+            return False
+        try:
+            async with self._tx() as conn:
+                await conn.execute("SELECT 1")
+        except StoreUnavailable:
+            return False
+        return True
+
+    async def close(self) -> None:
+        """Idempotent."""
+        self._hub.close()
+        if self._listener is not None:
+            self._listener.cancel()
+            try:
+                await self._listener
+            except asyncio.CancelledError:
+                pass
+            self._listener = None
+        await self._lock_pool.close()
+        await self._pool.close()

@@ -1,0 +1,271 @@
+"""The RunStore contract, run against every store (SQLite and PostgreSQL).
+
+Guarantees between replicas are tested with two store instances on one database: what one
+instance holds, claims or settles, the other sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sqlite3
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import psycopg
+import pytest
+
+from gateway.errors import StoreConflict, StoreUnavailable
+from gateway.model import (
+    AuditEvent,
+    CallRecord,
+    CallStatus,
+    EventKind,
+    NextAction,
+    RunRecord,
+    RunState,
+    TurnRecord,
+)
+from gateway.store import RunStore, open_store, rows, sqlite_path
+from gateway.store.notify import WatchClosed
+from tests.conftest import NewDb
+
+NOW = datetime(2026, 11, 29, 21, 0, tzinfo=UTC)
+
+
+def a_run(run_id: str = "r1") -> RunRecord:
+    return RunRecord(run_id=run_id, state=RunState.ACTIVE, subject="alice", tenant="acme",
+                     params_hash="p", created_at=NOW, updated_at=NOW)
+
+
+def a_turn(turn_id: str, seq: int, run_id: str = "r1") -> TurnRecord:
+    return TurnRecord(run_id=run_id, turn_id=turn_id, seq=seq, event=EventKind.TOOL_REQUEST,
+                      content_hash="h", created_at=NOW)
+
+
+def a_call(turn_id: str, call_id: str, error_code: str = "", run_id: str = "r1",
+           index: int = 0) -> CallRecord:
+    return CallRecord(run_id=run_id, turn_id=turn_id, call_id=call_id, index=index, tool="t",
+                      status=CallStatus.PROPOSED, arguments_json="{}", error_code=error_code,
+                      created_at=NOW)
+
+
+@pytest.fixture
+def db_url(new_db: NewDb) -> str:
+    return new_db()
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[RunStore]:
+    s = await open_store(db_url)
+    yield s
+    await s.close()
+
+
+@pytest.fixture
+async def other(db_url: str, store: RunStore) -> AsyncIterator[RunStore]:
+    """A second instance on the same database: another replica (or process)."""
+    s = await open_store(db_url)
+    yield s
+    await s.close()
+
+
+async def with_turn(store: RunStore, *calls: CallRecord) -> RunRecord:
+    run = await store.create_run(a_run())
+    await store.begin_turn(run, a_turn("t1", 1), calls or [a_call("t1", "c1")])
+    return run
+
+
+def execute(db_url: str, statement: str) -> None:
+    path = sqlite_path(db_url)
+    if path is None:
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            conn.execute(statement)  # type: ignore[arg-type]
+        return
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(statement)
+    conn.close()
+
+
+# ------------------------------------------------------------------------------ records
+
+
+async def test_round_trip(store: RunStore) -> None:
+    run = await store.create_run(a_run())
+    assert run == a_run()
+    assert await store.create_run(replace(a_run(), subject="x")) == run  # stored run answers
+    first = a_call("t1", "c1")
+    second = replace(a_call("t1", "c2", index=1), resolved_by="oscar", resolved_at=NOW,
+                     resolution_reason="checked")
+    await store.begin_turn(run, a_turn("t1", 1), [first, second])
+    assert await store.turn_calls("r1", "t1") == [first, second]
+    assert await store.find_call("r1", "c2") == second
+    assert await store.find_call("r1", "nope") is None
+    view = await store.get_view("r1")
+    assert view is not None and [t.turn_id for t in view.turns] == ["t1"]
+    assert view.calls == (first, second)
+    snap = await store.snapshot("r1")
+    assert snap is not None and snap.turn == a_turn("t1", 1) and snap.calls == (first, second)
+    assert await store.snapshot("none") is None
+
+
+async def test_the_schema_is_versioned(db_url: str, store: RunStore) -> None:
+    await store.close()
+    execute(db_url, "UPDATE schema_version SET version = 99")
+    with pytest.raises(StoreUnavailable, match="newer"):
+        await open_store(db_url)
+
+
+async def test_a_call_id_belongs_to_one_turn_at_the_database_level(store: RunStore) -> None:
+    run = await with_turn(store)
+    with pytest.raises(StoreUnavailable):
+        await store.begin_turn(run, a_turn("t2", 2), [a_call("t2", "c1")])
+    assert await store.get_turn("r1", "t2") is None  # the whole turn rolled back
+    await store.begin_turn(run, a_turn("t2", 2), [a_call("t2", "c1", "duplicate_call_id")])
+    assert await store.used_call_ids("r1", ["c1", "c9"]) == {"c1"}
+    found = await store.find_call("r1", "c1")
+    assert found is not None and found.turn_id == "t1"  # the original, not the rejection
+
+
+# ------------------------------------------------------------------------------ claims
+
+
+async def test_a_guarded_update_applies_only_to_the_expected_row(store: RunStore) -> None:
+    await with_turn(store)
+    (proposed,) = await store.turn_calls("r1", "t1")
+    executing = proposed.moved(CallStatus.EXECUTING, started_at=NOW)
+    await store.save(calls=[executing], expect=[proposed])
+    again = replace(executing, execution_count=1)
+    with pytest.raises(StoreConflict):
+        await store.save(calls=[again], expect=[proposed])  # no longer PROPOSED
+    assert await store.turn_calls("r1", "t1") == [executing]
+
+
+async def test_the_claim_to_execute_is_won_once(store: RunStore, other: RunStore) -> None:
+    """Two replicas claim the same call at the same moment: exactly one wins, and the loser's
+    whole commit (its run counter too) rolls back."""
+    run = await with_turn(store)
+    (proposed,) = await store.turn_calls("r1", "t1")
+    counted = replace(run, tool_calls_used=1)
+
+    async def claim(s: RunStore, who: str) -> str:
+        mine = proposed.moved(CallStatus.EXECUTING, idempotency_key=who)
+        await s.save(run=counted, calls=[mine], expect=[proposed])
+        return who
+
+    results = await asyncio.gather(claim(store, "a"), claim(other, "b"),
+                                   return_exceptions=True)
+    winners = [r for r in results if isinstance(r, str)]
+    assert len(winners) == 1
+    assert [type(r) for r in results if not isinstance(r, str)] == [StoreConflict]
+    (stored,) = await other.turn_calls("r1", "t1")
+    assert stored.status == CallStatus.EXECUTING and stored.idempotency_key == winners[0]
+    assert (await store.get_run("r1")) == counted
+
+
+# ------------------------------------------------------------------------------ drive locks
+
+
+async def test_a_run_is_driven_by_one_holder_at_a_time(store: RunStore,
+                                                       other: RunStore) -> None:
+    """Holders on two instances, each doing store I/O while holding: never interleaved."""
+    await with_turn(store)
+    trace: list[str] = []
+
+    async def drive(s: RunStore, name: str) -> None:
+        async with s.drive_lock("r1"):
+            trace.append(f"+{name}")
+            for _ in range(3):
+                await s.get_run("r1")
+            trace.append(f"-{name}")
+
+    await asyncio.gather(*(drive(s, f"{i}") for i, s in enumerate([store, other] * 3)))
+    assert len(trace) == 12
+    for enter, leave in zip(trace[::2], trace[1::2], strict=True):
+        assert enter.startswith("+") and leave == "-" + enter[1:], trace
+
+
+async def test_drive_locks_of_different_runs_do_not_wait(store: RunStore,
+                                                         other: RunStore) -> None:
+    async with store.drive_lock("r1"):
+        async with other.drive_lock("r2"):
+            pass
+
+
+async def test_an_abandoned_wait_leaves_the_lock_free(store: RunStore, other: RunStore) -> None:
+    async with store.drive_lock("r1"):
+        waiting = asyncio.create_task(other.drive_lock("r1").__aenter__())
+        await asyncio.sleep(0)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+    async with asyncio.timeout(10):
+        async with other.drive_lock("r1"):
+            pass
+
+
+# ------------------------------------------------------------------------------ audit
+
+
+async def test_audit_records_form_a_hash_chain(store: RunStore) -> None:
+    events = [AuditEvent(kind="decision", subject="alice", run_id="r1", call_id=f"c{i}",
+                         time=NOW) for i in range(3)]
+    await store.append_audit(events[:2])
+    await store.append_audit(events[2:])
+    recs = await store.audit_rows("r1")
+    assert [r["call_id"] for r in recs] == ["c0", "c1", "c2"]
+    prev = ""
+    for r in recs:
+        assert r["prev_hash"] == prev
+        body = [r[c] for c in rows.AUDIT_COLUMNS[:-2]]
+        assert r["hash"] == hashlib.sha256((prev + json.dumps(body)).encode()).hexdigest()
+        prev = r["hash"]
+
+
+async def test_replicas_appending_at_once_keep_one_chain(store: RunStore,
+                                                         other: RunStore) -> None:
+    await asyncio.gather(*(s.append_audit([AuditEvent(kind="authorize", subject="a",
+                                                      run_id="r1", call_id=f"c{i}",
+                                                      time=NOW)])
+                           for i, s in enumerate([store, other] * 10)))
+    recs = await store.audit_rows("r1")
+    assert sorted(r["call_id"] for r in recs) == sorted(f"c{i}" for i in range(20))
+    assert recs[0]["prev_hash"] == ""
+    assert all(r["prev_hash"] == p["hash"] for p, r in zip(recs, recs[1:], strict=False))
+
+
+# ------------------------------------------------------------------------------ watches
+
+
+async def test_a_settlement_wakes_the_watchers_of_its_run(store: RunStore,
+                                                          other: RunStore) -> None:
+    """On PostgreSQL the settlement comes from another replica; SQLite notifies within its
+    own process only, so there it comes from the same store."""
+    await with_turn(store)
+    settler = other if store.name == "postgresql" else store
+    async with store.watch("r1") as sub, store.watch("r2") as unrelated:
+        assert store.watchers() == 2
+        await settler.save(turn=replace(a_turn("t1", 1), next=NextAction.CONTINUE))
+        async with asyncio.timeout(10):
+            await sub.wait()
+        assert not unrelated._woken.is_set()
+    assert store.watchers() == 0
+
+
+async def test_a_commit_that_settles_nothing_wakes_nobody(store: RunStore) -> None:
+    run = await with_turn(store)
+    async with store.watch("r1") as sub:
+        await store.save(run=replace(run, tool_calls_used=1), turn=a_turn("t1", 1))
+        assert not sub._woken.is_set()  # published synchronously after a settling commit
+        await store.save(run=replace(run, state=RunState.CANCELLED))
+        assert sub._woken.is_set()
+
+
+async def test_closing_watches_ends_every_wait(store: RunStore) -> None:
+    async with store.watch("r1") as sub:
+        store.close_watches()
+        with pytest.raises(WatchClosed):
+            await sub.wait()
