@@ -30,6 +30,8 @@ __all__ = [
 ]
 
 
-def load_engine(directory: Path, prefix: str = DEFAULT_PREFIX) -> EmbeddedEngine:
-    """Load a policy directory and compile it into an embedded engine (ConfigError if bad)."""
-    return EmbeddedEngine(load_bundle(directory), prefix=prefix)
+def load_engine(directory: Path, prefix: str = DEFAULT_PREFIX, *,
+                checked: bool = False) -> EmbeddedEngine:
+    """Load a policy directory, check it and compile it into an embedded engine (ConfigError
+    listing every problem if bad). `checked=True` skips the static checks."""
+    return EmbeddedEngine(load_bundle(directory), prefix=prefix, checked=checked)

@@ -22,7 +22,7 @@ test_wrong_expectation if callgate.allow with input as {"x": 2}
 
 test_builtin_error if 1 / 0 == 1
 
-test_panic if strings.count("abc", "") > 0
+test_panic if object.subset([1], []) == true
 
 test_after_panic if not callgate.allow with input as {"x": 2}
 
@@ -118,16 +118,18 @@ def test_command_eval_decision(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "verdict: APPROVAL_REQUIRED, approval_ttl_s 3600" in out
 
 
-def test_command_eval_undefined_and_errors(tmp_path: Path, write_bundle: WriteBundle,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_command_eval_undefined_and_errors_exit_1(tmp_path: Path, write_bundle: WriteBundle,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
     root = write_bundle({"p.rego": "package callgate\n\nx := 1 / 0\n"})
     path = tmp_path / "input.json"
     path.write_text("{}")
-    assert run_policy_command(["eval", str(root), "--input", str(path)]) == 0
+    assert run_policy_command(["eval", str(root), "--input", str(path)]) == 1
     assert capsys.readouterr().out.splitlines()[:2] == [
         "undefined", "verdict: DENY (policy_error)"]
     assert run_policy_command(["eval", str(root), "--input", str(path), "--rule", "x"]) == 1
-    assert "divide by zero" in capsys.readouterr().err
+    assert "div failed at " in capsys.readouterr().err
+    assert run_policy_command(["eval", str(root), "--input", str(path), "--rule", "y"]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == "undefined"
 
 
 def test_command_coverage(capsys: pytest.CaptureFixture[str]) -> None:
