@@ -35,6 +35,26 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--db-busy-timeout", type=float,
                    default=float(_env("db_busy_timeout", "5") or 5),
                    help="seconds to wait for a locked store before answering UNAVAILABLE")
+    _policy_reload_flags(p)
+
+
+def _policy_reload_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy-poll-interval", type=float,
+                   default=float(_env("policy_poll_interval", "0.25") or 0.25),
+                   help="seconds between scans of --policies for changes; 0 reloads only on "
+                        "SIGHUP (default 0.25)")
+    p.add_argument("--reload-requires-tests", action="store_true",
+                   default=_env_flag("reload_requires_tests"),
+                   help="serve a policy revision (at start-up and on reload) only if its own "
+                        "Rego tests pass")
+    p.add_argument("--log-decision-inputs", action="store_true",
+                   default=_env_flag("log_decision_inputs"),
+                   help="log the exact input of every decision (one JSON line, logger "
+                        "callgate.decision_input) to replay with `callgate policy eval`")
+
+
+def _env_flag(name: str) -> bool:
+    return (_env(name, "") or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _client_flags(p: argparse.ArgumentParser) -> None:
@@ -68,7 +88,10 @@ def _serve(ns: argparse.Namespace) -> int:
         listen=ns.listen, tools=Path(ns.tools), policies=Path(ns.policies), db=ns.db,
         auth=Path(ns.auth) if ns.auth else None,
         insecure_dev_identity=ns.insecure_dev_identity, engine=ns.engine,
-        policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout)
+        policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout,
+        policy_poll_interval_s=ns.policy_poll_interval,
+        reload_requires_tests=ns.reload_requires_tests,
+        log_decision_inputs=ns.log_decision_inputs)
     asyncio.run(serve(config))
     return 0
 

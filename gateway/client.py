@@ -108,4 +108,9 @@ def policy_status(argv: list[str]) -> int:
     print(f"engine:           {status.engine}\npolicy revision:  {status.policy_revision}\n"
           f"loaded at:        {status.policy_loaded_at}\nstore:            {status.store}\n"
           f"tools:            {', '.join(status.tools)}")
+    if status.HasField("last_rejected_reload"):
+        rejected = status.last_rejected_reload
+        where = f"{rejected.file}:{rejected.line}" if rejected.line else rejected.file
+        print(f"rejected reload:  at {rejected.at}, still serving the revision above\n"
+              f"  {where}\n  {rejected.message}")
     return 0

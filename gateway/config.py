@@ -28,6 +28,11 @@ class ServeConfig(BaseModel):
     engine: Literal["embedded"] = "embedded"
     policy_prefix: str = "data.callgate"
     db_busy_timeout_s: float = 5.0
+    # Policy reloads: scan --policies every interval (0: only on SIGHUP); a candidate revision
+    # must pass its own tests too when reload_requires_tests; log every decision's input.
+    policy_poll_interval_s: float = 0.25
+    reload_requires_tests: bool = False
+    log_decision_inputs: bool = False
 
     def check(self) -> None:
         if self.auth is None and not self.insecure_dev_identity:
@@ -37,6 +42,9 @@ class ServeConfig(BaseModel):
             raise ConfigError(f"--tools {self.tools}: not a directory")
         if not self.policies.is_dir():
             raise ConfigError(f"--policies {self.policies}: not a directory")
+        if not 0 <= self.policy_poll_interval_s <= 3600:
+            raise ConfigError(f"--policy-poll-interval {self.policy_poll_interval_s}: expected "
+                              "seconds between 0 (reload only on SIGHUP) and 3600")
 
     def sqlite_path(self) -> Path:
         db = self.db
