@@ -57,7 +57,23 @@ class PolicyConfigError(ConfigError):
         self.line = line
         self.column = column
         self.detail = detail or message
-        self.problems: tuple[PolicyConfigError, ...] = tuple(problems) or (self,)
+        self._problems = tuple(problems)
+
+    @property
+    def problems(self) -> tuple[PolicyConfigError, ...]:
+        # Not stored when it is only this one: an error referring to itself is a reference
+        # cycle, and its frames (which may hold an engine) would be freed by the garbage
+        # collector on whichever thread runs it.
+        return self._problems or (self,)
+
+    def detached(self) -> PolicyConfigError:
+        """A copy (of each problem too) without traceback, cause or context: keeping an error
+        must not keep the frames it was raised through, which may hold an engine (an engine
+        freed on another thread than its own is an error)."""
+        problems = [PolicyConfigError(p.message, file=p.file, line=p.line, column=p.column,
+                                      detail=p.detail) for p in self.problems]
+        return PolicyConfigError(self.message, file=self.file, line=self.line,
+                                 column=self.column, detail=self.detail, problems=problems)
 
     @classmethod
     def of(cls, problems: Sequence[PolicyConfigError]) -> PolicyConfigError:
@@ -204,7 +220,7 @@ class _Problems:
         try:
             return fn(*args)
         except PolicyConfigError as exc:
-            self.found.extend(exc.problems)
+            self.found.extend(exc.detached().problems)
             return None
 
     def raise_any(self) -> None:

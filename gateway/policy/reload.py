@@ -32,7 +32,21 @@ inputs_log = logging.getLogger("callgate.decision_input")
 
 def prepare(directory: Path, prefix: str, *, require_tests: bool = False) -> Bundle:
     """Load and check a policy directory as a candidate revision; PolicyConfigError if it may
-    not serve. Builds engines on the calling thread and drops them there."""
+    not serve.
+
+    Builds engines on the calling thread and drops them there: the error raised carries no
+    traceback (whose frames could hold an engine and free it on the thread that catches it,
+    which this engine does not allow).
+    """
+    error: PolicyConfigError | None = None
+    try:
+        return _prepare(directory, prefix, require_tests=require_tests)
+    except PolicyConfigError as exc:
+        error = exc.detached()
+    raise error  # outside the handler: the original and its frames are gone by now
+
+
+def _prepare(directory: Path, prefix: str, *, require_tests: bool) -> Bundle:
     bundle = load_bundle(directory)
     analyze(bundle)
     if not any(r.path == f"{prefix}.decision" and not r.function for r in bundle.rules):

@@ -142,9 +142,11 @@ class PolicyReloader:
             before = await asyncio.to_thread(snapshot, self.directory)
             if not forced and not self.detector.ready(before, self.clock()):
                 return None
-            return await self._reload(before)
+            return await self.reload(before)
 
-    async def _reload(self, before: Snapshot) -> ReloadResult:
+    async def reload(self, before: Snapshot) -> ReloadResult:
+        """Load the directory as it is now; `before` is the scan taken before reading it (the
+        read counts only if the files still look the same afterwards)."""
         rejection: RejectedReload | None = None
         bundle = None
         try:
