@@ -1,6 +1,14 @@
 """Policy: the PolicyEngine protocol, bundle loading, the embedded (regorus) engine.
 
-`callgate policy check|test|eval|coverage` lives in `gateway.policy.commands`.
+    base        the PolicyEngine protocol the runner holds, RejectedReload
+    bundle      reading a policy directory (sources, data, revision hash)
+    engine      the one place a regorus Engine is made (with callgate's builtins: builtins/)
+    checker     static checks at load: builtin signatures (signatures), unknown builtins
+    embedded    EmbeddedEngine: per-thread engines, fail-closed evaluation
+    decision    mapping a `decision` value to a verdict
+    reload      ReloadingEngine (the serving indirection) and what a revision must pass
+    watch       scanning --policies and reloading it
+    testing, explain, probe, failures, commands: `callgate policy check|test|eval|coverage`
 """
 
 from __future__ import annotations

@@ -129,17 +129,22 @@ class _ThreadEngines(threading.local):
         self.engines: dict[int, tuple[weakref.ref[EmbeddedEngine], Any]] = {}
 
     def get(self, owner: EmbeddedEngine) -> Any:
+        if len(self.engines) > 1:
+            self._prune()
         entry = self.engines.get(id(owner))
         if entry is not None and entry[0]() is owner:
             return entry[1]
         return None
 
     def put(self, owner: EmbeddedEngine, engine: Any) -> None:
-        # Dropped here, on their own thread: engines of revisions nobody holds any more.
+        self._prune()
+        self.engines[id(owner)] = (weakref.ref(owner), engine)
+
+    def _prune(self) -> None:
+        """Drop, here on their own thread, the engines of revisions nobody holds any more."""
         for key, (ref, _) in list(self.engines.items()):
             if ref() is None:
                 del self.engines[key]
-        self.engines[id(owner)] = (weakref.ref(owner), engine)
 
     def forget(self, owner: EmbeddedEngine) -> None:
         self.engines.pop(id(owner), None)

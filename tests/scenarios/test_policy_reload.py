@@ -26,7 +26,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from gateway import pb
 from gateway.client import GatewayClient, tool_call
 from gateway.policy import load_bundle
-from gateway.testing import SidecarProcess
+from gateway.testing import SidecarProcess, run_serve_expecting_failure
 from tests.conftest import AUTH, POLICIES, ROOT
 from tests.scenarios.test_guide_cases import WEATHER
 
@@ -251,3 +251,21 @@ def test_decision_inputs_are_not_logged_by_default(tmp_path: Path, tools_dir: Pa
     with sidecar_over(tmp_path, tools_dir, POLICIES) as (proc, client):
         weather_decision(client)
     assert "callgate.decision_input" not in proc.output
+
+
+def serve_args(tmp_path: Path, tools_dir: Path, policies: Path, *extra: str) -> list[str]:
+    return ["--listen", "127.0.0.1:0", "--tools", str(tools_dir), "--policies", str(policies),
+            "--db", str(tmp_path / "x.db"), "--auth", str(AUTH), *extra]
+
+
+def test_start_up_applies_the_same_checks_as_a_reload(tmp_path: Path, tools_dir: Path) -> None:
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "p.rego").write_text('package callgate\n\nmay_approve := true\n')
+    code, out = run_serve_expecting_failure(serve_args(tmp_path, tools_dir, policies))
+    assert code != 0 and "data.callgate.decision is not defined" in out
+    (policies / "p.rego").write_text(REVISION.format(allow="true", reason="rev-a"))
+    (policies / "p_test.rego").write_text("package t\n\ntest_fails if false\n")
+    code, out = run_serve_expecting_failure(serve_args(tmp_path, tools_dir, policies,
+                                                       "--reload-requires-tests"))
+    assert code != 0 and "test data.t.test_fails failed" in out and "Traceback" not in out
