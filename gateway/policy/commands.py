@@ -50,6 +50,21 @@ class UsageError(Exception):
     """A problem with how the command was called (exit 2)."""
 
 
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+
+
+def _prefix(value: str) -> str:
+    if not re.fullmatch(rf"data(\.{_NAME})+", value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a package path like data.callgate")
+    return value
+
+
+def _rule(value: str) -> str:
+    if not re.fullmatch(rf"{_NAME}(\.{_NAME})*", value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a rule name like decision")
+    return value
+
+
 def run_policy_command(argv: list[str]) -> int:
     """Run one `policy` sub-command; returns the process exit status."""
     parser = _parser()
@@ -102,7 +117,8 @@ def _check_parser(sub: _Sub) -> None:
              "file and line (type errors, unknown and unavailable builtins included)")
     p.add_argument("paths", nargs="+", type=Path, metavar="DIR|FILE",
                    help="a policy directory, or .rego and data files")
-    p.add_argument("--prefix", default=DEFAULT_PREFIX, help="the package callgate queries")
+    p.add_argument("--prefix", default=DEFAULT_PREFIX, type=_prefix,
+                   help="the package callgate queries")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     p.set_defaults(handler=_check)
 
@@ -124,8 +140,10 @@ def _eval_parser(sub: _Sub) -> None:
     p.add_argument("directory", type=Path, metavar="DIR")
     p.add_argument("--input", required=True, metavar="FILE",
                    help="JSON input document, or - for standard input")
-    p.add_argument("--rule", default="decision", help="the rule below --prefix to evaluate")
-    p.add_argument("--prefix", default=DEFAULT_PREFIX, help="the package callgate queries")
+    p.add_argument("--rule", default="decision", type=_rule,
+                   help="the rule below --prefix to evaluate")
+    p.add_argument("--prefix", default=DEFAULT_PREFIX, type=_prefix,
+                   help="the package callgate queries")
     p.add_argument("--explain", action="store_true",
                    help="for every rule of the package that evaluated: file:line, whether its "
                         "body succeeded, and its value")
@@ -265,7 +283,7 @@ def _test(args: argparse.Namespace, out: _Out) -> int:
                         "tests": [_result_json(r) for r in report.results]}))
         return EXIT_OK if report.ok else EXIT_FAILED
     _print_results(report, out, verbose=args.verbose)
-    return _finish(report, out)
+    return _finish(report, out, args.run)
 
 
 def _coverage(args: argparse.Namespace, out: _Out) -> int:
@@ -334,9 +352,9 @@ def _result_json(result: TestResult) -> dict[str, Any]:
     return out
 
 
-def _finish(report: TestReport, out: _Out) -> int:
+def _finish(report: TestReport, out: _Out, run: str | None = None) -> int:
     if not report.results:
-        out.err("no tests found (rules named test_*)")
+        out.err(f"no tests match --run {run!r}" if run else "no tests found (rules named test_*)")
     summary = report.summary()
     out.line(out.paint(summary, "green" if report.ok else "red"))
     return EXIT_OK if report.ok else EXIT_FAILED

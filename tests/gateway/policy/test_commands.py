@@ -242,6 +242,10 @@ def test_usage_errors_exit_2(capsys: Capture) -> None:
     assert "invalid choice" in capsys.readouterr().err
     assert run_policy_command(["eval", str(POLICIES)]) == 2  # --input is required
     assert "--input" in capsys.readouterr().err
+    assert run_policy_command(["eval", str(POLICIES), "--input", "-", "--rule", "a b"]) == 2
+    assert "is not a rule name" in capsys.readouterr().err
+    assert run_policy_command(["check", str(POLICIES), "--prefix", "callgate"]) == 2
+    assert "is not a package path" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("command", "options"), [
