@@ -15,7 +15,9 @@ from gateway import pb
 from gateway.config import ServeConfig
 from gateway.errors import ConfigError
 from gateway.identity import Authenticator
-from gateway.policy import load_engine
+from gateway.policy import EmbeddedEngine
+from gateway.policy.reload import ReloadingEngine, prepare
+from gateway.policy.watch import PolicyReloader
 from gateway.runner import Runner
 from gateway.server import StatusInfo, ToolGatewayService
 from gateway.store import RunStore, open_store
@@ -27,6 +29,7 @@ log = logging.getLogger("callgate")
 
 SERVICE = pb.DESCRIPTOR.services_by_name["ToolGateway"].full_name
 HEALTH_INTERVAL_S = 5.0
+RELOAD_COMPONENT = "callgate.policy.reload"
 
 
 class Sidecar:
@@ -40,6 +43,10 @@ class Sidecar:
         self._runner: Runner | None = None
         self._watch: asyncio.Task[None] | None = None
         self._auth: Authenticator | None = None
+        self.policy: ReloadingEngine | None = None
+        self.reloader: PolicyReloader | None = None
+        self._reload_task: asyncio.Task[None] | None = None
+        self._health_update: asyncio.Task[None] | None = None
 
     async def start(self) -> str:
         """Load everything (any problem raises ConfigError before listening); answers the
@@ -50,13 +57,14 @@ class Sidecar:
         auth = self._auth = _authenticator(cfg, certificates)
         await auth.start()
         self.registry = Registry.load(cfg.tools)
-        policy = load_engine(cfg.policies, prefix=cfg.policy_prefix)
+        policy = self._load_policy()
         self.store = await open_store(cfg.db, busy_timeout_s=cfg.db_busy_timeout_s)
         self._runner = Runner(store=self.store, registry=self.registry, policy=policy)
         server = grpc.aio.server()
         pb.add_ToolGatewayServicer_to_server(
-            ToolGatewayService(self._runner, auth, StatusInfo(self.store.name, callgate_version())),
-            server)
+            ToolGatewayService(self._runner, auth, StatusInfo(
+                self.store.name, callgate_version(),
+                rejected_reload=lambda: policy.last_rejected)), server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         reflection.enable_server_reflection(
             (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
@@ -66,7 +74,35 @@ class Sidecar:
         self.server = server
         await self._update_health()
         self._watch = asyncio.create_task(self._health_loop())
+        self._reload_task = asyncio.create_task(self._watch_policies())
         return self.bound
+
+    def _load_policy(self) -> ReloadingEngine:
+        """The first revision, checked as every reload is; a bad one stops start-up."""
+        cfg = self.config
+        bundle = prepare(cfg.policies, cfg.policy_prefix,
+                         require_tests=cfg.reload_requires_tests)
+        first = EmbeddedEngine(bundle, prefix=cfg.policy_prefix, checked=True)
+        self.policy = ReloadingEngine(first, log_inputs=cfg.log_decision_inputs)
+        self.reloader = PolicyReloader(
+            self.policy, cfg.policies, cfg.policy_prefix,
+            require_tests=cfg.reload_requires_tests,
+            interval_s=cfg.policy_poll_interval_s, on_change=self._health_soon)
+        return self.policy
+
+    async def _watch_policies(self) -> None:
+        assert self.reloader is not None
+        await self.reloader.run()
+
+    def reload_policies(self) -> None:
+        """Reload the policy directory now (SIGHUP)."""
+        if self.reloader is not None:
+            self.reloader.request()
+
+    def _health_soon(self) -> None:
+        if self.store is not None and self._runner is not None:
+            loop = asyncio.get_running_loop()
+            self._health_update = loop.create_task(self._update_health())
 
     @staticmethod
     def _bind(server: grpc.aio.Server, listen: str,
@@ -90,6 +126,10 @@ class Sidecar:
         down = health_pb2.HealthCheckResponse.NOT_SERVING
         await self._health.set("callgate.store", serving if store_ok else down)
         await self._health.set("callgate.policy", serving if policy_ok else down)
+        # The newest policy files were rejected: the previous revision still decides (so
+        # callgate.policy and the sidecar stay SERVING), and this component says so.
+        rejected = self.policy is not None and self.policy.last_rejected is not None
+        await self._health.set(RELOAD_COMPONENT, down if rejected else serving)
         overall = serving if store_ok and policy_ok else down
         await self._health.set("", overall)
         await self._health.set(SERVICE, overall)
@@ -100,12 +140,13 @@ class Sidecar:
             await self._update_health()
 
     async def stop(self, grace: float = 2.0) -> None:
-        if self._watch is not None:
-            self._watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watch
         if self.store is not None:  # WatchRun streams end now: their clients reconnect
             self.store.close_watches()
+        for task in (self._watch, self._reload_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self.server is not None:
             await self.server.stop(grace)
         if self._runner is not None:  # turns being driven finish and commit first
@@ -148,5 +189,6 @@ async def serve(config: ServeConfig) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, sidecar.reload_policies)
     await stop.wait()
     await sidecar.stop()

@@ -66,6 +66,17 @@ def _serve_parser(sub: SubParsers) -> None:
            help="the Rego package callgate queries")
     option(p, "--db-busy-timeout", parse=seconds, default=5.0, metavar="SECONDS",
            help="how long to wait for a locked store before answering UNAVAILABLE")
+    reload = p.add_argument_group("policy reload", "The sidecar loads a changed --policies "
+                                  "directory while it serves (and on SIGHUP).")
+    option(reload, "--policy-poll-interval", parse=seconds, default=0.25, metavar="SECONDS",
+           owner=p, help="seconds between scans of --policies for changes; 0 reloads only on "
+           "SIGHUP")
+    switch(reload, "--reload-requires-tests", owner=p,
+           help="serve a policy revision (at start-up and on reload) only if its own Rego "
+           "tests pass")
+    switch(reload, "--log-decision-inputs", owner=p,
+           help="log the exact input of every decision (one JSON line, logger "
+           "callgate.decision_input) to replay with `callgate policy eval`")
     tls = p.add_argument_group("TLS", "Without --tls-cert the listener is plaintext (for "
                                "loopback and unix sockets).\nCertificate files are read again "
                                "when they change.")
@@ -86,7 +97,10 @@ def _serve(ns: argparse.Namespace) -> int:
         listen=ns.listen, tools=ns.tools, policies=ns.policies, db=ns.db, auth=ns.auth,
         insecure_dev_identity=ns.insecure_dev_identity, engine=ns.engine,
         policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout,
-        tls_cert=ns.tls_cert, tls_key=ns.tls_key, tls_client_ca=ns.tls_client_ca)
+        tls_cert=ns.tls_cert, tls_key=ns.tls_key, tls_client_ca=ns.tls_client_ca,
+        policy_poll_interval_s=ns.policy_poll_interval,
+        reload_requires_tests=ns.reload_requires_tests,
+        log_decision_inputs=ns.log_decision_inputs)
     asyncio.run(serve(config))
     return 0
 
@@ -157,6 +171,11 @@ def _policy_status(ns: argparse.Namespace) -> int:
     print(f"engine:           {status.engine}\npolicy revision:  {status.policy_revision}\n"
           f"loaded at:        {status.policy_loaded_at}\nstore:            {status.store}\n"
           f"version:          {status.version}\ntools:            {', '.join(status.tools)}")
+    if status.HasField("last_rejected_reload"):
+        rejected = status.last_rejected_reload
+        where = f"{rejected.file}:{rejected.line}" if rejected.line else rejected.file
+        print(f"rejected reload:  at {rejected.at}, still serving the revision above\n"
+              f"  {where}\n  {rejected.message}")
     return 0
 
 

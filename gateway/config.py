@@ -32,6 +32,11 @@ class ServeConfig(BaseModel):
     tls_cert: Path | None = None
     tls_key: Path | None = None
     tls_client_ca: Path | None = None
+    # Policy reloads: scan --policies every interval (0: only on SIGHUP); a candidate revision
+    # must pass its own tests too when reload_requires_tests; log every decision's input.
+    policy_poll_interval_s: float = 0.25
+    reload_requires_tests: bool = False
+    log_decision_inputs: bool = False
 
     def check(self) -> None:
         if self.auth is None and not self.insecure_dev_identity:
@@ -43,6 +48,9 @@ class ServeConfig(BaseModel):
             raise ConfigError(f"--policies {self.policies}: not a directory")
         sqlite_path(self.db)  # a --db of no known kind stops start-up here
         self.check_tls()
+        if not 0 <= self.policy_poll_interval_s <= 3600:
+            raise ConfigError(f"--policy-poll-interval {self.policy_poll_interval_s}: expected "
+                              "seconds between 0 (reload only on SIGHUP) and 3600")
 
     def check_tls(self) -> None:
         if (self.tls_cert is None) != (self.tls_key is None):

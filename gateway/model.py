@@ -171,6 +171,7 @@ class Decision:
     policy_revision: str = ""
     approval_ttl_s: int | None = None
     error: str = ""  # set when the decision is a fail-closed policy_error
+    input_sha256: str = ""  # sha256 of the exact input JSON the policy evaluated (replay key)
 
     @property
     def is_policy_error(self) -> bool:

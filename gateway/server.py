@@ -20,6 +20,7 @@ from gateway import convert, pb
 from gateway.errors import RequestCode, RequestError
 from gateway.identity import Authenticator, Credentials
 from gateway.model import Identity, rfc3339
+from gateway.policy.base import RejectedReload
 from gateway.provider_turns import ProviderTurnRequest, ProviderTurns
 from gateway.runner import Runner
 
@@ -67,6 +68,8 @@ class StatusInfo:
 
     store: str
     version: str
+    # Why the newest policy files are not serving, if they were rejected.
+    rejected_reload: Callable[[], RejectedReload | None] = lambda: None
 
 
 def credentials_of(context: grpc.aio.ServicerContext[Any, Any]) -> Credentials:
@@ -225,10 +228,16 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.Status:
         async def go(who: Identity) -> pb.Status:
             policy = self.runner.policy
-            return pb.Status(engine=policy.name, policy_revision=policy.revision,
-                             policy_loaded_at=rfc3339(policy.loaded_at), store=self.info.store,
-                             version=self.info.version,
-                             tools=[t.name for t in self.runner.registry.tools()])
+            status = pb.Status(engine=policy.name, policy_revision=policy.revision,
+                               policy_loaded_at=rfc3339(policy.loaded_at), store=self.info.store,
+                               version=self.info.version,
+                               tools=[t.name for t in self.runner.registry.tools()])
+            rejected = self.info.rejected_reload()
+            if rejected is not None:
+                status.last_rejected_reload.CopyFrom(pb.RejectedReload(
+                    file=rejected.file, line=rejected.line or 0, message=rejected.message,
+                    at=rfc3339(rejected.at)))
+            return status
         return await self._guard(context, go)
 
     # ------------------------------------------------------------------ not yet served

@@ -6,6 +6,7 @@ Every entry says why it is alive. Anything else vulture reports is dead code: de
 # ruff: noqa: B018
 from adapters.base import ProviderAdapter
 from adapters.events import ErrorKind
+from gateway.app import Sidecar
 from gateway.errors import CallCode
 from gateway.model import ApprovalStatus
 from gateway.policy.base import PolicyEngine
@@ -49,3 +50,6 @@ TestResult.duration_s
 SQLiteStore.audit_rows
 Registry.from_manifests
 run_serve_expecting_failure
+
+# A reference that keeps a scheduled task alive (the event loop holds tasks only weakly).
+Sidecar._health_update

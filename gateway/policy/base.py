@@ -1,4 +1,4 @@
-"""The policy contract (docs/policies.md) as the runner sees it.
+"""The policy contract as the runner sees it (the rules and inputs: docs/policies.md).
 
 Every method is fail-closed: an undefined, malformed or failing evaluation never yields an allow.
 Methods are synchronous: an embedded evaluation costs ~50 µs and runs inline on the caller's
@@ -7,10 +7,26 @@ thread (each thread gets its own engine; regorus engines are unsendable).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from gateway.model import Decision
+from gateway.model import Decision, now_utc
+
+
+@dataclass(frozen=True)
+class RejectedReload:
+    """Why the newest policy files are not serving (GetStatus `last_rejected_reload`)."""
+
+    file: str
+    line: int | None
+    message: str
+    at: datetime
+
+    @classmethod
+    def of(cls, error: Any) -> RejectedReload:
+        """From a PolicyConfigError (its file, line and message)."""
+        return cls(file=error.file, line=error.line, message=error.message, at=now_utc())
 
 
 class PolicyEngine(Protocol):

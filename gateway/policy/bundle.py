@@ -24,15 +24,15 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import regorus
 import yaml
 
 from gateway.errors import ConfigError
+from gateway.policy.engine import add_policy, new_engine
 
 DATA_FILE_NAMES = frozenset({"data.json", "data.yaml", "data.yml"})
 TEST_SUFFIX = "_test.rego"
@@ -44,15 +44,44 @@ _ERROR_LINE = re.compile(r"^error:\s*(?P<msg>.*)$", re.MULTILINE)
 
 
 class PolicyConfigError(ConfigError):
-    """A bundle that cannot be served; `file`/`line`/`column` locate it when known."""
+    """A bundle that cannot be served; `file`/`line`/`column` locate it when known.
+
+    `problems` lists every problem found (this one first); the message is the first one's.
+    """
 
     def __init__(self, message: str, *, file: str = "", line: int | None = None,
-                 column: int | None = None, detail: str = "") -> None:
+                 column: int | None = None, detail: str = "",
+                 problems: Sequence[PolicyConfigError] = ()) -> None:
         super().__init__(message)
         self.file = file
         self.line = line
         self.column = column
         self.detail = detail or message
+        self._problems = tuple(problems)
+
+    @property
+    def problems(self) -> tuple[PolicyConfigError, ...]:
+        # Not stored when it is only this one: an error referring to itself is a reference
+        # cycle, and its frames (which may hold an engine) would be freed by the garbage
+        # collector on whichever thread runs it.
+        return self._problems or (self,)
+
+    def detached(self) -> PolicyConfigError:
+        """A copy (of each problem too) without traceback, cause or context: keeping an error
+        must not keep the frames it was raised through, which may hold an engine (an engine
+        freed on another thread than its own is an error)."""
+        problems = [PolicyConfigError(p.message, file=p.file, line=p.line, column=p.column,
+                                      detail=p.detail) for p in self.problems]
+        return PolicyConfigError(self.message, file=self.file, line=self.line,
+                                 column=self.column, detail=self.detail, problems=problems)
+
+    @classmethod
+    def of(cls, problems: Sequence[PolicyConfigError]) -> PolicyConfigError:
+        """One error standing for several: the first's place and message, all of them listed."""
+        first, more = problems[0], len(problems) - 1
+        suffix = f" (and {more} more problem{'s' * (more != 1)})" if more else ""
+        return cls(first.message + suffix, file=first.file, line=first.line,
+                   column=first.column, detail=first.detail, problems=problems)
 
 
 @dataclass(frozen=True)
@@ -130,23 +159,101 @@ def short_regorus_message(exc: BaseException) -> str:
 
 
 def load_bundle(directory: Path) -> Bundle:
-    """Read, parse and merge a policy directory; raise PolicyConfigError on any problem."""
+    """Read, parse and merge a policy directory; PolicyConfigError listing every problem."""
     root = Path(directory)
     if not root.is_dir():
-        raise PolicyConfigError(f"{root}: policy directory does not exist", file=str(root))
-    policies, tests, data_paths = _scan(root)
-    if not policies:
+        what = "is a file, not a directory" if root.exists() else "policy directory does not exist"
+        raise PolicyConfigError(f"{root}: {what}", file=str(root))
+    return _load(root, [_Entry(rel, rel) for rel in _scan(root)])
+
+
+def load_paths(paths: Sequence[Path]) -> Bundle:
+    """A bundle from directories and single files (as `policy check DIR|FILE...` takes them).
+
+    One directory loads as `load_bundle` does. Otherwise each file is named as given; a data
+    file's value lands at the path of its directory below the directory it was found in (a data
+    file named on its own lands at the root).
+    """
+    if len(paths) == 1 and Path(paths[0]).is_dir():
+        return load_bundle(paths[0])
+    entries: list[_Entry] = []
+    problems: list[PolicyConfigError] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            entries.extend(_Entry((path / rel).as_posix(), rel) for rel in _scan(path))
+        elif path.is_file() and _Entry(path.name, path.name).kind != "other":
+            entries.append(_Entry(path.as_posix(), path.name))
+        elif path.is_file():
+            problems.append(PolicyConfigError(
+                f"{path}: not a policy (.rego) or data file (data.json, data.yaml)",
+                file=str(path)))
+        else:
+            problems.append(PolicyConfigError(f"{path}: no such file or directory",
+                                              file=str(path)))
+    if problems:
+        raise PolicyConfigError.of(problems)
+    return _load(Path("."), entries)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    rel: str  # the name under the bundle root (and in the revision)
+    mount: str  # the path that decides where a data file's value lands
+
+    @property
+    def kind(self) -> str:
+        name = self.rel.rsplit("/", 1)[-1]
+        if name in DATA_FILE_NAMES:
+            return "data"
+        if name.endswith(TEST_SUFFIX):
+            return "test"
+        return "policy" if name.endswith(".rego") else "other"
+
+
+class _Problems:
+    """Collects PolicyConfigErrors so a load reports all of them, not just the first."""
+
+    def __init__(self) -> None:
+        self.found: list[PolicyConfigError] = []
+
+    def attempt(self, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except PolicyConfigError as exc:
+            self.found.extend(exc.detached().problems)
+            return None
+
+    def raise_any(self) -> None:
+        if self.found:
+            raise PolicyConfigError.of(self.found)
+
+
+def _load(root: Path, entries: list[_Entry]) -> Bundle:
+    by_kind: dict[str, list[_Entry]] = {"policy": [], "test": [], "data": []}
+    for entry in entries:
+        by_kind.setdefault(entry.kind, []).append(entry)
+    if not by_kind["policy"]:
         raise PolicyConfigError(f"{root}: no .rego policy files found (test files alone do "
                                 "not make a bundle)", file=str(root))
-    raw = {rel: _read(root, rel) for rel in policies + data_paths}
-    sources = {rel: _decode(root, rel, raw[rel]) for rel in policies}
-    test_sources = {rel: _decode(root, rel, _read(root, rel)) for rel in tests}
-    rooted = [(rel, _mount(rel, _parse_data(root, rel, raw[rel]))) for rel in data_paths]
+    problems = _Problems()
+    raw = {e.rel: problems.attempt(_read, root, e.rel)
+           for e in by_kind["policy"] + by_kind["test"] + by_kind["data"]}
+    problems.raise_any()
+    sources = {e.rel: problems.attempt(_decode, root, e.rel, raw[e.rel])
+               for e in by_kind["policy"]}
+    tests = {e.rel: problems.attempt(_decode, root, e.rel, raw[e.rel]) for e in by_kind["test"]}
+    values = [(e.rel, problems.attempt(_parse_data, root, e.rel, raw[e.rel], e.mount))
+              for e in by_kind["data"]]
+    rules = problems.attempt(parse_rules, root, {k: v for k, v in sources.items() if v})
+    problems.raise_any()
+    rooted = [(rel, _mount(mount.mount, value))
+              for (rel, value), mount in zip(values, by_kind["data"], strict=True)]
     data = _merge_all(root, rooted)
-    rules = parse_rules(root, sources)
     _check_rule_data_conflicts(root, rules, rooted)
-    return Bundle(root=root, sources=sources, test_sources=test_sources, data=data,
-                  data_files=tuple(data_paths), revision=compute_revision(raw), rules=rules)
+    revision_files = {e.rel: raw[e.rel] for e in by_kind["policy"] + by_kind["data"]}
+    return Bundle(root=root, sources=sources, test_sources=tests, data=data,
+                  data_files=tuple(e.rel for e in by_kind["data"]),
+                  revision=compute_revision(revision_files), rules=rules)
 
 
 def compute_revision(files: Mapping[str, bytes]) -> str:
@@ -160,20 +267,14 @@ def compute_revision(files: Mapping[str, bytes]) -> str:
     return REVISION_PREFIX + digest.hexdigest()[:REVISION_HEX_CHARS]
 
 
-def _scan(root: Path) -> tuple[list[str], list[str], list[str]]:
-    """(policies, tests, data files) as sorted relative POSIX paths."""
-    policies: list[str] = []
-    tests: list[str] = []
-    data: list[str] = []
+def _scan(root: Path) -> list[str]:
+    """Policy, test and data files below root, as sorted relative POSIX paths."""
+    found = []
     for path in sorted(_files(root)):
         rel = path.relative_to(root).as_posix()
-        if path.name in DATA_FILE_NAMES:
-            data.append(rel)
-        elif path.name.endswith(TEST_SUFFIX):
-            tests.append(rel)
-        elif path.suffix == ".rego":
-            policies.append(rel)
-    return policies, tests, data
+        if path.name in DATA_FILE_NAMES or path.suffix == ".rego":
+            found.append(rel)
+    return found
 
 
 def _files(root: Path) -> Iterator[Path]:
@@ -215,12 +316,12 @@ _YamlLoader.yaml_implicit_resolvers = {
 }
 
 
-def _parse_data(root: Path, rel: str, body: bytes) -> Any:
+def _parse_data(root: Path, rel: str, body: bytes, mount: str) -> Any:
     name = (root / rel).as_posix()
     text = _decode(root, rel, body)
     value = _parse_json(name, text) if rel.endswith(".json") else _parse_yaml(name, text)
     _check_json_value(name, value, "")
-    if "/" not in rel and not isinstance(value, dict):
+    if "/" not in mount and not isinstance(value, dict):
         raise PolicyConfigError(f"{name}: top-level data must be an object", file=name)
     return value
 
@@ -318,18 +419,26 @@ def _merge_into(target: dict[str, Any], tree: dict[str, Any],
 
 
 def parse_rules(root: Path, sources: Mapping[str, str]) -> tuple[RuleInfo, ...]:
-    """Parse every source with regorus; the rule heads found, or PolicyConfigError."""
-    engine = regorus.Engine()
+    """Parse each source on its own; the rule heads found, or every syntax error."""
+    problems = _Problems()
+    rules: list[RuleInfo] = []
     for rel in sorted(sources):
-        name = (root / rel).as_posix()
-        try:
-            engine.add_policy(name, sources[rel])
-        except RuntimeError as exc:
-            raise config_error_from_regorus(exc, fallback_file=name) from exc
+        found = problems.attempt(_parse_one, (root / rel).as_posix(), sources[rel])
+        rules.extend(found or ())
+    problems.raise_any()
+    return tuple(rules)
+
+
+def _parse_one(name: str, text: str) -> tuple[RuleInfo, ...]:
+    engine = new_engine()
+    try:
+        add_policy(engine, name, text)
+    except RuntimeError as exc:
+        raise config_error_from_regorus(exc, fallback_file=name) from exc
     return rules_of_engine(engine)
 
 
-def rules_of_engine(engine: regorus.Engine) -> tuple[RuleInfo, ...]:
+def rules_of_engine(engine: Any) -> tuple[RuleInfo, ...]:
     """Every rule head of the policies added to an engine (parsed, not compiled)."""
     modules = json.loads(engine.get_ast_as_json())
     rules: list[RuleInfo] = []

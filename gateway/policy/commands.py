@@ -1,39 +1,69 @@
-"""`callgate policy check|test|eval|coverage DIR`: offline policy tools (no sidecar).
+"""`callgate policy check|test|eval|coverage`: offline policy tools (no sidecar).
 
-    check DIR                         load and compile; print the revision and the rules
-    test DIR [-v] [--run TEXT]        run the Rego unit tests; last line "N passed, M failed"
-    eval DIR --input FILE|- [--rule decision] [--prefix data.callgate] [--explain]
+    check DIR|FILE...                 load, compile and check; every problem with file and line
+    test DIR [-v] [--run REGEX]       run the Rego unit tests; last line "N passed, M failed"
+    eval DIR --input FILE|- [--rule decision] [--explain] [--format pretty|json]
                                       evaluate one rule; for `decision` also the verdict
     coverage DIR [-v]                 run the tests with coverage; per-file line counts
 
-Exit status: 0 on success, 1 when the bundle is rejected, a test fails (or there are none) or
-an evaluation fails, 2 on a usage error.
+Exit status:
+    check     0 the policies load and pass every check; 1 a problem was found
+    test      0 every test passed; 1 a test failed, there are none, or the policies are bad
+    eval      0 the rule produced a value (for `decision`: a well-formed decision, whatever
+              its verdict); 1 the rule is undefined, the decision is malformed, the evaluation
+              failed, or the policies are bad
+    coverage  as test
+    all       2 on a usage error (a bad flag, an unreadable --input, a bad --run pattern)
+
+Colours are used only when the output is a terminal (and NO_COLOR is not set).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from gateway.errors import ConfigError
 from gateway.model import Decision
-from gateway.policy.bundle import Bundle, load_bundle
-from gateway.policy.embedded import (
-    DEFAULT_PREFIX,
+from gateway.policy.bundle import Bundle, PolicyConfigError, load_bundle, load_paths
+from gateway.policy.decision import (
     UNDEFINED,
-    EmbeddedEngine,
     PolicyEvalError,
     PolicyUndefined,
-    build_regorus_engine,
     decision_from_value,
     error_decision,
-    is_panic,
 )
-from gateway.policy.testing import FileCoverage, TestReport, TestResult, run_tests
+from gateway.policy.embedded import DEFAULT_PREFIX, EmbeddedEngine, input_json
+from gateway.policy.explain import Explanation, explain
+from gateway.policy.testing import FileCoverage, TestReport, TestResult, run_tests, show
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_CLOSED_PIPE = 141
+
+
+class UsageError(Exception):
+    """A problem with how the command was called (exit 2)."""
+
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+
+
+def _prefix(value: str) -> str:
+    if not re.fullmatch(rf"data(\.{_NAME})+", value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a package path like data.callgate")
+    return value
+
+
+def _rule(value: str) -> str:
+    if not re.fullmatch(rf"{_NAME}(\.{_NAME})*", value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a rule name like decision")
+    return value
 
 
 def run_policy_command(argv: list[str]) -> int:
@@ -42,55 +72,180 @@ def run_policy_command(argv: list[str]) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
-        return exc.code if isinstance(exc.code, int) else 2
-    handler: Callable[[argparse.Namespace], int] = args.handler
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    handler: Callable[[argparse.Namespace, _Out], int] = args.handler
+    out = _Out(sys.stdout, sys.stderr)
     try:
-        return handler(args)
+        return handler(args, out)
+    except UsageError as exc:
+        out.err(f"callgate policy {args.command}: {exc}")
+        return EXIT_USAGE
     except ConfigError as exc:
-        _err(f"policy rejected: {exc}")
-        return 1
+        _print_problems(exc, out)
+        return EXIT_FAILED
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as a shell
+        _silence_stdout()      # reports a command killed by SIGPIPE
+        return EXIT_CLOSED_PIPE
+    except KeyboardInterrupt:
+        return 130
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="callgate policy",
-                                     description="Offline tools for a policy directory.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser("check", help="load and compile a policy directory")
-    check.add_argument("directory", type=Path)
-    check.add_argument("--prefix", default=DEFAULT_PREFIX)
-    check.set_defaults(handler=_check)
-    test = sub.add_parser("test", help="run the Rego unit tests (rules named test_*)")
-    test.add_argument("directory", type=Path)
-    test.add_argument("-v", "--verbose", action="store_true", help="list passing tests too")
-    test.add_argument("--run", default=None, help="only tests whose path contains TEXT")
-    test.set_defaults(handler=_test)
-    ev = sub.add_parser("eval", help="evaluate one rule for an input")
-    ev.add_argument("directory", type=Path)
-    ev.add_argument("--input", required=True, help="JSON input file, or - for stdin")
-    ev.add_argument("--rule", default="decision")
-    ev.add_argument("--prefix", default=DEFAULT_PREFIX)
-    ev.add_argument("--explain", action="store_true", help="print the lines evaluated")
-    ev.set_defaults(handler=_eval)
-    cov = sub.add_parser("coverage", help="run the tests and report line coverage")
-    cov.add_argument("directory", type=Path)
-    cov.add_argument("-v", "--verbose", action="store_true", help="list uncovered lines")
-    cov.set_defaults(handler=_coverage)
+    parser = argparse.ArgumentParser(
+        prog="callgate policy", description="Offline tools for a policy directory.",
+        epilog="callgate policy status (a running sidecar's policy) is described by "
+               "`callgate policy status --help`.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _check_parser(sub)
+    _test_parser(sub)
+    _eval_parser(sub)
+    _coverage_parser(sub)
     return parser
+
+
+_Sub = argparse._SubParsersAction  # type: ignore[type-arg]
+
+
+def _sub(sub: _Sub, name: str, help_text: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help_text, description=help_text,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    return parser
+
+
+def _check_parser(sub: _Sub) -> None:
+    p = _sub(sub, "check", "load, compile and check policies; list every problem with its "
+             "file and line (type errors, unknown and unavailable builtins included)")
+    p.add_argument("paths", nargs="+", type=Path, metavar="DIR|FILE",
+                   help="a policy directory, or .rego and data files")
+    p.add_argument("--prefix", default=DEFAULT_PREFIX, type=_prefix,
+                   help="the package callgate queries")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    p.set_defaults(handler=_check)
+
+
+def _test_parser(sub: _Sub) -> None:
+    p = _sub(sub, "test", "run the Rego unit tests (rules named test_*)")
+    p.add_argument("directory", type=Path, metavar="DIR")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="list every test with its time, not only the failures")
+    p.add_argument("--run", default=None, metavar="REGEX",
+                   help="only tests whose path (data.pkg.test_name) matches this regular "
+                        "expression")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    p.set_defaults(handler=_test)
+
+
+def _eval_parser(sub: _Sub) -> None:
+    p = _sub(sub, "eval", "evaluate one rule for an input; for `decision` also the verdict")
+    p.add_argument("directory", type=Path, metavar="DIR")
+    p.add_argument("--input", required=True, metavar="FILE",
+                   help="JSON input document, or - for standard input")
+    p.add_argument("--rule", default="decision", type=_rule,
+                   help="the rule below --prefix to evaluate")
+    p.add_argument("--prefix", default=DEFAULT_PREFIX, type=_prefix,
+                   help="the package callgate queries")
+    p.add_argument("--explain", action="store_true",
+                   help="for every rule of the package that evaluated: file:line, whether its "
+                        "body succeeded, and its value")
+    p.add_argument("--format", choices=("pretty", "json"), default="pretty",
+                   help="pretty for people, json for scripts")
+    p.set_defaults(handler=_eval)
+
+
+def _coverage_parser(sub: _Sub) -> None:
+    p = _sub(sub, "coverage", "run the tests and report line coverage per file")
+    p.add_argument("directory", type=Path, metavar="DIR")
+    p.add_argument("-v", "--verbose", action="store_true", help="list uncovered lines")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    p.set_defaults(handler=_coverage)
+
+
+# ---------------------------------------------------------------------------------------------
+# output
+
+
+class _Out:
+    """stdout/stderr, with colour only on a terminal."""
+
+    def __init__(self, stdout: TextIO, stderr: TextIO) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.colour = _wants_colour(stdout)
+
+    def line(self, text: str = "") -> None:
+        print(text, file=self.stdout)
+
+    def err(self, text: str) -> None:
+        print(text, file=self.stderr)
+
+    def paint(self, text: str, colour: str) -> str:
+        codes = {"green": "32", "red": "31", "yellow": "33", "dim": "2", "bold": "1"}
+        return f"\033[{codes[colour]}m{text}\033[0m" if self.colour else text
+
+
+def _wants_colour(stream: TextIO) -> bool:
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _print_problems(exc: ConfigError, out: _Out) -> None:
+    problems = exc.problems if isinstance(exc, PolicyConfigError) else (exc,)
+    for problem in problems:
+        out.err(problem.message)
+    count = len(problems)
+    out.err(f"{count} problem{'s' * (count != 1)}: the policies were not loaded")
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, default=_jsonable_set)
+
+
+def _jsonable_set(value: Any) -> Any:
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=lambda v: json.dumps(v, sort_keys=True, default=str))
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 # ---------------------------------------------------------------------------------------------
 # check
 
 
-def _check(args: argparse.Namespace) -> int:
-    bundle = load_bundle(args.directory)
-    EmbeddedEngine(bundle, prefix=args.prefix)  # compiles; refuses missing builtins
-    _out(f"ok: {args.directory} revision {bundle.revision}")
-    _out(f"policies: {len(bundle.sources)}, test files: {len(bundle.test_sources)}, "
-         f"data files: {len(bundle.data_files)}")
-    for line in _rule_lines(bundle, args.prefix):
-        _out(line)
-    return 0
+def _check(args: argparse.Namespace, out: _Out) -> int:
+    try:
+        bundle = load_paths(args.paths)
+        EmbeddedEngine(bundle, prefix=args.prefix)  # compiles and runs every static check
+    except PolicyConfigError as exc:
+        if args.format == "json":
+            out.line(_dump({"ok": False, "problems": [_problem_json(p) for p in exc.problems]}))
+            return EXIT_FAILED
+        raise
+    if args.format == "json":
+        out.line(_dump({"ok": True, "revision": bundle.revision,
+                        "rules": sorted({r.path for r in bundle.rules})}))
+        return EXIT_OK
+    where = " ".join(str(p) for p in args.paths)
+    out.line(f"{out.paint('ok', 'green')}: {where} revision {bundle.revision}")
+    out.line(f"policies: {len(bundle.sources)}, test files: {len(bundle.test_sources)}, "
+             f"data files: {len(bundle.data_files)}")
+    for text in _rule_lines(bundle, args.prefix):
+        out.line(text)
+    return EXIT_OK
+
+
+def _problem_json(problem: PolicyConfigError) -> dict[str, Any]:
+    return {"file": problem.file, "line": problem.line, "column": problem.column,
+            "message": problem.detail}
 
 
 def _rule_lines(bundle: Bundle, prefix: str) -> list[str]:
@@ -112,18 +267,38 @@ def _rule_lines(bundle: Bundle, prefix: str) -> list[str]:
 # test / coverage
 
 
-def _test(args: argparse.Namespace) -> int:
-    report = run_tests(args.directory, match=args.run)
-    _print_results(report, verbose=args.verbose)
-    return _finish(report)
+def _run(args: argparse.Namespace, *, coverage: bool) -> TestReport:
+    match = getattr(args, "run", None)
+    if match:
+        try:
+            re.compile(match)
+        except re.error as exc:
+            raise UsageError(f"--run {match!r} is not a regular expression: {exc}") from None
+    return run_tests(args.directory, coverage=coverage, match=match)
 
 
-def _coverage(args: argparse.Namespace) -> int:
-    report = run_tests(args.directory, coverage=True)
-    _print_results(report, verbose=False)
+def _test(args: argparse.Namespace, out: _Out) -> int:
+    report = _run(args, coverage=False)
+    if args.format == "json":
+        out.line(_dump({"passed": report.passed, "failed": report.failed,
+                        "tests": [_result_json(r) for r in report.results]}))
+        return EXIT_OK if report.ok else EXIT_FAILED
+    _print_results(report, out, verbose=args.verbose)
+    return _finish(report, out, args.run)
+
+
+def _coverage(args: argparse.Namespace, out: _Out) -> int:
+    report = _run(args, coverage=True)
+    if args.format == "json":
+        out.line(_dump({"passed": report.passed, "failed": report.failed,
+                        "files": [{"path": f.path, "covered": list(f.covered),
+                                   "not_covered": list(f.not_covered),
+                                   "percent": round(f.percent, 1)} for f in report.coverage]}))
+        return EXIT_OK if report.ok else EXIT_FAILED
+    _print_results(report, out, verbose=False)
     for file in report.coverage:
-        _out(_coverage_line(file, verbose=args.verbose))
-    return _finish(report)
+        out.line(_coverage_line(file, verbose=args.verbose))
+    return _finish(report, out)
 
 
 def _coverage_line(file: FileCoverage, *, verbose: bool) -> str:
@@ -134,114 +309,199 @@ def _coverage_line(file: FileCoverage, *, verbose: bool) -> str:
     return line
 
 
-def _print_results(report: TestReport, *, verbose: bool) -> None:
+def _print_results(report: TestReport, out: _Out, *, verbose: bool) -> None:
     for result in report.results:
         if not result.passed:
-            _out(_result_line("FAIL", result))
+            out.line(_result_line(out.paint("FAIL", "red"), result, timed=verbose))
+            for detail in _failure_lines(result):
+                out.line(detail)
         elif verbose:
-            _out(_result_line("PASS", result))
+            out.line(_result_line(out.paint("PASS", "green"), result, timed=True))
 
 
-def _result_line(status: str, result: TestResult) -> str:
+def _result_line(status: str, result: TestResult, *, timed: bool) -> str:
     case = result.case
     line = f"{status} {case.path} ({case.file}:{case.line})"
+    if timed:
+        line += f" {_duration(result.duration_s)}"
     return f"{line}: {result.reason}" if result.reason else line
 
 
-def _finish(report: TestReport) -> int:
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1000:.1f}ms" if seconds < 1 else f"{seconds:.2f}s"
+
+
+def _failure_lines(result: TestResult) -> list[str]:
+    failed = result.failed
+    if failed is None:
+        return []
+    lines = [f"  failed at {result.case.file}:{failed.line}: {failed.text}"]
+    width = max((len(label) for label, _ in failed.values), default=0)
+    lines.extend(f"    {label + ':':<{width + 1}} {value}" for label, value in failed.values)
+    return lines
+
+
+def _result_json(result: TestResult) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": result.case.path, "file": result.case.file,
+                           "line": result.case.line, "passed": result.passed,
+                           "duration_ms": round(result.duration_s * 1000, 3)}
+    if result.reason:
+        out["reason"] = result.reason
+    if result.failed is not None:
+        out["failed_expression"] = {"text": result.failed.text, "line": result.failed.line,
+                                    "values": dict(result.failed.values)}
+    return out
+
+
+def _finish(report: TestReport, out: _Out, run: str | None = None) -> int:
     if not report.results:
-        _err("no tests found (rules named test_*)")
-    _out(report.summary())
-    return 0 if report.ok else 1
+        out.err(f"no tests match --run {run!r}" if run else "no tests found (rules named test_*)")
+    summary = report.summary()
+    out.line(out.paint(summary, "green" if report.ok else "red"))
+    return EXIT_OK if report.ok else EXIT_FAILED
 
 
 # ---------------------------------------------------------------------------------------------
 # eval
 
 
-def _eval(args: argparse.Namespace) -> int:
-    try:
-        input_doc = _read_input(args.input)
-    except (OSError, ValueError) as exc:
-        _err(f"cannot read input {args.input}: {exc}")
-        return 1
+def _eval(args: argparse.Namespace, out: _Out) -> int:
+    input_doc = _read_input(args.input)
     bundle = load_bundle(args.directory)
     engine = EmbeddedEngine(bundle, prefix=args.prefix)
-    status = _print_eval(engine, args.rule, input_doc)
+    result = _Evaluation.of(engine, args.rule, input_doc)
+    explanation = None
     if args.explain:
-        _out(_explain(bundle, f"{args.prefix}.{args.rule}", input_doc))
-    return status
+        package = args.prefix
+        explanation = explain(bundle, f"{args.prefix}.{args.rule}", package,
+                              input_json(input_doc))
+    if args.format == "json":
+        out.line(_dump(result.to_json(explanation)))
+    else:
+        result.print(out)
+        if explanation is not None:
+            _print_explanation(explanation, out)
+    return result.status
 
 
 def _read_input(name: str) -> dict[str, Any]:
-    text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
-    doc = json.loads(text)
+    try:
+        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"cannot read --input {name}: {reason}") from None
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--input {name} is not JSON: {exc}") from None
     if not isinstance(doc, dict):
-        raise ValueError("the input must be a JSON object")
+        raise UsageError(f"--input {name}: the input must be a JSON object")
     return doc
 
 
-def _print_eval(engine: EmbeddedEngine, rule: str, input_doc: dict[str, Any]) -> int:
-    value: Any = UNDEFINED
-    status = 0
-    try:
-        value = engine.eval_raw(rule, input_doc)
-        _out(json.dumps(_jsonable(value), indent=2, sort_keys=True))
-    except PolicyUndefined:
-        _out("undefined")
-    except PolicyEvalError as exc:
-        _err(f"evaluation failed: {exc.message}")
-        status = 1
+class _Evaluation:
+    """One rule's value for an input, and for `decision` the verdict callgate derives."""
+
+    def __init__(self, rule: str, revision: str, value: Any, error: str,
+                 decision: Decision | None) -> None:
+        self.rule = rule
+        self.revision = revision
+        self.value = value
+        self.error = error
+        self.decision = decision
+
+    @classmethod
+    def of(cls, engine: EmbeddedEngine, rule: str, input_doc: dict[str, Any]) -> _Evaluation:
+        value: Any = UNDEFINED
+        error = ""
+        try:
+            value = engine.eval_raw(rule, input_doc)
+        except PolicyUndefined:
+            pass
+        except PolicyEvalError as exc:
+            error = exc.message
+        decision = None
         if rule == "decision":
-            _print_verdict(error_decision(exc.message, engine.revision))
-        return status
-    if rule == "decision":
-        _print_verdict(decision_from_value(value, engine.revision))
-    return status
+            decision = (error_decision(error, engine.revision) if error
+                        else decision_from_value(value, engine.revision))
+        return cls(f"{engine.prefix}.{rule}", engine.revision, value, error, decision)
+
+    @property
+    def status(self) -> int:
+        if self.error or self.value is UNDEFINED:
+            return EXIT_FAILED
+        if self.decision is not None and self.decision.is_policy_error:
+            return EXIT_FAILED
+        return EXIT_OK
+
+    def print(self, out: _Out) -> None:
+        if self.error:
+            out.err(f"evaluation failed: {self.error}")
+        elif self.value is UNDEFINED:
+            out.line(out.paint("undefined", "yellow"))
+        else:
+            out.line(_dump(self.value))
+        if self.decision is not None:
+            _print_verdict(self.decision, out)
+        elif not self.error:
+            out.line(f"policy revision: {self.revision}")
+
+    def to_json(self, explanation: Explanation | None) -> dict[str, Any]:
+        doc: dict[str, Any] = {"rule": self.rule, "revision": self.revision,
+                               "defined": self.value is not UNDEFINED}
+        if self.value is not UNDEFINED:
+            doc["value"] = json.loads(_dump(self.value))
+        if self.error:
+            doc["error"] = self.error
+        if self.decision is not None:
+            d = self.decision
+            doc["decision"] = {"verdict": d.verdict.value, "reasons": list(d.reasons),
+                               "policy_error": d.is_policy_error,
+                               "approval_ttl_s": d.approval_ttl_s}
+        if explanation is not None:
+            doc["explanation"] = {"package": explanation.package,
+                                  "rules": [r.to_json() for r in explanation.rules],
+                                  "not_evaluated": explanation.not_evaluated}
+        return doc
 
 
-def _print_verdict(decision: Decision) -> None:
+def _print_verdict(decision: Decision, out: _Out) -> None:
     extra = f", approval_ttl_s {decision.approval_ttl_s}" if decision.approval_ttl_s else ""
     error = " (policy_error)" if decision.error else ""
-    _out(f"verdict: {decision.verdict.value}{error}{extra}")
+    colour = {"ALLOW": "green", "DENY": "red"}.get(decision.verdict.value, "yellow")
+    out.line(f"verdict: {out.paint(decision.verdict.value, colour)}{error}{extra}")
     for reason in decision.reasons:
-        _out(f"  reason: {reason}")
-    _out(f"policy revision: {decision.policy_revision}")
+        out.line(f"  reason: {reason}")
+    out.line(f"policy revision: {decision.policy_revision}")
 
 
-def _explain(bundle: Bundle, query: str, input_doc: dict[str, Any]) -> str:
-    """The evaluated lines of the policies (regorus coverage of this one evaluation)."""
-    engine = build_regorus_engine(bundle, coverage=True)
-    engine.clear_coverage_data()
-    engine.set_input_json(json.dumps(input_doc))
-    try:
-        engine.eval_query(query)
-    except BaseException as exc:  # the error itself was printed already
-        if not (isinstance(exc, Exception) or is_panic(exc)):
-            raise
-        return "(no explanation: the evaluation failed)"
-    return str(engine.get_coverage_report_pretty())
+def _print_explanation(explanation: Explanation, out: _Out) -> None:
+    out.line("")
+    out.line(out.paint(f"explanation ({explanation.package}: rules evaluated for this input)",
+                       "bold"))
+    width = max((len(f"{r.file}:{r.line}") for r in explanation.rules), default=0)
+    names = max((len(r.rule) for r in explanation.rules), default=0)
+    for rule in explanation.rules:
+        where = f"{rule.file}:{rule.line}".ljust(width)
+        out.line(f"  {where}  {rule.rule.ljust(names)}  {_outcome(rule, out)}")
+    if explanation.not_evaluated:
+        out.line(out.paint(f"  ({explanation.not_evaluated} rule definitions of the package "
+                           "were not evaluated)", "dim"))
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, set | frozenset):
-        return sorted((_jsonable(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-# ---------------------------------------------------------------------------------------------
-
-
-def _out(text: str) -> None:
-    print(text)
-
-
-def _err(text: str) -> None:
-    print(text, file=sys.stderr)
+def _outcome(rule: Any, out: _Out) -> str:
+    if rule.error:
+        return f"{out.paint('error', 'red')}  {rule.error}"
+    if rule.kind == "function":
+        return out.paint("function (called)", "dim")
+    if rule.kind == "default":
+        return f"{out.paint('default', 'dim')}  {show(rule.values[0], 120)}"
+    label = "else " if rule.kind == "else" else ""
+    if not rule.succeeded:
+        return out.paint(f"{label}body failed", "red")
+    values = rule.values
+    shown = show(values[0], 120) if len(values) == 1 else show(list(values), 120)
+    return f"{out.paint(f'{label}body succeeded', 'green')}  {shown}"
 
 
 if __name__ == "__main__":

@@ -117,9 +117,12 @@ def _dt(value: str | None) -> datetime | None:
 def decision_to_json(d: Decision | None) -> str | None:
     if d is None:
         return None
-    return json.dumps({"verdict": d.verdict.value, "reasons": list(d.reasons),
-                       "policy_revision": d.policy_revision,
-                       "approval_ttl_s": d.approval_ttl_s, "error": d.error})
+    body = {"verdict": d.verdict.value, "reasons": list(d.reasons),
+            "policy_revision": d.policy_revision, "approval_ttl_s": d.approval_ttl_s,
+            "error": d.error}
+    if d.input_sha256:
+        body["input_sha256"] = d.input_sha256
+    return json.dumps(body)
 
 
 def decision_from_json(text: str | None) -> Decision | None:
@@ -128,7 +131,7 @@ def decision_from_json(text: str | None) -> Decision | None:
     d = json.loads(text)
     return Decision(verdict=Verdict(d["verdict"]), reasons=tuple(d["reasons"]),
                     policy_revision=d["policy_revision"], approval_ttl_s=d.get("approval_ttl_s"),
-                    error=d.get("error", ""))
+                    error=d.get("error", ""), input_sha256=d.get("input_sha256", ""))
 
 
 def run_row(r: RunRecord) -> tuple[Any, ...]:

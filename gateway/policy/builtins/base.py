@@ -1,0 +1,72 @@
+"""What every supplied builtin shares: its registration record, operand checks, the error type.
+
+A supplied builtin is a plain Python function over Rego values as regorus hands them over
+(str, int, float, bool, None, list, dict, set). It raises `BuiltinError` for a bad operand,
+with OPA's wording (`operand 1 must be string but got number`); the engine reports the call's
+file and line, and callgate denies with `policy_error` naming the builtin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+class BuiltinError(Exception):
+    """A supplied builtin could not produce a value for its operands."""
+
+
+@dataclass(frozen=True)
+class Extension:
+    """A builtin supplied to the engine: its Rego name, argument count and implementation."""
+
+    name: str
+    nargs: int
+    fn: Callable[..., Any]
+
+    def guarded(self) -> Callable[..., Any]:
+        """fn, with every failure turned into a BuiltinError that names the builtin."""
+        name, fn = self.name, self.fn
+
+        def call(*args: Any) -> Any:
+            try:
+                return fn(*args)
+            except BuiltinError as exc:
+                raise BuiltinError(f"{name}: {exc}") from None
+            except Exception as exc:  # a bug or a library error: still a named builtin error
+                raise BuiltinError(f"{name}: {type(exc).__name__}: {exc}") from None
+
+        call.__name__ = name.replace(".", "_")
+        return call
+
+
+def type_name(value: Any) -> str:
+    """The Rego type name of a value, as OPA's error messages spell it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, set | frozenset):
+        return "set"
+    return type(value).__name__
+
+
+def string_operand(value: Any, position: int) -> str:
+    if not isinstance(value, str):
+        raise BuiltinError(f"operand {position} must be string but got {type_name(value)}")
+    return value
+
+
+def object_operand(value: Any, position: int) -> dict[Any, Any]:
+    if not isinstance(value, dict):
+        raise BuiltinError(f"operand {position} must be object but got {type_name(value)}")
+    return value

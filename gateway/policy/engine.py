@@ -1,0 +1,115 @@
+"""The one place a regorus Engine is made: every engine gets the same builtins and limits.
+
+Serving engines (one per thread), `policy test`, `policy eval`, `--explain`, coverage and the
+checker all call `new_engine()`, so a policy means the same everywhere. `add_policy()` adds a
+source the way OPA reads it, including the output-argument form of a call to a supplied
+builtin (`io.jwt.decode(token, [header, payload, sig])`), which the engine only understands for
+its own builtins: such a call is rewritten to `[header, payload, sig] = io.jwt.decode(token)`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+# The regorus error text carries a ~2.5 KB Rust backtrace when RUST_BACKTRACE is set; this
+# switches it off for errors (it must be set before the first engine is used). A contained
+# engine panic would also print one to stderr: one policy input could flood the log with them.
+os.environ["RUST_LIB_BACKTRACE"] = "0"
+os.environ["RUST_BACKTRACE"] = "0"
+
+import regorus  # noqa: E402  (the environment must be set first)
+
+from gateway.policy.builtins import ARITY, EXTENSIONS  # noqa: E402
+from gateway.policy.syntax import dotted, inner, span, walk  # noqa: E402
+
+# regorus refuses a policy line longer than 1,024 columns by default; a JWT, a PEM key or a
+# JWKS written into a policy is longer. Lines may be as long as a file may be large.
+MAX_FILE_BYTES = 1 << 20
+MAX_LINES = 20_000
+
+
+def new_engine(*, coverage: bool = False, rego_v0: bool = False) -> Any:
+    """A fresh regorus Engine with callgate's builtins registered."""
+    engine = bare_engine()
+    if rego_v0:
+        engine.set_rego_v0(True)
+    for extension in EXTENSIONS:
+        engine.add_extension(extension.name, extension.nargs, extension.guarded())
+    if coverage:
+        engine.set_enable_coverage(True)
+    return engine
+
+
+def bare_engine() -> Any:
+    """A regorus Engine with callgate's limits and no extensions (the engine's own builtins)."""
+    engine = regorus.Engine()
+    engine.set_policy_length_config(max_col=MAX_FILE_BYTES, max_file_bytes=MAX_FILE_BYTES,
+                                    max_lines=MAX_LINES)
+    return engine
+
+
+def add_policy(engine: Any, name: str, text: str) -> None:
+    """Add a policy source (RuntimeError with the engine's located message if it is bad)."""
+    engine.add_policy(name, rewrite_output_calls(name, text))
+
+
+def is_panic(exc: BaseException) -> bool:
+    """True for pyo3's PanicException (it derives from BaseException, not Exception)."""
+    kind = type(exc)
+    return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
+
+
+# ---------------------------------------------------------------------------------------------
+# the output-argument form of supplied builtins
+
+
+def rewrite_output_calls(name: str, text: str) -> str:
+    """`f(a, out)` → `out = f(a)` for statement calls to supplied builtins given one argument
+    more than they take; any other text is returned unchanged."""
+    if not any(f"{fn}(" in text for fn in ARITY):
+        return text
+    scratch = bare_engine()
+    try:
+        scratch.add_policy(name, text)
+        modules = json.loads(scratch.get_ast_as_json())
+    except Exception:  # noqa: BLE001  (a bad source is reported by the real add_policy)
+        return text
+    source = text.encode()
+    edits = sorted((e for m in modules for e in _edits(source, m.get("ast", {}))), reverse=True)
+    for start, end, replacement in edits:
+        source = source[:start] + replacement + source[end:]
+    return source.decode()
+
+
+def _edits(source: bytes, tree: Any) -> list[tuple[int, int, bytes]]:
+    found: list[tuple[int, int, bytes]] = []
+    for item in walk(tree):
+        literal = item.get("literal")
+        if not isinstance(literal, dict):
+            continue
+        expr = (literal.get("Expr") or literal.get("NotExpr") or {}).get("expr")
+        kind, call = inner(expr)
+        edit = _output_call_edit(source, call) if kind == "Call" else None
+        if edit is not None:
+            found.append(edit)
+    return found
+
+
+def _output_call_edit(source: bytes, call: dict[str, Any]) -> tuple[int, int, bytes] | None:
+    fn, params, where = dotted(call.get("fcn")), call.get("params") or [], call.get("span", {})
+    if fn not in ARITY or len(params) != ARITY[fn] + 1:
+        return None
+    start, end = where.get("start"), where.get("end")
+    last_start = span(params[-1]).get("start")
+    if not (isinstance(start, int) and isinstance(end, int) and isinstance(last_start, int)):
+        return None
+    if source[end - 1:end] != b")":
+        return None
+    comma = source.rfind(b",", start, last_start)
+    if comma < 0:
+        return None
+    output = source[comma + 1:end - 1].strip()
+    call_text = source[start:comma].rstrip() + b")"
+    return start, end, output + b" = " + call_text

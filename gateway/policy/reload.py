@@ -1,0 +1,147 @@
+"""Serving a policy that can be replaced while the sidecar runs.
+
+`ReloadingEngine` is the PolicyEngine the runner holds: each call is delegated to the current
+revision (an EmbeddedEngine), read once at the start of the call, so a decision in flight
+finishes on the revision it began with and records that revision. `install` swaps in a new
+revision atomically (one reference assignment); `reject` records why a new set of files was
+refused while the previous revision keeps serving.
+
+`prepare` is everything a revision must pass before it may serve, run off the event loop: it
+loads, compiles and checks the files, requires `decision` to be defined and, when asked, runs
+the set's own tests.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from gateway.model import Decision
+from gateway.policy.base import RejectedReload
+from gateway.policy.bundle import Bundle, PolicyConfigError, load_bundle
+from gateway.policy.decision import error_decision
+from gateway.policy.embedded import EmbeddedEngine, analyze, input_json
+from gateway.policy.testing import run_tests
+
+log = logging.getLogger("callgate.policy")
+inputs_log = logging.getLogger("callgate.decision_input")
+
+
+def prepare(directory: Path, prefix: str, *, require_tests: bool = False) -> Bundle:
+    """Load and check a policy directory as a candidate revision; PolicyConfigError if it may
+    not serve.
+
+    Builds engines on the calling thread and drops them there: the error raised carries no
+    traceback (whose frames could hold an engine and free it on the thread that catches it,
+    which this engine does not allow).
+    """
+    error: PolicyConfigError | None = None
+    try:
+        return _prepare(directory, prefix, require_tests=require_tests)
+    except PolicyConfigError as exc:
+        error = exc.detached()
+    raise error  # outside the handler: the original and its frames are gone by now
+
+
+def _prepare(directory: Path, prefix: str, *, require_tests: bool) -> Bundle:
+    bundle = load_bundle(directory)
+    analyze(bundle)
+    if not any(r.path == f"{prefix}.decision" and not r.function for r in bundle.rules):
+        where = bundle.root.as_posix()
+        raise PolicyConfigError(f"{where}: {prefix}.decision is not defined: every call would "
+                                "be denied", file=where, detail=f"{prefix}.decision is not "
+                                "defined")
+    if require_tests:
+        _require_tests(bundle)
+    return bundle
+
+
+def _require_tests(bundle: Bundle) -> None:
+    report = run_tests(bundle, explain_failures=False)
+    where = bundle.root.as_posix()
+    if not report.results:
+        raise PolicyConfigError(f"{where}: no tests (rules named test_*) and tests are "
+                                "required", file=where)
+    failed = [r for r in report.results if not r.passed]
+    if failed:
+        first = failed[0]
+        more = f" ({len(failed) - 1} more failed)" if len(failed) > 1 else ""
+        detail = f"test {first.case.path} failed: {first.reason}{more}"
+        raise PolicyConfigError(f"{first.case.file}:{first.case.line}: {detail}",
+                                file=first.case.file, line=first.case.line, detail=detail)
+
+
+class ReloadingEngine:
+    """PolicyEngine delegating every call to the revision current when the call starts."""
+
+    name = "embedded"
+
+    def __init__(self, first: EmbeddedEngine, *, log_inputs: bool = False) -> None:
+        self._current = first
+        self._rejected: RejectedReload | None = None
+        self._log_inputs = log_inputs
+
+    # -- reloads ------------------------------------------------------------------------------
+
+    @property
+    def current(self) -> EmbeddedEngine:
+        return self._current
+
+    @property
+    def last_rejected(self) -> RejectedReload | None:
+        return self._rejected
+
+    def install(self, engine: EmbeddedEngine) -> None:
+        """Serve engine from the next call on; clears a recorded rejection."""
+        self._current = engine
+        self._rejected = None
+
+    def reject(self, rejection: RejectedReload) -> None:
+        self._rejected = rejection
+
+    def accept_unchanged(self) -> None:
+        """The files on disk are the serving revision again: nothing is rejected."""
+        self._rejected = None
+
+    # -- PolicyEngine -------------------------------------------------------------------------
+
+    @property
+    def revision(self) -> str:
+        return self._current.revision
+
+    @property
+    def loaded_at(self) -> datetime:
+        return self._current.loaded_at
+
+    def decide(self, input: dict[str, Any]) -> Decision:
+        engine = self._current
+        try:
+            text = input_json(input)
+        except (TypeError, ValueError) as exc:
+            return error_decision(f"input is not JSON: {exc}", engine.revision)
+        decision = engine.decide_json(text)
+        if self._log_inputs:
+            self._log_input(text, decision)
+        return decision
+
+    def allows(self, rule: str, input: dict[str, Any]) -> bool:
+        return self._current.allows(rule, input)
+
+    def offer(self, input: dict[str, Any]) -> set[str] | None:
+        return self._current.offer(input)
+
+    def partial_writes(self, input: dict[str, Any]) -> bool:
+        return self._current.partial_writes(input)
+
+    def healthy(self) -> bool:
+        return self._current.healthy()
+
+    @staticmethod
+    def _log_input(text: str, decision: Decision) -> None:
+        head = json.dumps({"input_sha256": decision.input_sha256,
+                           "policy_revision": decision.policy_revision,
+                           "verdict": decision.verdict.value})
+        inputs_log.info("%s, \"input\": %s}", head[:-1], text)
