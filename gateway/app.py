@@ -12,6 +12,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from gateway import pb
+from gateway.approval_desk import ApprovalDesk
 from gateway.config import ServeConfig
 from gateway.errors import ConfigError
 from gateway.identity import Authenticator
@@ -41,6 +42,7 @@ class Sidecar:
         self.bound = ""
         self._health = health.aio.HealthServicer()
         self._runner: Runner | None = None
+        self._desk: ApprovalDesk | None = None
         self._watch: asyncio.Task[None] | None = None
         self._auth: Authenticator | None = None
         self.policy: ReloadingEngine | None = None
@@ -59,12 +61,15 @@ class Sidecar:
         self.registry = Registry.load(cfg.tools)
         policy = self._load_policy()
         self.store = await open_store(cfg.db, busy_timeout_s=cfg.db_busy_timeout_s)
-        self._runner = Runner(store=self.store, registry=self.registry, policy=policy)
+        self._runner = Runner(store=self.store, registry=self.registry, policy=policy,
+                              approval_ttl_s=cfg.approval_ttl_s)
+        self._desk = ApprovalDesk(self._runner)
+        await self._desk.start()
         server = grpc.aio.server()
         pb.add_ToolGatewayServicer_to_server(
             ToolGatewayService(self._runner, auth, StatusInfo(
                 self.store.name, callgate_version(),
-                rejected_reload=lambda: policy.last_rejected)), server)
+                rejected_reload=lambda: policy.last_rejected), self._desk), server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         reflection.enable_server_reflection(
             (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
@@ -147,6 +152,8 @@ class Sidecar:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        if self._desk is not None:  # no approval expires while shutting down
+            await self._desk.close()
         if self.server is not None:
             await self.server.stop(grace)
         if self._runner is not None:  # turns being driven finish and commit first

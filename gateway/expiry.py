@@ -46,11 +46,6 @@ class ExpiryTimer:
         self._again = False
         self._closed = False
 
-    @property
-    def armed_for(self) -> datetime | None:
-        """The time the pending handle fires for (None when nothing is armed)."""
-        return self._at
-
     def arm(self, at: datetime) -> None:
         if self._closed or (self._at is not None and self._at <= at):
             return
