@@ -480,6 +480,9 @@ class Runner:
         turn = await self.store.get_turn(a.run_id, a.turn_id)
         if a.status != ApprovalStatus.PENDING or run is None or turn is None:
             raise ap.already_decided(a)
+        if run.state.terminal:
+            raise RequestError(RequestCode.RUN_FINISHED, f"run {run.run_id} has ended "
+                               f"({run.state.value}); its approvals can no longer be decided")
         now = self.clock()
         done = ap.decided(a, approver, req, now)
         event = ap.audit(done, self.registry, actor=approver, now=now,
