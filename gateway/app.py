@@ -67,9 +67,9 @@ class Sidecar:
         await self._desk.start()
         server = grpc.aio.server()
         pb.add_ToolGatewayServicer_to_server(
-            ToolGatewayService(self._runner, auth, StatusInfo(
+            ToolGatewayService(self._runner, self._desk, auth, StatusInfo(
                 self.store.name, callgate_version(),
-                rejected_reload=lambda: policy.last_rejected), self._desk), server)
+                rejected_reload=lambda: policy.last_rejected)), server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         reflection.enable_server_reflection(
             (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,

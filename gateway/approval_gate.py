@@ -240,9 +240,8 @@ class ApprovalGate:
     def _ended(self, a: ApprovalRecord, run: RunRecord, now: datetime) -> AuditEvent:
         """The audit record of an approval the gate ended (expired, or cancelled because a
         sibling write will not run): nobody decided it, so the run's owner is its subject."""
-        return ap.audit(a, self.registry, actor=run.owner,
-                        decision=ap.outcome_decision(a, self.judge.policy.revision),
-                        error_code=ap.error_code_of(a), now=now)
+        return ap.ended_audit(a, self.registry, actor=run.owner,
+                              policy_revision=self.judge.policy.revision, now=now)
 
 
 def _mismatch(rec: CallRecord, a: ApprovalRecord, registered_version: str,

@@ -11,8 +11,10 @@ end does to its call is `call_after`; the re-check an approved call passes befor
 from __future__ import annotations
 
 import json
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from gateway.arguments import parse_arguments
 from gateway.errors import CallCode, RequestCode, RequestError
@@ -24,6 +26,7 @@ from gateway.model import (
     CallStatus,
     Decision,
     Identity,
+    TurnRecord,
     Verdict,
     rfc3339,
 )
@@ -91,6 +94,23 @@ def visible(policy: PolicyEngine, registry: Registry, who: Identity,
 # ---------------------------------------------------------------------- the approval's moves
 
 
+def requested(requester: Identity, rec: CallRecord, now: datetime,
+              default_ttl_s: int) -> ApprovalRecord:
+    """The approval a call waiting for a person gets: bound to its tool version and arguments
+    hash, open for the decision's `approval_ttl_s` (else `default_ttl_s`)."""
+    ttl = (rec.decision.approval_ttl_s if rec.decision and rec.decision.approval_ttl_s
+           else default_ttl_s)
+    return ApprovalRecord(
+        approval_id=f"apr_{uuid.uuid4().hex}", run_id=rec.run_id, turn_id=rec.turn_id,
+        call_id=rec.call_id, tool=rec.tool, tool_version=rec.tool_version,
+        arguments_json=rec.arguments_json, arguments_sha256=rec.arguments_sha256,
+        status=ApprovalStatus.PENDING, requested_by=requester.subject, tenant=requester.tenant,
+        requester_roles=requester.roles,
+        policy_reasons=rec.decision.reasons if rec.decision else (),
+        created_at=now, expires_at=now + timedelta(seconds=ttl))
+
+
+
 def decided(a: ApprovalRecord, approver: Identity, req: DecideRequest,
             now: datetime) -> ApprovalRecord:
     status = ApprovalStatus.APPROVED if req.approve else ApprovalStatus.DENIED
@@ -140,6 +160,14 @@ def call_after(rec: CallRecord, a: ApprovalRecord | None, now: datetime) -> Call
                      error_message=refusal_message(a), finished_at=now)
 
 
+def stray(due: Sequence[ApprovalRecord], turn: TurnRecord | None, live: bool,
+          waiting: set[str]) -> list[ApprovalRecord]:
+    """The approvals past their expiry that no waiting call of the run's last turn owns (its
+    run ended, or the data is inconsistent): they expire on their own, not through a turn."""
+    return [a for a in due if not live or turn is None or a.turn_id != turn.turn_id
+            or a.call_id not in waiting]
+
+
 def waiting_message(a: ApprovalRecord) -> str:
     """What an approved call that waits for its sibling writes' approvals says meanwhile."""
     return (f"approved by {a.decided_by}; waiting for the approval of another write of this "
@@ -163,6 +191,13 @@ def audit(a: ApprovalRecord, registry: Registry, *, actor: Identity, decision: D
         arguments_sha256=a.arguments_sha256, decision=decision,
         status=CallStatus.PENDING_APPROVAL, error_code=error_code,
         policy_revision=decision.policy_revision, time=now)
+
+
+def ended_audit(a: ApprovalRecord, registry: Registry, *, actor: Identity, policy_revision: str,
+                now: datetime) -> AuditEvent:
+    """The audit record of an approval leaving PENDING (decided, expired, cancelled)."""
+    return audit(a, registry, actor=actor, decision=outcome_decision(a, policy_revision),
+                 error_code=error_code_of(a), now=now)
 
 
 def outcome_decision(a: ApprovalRecord, policy_revision: str) -> Decision:

@@ -15,7 +15,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 from gateway import approvals as ap
@@ -201,9 +201,8 @@ class Runner:
         if last is not None and last.next in (None, NextAction.PAUSED_FOR_APPROVAL,
                                                NextAction.PAUSED_UNKNOWN_OUTCOME):
             stopped = replace(last, next=NextAction.HANDOFF, reason="the run was cancelled")
-        audit = [ap.audit(a, self.registry, actor=run.owner,
-                          decision=ap.outcome_decision(a, self.policy.revision),
-                          error_code=CallCode.APPROVAL_CANCELLED.value, now=now)
+        audit = [ap.ended_audit(a, self.registry, actor=run.owner,
+                                policy_revision=self.policy.revision, now=now)
                  for a in approvals]
         await self.store.save(run=cancelled, turn=stopped, calls=changed, approvals=approvals,
                               audit=audit, expect=calls, expect_approvals=pending)
@@ -345,7 +344,7 @@ class Runner:
         partial = self._partial_writes(identity, judged)
         planned = batch.plan(judged, remaining_tool_calls=remaining, partial_writes=partial,
                              now=now)
-        approvals = [self._approval(identity, c, now) for c in planned
+        approvals = [ap.requested(identity, c, now, self.approval_ttl_s) for c in planned
                      if c.status == CallStatus.PENDING_APPROVAL and not c.approval_id]
         by_call = {a.call_id: a.approval_id for a in approvals}
         planned = [replace(c, approval_id=by_call[c.call_id]) if c.call_id in by_call else c
@@ -365,18 +364,6 @@ class Runner:
         if len(writes) < 2:
             return False
         return self.policy.partial_writes(batch_input(identity, calls))
-
-    def _approval(self, identity: Identity, rec: CallRecord, now: datetime) -> ApprovalRecord:
-        ttl = (rec.decision.approval_ttl_s if rec.decision and rec.decision.approval_ttl_s
-               else self.approval_ttl_s)
-        return ApprovalRecord(
-            approval_id=f"apr_{uuid.uuid4().hex}", run_id=rec.run_id, turn_id=rec.turn_id,
-            call_id=rec.call_id, tool=rec.tool, tool_version=rec.tool_version,
-            arguments_json=rec.arguments_json, arguments_sha256=rec.arguments_sha256,
-            status=ApprovalStatus.PENDING, requested_by=identity.subject, tenant=identity.tenant,
-            requester_roles=identity.roles,
-            policy_reasons=rec.decision.reasons if rec.decision else (),
-            created_at=now, expires_at=now + timedelta(seconds=ttl))
 
     # ------------------------------------------------------------------ settling
 
@@ -485,9 +472,8 @@ class Runner:
                                f"({run.state.value}); its approvals can no longer be decided")
         now = self.clock()
         done = ap.decided(a, approver, req, now)
-        event = ap.audit(done, self.registry, actor=approver, now=now,
-                         decision=ap.outcome_decision(done, self.policy.revision),
-                         error_code=ap.error_code_of(done))
+        event = ap.ended_audit(done, self.registry, actor=approver,
+                               policy_revision=self.policy.revision, now=now)
         reopened = replace(turn, next=None, reason="")
         try:
             await self.store.save(turn=reopened, approvals=[done], audit=[event],
@@ -525,19 +511,15 @@ class Runner:
         if not due:
             return
         turn = await self.store.last_turn(run_id)
-        waiting = {c.call_id for c in (await self.store.turn_calls(run_id, turn.turn_id)
-                                       if turn is not None else [])
-                   if c.status == CallStatus.PENDING_APPROVAL}
-        live = turn is not None and not run.state.terminal
-        stray = [a for a in due if not live or a.call_id not in waiting
-                 or turn is None or a.turn_id != turn.turn_id]
-        if stray:
-            ended = [ap.expired(a, now) for a in stray]
-            audit = [ap.audit(a, self.registry, actor=run.owner, now=now,
-                              decision=ap.outcome_decision(a, self.policy.revision),
-                              error_code=CallCode.APPROVAL_EXPIRED.value) for a in ended]
-            await self.store.save(approvals=ended, audit=audit, expect_approvals=stray)
-        if len(stray) < len(due) and turn is not None:
+        calls = await self.store.turn_calls(run_id, turn.turn_id) if turn is not None else []
+        alone = ap.stray(due, turn, not run.state.terminal, {
+            c.call_id for c in calls if c.status == CallStatus.PENDING_APPROVAL})
+        if alone:
+            ended = [ap.expired(a, now) for a in alone]
+            audit = [ap.ended_audit(a, self.registry, actor=run.owner, now=now,
+                                    policy_revision=self.policy.revision) for a in ended]
+            await self.store.save(approvals=ended, audit=audit, expect_approvals=alone)
+        if len(alone) < len(due) and turn is not None:
             await self._drive(run.owner, run, turn)
 
     # ------------------------------------------------------------------ resolve

@@ -97,11 +97,11 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], err: RequestError) 
 class ToolGatewayService(pb.ToolGatewayServicer):
     """Every RPC: authenticate, decode the request, call the runner, encode the answer."""
 
-    def __init__(self, runner: Runner, auth: Authenticator, info: StatusInfo,
-                 desk: ApprovalDesk | None = None) -> None:
+    def __init__(self, runner: Runner, desk: ApprovalDesk, auth: Authenticator,
+                 info: StatusInfo) -> None:
         self.runner = runner
         self.turns = ProviderTurns(runner)
-        self.desk = desk or ApprovalDesk(runner)
+        self.desk = desk
         self.auth = auth
         self.info = info
 
