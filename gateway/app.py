@@ -64,7 +64,6 @@ class Sidecar:
         self._runner = Runner(store=self.store, registry=self.registry, policy=policy,
                               approval_ttl_s=cfg.approval_ttl_s)
         self._desk = ApprovalDesk(self._runner)
-        await self._desk.start()
         server = grpc.aio.server()
         pb.add_ToolGatewayServicer_to_server(
             ToolGatewayService(self._runner, self._desk, auth, StatusInfo(
@@ -77,6 +76,7 @@ class Sidecar:
         self.bound = self._bind(server, cfg.listen, certificates)
         await server.start()
         self.server = server
+        self._desk.start()
         await self._update_health()
         self._watch = asyncio.create_task(self._health_loop())
         self._reload_task = asyncio.create_task(self._watch_policies())

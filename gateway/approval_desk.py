@@ -96,17 +96,11 @@ class ApprovalDesk:
 
     # ------------------------------------------------------------------ expiry
 
-    async def start(self) -> None:
-        """Arm the expiry of every pending approval in the store (settling those already
-        due): what a previous process armed is not lost with it."""
-        try:
-            next_at = await self.expire_due()
-        except RequestError as err:
-            log.warning("could not read the pending approvals: %s; trying again in %.0f s",
-                        err, RETRY_S)
-            next_at = self.runner.clock() + timedelta(seconds=RETRY_S)
-        if next_at is not None:
-            self.timer.arm(next_at)
+    def start(self) -> None:
+        """Expire what came due while no sidecar was running, and arm the expiry of every
+        pending approval in the store: one round of the timer, run as soon as the event loop
+        is free (what a previous process armed is not lost with it)."""
+        self.timer.arm(self.runner.clock())
 
     async def close(self) -> None:
         await self.timer.close()
@@ -117,8 +111,25 @@ class ApprovalDesk:
                 self.timer.arm(a.expires_at)
 
     async def expire_due(self) -> datetime | None:
-        """Settle every pending approval past its expiry; answers the next expiry."""
+        """Settle every pending approval past its expiry; answers the next expiry (or a
+        retry soon, when the store failed)."""
         now = self.runner.clock()
+        retry = now + timedelta(seconds=RETRY_S)
+        try:
+            due, next_at = await self._pending(now)
+        except RequestError as err:  # e.g. the store is unavailable: try again soon
+            log.warning("could not read the pending approvals: %s", err)
+            return retry
+        for run_id in sorted(due):
+            try:
+                await self.runner.expire_approvals(run_id)
+            except RequestError as err:
+                log.warning("could not expire the approvals of run %s: %s", run_id, err)
+                next_at = retry if next_at is None else min(next_at, retry)
+        return next_at
+
+    async def _pending(self, now: datetime) -> tuple[set[str], datetime | None]:
+        """The runs with an approval past its expiry, and the earliest expiry still ahead."""
         due: set[str] = set()
         next_at: datetime | None = None
         after = 0
@@ -132,13 +143,5 @@ class ApprovalDesk:
                 elif a.expires_at is not None and (next_at is None or a.expires_at < next_at):
                     next_at = a.expires_at
             if len(rows) < EXPIRY_BATCH:
-                break
+                return due, next_at
             after = rows[-1][0]
-        for run_id in sorted(due):
-            try:
-                await self.runner.expire_approvals(run_id)
-            except RequestError as err:  # e.g. the store is unavailable: try again soon
-                log.warning("could not expire the approvals of run %s: %s", run_id, err)
-                retry = now + timedelta(seconds=RETRY_S)
-                next_at = retry if next_at is None else min(next_at, retry)
-        return next_at

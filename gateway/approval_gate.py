@@ -134,11 +134,11 @@ def ready(step: GateStep) -> list[CallRecord]:
 
 def say_waiting(step: GateStep) -> None:
     """An approved write held by its siblings says who approved it and what it waits for."""
-    waiting = {c.call_id for c in ready(step)}
+    runs_now = {c.call_id for c in ready(step)}
 
     def note(rec: CallRecord) -> CallRecord:
         a = step.approval(rec)
-        if (rec.status != CallStatus.PENDING_APPROVAL or rec.call_id in waiting or a is None
+        if (rec.status != CallStatus.PENDING_APPROVAL or rec.call_id in runs_now or a is None
                 or a.status != ApprovalStatus.APPROVED):
             return rec
         return replace(rec, error_message=ap.waiting_message(a))

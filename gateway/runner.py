@@ -448,6 +448,7 @@ class Runner:
         turn's wait drives the turn on: the approved calls are re-checked and run (held
         writes with them, in order), or become NOT_RUN; the turn's watchers see it settle."""
         ap.check_request(req)
+        check_id("approval_id", req.approval_id)
         found = await self.store.get_approval(req.approval_id)
         if found is None:
             raise ap.not_found(req.approval_id)

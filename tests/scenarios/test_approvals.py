@@ -468,3 +468,42 @@ def test_the_approvals_command_lists_shows_and_decides(
     assert code == 0 and out.strip() == "no approvals"  # pending only, by default
     code, _, err = callgate(capsys, "approvals", "show", "apr_nope", *olga)
     assert code == 1 and "no approval apr_nope that you may see" in err
+
+
+# ------------------------------------------------------------------------------ bad requests
+
+
+@pytest.mark.parametrize(("rpc", "fields", "status", "code"), [
+    ("ListApprovals", {"status": [99]}, grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"),
+    ("ListApprovals", {"status": [0]}, grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"),
+    ("ListApprovals", {"page_token": "page-2"}, grpc.StatusCode.INVALID_ARGUMENT,
+     "invalid_argument"),
+    ("ListApprovals", {"page_token": "after:" + "9" * 40}, grpc.StatusCode.INVALID_ARGUMENT,
+     "invalid_argument"),
+    ("ListApprovals", {"page_size": -1}, grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"),
+    ("ListApprovals", {"run_id": "r" * 300}, grpc.StatusCode.INVALID_ARGUMENT,
+     "invalid_argument"),
+    ("DecideApproval", {"reason": "x"}, grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"),
+    ("DecideApproval", {"approval_id": "apr_1"}, grpc.StatusCode.INVALID_ARGUMENT,
+     "invalid_argument"),
+    ("DecideApproval", {"approval_id": "apr\x00", "reason": "x"},
+     grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"),
+    ("DecideApproval", {"approval_id": "apr_1", "reason": "x" * 2001},
+     grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"),
+    ("DecideApproval", {"approval_id": "apr_nope", "reason": "x"}, grpc.StatusCode.NOT_FOUND,
+     "approval_not_found"),
+])
+def test_bad_approval_requests_are_refused_with_their_code(
+        sidecar: SidecarProcess, rpc: str, fields: dict[str, Any], status: grpc.StatusCode,
+        code: str) -> None:
+    request = getattr(pb, f"{rpc}Request")(**fields)
+    with GatewayClient(sidecar.target, "olga-token") as c:
+        refused(attempt(c._call, rpc, request), status, code)
+
+
+def test_listing_pages_cap_and_need_a_token(sidecar: SidecarProcess) -> None:
+    with GatewayClient(sidecar.target, "olga-token") as c:
+        assert c.list_approvals(page_size=2**31 - 1, run_id="none").next_page_token == ""
+    with GatewayClient(sidecar.target, "") as anonymous:
+        refused(attempt(anonymous.list_approvals), grpc.StatusCode.UNAUTHENTICATED,
+                "unauthenticated")

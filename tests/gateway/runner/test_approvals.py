@@ -16,7 +16,7 @@ import pytest
 
 from gateway.approval_desk import ApprovalDesk, ListRequest
 from gateway.approvals import DecideRequest
-from gateway.errors import PermissionDenied, RequestCode, RequestError
+from gateway.errors import PermissionDenied, RequestCode, RequestError, StoreUnavailable
 from gateway.model import (
     ApprovalFilter,
     ApprovalRecord,
@@ -382,3 +382,21 @@ async def test_cancel_cancels_pending_approvals_with_an_audit_record(harness: Ha
     with pytest.raises(RequestError) as err:
         await h.runner.decide_approval(OLGA, approve(a.approval_id))
     assert err.value.code == RequestCode.ALREADY_DECIDED
+
+
+async def test_a_store_failure_while_expiring_is_tried_again_soon(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    h = harness
+    await pending(h, ("w1", "book", SEAT))
+    desk = ApprovalDesk(h.runner)
+
+    async def unavailable(*args: object, **kwargs: object) -> None:
+        raise StoreUnavailable("the disk is full")
+
+    h.clock.advance(600)
+    monkeypatch.setattr(h.store, "list_approvals", unavailable)
+    assert await desk.expire_due() == START + timedelta(seconds=605)  # RETRY_S later
+    monkeypatch.undo()
+    monkeypatch.setattr(h.runner, "expire_approvals", unavailable)
+    assert await desk.expire_due() == START + timedelta(seconds=605)
+    assert (await settled(h))[2]["w1"][0] == CallStatus.PENDING_APPROVAL  # nothing changed
