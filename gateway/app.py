@@ -12,6 +12,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from gateway import pb
+from gateway.approval_desk import ApprovalDesk
 from gateway.config import ServeConfig
 from gateway.errors import ConfigError
 from gateway.identity import Authenticator
@@ -41,6 +42,7 @@ class Sidecar:
         self.bound = ""
         self._health = health.aio.HealthServicer()
         self._runner: Runner | None = None
+        self._desk: ApprovalDesk | None = None
         self._watch: asyncio.Task[None] | None = None
         self._auth: Authenticator | None = None
         self.policy: ReloadingEngine | None = None
@@ -59,10 +61,12 @@ class Sidecar:
         self.registry = Registry.load(cfg.tools)
         policy = self._load_policy()
         self.store = await open_store(cfg.db, busy_timeout_s=cfg.db_busy_timeout_s)
-        self._runner = Runner(store=self.store, registry=self.registry, policy=policy)
+        self._runner = Runner(store=self.store, registry=self.registry, policy=policy,
+                              approval_ttl_s=cfg.approval_ttl_s)
+        self._desk = ApprovalDesk(self._runner)
         server = grpc.aio.server()
         pb.add_ToolGatewayServicer_to_server(
-            ToolGatewayService(self._runner, auth, StatusInfo(
+            ToolGatewayService(self._runner, self._desk, auth, StatusInfo(
                 self.store.name, callgate_version(),
                 rejected_reload=lambda: policy.last_rejected)), server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
@@ -72,6 +76,7 @@ class Sidecar:
         self.bound = self._bind(server, cfg.listen, certificates)
         await server.start()
         self.server = server
+        self._desk.start()
         await self._update_health()
         self._watch = asyncio.create_task(self._health_loop())
         self._reload_task = asyncio.create_task(self._watch_policies())
@@ -147,6 +152,8 @@ class Sidecar:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        if self._desk is not None:  # no approval expires while shutting down
+            await self._desk.close()
         if self.server is not None:
             await self.server.stop(grace)
         if self._runner is not None:  # turns being driven finish and commit first

@@ -34,7 +34,9 @@ from gateway.flags import (
     seconds,
     switch,
     target_address,
+    whole_seconds,
 )
+from gateway.model import DEFAULT_APPROVAL_TTL_S
 from gateway.tls import ClientTLS
 from gateway.version import callgate_version
 
@@ -66,6 +68,9 @@ def _serve_parser(sub: SubParsers) -> None:
            help="the Rego package callgate queries")
     option(p, "--db-busy-timeout", parse=seconds, default=5.0, metavar="SECONDS",
            help="how long to wait for a locked store before answering UNAVAILABLE")
+    option(p, "--approval-ttl", parse=whole_seconds, default=DEFAULT_APPROVAL_TTL_S,
+           metavar="SECONDS", help="how long an approval stays open when the policy's "
+           "decision gives no approval_ttl_s")
     reload = p.add_argument_group("policy reload", "The sidecar loads a changed --policies "
                                   "directory while it serves (and on SIGHUP).")
     option(reload, "--policy-poll-interval", parse=seconds, default=0.25, metavar="SECONDS",
@@ -100,7 +105,7 @@ def _serve(ns: argparse.Namespace) -> int:
         tls_cert=ns.tls_cert, tls_key=ns.tls_key, tls_client_ca=ns.tls_client_ca,
         policy_poll_interval_s=ns.policy_poll_interval,
         reload_requires_tests=ns.reload_requires_tests,
-        log_decision_inputs=ns.log_decision_inputs)
+        log_decision_inputs=ns.log_decision_inputs, approval_ttl_s=ns.approval_ttl)
     asyncio.run(serve(config))
     return 0
 
@@ -207,10 +212,8 @@ def _not_built(sub: SubParsers, name: str, summary: str, description: str) -> No
 
 
 def _approvals_parser(sub: SubParsers) -> None:
-    _not_built(sub, "approvals", "list and decide approval requests",
-               "callgate approvals list|show|approve|deny: the approval requests of the\n"
-               "running sidecar: list the pending ones, show one with its arguments,\n"
-               "approve or deny it with a reason.")
+    from gateway.approval_commands import add_parser
+    add_parser(sub, _client_options)
 
 
 def _audit_parser(sub: SubParsers) -> None:

@@ -95,6 +95,19 @@ class GatewayClient:
             reason=reason))
         return result
 
+    def list_approvals(self, **fields: Any) -> pb.ListApprovalsResponse:
+        """One page of the approvals the caller may see (fields of ListApprovalsRequest)."""
+        result: pb.ListApprovalsResponse = self._call("ListApprovals",
+                                                      pb.ListApprovalsRequest(**fields))
+        return result
+
+    def decide_approval(self, approval_id: str, *, approve: bool,
+                        reason: str) -> pb.DecideApprovalResponse:
+        """Approve or deny a pending approval; answers it and the decided call's result."""
+        result: pb.DecideApprovalResponse = self._call("DecideApproval", pb.DecideApprovalRequest(
+            approval_id=approval_id, approve=approve, reason=reason))
+        return result
+
     def watch_run(self, run_id: str, timeout_s: float | None = None) -> Any:
         """The WatchRun stream: iterate it for TurnOutcomes; `.cancel()` stops watching."""
         return self.stub.WatchRun(pb.WatchRunRequest(run_id=run_id), metadata=self.metadata,

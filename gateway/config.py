@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from gateway.errors import ConfigError
+from gateway.model import DEFAULT_APPROVAL_TTL_S
 from gateway.store import sqlite_path
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
@@ -37,6 +38,8 @@ class ServeConfig(BaseModel):
     policy_poll_interval_s: float = 0.25
     reload_requires_tests: bool = False
     log_decision_inputs: bool = False
+    # how long an approval stays open when the policy's decision names no approval_ttl_s
+    approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S
 
     def check(self) -> None:
         if self.auth is None and not self.insecure_dev_identity:
@@ -48,6 +51,9 @@ class ServeConfig(BaseModel):
             raise ConfigError(f"--policies {self.policies}: not a directory")
         sqlite_path(self.db)  # a --db of no known kind stops start-up here
         self.check_tls()
+        if self.approval_ttl_s < 1:
+            raise ConfigError(f"--approval-ttl {self.approval_ttl_s}: expected a whole number "
+                              "of seconds, 1 or more")
         if not 0 <= self.policy_poll_interval_s <= 3600:
             raise ConfigError(f"--policy-poll-interval {self.policy_poll_interval_s}: expected "
                               "seconds between 0 (reload only on SIGHUP) and 3600")

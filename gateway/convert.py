@@ -5,8 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from gateway import pb
+from gateway.approval_desk import ApprovalPage, ListRequest
+from gateway.approvals import DecideRequest
 from gateway.errors import RequestCode, RequestError
 from gateway.model import (
+    ApprovalFilter,
+    ApprovalRecord,
+    ApprovalStatus,
     Budget,
     CallRecord,
     CallResult,
@@ -179,3 +184,43 @@ def authorize_to(decisions: list[AuthorizeDecision]) -> pb.AuthorizeResponse:
                         error=pb.Error(code=d.error_code, message=d.error_message))
         for d in decisions])
 
+
+
+# ---------------------------------------------------------------------- approvals
+
+
+def approval_status_from(value: int) -> ApprovalStatus:
+    try:
+        name = pb.ApprovalStatus.Name(value)  # type: ignore[arg-type]
+        return ApprovalStatus(name.removeprefix("APPROVAL_STATUS_"))
+    except ValueError:
+        raise RequestError(RequestCode.INVALID_ARGUMENT, f"status {value} is not an approval "
+                           "status: use APPROVAL_STATUS_PENDING, _APPROVED, _DENIED, _EXPIRED "
+                           "or _CANCELLED") from None
+
+
+def list_request(req: pb.ListApprovalsRequest) -> ListRequest:
+    statuses = tuple(dict.fromkeys(approval_status_from(s) for s in req.status))
+    return ListRequest(ApprovalFilter(run_id=req.run_id, statuses=statuses, tool=req.tool,
+                                      approval_id=req.approval_id),
+                       page_size=req.page_size, page_token=req.page_token)
+
+
+def decide_request(req: pb.DecideApprovalRequest) -> DecideRequest:
+    return DecideRequest(approval_id=req.approval_id, approve=req.approve, reason=req.reason)
+
+
+def approval_to(a: ApprovalRecord) -> pb.Approval:
+    return pb.Approval(
+        approval_id=a.approval_id, run_id=a.run_id, call_id=a.call_id, tool=a.tool,
+        tool_version=a.tool_version, arguments_json=a.arguments_json,
+        arguments_sha256=a.arguments_sha256, status=_enum("APPROVAL_STATUS", a.status.value),
+        requested_by=a.requested_by, decided_by=a.decided_by, created_at=rfc3339(a.created_at),
+        expires_at=rfc3339(a.expires_at), reason=a.reason, turn_id=a.turn_id,
+        decided_at=rfc3339(a.decided_at), tenant=a.tenant,
+        requester_roles=list(a.requester_roles), policy_reasons=list(a.policy_reasons))
+
+
+def approvals_to(page: ApprovalPage) -> pb.ListApprovalsResponse:
+    return pb.ListApprovalsResponse(approvals=[approval_to(a) for a in page.approvals],
+                                    next_page_token=page.next_page_token)

@@ -34,6 +34,7 @@ class CallCode(StrEnum):
     APPROVAL_DENIED = "approval_denied"
     APPROVAL_EXPIRED = "approval_expired"
     APPROVAL_CANCELLED = "approval_cancelled"
+    APPROVAL_MISMATCH = "approval_mismatch"
     BUDGET_EXHAUSTED = "budget_exhausted"
     HELD_BY_BATCH = "held_by_batch"
     TOOL_ERROR = "tool_error"

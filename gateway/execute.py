@@ -4,6 +4,8 @@ For each call: EXECUTING (with the run's tool-call counter) is committed before 
 starts, the result is committed as soon as it is known. Reads run concurrently, writes one at a
 time in the model's order; a write that ends FAILED or UNKNOWN stops the writes after it
 (unless the batch policy permits partial writes). An UNKNOWN write is reconciled at once.
+What runs: calls the plan left PROPOSED, and the calls the approval step released (`released`:
+approved and re-checked, or writes no longer held).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class ExecutionPhase:
     registry: Registry
     clock: Clock
     partial_writes: bool = False
+    released: frozenset[str] = frozenset()  # approved or held calls cleared to run now
 
     async def run(self, work: TurnWork) -> None:
         reads = [c for c in work.ordered() if not is_write(c)]
@@ -97,9 +100,15 @@ class ExecutionPhase:
             await self._execute(work, rec)
 
     def _runnable(self, rec: CallRecord) -> bool:
-        if rec.status == CallStatus.PROPOSED:
+        if self._ready(rec):
             return True
         return rec.status == CallStatus.EXECUTING and self._repeatable(rec)
+
+    def _ready(self, rec: CallRecord) -> bool:
+        """Decided and cleared to start: PROPOSED after the plan, or released."""
+        return rec.status == CallStatus.PROPOSED or (
+            rec.call_id in self.released
+            and rec.status in (CallStatus.PENDING_APPROVAL, CallStatus.HELD))
 
     def _repeatable(self, rec: CallRecord) -> bool:
         tool = self.registry.get(rec.tool)
@@ -115,7 +124,7 @@ class ExecutionPhase:
         blocked = ""
         for rec in writes:
             rec = work.calls[rec.call_id]
-            if blocked and rec.status in (CallStatus.PROPOSED, CallStatus.HELD):
+            if blocked and (self._ready(rec) or rec.status == CallStatus.HELD):
                 await self._commit(work, [not_run(rec, blocked, self.clock())])
                 continue
             if rec.status == CallStatus.EXECUTING:  # found in flight: never simply re-run
@@ -124,7 +133,7 @@ class ExecutionPhase:
                                 error_message="the write was in flight when the gateway "
                                               "stopped; looking it up")
                 await self._commit(work, [rec])
-            if rec.status == CallStatus.PROPOSED:
+            if self._ready(rec):
                 (rec,) = await self._intent(work, [rec])
                 rec = await self._execute(work, rec)
             if rec.status == CallStatus.UNKNOWN:
@@ -139,9 +148,9 @@ class ExecutionPhase:
         is the claim to execute: guarded by each call's status as read, it succeeds for one
         writer only, and a replica that loses it (StoreConflict) sends nothing."""
         now = self.clock()
-        fresh = [r for r in recs if r.status == CallStatus.PROPOSED]
+        fresh = [r for r in recs if r.status != CallStatus.EXECUTING]
         moved = [r.moved(CallStatus.EXECUTING, started_at=now, idempotency_key=idempotency_key(r))
-                 if r.status == CallStatus.PROPOSED else self._repeat(r, now) for r in recs]
+                 if r.status != CallStatus.EXECUTING else self._repeat(r, now) for r in recs]
         run = replace(work.run, tool_calls_used=work.run.tool_calls_used + len(fresh),
                       updated_at=now)
         await self.store.save(run=run, calls=moved, expect=recs)

@@ -143,6 +143,13 @@ def seconds(text: str) -> float:
     return value
 
 
+def whole_seconds(text: str) -> int:
+    """A whole number of seconds, 1 or more."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ValueError("expected a whole number of seconds, 1 or more")
+    return int(text)
+
+
 def parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("1", "true", "yes", "on"):

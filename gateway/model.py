@@ -307,11 +307,28 @@ class RunRecord:
     pause_reason: str = ""
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    # the owner's roles as of the run's latest accepted turn (never claims: they are not
+    # stored); the identity a run is driven with when someone else settles it
+    roles: tuple[str, ...] = ()
+
+    @property
+    def owner(self) -> Identity:
+        """The run's owner as recorded: subject, tenant and roles (claims are never stored)."""
+        return Identity(self.subject, self.tenant, self.roles)
+
+
+# How long an approval stays open when the policy's decision gives no approval_ttl_s (the
+# default of `serve --approval-ttl`).
+DEFAULT_APPROVAL_TTL_S = 3600
 
 
 @dataclass(frozen=True)
 class ApprovalRecord:
-    """A person's approval of one call, bound to its tool version and arguments hash."""
+    """A person's approval of one call, bound to its tool version and arguments hash.
+
+    The requester (`requested_by`, `tenant`, `requester_roles`) and the approver
+    (`decided_by`, `decided_by_tenant`, `decided_by_roles`) are kept as identities without
+    claims: enough to ask `may_approve` and to re-check the call with `input.approval`."""
 
     approval_id: str
     run_id: str
@@ -329,6 +346,33 @@ class ApprovalRecord:
     decided_by: str = ""
     decided_at: datetime | None = None
     reason: str = ""
+    requester_roles: tuple[str, ...] = ()
+    decided_by_tenant: str = ""
+    decided_by_roles: tuple[str, ...] = ()
+    policy_reasons: tuple[str, ...] = ()  # why the policy asked for a person
+
+    @property
+    def requester(self) -> Identity:
+        return Identity(self.requested_by, self.tenant, self.requester_roles)
+
+    @property
+    def approver(self) -> Identity:
+        return Identity(self.decided_by, self.decided_by_tenant, self.decided_by_roles)
+
+    def due(self, now: datetime) -> bool:
+        """Still pending at or after its expiry time."""
+        return (self.status == ApprovalStatus.PENDING and self.expires_at is not None
+                and now >= self.expires_at)
+
+
+@dataclass(frozen=True)
+class ApprovalFilter:
+    """Which approvals a listing asks for (empty fields match everything)."""
+
+    run_id: str = ""
+    statuses: tuple[ApprovalStatus, ...] = ()
+    tool: str = ""
+    approval_id: str = ""
 
 
 @dataclass(frozen=True)

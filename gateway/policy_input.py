@@ -4,6 +4,8 @@
     batch_input   `batch_policy` for a turn with two or more writes
     offer_input   `offer`, the tools ListTools lists for a caller
     resolve_input `may_resolve`: may this operator settle this call?
+    approve_input `may_approve`: may this person decide this approval?
+    approval_input `input.approval` of the re-check before an approved call runs
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from gateway.arguments import parse_arguments
-from gateway.model import CallRecord, Identity, RunRecord, rfc3339
+from gateway.model import ApprovalRecord, CallRecord, Identity, RunRecord, rfc3339
 from gateway.tools import Tool
 
 RECENT_CALLS = 50
@@ -93,3 +95,30 @@ def resolve_input(operator: Identity, requester: Identity, run_id: str, call_id:
                     args_sha256=rec.arguments_sha256, status=rec.status.value)
     return {"action": "resolve", "operator": operator.as_input(),
             "requester": requester.as_input(), "call": call}
+
+
+def approve_input(approver: Identity, approval: ApprovalRecord,
+                  tool: Tool | None) -> dict[str, Any]:
+    """The `may_approve` input: the approver, the requester as recorded (its claims are never
+    stored, so `{}`), the call the approval covers and its tool (null when no longer
+    registered)."""
+    return {
+        "action": "approve", "approver": approver.as_input(),
+        "requester": approval.requester.as_input(),
+        "call": {"id": approval.call_id, "run_id": approval.run_id,
+                 "turn_id": approval.turn_id, "tool": approval.tool,
+                 "tool_version": approval.tool_version,
+                 "effect": tool.effect.value if tool is not None else "",
+                 "args": parse_arguments(approval.arguments_json),
+                 "args_sha256": approval.arguments_sha256,
+                 "approval_id": approval.approval_id},
+        "tool": tool_input(tool) if tool is not None else None,
+    }
+
+
+def approval_input(approval: ApprovalRecord) -> dict[str, Any]:
+    """`input.approval` when an approved call is decided again before it runs."""
+    return {"id": approval.approval_id, "approved_by": approval.approver.as_input(),
+            "decided_at": rfc3339(approval.decided_at),
+            "expires_at": rfc3339(approval.expires_at),
+            "args_sha256": approval.arguments_sha256}

@@ -113,6 +113,33 @@ class ProviderTurns:
         version = api_version_of(turn.provider, turn.api_version)
         return await self.runner.submit_turn(identity, replace(turn, api_version=version))
 
+    async def resume_run(self, identity: Identity, run_id: str) -> TurnOutcome:
+        """ResumeRun; a settled provider-shaped turn carries `provider_input_json`."""
+        return await self.with_input(await self.runner.resume_run(identity, run_id))
+
+    async def watch_run(self, identity: Identity, run_id: str) -> AsyncIterator[TurnOutcome]:
+        """WatchRun; each settled provider-shaped turn carries `provider_input_json`."""
+        async for outcome in self.runner.watch_run(identity, run_id):
+            yield await self.with_input(outcome)
+
+    async def with_input(self, outcome: TurnOutcome) -> TurnOutcome:
+        """The outcome with the items to append for the next request, rebuilt from the turn's
+        stored raw response, when the turn carried one and the loop should continue."""
+        if outcome.next != NextAction.CONTINUE or not outcome.turn_id:
+            return outcome
+        turn = await self.runner.store.get_turn(outcome.run_id, outcome.turn_id)
+        if turn is None or not turn.provider or not turn.raw_response_json:
+            return outcome
+        try:
+            adapter = get_adapter(turn.provider)
+            event = _stored_event(adapter, turn.raw_response_json)
+            items = next_input(adapter, event, outcome) if event is not None else ""
+        except (AdapterError, KeyError, ValueError):  # a raw response that fits no longer
+            log.warning("run %s turn %s: its raw response does not give the next request's "
+                        "items", outcome.run_id, outcome.turn_id)
+            return outcome
+        return replace(outcome, provider_input_json=items)
+
     async def get_run(self, identity: Identity, run_id: str) -> tuple[RunView, str]:
         """The run and its provider-shaped conversation ("" when it cannot be rebuilt)."""
         view = await self.runner.get_run(identity, run_id)

@@ -15,14 +15,23 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
+from gateway import approvals as ap
 from gateway import batch, resolution
-from gateway.errors import CallCode, PermissionDenied, RequestCode, RequestError
+from gateway.approval_gate import ApprovalGate
+from gateway.errors import (
+    CallCode,
+    PermissionDenied,
+    RequestCode,
+    RequestError,
+    StoreConflict,
+)
 from gateway.execute import ExecutionPhase, TurnWork, audit_of
 from gateway.judge import Judge, rejected
 from gateway.model import (
+    DEFAULT_APPROVAL_TTL_S,
     ApprovalRecord,
     ApprovalStatus,
     AuditEvent,
@@ -61,7 +70,6 @@ from gateway.watch import Seen, follow
 log = logging.getLogger("callgate.runner")
 T = TypeVar("T")
 
-DEFAULT_APPROVAL_TTL_S = 3600
 MAX_ID_LENGTH = 256
 
 
@@ -97,12 +105,17 @@ class AuthorizeDecision:
 
 class Runner:
     def __init__(self, *, store: RunStore, registry: Registry, policy: PolicyEngine,
-                 clock: Callable[[], datetime] = now_utc) -> None:
+                 clock: Callable[[], datetime] = now_utc,
+                 approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S) -> None:
         self.store = store
         self.registry = registry
         self.policy = policy
         self.clock = clock
+        self.approval_ttl_s = approval_ttl_s
         self.judge = Judge(registry, policy)
+        self.gate = ApprovalGate(store, self.judge, registry)
+        # told about approvals that wait for a person (committed), e.g. to arm their expiry
+        self.on_pending: Callable[[Sequence[ApprovalRecord]], None] = lambda _: None
         self._inflight: set[asyncio.Future[Any]] = set()
 
     async def _exclusive(self, run_id: str, work: Callable[[], Awaitable[T]]) -> T:
@@ -133,7 +146,8 @@ class Runner:
             subject=identity.subject, tenant=identity.tenant, provider=params.provider,
             api_version=params.api_version, budget=params.budget,
             labels=dict(params.labels or {}), conversation_json=params.conversation_json,
-            params_hash=params.params_hash(), created_at=now, updated_at=now)
+            params_hash=params.params_hash(), created_at=now, updated_at=now,
+            roles=identity.roles)
         stored = await self.store.create_run(run)
         if (stored.params_hash != run.params_hash or stored.subject != identity.subject
                 or stored.tenant != identity.tenant):
@@ -179,17 +193,19 @@ class Runner:
                                          error_message="the run was cancelled", finished_at=now))
             elif rec.status in (CallStatus.HELD, CallStatus.PROPOSED):
                 changed.append(batch.not_run(rec, "cancelled with its run", now))
-        approvals = [replace(a, status=ApprovalStatus.CANCELLED, decided_at=now,
-                             reason="run cancelled")
-                     for a in await self.store.approvals_for_run(run.run_id)
-                     if a.status == ApprovalStatus.PENDING]
+        pending = [a for a in await self.store.approvals_for_run(run.run_id)
+                   if a.status == ApprovalStatus.PENDING]
+        approvals = [ap.cancelled(a, now, "run cancelled") for a in pending]
         cancelled = replace(run, state=RunState.CANCELLED, pause_reason="", updated_at=now)
         stopped = None
         if last is not None and last.next in (None, NextAction.PAUSED_FOR_APPROVAL,
                                                NextAction.PAUSED_UNKNOWN_OUTCOME):
             stopped = replace(last, next=NextAction.HANDOFF, reason="the run was cancelled")
+        audit = [ap.ended_audit(a, self.registry, actor=run.owner,
+                                policy_revision=self.policy.revision, now=now)
+                 for a in approvals]
         await self.store.save(run=cancelled, turn=stopped, calls=changed, approvals=approvals,
-                              expect=calls)
+                              audit=audit, expect=calls, expect_approvals=pending)
         return cancelled
 
     # ------------------------------------------------------------------ turns
@@ -257,7 +273,7 @@ class Runner:
             raw_response_json=turn.raw_response_json, detail=turn.event.detail(),
             created_at=now)
         run = replace(run, turns_used=run.turns_used + 1, usage_total=run.usage_total + turn.usage,
-                      updated_at=now)
+                      updated_at=now, roles=identity.roles)
         calls = await self._proposed(run, turn, now)
         audit = [self._audit("decision", c, run, turn.provider, now)
                  for c in calls if c.status == CallStatus.REJECTED]
@@ -297,9 +313,12 @@ class Runner:
         calls = (list(stored) if stored is not None
                  else await self.store.turn_calls(run.run_id, turn.turn_id))
         calls, partial = await self._decide(identity, run, turn, calls)
+        calls, released = await self.gate.open(run, turn, calls, partial=partial,
+                                               now=self.clock())
         work = TurnWork(run=run, calls={c.call_id: c for c in calls}, identity=identity,
                         order=[c.call_id for c in calls])
-        phase = ExecutionPhase(self.store, self.registry, self.clock, partial_writes=partial)
+        phase = ExecutionPhase(self.store, self.registry, self.clock, partial_writes=partial,
+                               released=released)
         await phase.run(work)
         return await self._settle(work.run, turn, work.ordered())
 
@@ -325,14 +344,19 @@ class Runner:
         partial = self._partial_writes(identity, judged)
         planned = batch.plan(judged, remaining_tool_calls=remaining, partial_writes=partial,
                              now=now)
-        approvals = [self._approval(identity, c, now) for c in planned
+        approvals = [ap.requested(identity, c, now, self.approval_ttl_s) for c in planned
                      if c.status == CallStatus.PENDING_APPROVAL and not c.approval_id]
         by_call = {a.call_id: a.approval_id for a in approvals}
         planned = [replace(c, approval_id=by_call[c.call_id]) if c.call_id in by_call else c
                    for c in planned]
         changed = [c for c, before in zip(planned, calls, strict=True) if c != before]
         audit = [self._audit("decision", c, run, turn.provider, now) for c in changed]
+        audit += [ap.audit(a, self.registry, actor=identity, decision=c.decision, now=now,
+                           error_code=CallCode.APPROVAL_REQUIRED.value)
+                  for a in approvals for c in planned if c.call_id == a.call_id and c.decision]
         await self.store.save(calls=changed, approvals=approvals, audit=audit, expect=calls)
+        if approvals:
+            self.on_pending(approvals)
         return planned, partial
 
     def _partial_writes(self, identity: Identity, calls: Sequence[CallRecord]) -> bool:
@@ -340,16 +364,6 @@ class Runner:
         if len(writes) < 2:
             return False
         return self.policy.partial_writes(batch_input(identity, calls))
-
-    def _approval(self, identity: Identity, rec: CallRecord, now: datetime) -> ApprovalRecord:
-        ttl = (rec.decision.approval_ttl_s if rec.decision and rec.decision.approval_ttl_s
-               else DEFAULT_APPROVAL_TTL_S)
-        return ApprovalRecord(
-            approval_id=f"apr_{uuid.uuid4().hex}", run_id=rec.run_id, turn_id=rec.turn_id,
-            call_id=rec.call_id, tool=rec.tool, tool_version=rec.tool_version,
-            arguments_json=rec.arguments_json, arguments_sha256=rec.arguments_sha256,
-            status=ApprovalStatus.PENDING, requested_by=identity.subject, tenant=identity.tenant,
-            created_at=now, expires_at=now + timedelta(seconds=ttl))
 
     # ------------------------------------------------------------------ settling
 
@@ -379,6 +393,9 @@ class Runner:
 
     async def _resume(self, identity: Identity, run_id: str) -> TurnOutcome:
         run = await self.owned_run(identity, run_id)
+        if run.state.paused:  # an approval past its expiry is settled first
+            await self._expire(run_id)
+            run = await self.owned_run(identity, run_id)
         turn = await self.store.last_turn(run_id)
         if turn is None:  # nothing submitted yet: the run's state is the whole answer
             return without_turn(run)
@@ -397,6 +414,9 @@ class Runner:
 
         async def first() -> Seen:
             seen = await self._seen(run_id)
+            if seen.outcome is not None and seen.outcome.run_state.paused:
+                await self.expire_approvals(run_id)  # and arms their expiry here
+                seen = await self._seen(run_id)
             if seen.outcome is not None or seen.finished:
                 return seen
             await self._exclusive(run_id, lambda: self._finish(identity, run_id))
@@ -420,6 +440,89 @@ class Runner:
         if turn is not None and turn.next is None and not run.state.terminal:
             await self._drive(identity, run, turn)
 
+    # ------------------------------------------------------------------ approvals
+
+    async def decide_approval(self, approver: Identity, req: ap.DecideRequest
+                              ) -> tuple[ApprovalRecord, CallResult]:
+        """A person approves or denies a call waiting for approval. The decision that ends the
+        turn's wait drives the turn on: the approved calls are re-checked and run (held
+        writes with them, in order), or become NOT_RUN; the turn's watchers see it settle."""
+        ap.check_request(req)
+        check_id("approval_id", req.approval_id)
+        found = await self.store.get_approval(req.approval_id)
+        if found is None:
+            raise ap.not_found(req.approval_id)
+        if not ap.may_approve(self.policy, self.registry, approver, found):
+            raise PermissionDenied(f"{approver.subject} may not decide approval "
+                                   f"{found.approval_id} (the policy's may_approve refused)")
+        return await self._exclusive(found.run_id,
+                                     lambda: self._decide_approval(approver, req))
+
+    async def _decide_approval(self, approver: Identity, req: ap.DecideRequest
+                               ) -> tuple[ApprovalRecord, CallResult]:
+        a = await self._approval_now(req.approval_id)
+        if a.due(self.clock()):  # expired while nobody looked: settle that first
+            await self._expire(a.run_id)
+            a = await self._approval_now(req.approval_id)
+        run = await self.store.get_run(a.run_id)
+        turn = await self.store.get_turn(a.run_id, a.turn_id)
+        if a.status != ApprovalStatus.PENDING or run is None or turn is None:
+            raise ap.already_decided(a)
+        if run.state.terminal:
+            raise RequestError(RequestCode.RUN_FINISHED, f"run {run.run_id} has ended "
+                               f"({run.state.value}); its approvals can no longer be decided")
+        now = self.clock()
+        done = ap.decided(a, approver, req, now)
+        event = ap.ended_audit(done, self.registry, actor=approver,
+                               policy_revision=self.policy.revision, now=now)
+        reopened = replace(turn, next=None, reason="")
+        try:
+            await self.store.save(turn=reopened, approvals=[done], audit=[event],
+                                  expect_approvals=[a])
+        except StoreConflict:  # decided elsewhere first
+            raise ap.already_decided(await self._approval_now(a.approval_id)) from None
+        await self._drive(run.owner, run, reopened)
+        rec = await self.store.find_call(a.run_id, a.call_id)
+        assert rec is not None
+        return done, CallResult.of(rec)
+
+    async def _approval_now(self, approval_id: str) -> ApprovalRecord:
+        found = await self.store.get_approval(approval_id)
+        if found is None:
+            raise ap.not_found(approval_id)
+        return found
+
+    async def expire_approvals(self, run_id: str) -> None:
+        """Settle the run's approvals that are past their expiry, and its turn with them."""
+        await self._exclusive(run_id, lambda: self._expire(run_id))
+
+    async def _expire(self, run_id: str) -> None:
+        """(Holding the run's lock.) Approvals past their expiry become EXPIRED: through the
+        turn (its calls REJECTED `approval_expired`, the turn settled) when the run's last
+        turn waits for them, on their own otherwise. Those still pending are announced
+        (`on_pending`), so their expiry is armed wherever the run is looked at."""
+        run = await self.store.get_run(run_id)
+        if run is None:
+            return
+        now = self.clock()
+        found = [a for a in await self.store.approvals_for_run(run_id)
+                 if a.status == ApprovalStatus.PENDING]
+        due = [a for a in found if a.due(now)]
+        self.on_pending([a for a in found if not a.due(now)])
+        if not due:
+            return
+        turn = await self.store.last_turn(run_id)
+        calls = await self.store.turn_calls(run_id, turn.turn_id) if turn is not None else []
+        alone = ap.stray(due, turn, not run.state.terminal, {
+            c.call_id for c in calls if c.status == CallStatus.PENDING_APPROVAL})
+        if alone:
+            ended = [ap.expired(a, now) for a in alone]
+            audit = [ap.ended_audit(a, self.registry, actor=run.owner, now=now,
+                                    policy_revision=self.policy.revision) for a in ended]
+            await self.store.save(approvals=ended, audit=audit, expect_approvals=alone)
+        if len(alone) < len(due) and turn is not None:
+            await self._drive(run.owner, run, turn)
+
     # ------------------------------------------------------------------ resolve
 
     async def resolve_call(self, operator: Identity, req: ResolveRequest) -> CallResult:
@@ -430,8 +533,7 @@ class Runner:
         if run is None:
             raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {req.run_id!r}")
         rec = await self.store.find_call(run.run_id, req.call_id)
-        requester = Identity(subject=run.subject, tenant=run.tenant)
-        grant = resolve_input(operator, requester, run.run_id, req.call_id, rec)
+        grant = resolve_input(operator, run.owner, run.run_id, req.call_id, rec)
         if not self.policy.allows("may_resolve", grant):
             raise PermissionDenied(f"{operator.subject} may not resolve calls of run "
                                    f"{run.run_id} (the policy's may_resolve refused)")
@@ -464,8 +566,7 @@ class Runner:
         if turn.next is not None and any(c.status == CallStatus.UNKNOWN for c in calls):
             await self._settle(run, reopened, calls)  # still paused: nothing more can run
         else:
-            await self._drive(Identity(subject=run.subject, tenant=run.tenant), run, reopened,
-                              calls)
+            await self._drive(run.owner, run, reopened, calls)
         return CallResult.of(done)
 
     # ------------------------------------------------------------------ authorize

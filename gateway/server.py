@@ -17,6 +17,7 @@ from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from gateway import convert, pb
+from gateway.approval_desk import ApprovalDesk
 from gateway.errors import RequestCode, RequestError
 from gateway.identity import Authenticator, Credentials
 from gateway.model import Identity, rfc3339
@@ -56,8 +57,6 @@ GRPC_STATUS: dict[RequestCode, grpc.StatusCode] = {
 
 # RPCs of the contract that this build does not serve yet, and the capability each needs.
 NOT_YET: dict[str, str] = {
-    "ListApprovals": "the human approval flow",
-    "DecideApproval": "the human approval flow",
     "QueryAudit": "audit queries",
 }
 
@@ -98,9 +97,11 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], err: RequestError) 
 class ToolGatewayService(pb.ToolGatewayServicer):
     """Every RPC: authenticate, decode the request, call the runner, encode the answer."""
 
-    def __init__(self, runner: Runner, auth: Authenticator, info: StatusInfo) -> None:
+    def __init__(self, runner: Runner, desk: ApprovalDesk, auth: Authenticator,
+                 info: StatusInfo) -> None:
         self.runner = runner
         self.turns = ProviderTurns(runner)
+        self.desk = desk
         self.auth = auth
         self.info = info
 
@@ -199,7 +200,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
     async def ResumeRun(self, request: pb.ResumeRunRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.TurnOutcome:
         async def go(who: Identity) -> pb.TurnOutcome:
-            return convert.outcome_to(await self.runner.resume_run(who, request.run_id))
+            return convert.outcome_to(await self.turns.resume_run(who, request.run_id))
         return await self._guard(context, go)
 
     async def ResolveCall(self, request: pb.ResolveCallRequest,
@@ -213,10 +214,28 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                        context: grpc.aio.ServicerContext[Any, Any]
                        ) -> AsyncIterator[pb.TurnOutcome]:
         async def go(who: Identity) -> AsyncIterator[pb.TurnOutcome]:
-            async for outcome in self.runner.watch_run(who, request.run_id):
+            async for outcome in self.turns.watch_run(who, request.run_id):
                 yield convert.outcome_to(outcome)
         async for message in self._guard_stream(context, go):
             yield message
+
+    async def ListApprovals(self, request: pb.ListApprovalsRequest,
+                            context: grpc.aio.ServicerContext[Any, Any]
+                            ) -> pb.ListApprovalsResponse:
+        async def go(who: Identity) -> pb.ListApprovalsResponse:
+            page = await self.desk.list_page(who, convert.list_request(request))
+            return convert.approvals_to(page)
+        return await self._guard(context, go)
+
+    async def DecideApproval(self, request: pb.DecideApprovalRequest,
+                             context: grpc.aio.ServicerContext[Any, Any]
+                             ) -> pb.DecideApprovalResponse:
+        async def go(who: Identity) -> pb.DecideApprovalResponse:
+            approval, result = await self.runner.decide_approval(
+                who, convert.decide_request(request))
+            return pb.DecideApprovalResponse(approval=convert.approval_to(approval),
+                                             result=convert.call_result_to(result))
+        return await self._guard(context, go)
 
     async def CancelRun(self, request: pb.CancelRunRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
@@ -248,14 +267,6 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                                f"build: it needs {NOT_YET[name]}")
         await self._guard(context, go)
         raise AssertionError("unreachable")
-
-    async def ListApprovals(self, request: pb.ListApprovalsRequest,
-                            context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        await self._not_yet("ListApprovals", context)
-
-    async def DecideApproval(self, request: pb.DecideApprovalRequest,
-                             context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        await self._not_yet("DecideApproval", context)
 
     async def QueryAudit(self, request: pb.QueryAuditRequest,
                          context: grpc.aio.ServicerContext[Any, Any]) -> Any:

@@ -34,17 +34,20 @@ API_DOC = ROOT / "docs" / "api.md"
 REQUEST_MEANINGS: dict[str, str] = {
     "unauthenticated": "no `authorization: Bearer <token>` metadata, or a token the auth file "
                        "does not know",
-    "permission_denied": "the run belongs to another subject or tenant",
+    "permission_denied": "the run belongs to another subject or tenant, or the policy's "
+                         "`may_approve` (`DecideApproval`) or `may_resolve` (`ResolveCall`) "
+                         "refuses the caller",
     "run_not_found": "no run with this `run_id`",
-    "approval_not_found": "no approval with this ID (not raised in this build: the approval "
-                          "RPCs are not served yet)",
+    "approval_not_found": "`DecideApproval` names no approval that exists",
     "call_not_found": "`ResolveCall` names a call the run does not have",
     "run_paused": "the run waits for an approval or an unknown outcome, or its last turn has "
                   "not settled: call `ResumeRun` (or `CancelRun`)",
     "run_finished": "the run has ended (COMPLETED, HANDED_OFF, BUDGET_EXHAUSTED or CANCELLED); "
-                    "start a new run",
-    "already_decided": "the approval was decided before (not raised in this build)",
-    "approval_expired": "the approval expired before it was decided (not raised in this build)",
+                    "start a new run (its approvals can no longer be decided either)",
+    "already_decided": "`DecideApproval` on an approval that was already approved, denied or "
+                       "cancelled (by another approver, or with its run)",
+    "approval_expired": "`DecideApproval` on an approval that expired before it was decided "
+                        "(the call was not run)",
     "not_unknown": "`ResolveCall` on a call that is not UNKNOWN",
     "turn_conflict": "this `turn_id` was already submitted with other content",
     "run_conflict": "this `run_id` exists with other parameters, or was started by another "
@@ -58,7 +61,8 @@ REQUEST_MEANINGS: dict[str, str] = {
     "invalid_argument": "a request field is missing or malformed: no event, no `turn_id`, a "
                         "call without `call_id`, an ID longer than 256 characters or not "
                         "printable, a `conversation_json` that is not a JSON array, an empty "
-                        "stream",
+                        "stream, a decision without a reason, a `page_token` callgate did not "
+                        "give out",
     "unimplemented": "an RPC this build does not serve; the message names what it needs",
     "store_unavailable": "the run store cannot be read or written (locked past "
                          "`--db-busy-timeout`, disk error); nothing ran after the failed "
@@ -83,9 +87,13 @@ CALL_MEANINGS: dict[str, str] = {
     "policy_error": "REJECTED: the policy could not decide (undefined, malformed or failing "
                     "`decision`): fail closed",
     "approval_required": "PENDING_APPROVAL: the call waits for a person's approval",
-    "approval_denied": "REJECTED: a person denied the approval (not set in this build)",
-    "approval_expired": "REJECTED: the approval expired (not set in this build)",
+    "approval_denied": "REJECTED: a person denied the approval; the message carries who and "
+                       "their reason",
+    "approval_expired": "REJECTED: nobody decided the approval before it expired (or it was "
+                        "approved but expired before the call could run)",
     "approval_cancelled": "REJECTED: the call was pending approval when its run was cancelled",
+    "approval_mismatch": "REJECTED: the approved call is not what was approved: its arguments "
+                         "(hash recomputed at execution) or its tool version differ",
     "budget_exhausted": "REJECTED: the run's turn, token or tool-call budget is spent",
     "held_by_batch": "NOT_RUN: another write of the turn did not succeed (re-plan); HELD: "
                      "another write of the turn waits for approval",
@@ -99,8 +107,8 @@ CALL_MEANINGS: dict[str, str] = {
                       "is not what was promised",
     "outcome_unknown": "UNKNOWN: a write whose effect cannot be known yet; never repeated "
                        "blindly",
-    "resolved_by_operator": "an operator settled the call with `ResolveCall` (not set in this "
-                            "build)",
+    "resolved_by_operator": "SUCCEEDED or FAILED: an operator settled the call with "
+                            "`ResolveCall`; the message carries who and their reason",
 }
 
 

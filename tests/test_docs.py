@@ -17,8 +17,23 @@ from pydantic import BaseModel
 from gateway.cli import build_parser
 from gateway.executors import config as executor_config
 from gateway.judge import Judge
-from gateway.model import CallStatus, Identity, RunRecord, RunState, ToolCall
-from gateway.policy_input import RunContext, batch_input, call_input, offer_input
+from gateway.model import (
+    ApprovalRecord,
+    ApprovalStatus,
+    CallStatus,
+    Identity,
+    RunRecord,
+    RunState,
+    ToolCall,
+)
+from gateway.policy_input import (
+    RunContext,
+    approval_input,
+    approve_input,
+    batch_input,
+    call_input,
+    offer_input,
+)
 from gateway.tools import Registry, ToolManifest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -187,10 +202,19 @@ def _built_inputs() -> dict[str, Any]:
     ctx = RunContext(run=run, turn_seq=2, turn_id="resp_abc",
                      recent=[earlier.moved(CallStatus.EXECUTING)])
     who = Identity("alice", "acme", ("traveler",))
+    approval = ApprovalRecord(
+        approval_id="apr_1", run_id="trip-42", turn_id="resp_abc", call_id="call_1",
+        tool="get_train_status", tool_version="1.0.0", arguments_json=rec.arguments_json,
+        arguments_sha256=rec.arguments_sha256, status=ApprovalStatus.APPROVED,
+        requested_by="alice", tenant="acme", requester_roles=("traveler",), created_at=now,
+        expires_at=now, decided_by="olga", decided_at=now, decided_by_tenant="acme",
+        decided_by_roles=("owner",))
     return {"call": call_input(rec=rec, tool=tool, args={"train_number": "ICE123"},
                                identity=who, run=ctx, batch=[(rec, "read")], now=now),
             "batch": batch_input(who, [rec]),
-            "offer": offer_input(who)}
+            "offer": offer_input(who),
+            "approve": approve_input(Identity("olga", "acme", ("owner",)), approval, tool),
+            "approval": approval_input(approval)}
 
 
 def test_policy_input_examples_have_the_fields_callgate_sends() -> None:

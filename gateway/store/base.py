@@ -10,7 +10,9 @@ processes and replicas, not just inside one:
   `duplicate_call_id` record of its own turn).
 - A guarded call update (`save(expect=...)`) applies only if the stored row is still in the
   expected status with the expected execution count, else the whole commit rolls back with
-  `StoreConflict`: the claim PROPOSED → EXECUTING is won by exactly one writer.
+  `StoreConflict`: the claim PROPOSED → EXECUTING is won by exactly one writer. A guarded
+  approval update (`save(expect_approvals=...)`) likewise applies only while the approval has
+  the expected status: an approval leaves PENDING (decided, expired, cancelled) exactly once.
 - `drive_lock(run_id)` admits one holder per run at a time; a holder that dies releases it.
 - The audit records form one hash chain per store, appended under a lock.
 - After a commit that settles something of a run (`settles`), the run's watchers are woken
@@ -24,6 +26,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 from gateway.model import (
+    ApprovalFilter,
     ApprovalRecord,
     AuditEvent,
     CallRecord,
@@ -81,12 +84,15 @@ class RunStore(Protocol):
     async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
                    calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
                    audit: Sequence[AuditEvent] = (),
-                   expect: Sequence[CallRecord] = ()) -> None:
+                   expect: Sequence[CallRecord] = (),
+                   expect_approvals: Sequence[ApprovalRecord] = ()) -> None:
         """Update existing run/turn/call rows, upsert approvals and append audit records,
         atomically (one commit, durable before it returns). A call of `calls` that has a
         record of the same turn and ID in `expect` is guarded: it is written only if its row
         still has that record's status and execution count (else `StoreConflict`, nothing
-        written). Wakes the run's watchers when `settles(run, turn)`."""
+        written). An approval of `approvals` with a record of the same ID in
+        `expect_approvals` is guarded the same way on its status. Wakes the run's watchers
+        when `settles(run, turn)`."""
         ...
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None: ...
@@ -96,6 +102,14 @@ class RunStore(Protocol):
         ...
 
     async def approvals_for_run(self, run_id: str) -> list[ApprovalRecord]: ...
+
+    async def get_approval(self, approval_id: str) -> ApprovalRecord | None: ...
+
+    async def list_approvals(self, which: ApprovalFilter, *, after: int,
+                             limit: int) -> list[tuple[int, ApprovalRecord]]:
+        """Up to `limit` approvals matching `which`, in the order they were created, each
+        with its position; `after` is the position of the last one already seen (0 first)."""
+        ...
 
     def drive_lock(self, run_id: str) -> AbstractAsyncContextManager[None]:
         """Held while a run is driven (a turn accepted, executed, resumed, resolved,

@@ -31,6 +31,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from gateway.errors import StoreUnavailable
 from gateway.model import (
+    ApprovalFilter,
     ApprovalRecord,
     AuditEvent,
     CallRecord,
@@ -70,13 +71,18 @@ DDL = [
     "PRIMARY KEY (run_id, turn_id, call_id))",
     f"CREATE UNIQUE INDEX calls_unique_id ON calls (run_id, call_id) WHERE {rows.NOT_DUPLICATE}",
     "CREATE INDEX calls_run ON calls (run_id, pos)",
-    f"CREATE TABLE approvals ({_columns(rows.APPROVAL_COLUMNS)}, PRIMARY KEY (approval_id))",
+    # pos: creation order (listings page by it)
+    f"CREATE TABLE approvals (pos BIGSERIAL, {_columns(rows.APPROVAL_COLUMNS)}, "
+    "PRIMARY KEY (approval_id))",
     "CREATE INDEX approvals_run ON approvals (run_id)",
     f"CREATE TABLE audit (seq BIGSERIAL PRIMARY KEY, {_columns(rows.AUDIT_COLUMNS)})",
     "CREATE INDEX audit_run ON audit (run_id, seq)",
+    *rows.indexes(),
 ]
 
 MIGRATIONS = rows.migrations(_column)
+# existing approvals are numbered in the order PostgreSQL finds them
+MIGRATIONS[2].append("ALTER TABLE approvals ADD COLUMN pos BIGSERIAL")
 
 
 def _marks(columns: Sequence[str]) -> str:
@@ -341,7 +347,8 @@ class PostgresStore(Notifying):
     async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
                    calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
                    audit: Sequence[AuditEvent] = (),
-                   expect: Sequence[CallRecord] = ()) -> None:
+                   expect: Sequence[CallRecord] = (),
+                   expect_approvals: Sequence[ApprovalRecord] = ()) -> None:
         changed = run or turn
         notify = changed is not None and settles(run, turn)
         async with self._tx() as conn:
@@ -353,8 +360,8 @@ class PostgresStore(Notifying):
                     "WHERE run_id = %s AND turn_id = %s",
                     (*rows.turn_row(turn)[2:], turn.run_id, turn.turn_id))
             await self._update_calls(conn, calls, rows.guards(expect))
-            for a in approvals:
-                await self._upsert_approval(conn, a)
+            await self._save_approvals(conn, approvals,
+                                       rows.approval_guards(expect_approvals))
             await self._append_audit(conn, audit)
             if notify and changed is not None:  # delivered to every replica at commit
                 await conn.execute("SELECT pg_notify(%s, %s)", (self._channel, changed.run_id))
@@ -378,12 +385,18 @@ class PostgresStore(Notifying):
                 raise rows.conflict(c, expected)
 
     @staticmethod
-    async def _upsert_approval(conn: Conn, a: ApprovalRecord) -> None:
-        cols = rows.APPROVAL_COLUMNS
-        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in cols[1:])
-        await conn.execute(  # type: ignore[arg-type]
-            f"INSERT INTO approvals ({', '.join(cols)}) VALUES ({_marks(cols)}) "
-            f"ON CONFLICT (approval_id) DO UPDATE SET {updates}", rows.approval_row(a))
+    async def _save_approvals(conn: Conn, approvals: Sequence[ApprovalRecord],
+                              guards: dict[str, str]) -> None:
+        for a in approvals:
+            values = rows.approval_row(a)
+            expected = guards.get(a.approval_id)
+            if expected is None:
+                await conn.execute(rows.approval_upsert("%s"), values)  # type: ignore[arg-type]
+                continue
+            cur = await conn.execute(rows.approval_update("%s"),  # type: ignore[arg-type]
+                                     (*values[1:], a.approval_id, expected))
+            if cur.rowcount != 1:
+                raise rows.approval_conflict(a, expected)
 
     # ------------------------------------------------------------------ audit and approvals
 
@@ -421,6 +434,21 @@ class PostgresStore(Notifying):
             found = await self._all(conn, _select(rows.APPROVAL_COLUMNS, "approvals") +
                                     " WHERE run_id = %s ORDER BY created_at", (run_id,))
         return [rows.approval_from_row(r) for r in found]
+
+    async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
+        async with self._tx() as conn:
+            row = await self._one(conn, _select(rows.APPROVAL_COLUMNS, "approvals") +
+                                  " WHERE approval_id = %s", (approval_id,))
+        return rows.approval_from_row(row) if row else None
+
+    async def list_approvals(self, which: ApprovalFilter, *, after: int,
+                             limit: int) -> list[tuple[int, ApprovalRecord]]:
+        where, args = rows.approval_where(which, "%s")
+        async with self._tx() as conn:
+            found = await self._all(conn, _select(("pos", *rows.APPROVAL_COLUMNS), "approvals")
+                                    + f" WHERE pos > %s AND {where} ORDER BY pos LIMIT %s",
+                                    (after, *args, limit))
+        return [(int(r[0]), rows.approval_from_row(r[1:])) for r in found]
 
     # ------------------------------------------------------------------ drive locks
 

@@ -5,6 +5,9 @@ Schema history (each store migrates forward on open):
 
     1  runs, turns, calls, approvals, audit
     2  calls gain resolved_by, resolved_at, resolution_reason (ResolveCall)
+    3  runs gain roles_json (the owner's roles); approvals gain requester_roles_json,
+       decided_by_tenant, decided_by_roles_json, policy_reasons_json (deciding approvals),
+       and an index on their status; PostgreSQL approvals gain pos (listing order)
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from gateway.errors import CallCode, StoreConflict
 from gateway.model import (
+    ApprovalFilter,
     ApprovalRecord,
     ApprovalStatus,
     AuditEvent,
@@ -36,12 +40,12 @@ from gateway.model import (
     rfc3339,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 RUN_COLUMNS = ("run_id", "state", "subject", "tenant", "provider", "api_version", "budget_json",
                "labels_json", "conversation_json", "params_hash", "turns_used",
                "tool_calls_used", "retries_in_row", "input_tokens", "output_tokens",
-               "pause_reason", "created_at", "updated_at")
+               "pause_reason", "created_at", "updated_at", "roles_json")
 TURN_COLUMNS = ("run_id", "turn_id", "seq", "event", "content_hash", "provider", "api_version",
                 "model", "input_tokens", "output_tokens", "raw_response_json", "detail_json",
                 "next", "reason", "created_at")
@@ -52,7 +56,9 @@ CALL_COLUMNS = ("run_id", "turn_id", "call_id", "idx", "tool", "status", "argume
                 "resolved_by", "resolved_at", "resolution_reason")
 APPROVAL_COLUMNS = ("approval_id", "run_id", "turn_id", "call_id", "tool", "tool_version",
                     "arguments_json", "arguments_sha256", "status", "requested_by", "tenant",
-                    "created_at", "expires_at", "decided_by", "decided_at", "reason")
+                    "created_at", "expires_at", "decided_by", "decided_at", "reason",
+                    "requester_roles_json", "decided_by_tenant", "decided_by_roles_json",
+                    "policy_reasons_json")
 AUDIT_COLUMNS = ("time", "kind", "subject", "tenant", "run_id", "turn_id", "call_id",
                  "provider", "tool", "tool_version", "arguments_summary_json",
                  "arguments_sha256", "decision_json", "status", "error_code",
@@ -70,14 +76,28 @@ INTEGER_COLUMNS = frozenset({"turns_used", "tool_calls_used", "retries_in_row", 
 # migrates by adding them (their rows read as empty).
 ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
     2: (("calls", "resolved_by"), ("calls", "resolved_at"), ("calls", "resolution_reason")),
+    3: (("runs", "roles_json"), ("approvals", "requester_roles_json"),
+        ("approvals", "decided_by_tenant"), ("approvals", "decided_by_roles_json"),
+        ("approvals", "policy_reasons_json")),
 }
+
+# Indexes both stores create (with the tables, or when migrating to the version that added
+# them); IF NOT EXISTS makes each statement safe either way.
+INDEXES: dict[int, tuple[str, ...]] = {
+    3: ("CREATE INDEX IF NOT EXISTS approvals_status ON approvals (status)",),
+}
+
+
+def indexes() -> list[str]:
+    """Every index statement, for a store created at the current version."""
+    return [stmt for added in INDEXES.values() for stmt in added]
 
 
 def migrations(column: Callable[[str], str]) -> dict[int, list[str]]:
     """MIGRATIONS[v]: the statements that upgrade a store at version v to v + 1, given how a
     store declares a column (`column(name)`)."""
-    return {version - 1: [f"ALTER TABLE {table} ADD COLUMN {column(name)}"
-                          for table, name in added]
+    return {version - 1: [*(f"ALTER TABLE {table} ADD COLUMN {column(name)}"
+                            for table, name in added), *INDEXES.get(version, ())]
             for version, added in ADDED_COLUMNS.items()}
 
 
@@ -106,12 +126,65 @@ def conflict(c: CallRecord, expected: tuple[str, int]) -> StoreConflict:
         "ResumeRun shows the recorded outcome")
 
 
+def approval_guards(expect: Sequence[ApprovalRecord]) -> dict[str, str]:
+    """approval_id → the status a guarded approval update expects."""
+    return {a.approval_id: a.status.value for a in expect}
+
+
+def approval_conflict(a: ApprovalRecord, expected: str) -> StoreConflict:
+    return StoreConflict(
+        f"approval {a.approval_id} is no longer {expected}: it was decided (or expired) "
+        "meanwhile; nothing was changed here")
+
+
+def approval_upsert(mark: str) -> str:
+    """Insert an approval, or update every column of the stored one (its row, and with it
+    its place in listings, stays)."""
+    cols = APPROVAL_COLUMNS
+    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in cols[1:])
+    return (f"INSERT INTO approvals ({', '.join(cols)}) VALUES ({placeholders(cols, mark)}) "
+            f"ON CONFLICT (approval_id) DO UPDATE SET {updates}")
+
+
+def approval_update(mark: str) -> str:
+    """Update a stored approval only while it still has the expected status."""
+    return (f"UPDATE approvals SET {assignments(APPROVAL_COLUMNS[1:], mark)} "
+            f"WHERE approval_id = {mark} AND status = {mark}")
+
+
+def approval_where(f: ApprovalFilter, mark: str) -> tuple[str, list[Any]]:
+    """The conditions of an approval listing (AND-ed; "TRUE" when there are none)."""
+    conds: list[str] = []
+    args: list[Any] = []
+    for column, value in (("run_id", f.run_id), ("tool", f.tool),
+                          ("approval_id", f.approval_id)):
+        if value:
+            conds.append(f"{column} = {mark}")
+            args.append(value)
+    if f.statuses:
+        conds.append(f"status IN ({placeholders(f.statuses, mark)})")
+        args.extend(s.value for s in f.statuses)
+    return " AND ".join(conds) or "1 = 1", args
+
+
 def _t(value: datetime | None) -> str | None:
     return rfc3339(value) if value is not None else None
 
 
 def _dt(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+
+
+def _texts_json(values: Sequence[str]) -> str:
+    return json.dumps(list(values))
+
+
+def _texts(text: str | None) -> tuple[str, ...]:
+    """A stored JSON array of strings; a row written before the column existed has none."""
+    if not text:
+        return ()
+    values = json.loads(text)
+    return tuple(v for v in values if isinstance(v, str)) if isinstance(values, list) else ()
 
 
 def decision_to_json(d: Decision | None) -> str | None:
@@ -139,7 +212,7 @@ def run_row(r: RunRecord) -> tuple[Any, ...]:
             json.dumps(asdict(r.budget)), json.dumps(r.labels), r.conversation_json,
             r.params_hash, r.turns_used, r.tool_calls_used, r.retries_in_row,
             r.usage_total.input_tokens, r.usage_total.output_tokens, r.pause_reason,
-            _t(r.created_at), _t(r.updated_at))
+            _t(r.created_at), _t(r.updated_at), _texts_json(r.roles))
 
 
 def run_from_row(row: tuple[Any, ...]) -> RunRecord:
@@ -153,7 +226,7 @@ def run_from_row(row: tuple[Any, ...]) -> RunRecord:
         retries_in_row=v["retries_in_row"],
         usage_total=Usage(v["input_tokens"], v["output_tokens"]),
         pause_reason=v["pause_reason"], created_at=_dt(v["created_at"]),
-        updated_at=_dt(v["updated_at"]))
+        updated_at=_dt(v["updated_at"]), roles=_texts(v["roles_json"]))
 
 
 def turn_row(t: TurnRecord) -> tuple[Any, ...]:
@@ -202,7 +275,9 @@ def call_from_row(row: tuple[Any, ...]) -> CallRecord:
 def approval_row(a: ApprovalRecord) -> tuple[Any, ...]:
     return (a.approval_id, a.run_id, a.turn_id, a.call_id, a.tool, a.tool_version,
             a.arguments_json, a.arguments_sha256, a.status.value, a.requested_by, a.tenant,
-            _t(a.created_at), _t(a.expires_at), a.decided_by, _t(a.decided_at), a.reason)
+            _t(a.created_at), _t(a.expires_at), a.decided_by, _t(a.decided_at), a.reason,
+            _texts_json(a.requester_roles), a.decided_by_tenant, _texts_json(a.decided_by_roles),
+            _texts_json(a.policy_reasons))
 
 
 def approval_from_row(row: tuple[Any, ...]) -> ApprovalRecord:
@@ -215,7 +290,11 @@ def approval_from_row(row: tuple[Any, ...]) -> ApprovalRecord:
         arguments_json=v["arguments_json"], arguments_sha256=v["arguments_sha256"],
         status=ApprovalStatus(v["status"]), requested_by=v["requested_by"], tenant=v["tenant"],
         created_at=created, expires_at=_dt(v["expires_at"]), decided_by=v["decided_by"],
-        decided_at=_dt(v["decided_at"]), reason=v["reason"])
+        decided_at=_dt(v["decided_at"]), reason=v["reason"],
+        requester_roles=_texts(v["requester_roles_json"]),
+        decided_by_tenant=v["decided_by_tenant"] or "",
+        decided_by_roles=_texts(v["decided_by_roles_json"]),
+        policy_reasons=_texts(v["policy_reasons_json"]))
 
 
 def audit_row(e: AuditEvent, prev_hash: str) -> tuple[Any, ...]:

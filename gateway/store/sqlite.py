@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from gateway.errors import StoreUnavailable
 from gateway.model import (
+    ApprovalFilter,
     ApprovalRecord,
     AuditEvent,
     CallRecord,
@@ -52,6 +53,7 @@ _DDL = [
     f"CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
     f"{', '.join(rows.AUDIT_COLUMNS)})",
     "CREATE INDEX IF NOT EXISTS audit_run ON audit (run_id)",
+    *rows.indexes(),
 ]
 
 MIGRATIONS = rows.migrations(lambda column: column)  # SQLite columns need no type
@@ -268,7 +270,8 @@ class SQLiteStore(Notifying):
     async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
                    calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
                    audit: Sequence[AuditEvent] = (),
-                   expect: Sequence[CallRecord] = ()) -> None:
+                   expect: Sequence[CallRecord] = (),
+                   expect_approvals: Sequence[ApprovalRecord] = ()) -> None:
         def tx(conn: sqlite3.Connection) -> None:
             if run is not None:
                 self._update_run(conn, run)
@@ -278,10 +281,7 @@ class SQLiteStore(Notifying):
                              "WHERE run_id = ? AND turn_id = ?",
                              (*rows.turn_row(turn)[2:], turn.run_id, turn.turn_id))
             self._update_calls(conn, calls, rows.guards(expect))
-            conn.executemany(
-                f"INSERT OR REPLACE INTO approvals ({', '.join(rows.APPROVAL_COLUMNS)}) "
-                f"VALUES ({_placeholders(rows.APPROVAL_COLUMNS)})",
-                [rows.approval_row(a) for a in approvals])
+            self._save_approvals(conn, approvals, rows.approval_guards(expect_approvals))
             self._append_audit(conn, audit)
         await self._run(lambda: self._tx(tx))
         changed = run or turn
@@ -301,6 +301,18 @@ class SQLiteStore(Notifying):
             elif conn.execute(sql + " AND status = ? AND execution_count = ?",
                               (*key, *expected)).rowcount != 1:
                 raise rows.conflict(c, expected)
+
+    @staticmethod
+    def _save_approvals(conn: sqlite3.Connection, approvals: Sequence[ApprovalRecord],
+                        guards: dict[str, str]) -> None:
+        for a in approvals:
+            values = rows.approval_row(a)
+            expected = guards.get(a.approval_id)
+            if expected is None:
+                conn.execute(rows.approval_upsert("?"), values)
+            elif conn.execute(rows.approval_update("?"),
+                              (*values[1:], a.approval_id, expected)).rowcount != 1:
+                raise rows.approval_conflict(a, expected)
 
     # ------------------------------------------------------------------ audit and approvals
 
@@ -359,6 +371,20 @@ class SQLiteStore(Notifying):
             f"SELECT {', '.join(rows.APPROVAL_COLUMNS)} FROM approvals WHERE run_id = ? "
             "ORDER BY created_at", (run_id,)))
         return [rows.approval_from_row(r) for r in found]
+
+    async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
+        row = await self._run(lambda: self._one(
+            f"SELECT {', '.join(rows.APPROVAL_COLUMNS)} FROM approvals WHERE approval_id = ?",
+            (approval_id,)))
+        return rows.approval_from_row(row) if row else None
+
+    async def list_approvals(self, which: ApprovalFilter, *, after: int,
+                             limit: int) -> list[tuple[int, ApprovalRecord]]:
+        where, args = rows.approval_where(which, "?")
+        found = await self._run(lambda: self._all(
+            f"SELECT rowid, {', '.join(rows.APPROVAL_COLUMNS)} FROM approvals "
+            f"WHERE rowid > ? AND {where} ORDER BY rowid LIMIT ?", (after, *args, limit)))
+        return [(int(r[0]), rows.approval_from_row(r[1:])) for r in found]
 
     # ------------------------------------------------------------------ drive locks
 

@@ -17,7 +17,7 @@ from tests.scenarios.test_guide_cases import TRAIN, WEATHER
 # RPCs this build serves; none of them may answer UNIMPLEMENTED.
 IMPLEMENTED = {"StartRun", "GetRun", "SubmitTurn", "Authorize", "ResumeRun", "CancelRun",
                "SubmitProviderResponse", "SubmitProviderStream", "ListTools",
-               "GetStatus", "ResolveCall", "WatchRun"}
+               "GetStatus", "ResolveCall", "WatchRun", "ListApprovals", "DecideApproval"}
 
 
 def test_every_rpc_is_either_implemented_or_named_as_missing() -> None:

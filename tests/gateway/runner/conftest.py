@@ -38,11 +38,14 @@ class FakeClock:
 
 @dataclass
 class ScriptedPolicy:
-    """A PolicyEngine whose `decision` is a verdict per tool name (ALLOW when unnamed); it keeps
-    every input it was asked."""
+    """A PolicyEngine whose `decision` is a verdict per tool name (ALLOW when unnamed), and
+    with `input.approval` set (the re-check of an approved call) one of `approved` (ALLOW when
+    unnamed); grants (`may_approve`, ...) answer `grants`. It keeps every input it was asked."""
 
     verdicts: dict[str, Verdict] = field(default_factory=dict)
+    approved: dict[str, Verdict] = field(default_factory=dict)
     errors: set[str] = field(default_factory=set)  # tools whose decision fails
+    grants: dict[str, bool] = field(default_factory=dict)
     partial: bool = False
     inputs: list[dict[str, Any]] = field(default_factory=list)
     name: str = "scripted"
@@ -54,12 +57,14 @@ class ScriptedPolicy:
         tool = input["call"]["tool"]
         if tool in self.errors:
             return Decision(Verdict.DENY, ("policy_error: boom",), self.revision, error="boom")
-        verdict = self.verdicts.get(tool, Verdict.ALLOW)
+        table = self.verdicts if input.get("approval") is None else self.approved
+        verdict = table.get(tool, Verdict.ALLOW)
         return Decision(verdict, (f"{verdict.value.lower()} by script",), self.revision,
                         approval_ttl_s=600 if verdict == Verdict.APPROVAL_REQUIRED else None)
 
     def allows(self, rule: str, input: dict[str, Any]) -> bool:
-        return False
+        self.inputs.append(input)
+        return self.grants.get(rule, False)
 
     def offer(self, input: dict[str, Any]) -> set[str] | None:
         return None

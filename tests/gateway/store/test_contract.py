@@ -19,6 +19,9 @@ import pytest
 
 from gateway.errors import StoreConflict, StoreUnavailable
 from gateway.model import (
+    ApprovalFilter,
+    ApprovalRecord,
+    ApprovalStatus,
     AuditEvent,
     CallRecord,
     CallStatus,
@@ -269,3 +272,61 @@ async def test_closing_watches_ends_every_wait(store: RunStore) -> None:
         store.close_watches()
         with pytest.raises(WatchClosed):
             await sub.wait()
+
+
+# ------------------------------------------------------------------------------ approvals
+
+
+def an_approval(approval_id: str, call_id: str = "c1", tool: str = "t",
+                status: ApprovalStatus = ApprovalStatus.PENDING) -> ApprovalRecord:
+    return ApprovalRecord(
+        approval_id=approval_id, run_id="r1", turn_id="t1", call_id=call_id, tool=tool,
+        tool_version="1", arguments_json="{}", arguments_sha256="h", status=status,
+        requested_by="alice", tenant="acme", created_at=NOW, expires_at=NOW,
+        requester_roles=("member",), policy_reasons=("needs an owner",))
+
+
+async def test_approvals_round_trip_and_keep_their_place(store: RunStore) -> None:
+    await with_turn(store)
+    first, second = an_approval("a1"), an_approval("a2", "c2", tool="u")
+    await store.save(approvals=[first, second])
+    assert await store.get_approval("a1") == first and await store.get_approval("x") is None
+    decided = replace(first, status=ApprovalStatus.APPROVED, decided_by="olga",
+                      decided_by_tenant="acme", decided_by_roles=("owner",), decided_at=NOW)
+    await store.save(approvals=[decided])  # an update keeps the approval's place
+    listed = await store.list_approvals(ApprovalFilter(), after=0, limit=10)
+    assert [a for _, a in listed] == [decided, second]
+    positions = [p for p, _ in listed]
+    assert positions == sorted(positions)
+    page = await store.list_approvals(ApprovalFilter(), after=positions[0], limit=10)
+    assert [a.approval_id for _, a in page] == ["a2"]
+    for which, expected in [(ApprovalFilter(statuses=(ApprovalStatus.PENDING,)), ["a2"]),
+                            (ApprovalFilter(tool="t"), ["a1"]),
+                            (ApprovalFilter(run_id="r2"), []),
+                            (ApprovalFilter(approval_id="a2"), ["a2"])]:
+        found = await store.list_approvals(which, after=0, limit=10)
+        assert [a.approval_id for _, a in found] == expected, which
+
+
+async def test_an_approval_leaves_pending_once(store: RunStore, other: RunStore) -> None:
+    """Two replicas decide the same approval at the same moment: one decision is stored,
+    the other's whole commit (its audit record too) rolls back."""
+    await with_turn(store)
+    asked = an_approval("a1")
+    await store.save(approvals=[asked])
+
+    async def decide(s: RunStore, status: ApprovalStatus) -> ApprovalStatus:
+        event = AuditEvent(kind="approval", subject="x", run_id="r1", time=NOW)
+        await s.save(approvals=[replace(asked, status=status)], audit=[event],
+                     expect_approvals=[asked])
+        return status
+
+    results = await asyncio.gather(decide(store, ApprovalStatus.APPROVED),
+                                   decide(other, ApprovalStatus.DENIED),
+                                   return_exceptions=True)
+    winners = [r for r in results if isinstance(r, ApprovalStatus)]
+    assert len(winners) == 1
+    assert [type(r) for r in results if not isinstance(r, ApprovalStatus)] == [StoreConflict]
+    stored = await other.get_approval("a1")
+    assert stored is not None and stored.status == winners[0]
+    assert len(await store.audit_rows("r1")) == 1

@@ -2,8 +2,8 @@
 
 `fixtures/schema_v<N>.sql` is a frozen dump of a SQLite store at version N,
 `fixtures/postgres_schema_v<N>.sql` of a PostgreSQL store (the PostgreSQL store starts at
-version 2). Each holds the same run: paused for approval, with a settled read. Never edit a
-released fixture: add one per new version.
+version 2). Each holds the same run: paused for approval, with a settled read, its approval
+long expired. Never edit a released fixture: add one per new version.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SQLITE = sorted(FIXTURES.glob("schema_v*.sql"))
 POSTGRES = sorted(FIXTURES.glob("postgres_schema_v*.sql"))
 ALL = [*SQLITE, *POSTGRES]
+
+
+def version_of(fixture: Path) -> int:
+    return int(fixture.stem.rsplit("_v", 1)[1])
 
 
 def restore(fixture: Path, tmp_path: Path, pg_database: str) -> str:
@@ -69,6 +73,12 @@ async def test_fixture_loads_and_migrates(fixture: Path, tmp_path: Path,
     assert all(c.resolved_by == "" and c.resolved_at is None for c in view.calls)
     (approval,) = await store.approvals_for_run("run-v1")
     assert approval.status == "PENDING" and approval.call_id == "w1"
+    # roles arrived with version 3: older stores read as having none
+    roles = ("tester",) if version_of(fixture) >= 3 else ()
+    assert view.run.roles == roles and approval.requester_roles == roles
+    assert approval.decided_by_roles == () and approval.decided_by_tenant == ""
+    assert approval.policy_reasons == (("writes need approval",) if roles else ())
+    assert await store.get_approval("apr_fixture") == approval
     await store.close()
     assert stored_version(db) == rows.SCHEMA_VERSION
 
@@ -77,11 +87,16 @@ async def test_fixture_loads_and_migrates(fixture: Path, tmp_path: Path,
 def test_fixture_run_resumes_through_the_gateway(fixture: Path, tmp_path: Path,
                                                  pg_database: str, travel: TravelService,
                                                  tools_dir: Path, effects_db: Path) -> None:
+    """The sidecar finds the approval past its expiry when it starts, and settles it: the
+    write was never approved, so it never runs, and the loop may continue."""
     db = restore(fixture, tmp_path, pg_database)
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc, \
             GatewayClient(proc.target, "tester-token") as c:
         out = c.resume_run("run-v1")
-        assert out.next == pb.NEXT_ACTION_PAUSED_FOR_APPROVAL
-        assert {r.call_id: r.status for r in out.results} == {
-            "r1": pb.CALL_STATUS_SUCCEEDED, "w1": pb.CALL_STATUS_PENDING_APPROVAL}
+        assert (out.next, out.run_state) == (pb.NEXT_ACTION_CONTINUE, pb.RUN_STATE_ACTIVE)
+        assert {r.call_id: (r.status, r.error.code, r.execution_count) for r in out.results} == {
+            "r1": (pb.CALL_STATUS_SUCCEEDED, "", 1),
+            "w1": (pb.CALL_STATUS_REJECTED, "approval_expired", 0)}
+        (approval,) = c.list_approvals(run_id="run-v1", status=[]).approvals
+        assert approval.status == pb.APPROVAL_STATUS_EXPIRED
         assert c.cancel_run("run-v1").state == pb.RUN_STATE_CANCELLED

@@ -478,7 +478,7 @@ class AuthorizeResponse(_message.Message):
     def __init__(self, decisions: _Optional[_Iterable[_Union[CallDecision, _Mapping]]] = ...) -> None: ...
 
 class Approval(_message.Message):
-    __slots__ = ("approval_id", "run_id", "call_id", "tool", "tool_version", "arguments_json", "arguments_sha256", "status", "requested_by", "decided_by", "created_at", "expires_at", "reason")
+    __slots__ = ("approval_id", "run_id", "call_id", "tool", "tool_version", "arguments_json", "arguments_sha256", "status", "requested_by", "decided_by", "created_at", "expires_at", "reason", "turn_id", "decided_at", "tenant", "requester_roles", "policy_reasons")
     APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
@@ -492,6 +492,11 @@ class Approval(_message.Message):
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_AT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    REQUESTER_ROLES_FIELD_NUMBER: _ClassVar[int]
+    POLICY_REASONS_FIELD_NUMBER: _ClassVar[int]
     approval_id: str
     run_id: str
     call_id: str
@@ -505,21 +510,36 @@ class Approval(_message.Message):
     created_at: str
     expires_at: str
     reason: str
-    def __init__(self, approval_id: _Optional[str] = ..., run_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., arguments_json: _Optional[str] = ..., arguments_sha256: _Optional[str] = ..., status: _Optional[_Union[ApprovalStatus, str]] = ..., requested_by: _Optional[str] = ..., decided_by: _Optional[str] = ..., created_at: _Optional[str] = ..., expires_at: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    turn_id: str
+    decided_at: str
+    tenant: str
+    requester_roles: _containers.RepeatedScalarFieldContainer[str]
+    policy_reasons: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, approval_id: _Optional[str] = ..., run_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., arguments_json: _Optional[str] = ..., arguments_sha256: _Optional[str] = ..., status: _Optional[_Union[ApprovalStatus, str]] = ..., requested_by: _Optional[str] = ..., decided_by: _Optional[str] = ..., created_at: _Optional[str] = ..., expires_at: _Optional[str] = ..., reason: _Optional[str] = ..., turn_id: _Optional[str] = ..., decided_at: _Optional[str] = ..., tenant: _Optional[str] = ..., requester_roles: _Optional[_Iterable[str]] = ..., policy_reasons: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListApprovalsRequest(_message.Message):
-    __slots__ = ("run_id", "status")
+    __slots__ = ("run_id", "status", "tool", "page_size", "page_token", "approval_id")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     status: _containers.RepeatedScalarFieldContainer[ApprovalStatus]
-    def __init__(self, run_id: _Optional[str] = ..., status: _Optional[_Iterable[_Union[ApprovalStatus, str]]] = ...) -> None: ...
+    tool: str
+    page_size: int
+    page_token: str
+    approval_id: str
+    def __init__(self, run_id: _Optional[str] = ..., status: _Optional[_Iterable[_Union[ApprovalStatus, str]]] = ..., tool: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., approval_id: _Optional[str] = ...) -> None: ...
 
 class ListApprovalsResponse(_message.Message):
-    __slots__ = ("approvals",)
+    __slots__ = ("approvals", "next_page_token")
     APPROVALS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     approvals: _containers.RepeatedCompositeFieldContainer[Approval]
-    def __init__(self, approvals: _Optional[_Iterable[_Union[Approval, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, approvals: _Optional[_Iterable[_Union[Approval, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class DecideApprovalRequest(_message.Message):
     __slots__ = ("approval_id", "approve", "reason")

@@ -170,14 +170,17 @@ class ToolGatewayServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListApprovals(self, request, context):
-        """Approvals the caller may see (not available in this build).
+        """Approvals the caller may see: those of its own runs, and those the policy's may_approve
+        lets it decide (with the exact arguments, the requester and the expiry), a page at a time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DecideApproval(self, request, context):
-        """Approve or deny a pending call (not available in this build).
+        """Approve or deny a pending call, with a reason, as the policy's may_approve allows. An
+        approved call is checked again (arguments hash, expiry, policy with input.approval) and
+        runs; the decision that ends the turn's wait settles it for ResumeRun and WatchRun.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -193,7 +196,8 @@ class ToolGatewayServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ResumeRun(self, request, context):
-        """The run's latest turn outcome, after recovering what can be recovered.
+        """The run's latest turn outcome, after recovering what can be recovered (and settling
+        approvals past their expiry).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
