@@ -121,7 +121,7 @@ class Sidecar:
     async def _update_health(self) -> None:
         assert self.store is not None and self._runner is not None
         store_ok = await self.store.healthy()
-        policy_ok = self._runner.policy.healthy()
+        policy_ok = await self._runner.policy.healthy()
         serving = health_pb2.HealthCheckResponse.SERVING
         down = health_pb2.HealthCheckResponse.NOT_SERVING
         await self._health.set("callgate.store", serving if store_ok else down)

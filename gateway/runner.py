@@ -309,7 +309,7 @@ class Runner:
         policy permits partial writes (asked once per turn)."""
         undecided = [c for c in calls if c.status == CallStatus.PROPOSED and c.decision is None]
         if not undecided:
-            return calls, self._partial_writes(identity, calls)
+            return calls, await self._partial_writes(identity, calls)
         now = self.clock()
         recent = await self.store.recent_calls(run.run_id, RECENT_CALLS)
         ctx = RunContext(run=run, turn_seq=turn.seq, turn_id=turn.turn_id,
@@ -318,11 +318,11 @@ class Runner:
         spent = batch.exceeded(run)
         judged = [c if c.call_id not in pending
                   else batch.budget_rejected(c, now) if spent
-                  else self.judge.judge(c, identity=identity, run=ctx, batch=calls, now=now)
+                  else await self.judge.judge(c, identity=identity, run=ctx, batch=calls, now=now)
                   for c in calls]
         remaining = (None if run.budget.max_tool_calls == 0
                      else max(run.budget.max_tool_calls - run.tool_calls_used, 0))
-        partial = self._partial_writes(identity, judged)
+        partial = await self._partial_writes(identity, judged)
         planned = batch.plan(judged, remaining_tool_calls=remaining, partial_writes=partial,
                              now=now)
         approvals = [self._approval(identity, c, now) for c in planned
@@ -335,11 +335,11 @@ class Runner:
         await self.store.save(calls=changed, approvals=approvals, audit=audit, expect=calls)
         return planned, partial
 
-    def _partial_writes(self, identity: Identity, calls: Sequence[CallRecord]) -> bool:
+    async def _partial_writes(self, identity: Identity, calls: Sequence[CallRecord]) -> bool:
         writes = [c for c in calls if batch.is_write(c)]
         if len(writes) < 2:
             return False
-        return self.policy.partial_writes(batch_input(identity, calls))
+        return await self.policy.partial_writes(batch_input(identity, calls))
 
     def _approval(self, identity: Identity, rec: CallRecord, now: datetime) -> ApprovalRecord:
         ttl = (rec.decision.approval_ttl_s if rec.decision and rec.decision.approval_ttl_s
@@ -432,7 +432,7 @@ class Runner:
         rec = await self.store.find_call(run.run_id, req.call_id)
         requester = Identity(subject=run.subject, tenant=run.tenant)
         grant = resolve_input(operator, requester, run.run_id, req.call_id, rec)
-        if not self.policy.allows("may_resolve", grant):
+        if not await self.policy.allows("may_resolve", grant):
             raise PermissionDenied(f"{operator.subject} may not resolve calls of run "
                                    f"{run.run_id} (the policy's may_resolve refused)")
         if rec is None:
@@ -480,7 +480,7 @@ class Runner:
             recent = await self.store.recent_calls(run.run_id, RECENT_CALLS)
             ctx = RunContext(run=run, turn_seq=run.turns_used, turn_id="", recent=recent)
         judged = [r if r.status != CallStatus.PROPOSED
-                  else self.judge.judge(r, identity=identity, run=ctx, batch=recs, now=now)
+                  else await self.judge.judge(r, identity=identity, run=ctx, batch=recs, now=now)
                   for r in recs]
         await self.store.append_audit([self._authorize_audit(identity, r, now) for r in judged])
         return [AuthorizeDecision(r.call_id, r.decision or Decision(Verdict.UNSPECIFIED),

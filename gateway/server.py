@@ -185,7 +185,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
     async def ListTools(self, request: pb.ListToolsRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.ListToolsResponse:
         async def go(who: Identity) -> pb.ListToolsResponse:
-            return pb.ListToolsResponse(tools_json=self.turns.list_tools(
+            return pb.ListToolsResponse(tools_json=await self.turns.list_tools(
                 who, request.provider, request.api_version))
         return await self._guard(context, go)
 

@@ -116,7 +116,7 @@ class ReloadingEngine:
     def loaded_at(self) -> datetime:
         return self._current.loaded_at
 
-    def decide(self, input: dict[str, Any]) -> Decision:
+    async def decide(self, input: dict[str, Any]) -> Decision:
         engine = self._current
         try:
             text = input_json(input)
@@ -127,16 +127,16 @@ class ReloadingEngine:
             self._log_input(text, decision)
         return decision
 
-    def allows(self, rule: str, input: dict[str, Any]) -> bool:
+    async def allows(self, rule: str, input: dict[str, Any]) -> bool:
         return self._current.allows(rule, input)
 
-    def offer(self, input: dict[str, Any]) -> set[str] | None:
+    async def offer(self, input: dict[str, Any]) -> set[str] | None:
         return self._current.offer(input)
 
-    def partial_writes(self, input: dict[str, Any]) -> bool:
+    async def partial_writes(self, input: dict[str, Any]) -> bool:
         return self._current.partial_writes(input)
 
-    def healthy(self) -> bool:
+    async def healthy(self) -> bool:
         return self._current.healthy()
 
     @staticmethod
