@@ -143,6 +143,16 @@ def seconds(text: str) -> float:
     return value
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError("expected a whole number") from None
+    if value < 1:
+        raise ValueError("expected a whole number, 1 or more")
+    return value
+
+
 def parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("1", "true", "yes", "on"):

@@ -21,6 +21,7 @@ from gateway.errors import RequestCode, RequestError
 from gateway.identity import Authenticator, Credentials
 from gateway.model import Identity, rfc3339
 from gateway.policy.base import RejectedReload
+from gateway.policy.shadow import ShadowStats
 from gateway.provider_turns import ProviderTurnRequest, ProviderTurns
 from gateway.runner import Runner
 
@@ -70,6 +71,8 @@ class StatusInfo:
     version: str
     # Why the newest policy files are not serving, if they were rejected.
     rejected_reload: Callable[[], RejectedReload | None] = lambda: None
+    # Shadow mode's comparison counts (None in other modes).
+    shadow: Callable[[], ShadowStats | None] = lambda: None
 
 
 def credentials_of(context: grpc.aio.ServicerContext[Any, Any]) -> Credentials:
@@ -237,6 +240,12 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                 status.last_rejected_reload.CopyFrom(pb.RejectedReload(
                     file=rejected.file, line=rejected.line or 0, message=rejected.message,
                     at=rfc3339(rejected.at)))
+            shadow = self.info.shadow()
+            if shadow is not None:
+                status.shadow.CopyFrom(pb.ShadowStatus(
+                    compared=shadow.compared, disagreed=shadow.disagreed, dropped=shadow.dropped,
+                    failed=shadow.failed, opa_revision=shadow.opa_revision,
+                    opa_reachable=shadow.opa_reachable))
             return status
         return await self._guard(context, go)
 

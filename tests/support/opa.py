@@ -138,6 +138,7 @@ class _Server:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+        self._call(self._dispose())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
         self._loop.close()
@@ -170,6 +171,9 @@ class _Server:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    async def _dispose(self) -> None:
+        """Drop what must be dropped on the server's own thread."""
 
     def stall(self) -> None:
         """Hold every answer until `release` (an OPA slower than any timeout)."""
@@ -360,6 +364,9 @@ class FakeOpa(_Server):
         if results:
             answer["result"] = results[0]["expressions"][0]["value"]
         return 200, answer
+
+    async def _dispose(self) -> None:
+        self._engine = None  # a regorus engine may only be dropped on the thread that made it
 
     def _empty(self) -> Any:
         self._rebuild(self.policies, self.data)

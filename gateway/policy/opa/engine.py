@@ -27,11 +27,12 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Final, Literal
 
 from gateway.model import Decision, now_utc
 from gateway.policy.base import RejectedReload
-from gateway.policy.bundle import Bundle, PolicyConfigError
+from gateway.policy.bundle import Bundle, PolicyConfigError, load_bundle
 from gateway.policy.decision import (
     UNDEFINED,
     PolicyEvalError,
@@ -42,6 +43,7 @@ from gateway.policy.decision import (
 from gateway.policy.embedded import input_json, input_sha256
 from gateway.policy.opa.client import OpaConnection, OpaError
 from gateway.policy.opa.push import Pushed, push_bundle
+from gateway.policy.reload import require_decision
 
 log = logging.getLogger("callgate.policy.opa")
 
@@ -49,6 +51,10 @@ OpaMode = Literal["push", "external"]
 NO_BUNDLE: Final = "opa:no-bundle"
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _RULE = re.compile(rf"{_NAME}(\.{_NAME})*")
+
+
+class OpaUnavailable(PolicyEvalError):
+    """OPA could not be asked: unreachable or slower than the timeout."""
 
 
 class _Gate:
@@ -188,12 +194,13 @@ class OpaEngine:
                 answer = await self.connection.query(path, text, self._params)
         except TimeoutError:
             self._set_reachable(False)
-            raise PolicyEvalError(rule, f"OPA at {self.connection.url} did not answer within "
-                                  f"{self.connection.settings.timeout_s} s") from None
+            raise OpaUnavailable(rule, f"OPA at {self.connection.url} did not answer within "
+                                 f"{self.connection.settings.timeout_s} s") from None
         except OpaError as exc:
             self._set_reachable(not exc.transport)
             log.warning("OPA query %s failed: %s", path, exc.message)
-            raise PolicyEvalError(rule, exc.message) from None
+            kind = OpaUnavailable if exc.transport else PolicyEvalError
+            raise kind(rule, exc.message) from None
         self._set_reachable(True)
         revision = self._revision
         if self.mode == "external":
@@ -258,6 +265,16 @@ class OpaEngine:
         return self._pushed is not None and self._pushed.bundle is wanted
 
     # -- reload hooks (ReloadTarget) ----------------------------------------------------------
+
+    def prepare(self, directory: Path, prefix: str, *, require_tests: bool) -> Bundle:
+        """Read the directory and require `decision`; OPA itself parses and compiles it when
+        it is pushed (its builtins, not the embedded engine's, are the ones that count)."""
+        bundle = load_bundle(directory)
+        require_decision(bundle, prefix)
+        return bundle
+
+    async def load(self, bundle: Bundle, prefix: str) -> None:
+        await self.install_bundle(bundle)
 
     def reject(self, rejection: RejectedReload) -> None:
         self._rejected = rejection
