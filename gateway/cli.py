@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import grpc
 
@@ -205,7 +206,18 @@ def _policy_status(ns: argparse.Namespace) -> int:
         where = f"{rejected.file}:{rejected.line}" if rejected.line else rejected.file
         print(f"rejected reload:  at {rejected.at}, still serving the revision above\n"
               f"  {where}\n  {rejected.message}")
+    if status.HasField("shadow"):
+        _print_shadow(status.shadow)
     return 0
+
+
+def _print_shadow(shadow: Any) -> None:
+    reach = "reachable" if shadow.opa_reachable else "UNREACHABLE"
+    print(f"shadow (OPA):     {shadow.compared} compared, {shadow.disagreed} disagreed, "
+          f"{shadow.dropped} dropped (queue full), {shadow.failed} failed (OPA down or slow)\n"
+          f"  OPA revision:   {shadow.opa_revision or '(none yet)'}, {reach}")
+    if shadow.disagreed:
+        print("  every disagreement is in the audit trail as kind 'shadow'")
 
 
 POLICY_STATUS_HELP = ("\nand, against a running sidecar:\n  callgate policy status [--target] "

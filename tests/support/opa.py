@@ -368,6 +368,13 @@ class FakeOpa(_Server):
     async def _dispose(self) -> None:
         self._engine = None  # a regorus engine may only be dropped on the thread that made it
 
+    def forget_everything(self) -> None:
+        """Hold no policy and no data (as a restarted OPA does)."""
+        async def forget() -> None:
+            self.policies, self.data = {}, {}
+            await self._dispose()
+        self._call(forget())
+
     def _empty(self) -> Any:
         self._rebuild(self.policies, self.data)
         return self._engine
@@ -400,3 +407,54 @@ def _delete(doc: dict[str, Any], parts: list[str]) -> bool:
         return False
     del doc[parts[-1]]
     return True
+
+
+# ---------------------------------------------------------------------------------------------
+# an OPA engine for synchronous tests
+
+
+class SyncOpaEngine:
+    """An OpaEngine pushed a policy directory, with the embedded engine's synchronous methods
+    (`decide`, `allows`, `offer`, `partial_writes`), so one test suite runs on both engines.
+    Its session lives on a loop thread of its own."""
+
+    def __init__(self, url: str, directory: Path, prefix: str = "data.callgate") -> None:
+        from gateway.policy.opa.client import OpaConnection, OpaSettings
+        from gateway.policy.opa.engine import OpaEngine
+
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self.engine = OpaEngine(OpaConnection(OpaSettings(url, timeout_s=10)), prefix,
+                                mode="push")
+        self._run(self.engine.install_bundle(
+            self.engine.prepare(directory, prefix, require_tests=False)))
+        self.name = "opa"
+
+    @property
+    def revision(self) -> str:
+        return self.engine.revision
+
+    def _run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(60)
+
+    def decide(self, input: dict[str, Any]) -> Any:
+        return self._run(self.engine.decide(input))
+
+    def allows(self, rule: str, input: dict[str, Any]) -> bool:
+        granted: bool = self._run(self.engine.allows(rule, input))
+        return granted
+
+    def offer(self, input: dict[str, Any]) -> set[str] | None:
+        offered: set[str] | None = self._run(self.engine.offer(input))
+        return offered
+
+    def partial_writes(self, input: dict[str, Any]) -> bool:
+        partial: bool = self._run(self.engine.partial_writes(input))
+        return partial
+
+    def close(self) -> None:
+        self._run(self.engine.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()

@@ -91,7 +91,7 @@ async def _policies(conn: OpaConnection, old: dict[str, str], new: dict[str, str
             steps[pid] = (_put(conn, pid, text), _restore_policy(conn, pid, old))
     for pid in set(old) - set(new):
         steps[pid] = (_delete(conn, pid), _restore_policy(conn, pid, old))
-    await _until_no_progress(steps, done)
+    await until_no_progress(steps, done)
 
 
 def _put(conn: OpaConnection, pid: str, text: str) -> Step:
@@ -109,7 +109,7 @@ def _restore_policy(conn: OpaConnection, pid: str, old: dict[str, str]) -> Step:
     return lambda: conn.delete_policy(pid)
 
 
-async def _until_no_progress(steps: dict[str, tuple[Step, Step]], done: list[Step]) -> None:
+async def until_no_progress(steps: dict[str, tuple[Step, Step]], done: list[Step]) -> None:
     """Apply every step, retrying the refused ones while a round makes progress."""
     pending = dict(sorted(steps.items()))
     while pending:
