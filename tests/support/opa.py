@@ -125,7 +125,7 @@ class _Server:
         self._runner: web.AppRunner | None = None
         self._stalled = False
         self._released: asyncio.Event | None = None
-        self._failures: list[tuple[int, dict[str, Any]]] = []
+        self._failures: list[tuple[int, dict[str, Any], bool]] = []
 
     @property
     def url(self) -> str:
@@ -184,16 +184,19 @@ class _Server:
         if self._released is not None:
             self._loop.call_soon_threadsafe(self._released.set)
 
-    def fail_next(self, status: int, body: dict[str, Any], count: int = 1) -> None:
-        self._failures.extend([(status, body)] * count)
+    def fail_next(self, status: int, body: dict[str, Any], count: int = 1, *,
+                  queries_only: bool = False) -> None:
+        """Answer the next count requests (only Data API queries, if asked) with status."""
+        self._failures.extend([(status, body, queries_only)] * count)
 
     async def _handle(self, request: web.Request) -> web.Response:
         body = await request.text()
         self.requests.append((request.method, request.path_qs, body))
         if self._stalled and self._released is not None:
             await self._released.wait()
-        if self._failures:
-            status, answer = self._failures.pop(0)
+        query = request.method == "POST" and request.path.startswith("/v1/data")
+        if self._failures and (query or not self._failures[0][2]):
+            status, answer, _ = self._failures.pop(0)
             return web.json_response(answer, status=status)
         status, answer = self.answer(request.method, request.path, dict(request.query), body)
         if answer is None:
@@ -269,6 +272,7 @@ class FakeOpa(_Server):
         self.data: dict[str, Any] = {}
         self.bundles: dict[str, str] = {}
         self._engine: Any = None
+        self._pristine: Any = None
 
     def answer(self, method: str, path: str, query: dict[str, str],
                body: str) -> tuple[int, Any]:
@@ -321,6 +325,7 @@ class FakeOpa(_Server):
                                 "location": {"file": problem.file, "row": problem.line or 0,
                                              "col": problem.column or 0}}]}
         self._engine = engine
+        self._pristine = engine.clone()  # no input ever set: for queries without one
         return None
 
     # -- the Data API -------------------------------------------------------------------------
@@ -350,8 +355,11 @@ class FakeOpa(_Server):
         if query.get("provenance") == "true":
             answer["provenance"] = self._provenance()
         engine = self._engine or self._empty()
+        if "input" not in doc:
+            engine = self._pristine.clone()
         try:
-            engine.set_input_json(json.dumps(doc.get("input")))
+            if "input" in doc:
+                engine.set_input_json(json.dumps(doc["input"]))
             out = engine.eval_query(".".join(["data", *parts]))
         except RuntimeError as exc:
             if query.get("strict-builtin-errors") != "true":
@@ -366,7 +374,8 @@ class FakeOpa(_Server):
         return 200, answer
 
     async def _dispose(self) -> None:
-        self._engine = None  # a regorus engine may only be dropped on the thread that made it
+        # a regorus engine may only be dropped on the thread that made it
+        self._engine = self._pristine = None
 
     def forget_everything(self) -> None:
         """Hold no policy and no data (as a restarted OPA does)."""

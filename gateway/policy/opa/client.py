@@ -146,15 +146,15 @@ class OpaConnection:
 
     # -- the Data API -------------------------------------------------------------------------
 
-    async def query(self, path: str, input: dict[str, Any] | str,
+    async def query(self, path: str, input: dict[str, Any] | str | None,
                     params: dict[str, str]) -> OpaAnswer:
-        """POST /v1/data/<path> with the input; the answer, or OpaError (4xx/5xx included).
-        `input` may be the input's JSON text already."""
-        text = input if isinstance(input, str) else json.dumps(input, allow_nan=False)
+        """POST /v1/data/<path> with the input (its JSON text already, or None: no input at
+        all); the answer, or OpaError (4xx/5xx included)."""
+        text = input if isinstance(input, str | None) else json.dumps(input, allow_nan=False)
         url = f"{self._client.root_url}/data/{quote(path)}"
         if params:
             url = f"{url}?{urlencode(params)}"
-        body = await self._send("POST", url, data=f'{{"input":{text}}}',
+        body = await self._send("POST", url, data="{}" if text is None else f'{{"input":{text}}}',
                                 headers={"Content-Type": "application/json"})
         if "result" not in body:
             return OpaAnswer(defined=False, provenance=_object(body.get("provenance")))

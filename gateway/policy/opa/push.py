@@ -41,16 +41,13 @@ class Pushed:
         return frozenset(self.policies)
 
 
-def policy_id(rel: str) -> str:
-    return ID_PREFIX + rel
-
-
-async def push_bundle(conn: OpaConnection, bundle: Bundle, before: Pushed | None) -> Pushed:
+async def push_bundle(conn: OpaConnection, bundle: Bundle, before: Pushed | None, *,
+                      id_prefix: str = ID_PREFIX) -> Pushed:
     """Make OPA hold bundle; on failure OPA is put back to `before` and PolicyConfigError (or,
     when OPA cannot be reached, OpaError) is raised."""
     old_policies = dict(before.policies) if before else {}
     old_data = dict(before.data) if before else {}
-    policies = {policy_id(rel): text for rel, text in bundle.sources.items()}
+    policies = {id_prefix + rel: text for rel, text in bundle.sources.items()}
     data = dict(bundle.data)
     done: list[Step] = []  # undo steps of what was changed, in order
     try:
@@ -60,7 +57,7 @@ async def push_bundle(conn: OpaConnection, bundle: Bundle, before: Pushed | None
         await _undo(done)
         if exc.transport or not exc.errors:
             raise
-        raise _config_error(bundle, exc) from None
+        raise _config_error(bundle, exc, id_prefix) from None
     return Pushed(bundle=bundle, policies=policies, data=data)
 
 
@@ -141,18 +138,18 @@ async def _undo(done: list[Step]) -> None:
             log.error("could not restore OPA's previous policy: %s", exc.message)
 
 
-def _config_error(bundle: Bundle, exc: OpaError) -> PolicyConfigError:
+def _config_error(bundle: Bundle, exc: OpaError, id_prefix: str) -> PolicyConfigError:
     """OPA's errors (file = policy id, row) as problems naming the directory's files."""
-    problems = [_problem(bundle, e) for e in exc.errors]
+    problems = [_problem(bundle, e, id_prefix) for e in exc.errors]
     return PolicyConfigError.of(problems) if problems else PolicyConfigError(
         f"{bundle.root.as_posix()}: {exc.message}", file=bundle.root.as_posix())
 
 
-def _problem(bundle: Bundle, error: dict[str, Any]) -> PolicyConfigError:
+def _problem(bundle: Bundle, error: dict[str, Any], id_prefix: str) -> PolicyConfigError:
     where = error.get("location") if isinstance(error.get("location"), dict) else {}
     assert isinstance(where, dict)
     opa_file = str(where.get("file") or "")
-    rel = opa_file[len(ID_PREFIX):] if opa_file.startswith(ID_PREFIX) else opa_file
+    rel = opa_file[len(id_prefix):] if opa_file.startswith(id_prefix) else opa_file
     file = bundle.source_name(rel) if rel in bundle.sources else (opa_file or
                                                                    bundle.root.as_posix())
     row = where.get("row")
