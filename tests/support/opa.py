@@ -125,7 +125,7 @@ class _Server:
         self._runner: web.AppRunner | None = None
         self._stalled = False
         self._released: asyncio.Event | None = None
-        self._failures: list[tuple[int, dict[str, Any], bool]] = []
+        self._failures: list[tuple[int, dict[str, Any] | str, bool]] = []
 
     @property
     def url(self) -> str:
@@ -184,9 +184,10 @@ class _Server:
         if self._released is not None:
             self._loop.call_soon_threadsafe(self._released.set)
 
-    def fail_next(self, status: int, body: dict[str, Any], count: int = 1, *,
+    def fail_next(self, status: int, body: dict[str, Any] | str, count: int = 1, *,
                   queries_only: bool = False) -> None:
-        """Answer the next count requests (only Data API queries, if asked) with status."""
+        """Answer the next count requests (only Data API queries, if asked) with status and
+        body (JSON, or a text sent as it is)."""
         self._failures.extend([(status, body, queries_only)] * count)
 
     async def _handle(self, request: web.Request) -> web.Response:
@@ -197,6 +198,8 @@ class _Server:
         query = request.method == "POST" and request.path.startswith("/v1/data")
         if self._failures and (query or not self._failures[0][2]):
             status, answer, _ = self._failures.pop(0)
+            if isinstance(answer, str):
+                return web.Response(status=status, text=answer, content_type="text/plain")
             return web.json_response(answer, status=status)
         status, answer = self.answer(request.method, request.path, dict(request.query), body)
         if answer is None:

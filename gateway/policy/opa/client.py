@@ -33,6 +33,7 @@ from opa_client.errors import RegoParseError
 
 from gateway.errors import ConfigError
 
+MAX_ANSWER_BYTES: Final = 4 << 20  # an answer larger than this is refused, not read whole
 UNREACHABLE: Final = "unreachable"
 TIMEOUT: Final = "timeout"
 STATUS: Final = "status"  # OPA answered 4xx/5xx
@@ -227,13 +228,25 @@ class OpaConnection:
                 async with self._client._request(method, url, data=data,
                                                  headers=headers) as response:
                     status = response.status
-                    raw = await response.read()
+                    raw = await _read_capped(response)
         except Exception as exc:
             raise _translate(exc, self.url, limit) from None
         body = _body(raw, status)
         if status >= 400 and not (missing_ok and status == 404):
             raise _status_error(status, body)
         return body
+
+
+async def _read_capped(response: aiohttp.ClientResponse) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(64 << 10):
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            raise OpaError(BODY, f"OPA answered {response.status} with more than "
+                           f"{MAX_ANSWER_BYTES} bytes", status=response.status)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _object(value: Any) -> dict[str, Any]:

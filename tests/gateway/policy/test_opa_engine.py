@@ -136,6 +136,20 @@ async def test_an_error_status_denies_naming_it(make: Any, opa: FakeOpa,
     assert await engine.allows("may_approve", {}) is False
 
 
+@pytest.mark.parametrize(("status", "body", "words"), [
+    (502, "<html>bad gateway</html>", ("502 with a body that is not JSON",)),
+    (200, "[1, 2]", ("JSON that is not an object",)),
+    (200, '{"result": ' + "1" * (5 << 20) + "}", ("more than 4194304 bytes",)),
+])
+async def test_an_answer_that_is_not_opas_denies(make: Any, opa: FakeOpa,
+                                                write_bundle: WriteBundle, status: int,
+                                                body: str, words: tuple[str]) -> None:
+    engine = await pushed(make, policies(write_bundle))
+    opa.fail_next(status, body)
+    assert_policy_error(await engine.decide(READ), *words)
+    assert (await engine.decide(READ)).verdict is Verdict.ALLOW  # the next one is fine
+
+
 async def test_an_undefined_document_denies(make: Any, write_bundle: WriteBundle) -> None:
     await pushed(make, policies(write_bundle))
     other = make(prefix="data.elsewhere")  # nothing defined there
