@@ -1,20 +1,24 @@
 """Talking to an OPA server: `opa-python-client`'s AsyncOpaClient, and what it lacks.
 
-One `OpaConnection` per sidecar keeps one aiohttp session open, so every query reuses pooled
-keep-alive connections. What the library does not offer is added here, thinly:
+One `OpaConnection` per sidecar keeps one aiohttp session open (the library's, made by its
+`_init_session`), so every query reuses pooled keep-alive connections; the library itself only
+opens a session for an `async with` block. Used as they are: its request helper `_request`,
+`update_policy_from_string` (with `rego_compat=False`: never rewrite a policy), the policy
+list, `check_health` and the bearer token. What it lacks is added here, thinly:
 
 - a CA file to trust (it verifies https only against the system's CAs) and a path prefix in
   the URL (it builds `scheme://host:port/v1`): `_Client._init_session` and `root_url` below;
-- reading OPA's error body: its `query_rule` calls `raise_for_status()` before reading the
-  body, which drops OPA's own explanation (e.g. `eval_builtin_error: div: divide by zero`
-  with file and row), so `query` posts through the library's session and request helper and
-  reads the body whatever the status;
+- OPA's error body: `query_rule` takes query parameters (`strict-builtin-errors`,
+  `provenance` would pass) but calls `raise_for_status()` before reading the body, which drops
+  OPA's explanation (`eval_builtin_error: div: divide by zero` with file and row) and the
+  difference between `{}` and an error; `query` posts through the library's session and
+  `_request` instead and reads the body whatever the status (at most MAX_ANSWER_BYTES);
 - a per-request deadline: its timeout is the session's; each call here is also bounded with
   `asyncio.timeout`, and its retries (with back-off sleeps) are off: a decision has one try.
 
-The library's query parameters carry `strict-builtin-errors` and `provenance`. Every failure
-becomes `OpaError` with a `kind` (unreachable, timeout, status, body) and a message naming the
-cause; nothing from aiohttp leaves this module.
+The private names used are those of opa-python-client 3.x (pinned below 4 in pyproject.toml).
+Every failure becomes `OpaError` with a `kind` (unreachable, timeout, status, body) and a
+message naming the cause; nothing from aiohttp leaves this module.
 """
 
 from __future__ import annotations
