@@ -36,7 +36,7 @@ test: setup
 	$(PY) -m mypy
 	$(PY) -m vulture
 	$(PY) -m gateway.cli policy test policies
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -rs
 
 lint: setup
 	$(PY) -m ruff check gateway adapters tests bench examples scripts

@@ -34,6 +34,7 @@ from google.protobuf.message import Message
 
 from bench import echo_server
 from bench.load import Call, Load, Phase
+from bench.opa import NOT_FOUND, LiveOpa, live_opa
 from bench.procs import ROOT, Child, ChildFailed, cpu_seconds, memory
 from bench.profile_sidecar import SNAPSHOT_DONE, phase_report
 from bench.report import Scenario, render, targets
@@ -215,7 +216,8 @@ def _loadavg() -> str:
     return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
-def _info(ns: argparse.Namespace, load_start: str, turns: Workload) -> list[tuple[str, str]]:
+def _info(ns: argparse.Namespace, load_start: str, turns: Workload,
+          opa: LiveOpa | None) -> list[tuple[str, str]]:
     cores = os.cpu_count() or 0
     per_round = ns.duration / ns.rounds
     runs = ns.concurrency
@@ -243,6 +245,9 @@ def _info(ns: argparse.Namespace, load_start: str, turns: Workload) -> list[tupl
         ("sidecar", "`callgate serve` child process: SQLite store in a temp directory, embedded "
                     "policy engine, policies/, examples/travel/tools, examples/auth.yaml"),
         ("tools", "examples.travel.service in its own child process"),
+        ("Authorize (OPA engine)", NOT_FOUND if opa is None else
+         f"the same Authorize through a second sidecar, `--engine opa --opa-policies push`, "
+         f"deciding with {opa.what}; its tools CPU column is OPA's process"),
     ]
 
 
@@ -254,9 +259,17 @@ NOTES = [
 ]
 
 
+@dataclass
+class Processes:
+    echo: Child
+    travel: Child
+    sidecar: SidecarProcess
+    opa_sidecar: SidecarProcess | None
+    opa: LiveOpa | None
+
+
 @contextmanager
-def _processes(tmp: Path,
-               profile_dir: Path | None) -> Iterator[tuple[Child, Child, SidecarProcess]]:
+def _processes(tmp: Path, profile_dir: Path | None) -> Iterator[Processes]:
     echo = Child("echo server", ["-m", "bench.echo_server", "--listen", "127.0.0.1:0"],
                  echo_server.READY)
     travel = Child("travel service", ["-m", "examples.travel.service", "--host", "127.0.0.1",
@@ -269,8 +282,20 @@ def _processes(tmp: Path,
         if profile_dir is not None:  # the same `serve` arguments, under cProfile
             module = sidecar.args.index("gateway.cli")
             sidecar.args[module:module + 1] = ["bench.profile_sidecar", str(profile_dir), "--"]
-        with sidecar:
-            yield echo, travel, sidecar
+        with sidecar, live_opa() as opa, _opa_sidecar(tmp, opa) as opa_sidecar:
+            yield Processes(echo, travel, sidecar, opa_sidecar, opa)
+
+
+@contextmanager
+def _opa_sidecar(tmp: Path, opa: LiveOpa | None) -> Iterator[SidecarProcess | None]:
+    if opa is None:
+        yield None
+        return
+    with SidecarProcess(tools=ROOT / "examples" / "travel" / "tools",
+                        policies=ROOT / "policies", auth=ROOT / "examples" / "auth.yaml",
+                        db=tmp / "callgate-opa.db", env={"PYTHONPATH": str(ROOT)},
+                        extra_args=["--engine", "opa", "--opa-url", opa.url]) as sidecar:
+        yield sidecar
 
 
 def _pid(sidecar: SidecarProcess) -> int:
@@ -301,10 +326,12 @@ class _Channels:
 Marks = dict[str, tuple[int, int]]  # scenario → its first and last profile snapshot
 
 
-async def _drive_all(ns: argparse.Namespace, echo: Child, travel: Child,
-                     sidecar: SidecarProcess, channels: _Channels) -> tuple[list[Workload], Marks]:
+async def _drive_all(ns: argparse.Namespace, procs: Processes,
+                     channels: _Channels) -> tuple[list[Workload], Marks]:
     """Warm every scenario up, then measure them round by round; answers the workloads (echo,
-    Authorize, SubmitTurn) and, when profiling, each one's first and last snapshot."""
+    Authorize, SubmitTurn, and Authorize on the OPA engine when there is a live OPA) and, when
+    profiling, each one's first and last snapshot."""
+    echo, travel, sidecar = procs.echo, procs.travel, procs.sidecar
     pid = _pid(sidecar)
     stub = pb.ToolGatewayStub(channels(sidecar.target))
     echo_w = Workload("echo (bare grpc.aio)", echo_call(channels(echo.ready_value)), echo.pid,
@@ -314,13 +341,18 @@ async def _drive_all(ns: argparse.Namespace, echo: Child, travel: Child,
     turn_w = Workload("SubmitTurn (2 reads)", submit_turn_call(stub, runs), pid, ns.concurrency,
                       tools_pid=travel.pid)
     workloads = [echo_w, auth_w, turn_w]
+    if procs.opa_sidecar is not None and procs.opa is not None:
+        opa_stub = pb.ToolGatewayStub(channels(procs.opa_sidecar.target))
+        workloads.append(Workload("Authorize (OPA engine)", authorize_call(opa_stub),
+                                  _pid(procs.opa_sidecar), ns.concurrency,
+                                  tools_pid=procs.opa.pid))
     snaps = Snapshots(sidecar) if ns.profile_sidecar else None
     marks: Marks = {}
     for w in workloads:
         await w.warm_up(ns.warmup)
     for _ in range(ns.rounds):
         for w in workloads:
-            if snaps is None or w is echo_w:
+            if snaps is None or w not in (auth_w, turn_w):
                 await w.measure(ns.duration / ns.rounds)
                 continue
             first = snaps.taken + 1
@@ -334,17 +366,17 @@ async def bench(ns: argparse.Namespace) -> Outcome:
     print("callgate benchmark: starting the echo server, the travel service and the sidecar",
           flush=True)
     with tempfile.TemporaryDirectory(prefix="callgate-bench-") as tmp, \
-            _processes(Path(tmp), ns.profile_sidecar) as (echo, travel, sidecar):
+            _processes(Path(tmp), ns.profile_sidecar) as procs:
         channels = _Channels()
         try:
-            workloads, marks = await _drive_all(ns, echo, travel, sidecar, channels)
+            workloads, marks = await _drive_all(ns, procs, channels)
         finally:
             await channels.close()
-        side_mem, echo_mem = memory(_pid(sidecar)), memory(echo.pid)
-    echo_w, auth_w, turn_w = workloads
+        side_mem, echo_mem = memory(_pid(procs.sidecar)), memory(procs.echo.pid)
+    echo_w, auth_w, turn_w = workloads[:3]
     scenarios = [w.scenario() for w in workloads]
     report = render(
-        info=_info(ns, load_start, turn_w), scenarios=scenarios,
+        info=_info(ns, load_start, turn_w, procs.opa), scenarios=scenarios,
         memory_rows=[("sidecar (after all load)", side_mem.hwm_kib, side_mem.rss_kib),
                      ("echo server", echo_mem.hwm_kib, echo_mem.rss_kib)],
         goals=targets(scenarios[0], scenarios[1], side_mem.hwm_kib),

@@ -17,7 +17,10 @@ from gateway.config import ServeConfig
 from gateway.errors import ConfigError
 from gateway.identity import Authenticator
 from gateway.policy import EmbeddedEngine
-from gateway.policy.reload import ReloadingEngine, prepare
+from gateway.policy.opa.client import OpaConnection
+from gateway.policy.opa.engine import OpaEngine
+from gateway.policy.reload import ReloadingEngine, ReloadTarget, prepare
+from gateway.policy.shadow import ShadowEngine, audit_event
 from gateway.policy.watch import PolicyReloader
 from gateway.runner import Runner
 from gateway.server import StatusInfo, ToolGatewayService
@@ -30,7 +33,11 @@ log = logging.getLogger("callgate")
 
 SERVICE = pb.DESCRIPTOR.services_by_name["ToolGateway"].full_name
 HEALTH_INTERVAL_S = 5.0
+HEALTH_INTERVAL_DOWN_S = 1.0  # while a component is down: notice its recovery sooner
 RELOAD_COMPONENT = "callgate.policy.reload"
+SHADOW_COMPONENT = "callgate.policy.shadow"
+
+ServingPolicy = ReloadingEngine | OpaEngine | ShadowEngine
 
 
 class Sidecar:
@@ -45,7 +52,8 @@ class Sidecar:
         self._desk: ApprovalDesk | None = None
         self._watch: asyncio.Task[None] | None = None
         self._auth: Authenticator | None = None
-        self.policy: ReloadingEngine | None = None
+        self.policy: ServingPolicy | None = None
+        self._serving = True
         self.reloader: PolicyReloader | None = None
         self._reload_task: asyncio.Task[None] | None = None
         self._health_update: asyncio.Task[None] | None = None
@@ -59,8 +67,11 @@ class Sidecar:
         auth = self._auth = _authenticator(cfg, certificates)
         await auth.start()
         self.registry = Registry.load(cfg.tools)
-        policy = self._load_policy()
+        policy = await self._load_policy()
         self.store = await open_store(cfg.db, busy_timeout_s=cfg.db_busy_timeout_s)
+        if isinstance(policy, ShadowEngine):
+            store = self.store
+            policy.record = lambda found: store.append_audit([audit_event(found)])
         self._runner = Runner(store=self.store, registry=self.registry, policy=policy,
                               approval_ttl_s=cfg.approval_ttl_s)
         self._desk = ApprovalDesk(self._runner)
@@ -68,7 +79,9 @@ class Sidecar:
         pb.add_ToolGatewayServicer_to_server(
             ToolGatewayService(self._runner, self._desk, auth, StatusInfo(
                 self.store.name, callgate_version(),
-                rejected_reload=lambda: policy.last_rejected)), server)
+                rejected_reload=lambda: policy.last_rejected,
+                shadow=policy.stats if isinstance(policy, ShadowEngine) else lambda: None)),
+            server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         reflection.enable_server_reflection(
             (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
@@ -82,22 +95,52 @@ class Sidecar:
         self._reload_task = asyncio.create_task(self._watch_policies())
         return self.bound
 
-    def _load_policy(self) -> ReloadingEngine:
+    async def _load_policy(self) -> ServingPolicy:
         """The first revision, checked as every reload is; a bad one stops start-up."""
         cfg = self.config
+        if cfg.engine == "opa":
+            return await self._load_opa()
         bundle = prepare(cfg.policies, cfg.policy_prefix,
                          require_tests=cfg.reload_requires_tests)
         first = EmbeddedEngine(bundle, prefix=cfg.policy_prefix, checked=True)
-        self.policy = ReloadingEngine(first, log_inputs=cfg.log_decision_inputs)
+        embedded = ReloadingEngine(first, log_inputs=cfg.log_decision_inputs)
+        policy: ReloadingEngine | ShadowEngine = embedded
+        if cfg.engine == "shadow":
+            push = cfg.opa_policies == "push"
+            policy = ShadowEngine(embedded, self._opa_engine(), queue_size=cfg.shadow_queue,
+                                  push=push)
+            if push:
+                await policy.push_to_opa(bundle)
+        self.policy = policy
+        self._watch_directory(policy)
+        return policy
+
+    async def _load_opa(self) -> OpaEngine:
+        cfg = self.config
+        engine = self.policy = self._opa_engine()
+        if cfg.opa_policies == "push":
+            await engine.install_bundle(engine.prepare(cfg.policies, cfg.policy_prefix,
+                                                       require_tests=False))
+            self._watch_directory(engine)
+        else:
+            log.info("OPA at %s serves its own bundles: --policies %s is not used",
+                     cfg.opa_url, cfg.policies)
+        return engine
+
+    def _opa_engine(self) -> OpaEngine:
+        cfg = self.config
+        return OpaEngine(OpaConnection(cfg.opa_settings()), cfg.policy_prefix,
+                         mode=cfg.opa_policies, on_change=self._health_soon)
+
+    def _watch_directory(self, target: ReloadTarget) -> None:
+        cfg = self.config
         self.reloader = PolicyReloader(
-            self.policy, cfg.policies, cfg.policy_prefix,
-            require_tests=cfg.reload_requires_tests,
+            target, cfg.policies, cfg.policy_prefix, require_tests=cfg.reload_requires_tests,
             interval_s=cfg.policy_poll_interval_s, on_change=self._health_soon)
-        return self.policy
 
     async def _watch_policies(self) -> None:
-        assert self.reloader is not None
-        await self.reloader.run()
+        if self.reloader is not None:
+            await self.reloader.run()
 
     def reload_policies(self) -> None:
         """Reload the policy directory now (SIGHUP)."""
@@ -126,7 +169,7 @@ class Sidecar:
     async def _update_health(self) -> None:
         assert self.store is not None and self._runner is not None
         store_ok = await self.store.healthy()
-        policy_ok = self._runner.policy.healthy()
+        policy_ok = await self._runner.policy.healthy()
         serving = health_pb2.HealthCheckResponse.SERVING
         down = health_pb2.HealthCheckResponse.NOT_SERVING
         await self._health.set("callgate.store", serving if store_ok else down)
@@ -135,13 +178,18 @@ class Sidecar:
         # callgate.policy and the sidecar stay SERVING), and this component says so.
         rejected = self.policy is not None and self.policy.last_rejected is not None
         await self._health.set(RELOAD_COMPONENT, down if rejected else serving)
+        shadow_ok = True
+        if isinstance(self.policy, ShadowEngine):  # OPA decides nothing: its own component
+            shadow_ok = await self.policy.opa_healthy()
+            await self._health.set(SHADOW_COMPONENT, serving if shadow_ok else down)
         overall = serving if store_ok and policy_ok else down
+        self._serving = store_ok and policy_ok and shadow_ok
         await self._health.set("", overall)
         await self._health.set(SERVICE, overall)
 
     async def _health_loop(self) -> None:
         while True:
-            await asyncio.sleep(HEALTH_INTERVAL_S)
+            await asyncio.sleep(HEALTH_INTERVAL_S if self._serving else HEALTH_INTERVAL_DOWN_S)
             await self._update_health()
 
     async def stop(self, grace: float = 2.0) -> None:
@@ -158,6 +206,8 @@ class Sidecar:
             await self.server.stop(grace)
         if self._runner is not None:  # turns being driven finish and commit first
             await self._runner.drain(timeout_s=30.0)
+        if isinstance(self.policy, OpaEngine | ShadowEngine):
+            await self.policy.close()
         if self.registry is not None:
             await self.registry.aclose()
         if self.store is not None:

@@ -71,7 +71,7 @@ class ApprovalDesk:
             rows = await self.store.list_approvals(which, after=after, limit=size)
             for position, a in rows:
                 after, scanned = position, scanned + 1
-                if ap.visible(self.runner.policy, self.runner.registry, who, a):
+                if await ap.visible(self.runner.policy, self.runner.registry, who, a):
                     shown.append(a)
                     if len(shown) == size:
                         return shown, ap.page_token(after)

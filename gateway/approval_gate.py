@@ -191,11 +191,11 @@ class ApprovalGate:
         for rec in candidates:
             a = step.approval(rec)
             assert a is not None
-            out.append(self.recheck(rec, a, ctx=ctx, batch=step.calls, now=step.now))
+            out.append(await self.recheck(rec, a, ctx=ctx, batch=step.calls, now=step.now))
         return out
 
-    def recheck(self, rec: CallRecord, a: ApprovalRecord, *, ctx: RunContext,
-                batch: Sequence[CallRecord], now: datetime) -> CallRecord:
+    async def recheck(self, rec: CallRecord, a: ApprovalRecord, *, ctx: RunContext,
+                      batch: Sequence[CallRecord], now: datetime) -> CallRecord:
         """The approved call decided again, or REJECTED with the code that says why not."""
         tool = self.registry.get(rec.tool)
         if tool is None:
@@ -214,8 +214,8 @@ class ApprovalGate:
         if problem is not None:
             return rejected(rec, CallCode.INVALID_ARGUMENTS, f"arguments do not match the "
                             f"{tool.name} schema: {problem}", now=now)
-        judged = self.judge.decide(rec, tool, args, identity=a.requester, run=ctx, batch=batch,
-                                   now=now, approval=approval_input(a))
+        judged = await self.judge.decide(rec, tool, args, identity=a.requester, run=ctx,
+                                         batch=batch, now=now, approval=approval_input(a))
         verdict = judged.decision.verdict if judged.decision else Verdict.UNSPECIFIED
         if judged.status == CallStatus.PENDING_APPROVAL and verdict != Verdict.ALLOW:
             return rejected(judged, CallCode.POLICY_DENIED, "the policy did not allow the "

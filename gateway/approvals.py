@@ -75,9 +75,9 @@ def already_decided(a: ApprovalRecord) -> RequestError:
 # ---------------------------------------------------------------------- who may see and decide
 
 
-def may_approve(policy: PolicyEngine, registry: Registry, approver: Identity,
-                a: ApprovalRecord) -> bool:
-    return policy.allows("may_approve", approve_input(approver, a, registry.get(a.tool)))
+async def may_approve(policy: PolicyEngine, registry: Registry, approver: Identity,
+                      a: ApprovalRecord) -> bool:
+    return await policy.allows("may_approve", approve_input(approver, a, registry.get(a.tool)))
 
 
 def own(who: Identity, a: ApprovalRecord) -> bool:
@@ -85,10 +85,10 @@ def own(who: Identity, a: ApprovalRecord) -> bool:
     return a.requested_by == who.subject and a.tenant == who.tenant
 
 
-def visible(policy: PolicyEngine, registry: Registry, who: Identity,
-            a: ApprovalRecord) -> bool:
+async def visible(policy: PolicyEngine, registry: Registry, who: Identity,
+                  a: ApprovalRecord) -> bool:
     """A caller sees the approvals of its own runs and those `may_approve` lets it decide."""
-    return own(who, a) or may_approve(policy, registry, who, a)
+    return own(who, a) or await may_approve(policy, registry, who, a)
 
 
 # ---------------------------------------------------------------------- the approval's moves

@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import grpc
 
@@ -30,6 +31,7 @@ from gateway.flags import (
     nonempty,
     one_of,
     option,
+    positive_int,
     resolve,
     seconds,
     switch,
@@ -62,8 +64,9 @@ def _serve_parser(sub: SubParsers) -> None:
            help="YAML file saying how callers are identified: tokens, jwt, mtls")
     option(p, "--insecure-dev-identity", default="", metavar="SUBJECT",
            help="no authentication: every caller is SUBJECT (local development only)")
-    option(p, "--engine", parse=one_of("embedded"), default="embedded", metavar="{embedded}",
-           help="policy engine: embedded")
+    option(p, "--engine", parse=one_of("embedded", "opa", "shadow"), default="embedded",
+           metavar="{embedded,opa,shadow}", help="policy engine: embedded (regorus in the "
+           "sidecar), opa (an OPA server decides), shadow (embedded decides, OPA is compared)")
     option(p, "--policy-prefix", parse=nonempty, default="data.callgate", metavar="PACKAGE",
            help="the Rego package callgate queries")
     option(p, "--db-busy-timeout", parse=seconds, default=5.0, metavar="SECONDS",
@@ -82,6 +85,7 @@ def _serve_parser(sub: SubParsers) -> None:
     switch(reload, "--log-decision-inputs", owner=p,
            help="log the exact input of every decision (one JSON line, logger "
            "callgate.decision_input) to replay with `callgate policy eval`")
+    _opa_options(p)
     tls = p.add_argument_group("TLS", "Without --tls-cert the listener is plaintext (for "
                                "loopback and unix sockets).\nCertificate files are read again "
                                "when they change.")
@@ -92,6 +96,29 @@ def _serve_parser(sub: SubParsers) -> None:
     option(tls, "--tls-client-ca", parse=existing_file, metavar="FILE", owner=p,
            help="PEM CA certificates: require client certificates they signed (mutual TLS)")
     p.set_defaults(handler=_serve)
+
+
+def _opa_options(p: argparse.ArgumentParser) -> None:
+    opa = p.add_argument_group("OPA server", "With --engine opa or shadow (docs/policies.md, "
+                               "\"Using your own OPA\").")
+    option(opa, "--opa-url", default="", metavar="URL", owner=p,
+           help="the OPA server: http(s)://HOST:PORT, with an optional path prefix")
+    option(opa, "--opa-token", default="", secret=True, owner=p,
+           help="bearer token sent to OPA (its --authentication=token)")
+    option(opa, "--opa-policies", parse=one_of("push", "external"), default="push",
+           metavar="{push,external}", owner=p,
+           help="push: upload --policies to OPA at start and on every reload; external: OPA "
+           "serves its own bundles and decisions record their revision")
+    option(opa, "--opa-timeout", parse=seconds, default=1.0, metavar="SECONDS", owner=p,
+           help="longest wait for one OPA decision; slower is a deny (policy_error)")
+    option(opa, "--opa-ca", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM CA certificates to trust for an https OPA (default: the system's)")
+    option(opa, "--opa-client-cert", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM client certificate to present to OPA (mutual TLS)")
+    option(opa, "--opa-client-key", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM private key of --opa-client-cert")
+    option(opa, "--shadow-queue", parse=positive_int, default=1000, metavar="N", owner=p,
+           help="shadow mode: comparisons waiting for OPA at most; more are dropped (counted)")
 
 
 def _serve(ns: argparse.Namespace) -> int:
@@ -105,7 +132,11 @@ def _serve(ns: argparse.Namespace) -> int:
         tls_cert=ns.tls_cert, tls_key=ns.tls_key, tls_client_ca=ns.tls_client_ca,
         policy_poll_interval_s=ns.policy_poll_interval,
         reload_requires_tests=ns.reload_requires_tests,
-        log_decision_inputs=ns.log_decision_inputs, approval_ttl_s=ns.approval_ttl)
+        log_decision_inputs=ns.log_decision_inputs, approval_ttl_s=ns.approval_ttl,
+        opa_url=ns.opa_url,
+        opa_token=ns.opa_token, opa_policies=ns.opa_policies, opa_timeout_s=ns.opa_timeout,
+        opa_ca=ns.opa_ca, opa_client_cert=ns.opa_client_cert, opa_client_key=ns.opa_client_key,
+        shadow_queue=ns.shadow_queue)
     asyncio.run(serve(config))
     return 0
 
@@ -181,7 +212,18 @@ def _policy_status(ns: argparse.Namespace) -> int:
         where = f"{rejected.file}:{rejected.line}" if rejected.line else rejected.file
         print(f"rejected reload:  at {rejected.at}, still serving the revision above\n"
               f"  {where}\n  {rejected.message}")
+    if status.HasField("shadow"):
+        _print_shadow(status.shadow)
     return 0
+
+
+def _print_shadow(shadow: Any) -> None:
+    reach = "reachable" if shadow.opa_reachable else "UNREACHABLE"
+    print(f"shadow (OPA):     {shadow.compared} compared, {shadow.disagreed} disagreed, "
+          f"{shadow.dropped} dropped (queue full), {shadow.failed} failed (OPA down or slow)\n"
+          f"  OPA revision:   {shadow.opa_revision or '(none yet)'}, {reach}")
+    if shadow.disagreed:
+        print("  every disagreement is in the audit trail as kind 'shadow'")
 
 
 POLICY_STATUS_HELP = ("\nand, against a running sidecar:\n  callgate policy status [--target] "

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gateway.errors import ConfigError
 from gateway.model import DEFAULT_APPROVAL_TTL_S
+from gateway.policy.opa.client import OpaSettings
 from gateway.store import sqlite_path
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
@@ -27,7 +28,7 @@ class ServeConfig(BaseModel):
     db: str = "callgate.db"
     auth: Path | None = None
     insecure_dev_identity: str = ""
-    engine: Literal["embedded"] = "embedded"
+    engine: Literal["embedded", "opa", "shadow"] = "embedded"
     policy_prefix: str = "data.callgate"
     db_busy_timeout_s: float = 5.0
     tls_cert: Path | None = None
@@ -40,6 +41,20 @@ class ServeConfig(BaseModel):
     log_decision_inputs: bool = False
     # how long an approval stays open when the policy's decision names no approval_ttl_s
     approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S
+    # The OPA server engine (--engine opa), or the second engine of --engine shadow.
+    opa_url: str = ""
+    opa_token: str = ""
+    opa_policies: Literal["push", "external"] = "push"
+    opa_timeout_s: float = 1.0
+    opa_ca: Path | None = None
+    opa_client_cert: Path | None = None
+    opa_client_key: Path | None = None
+    shadow_queue: int = 1000
+
+    def opa_settings(self) -> OpaSettings:
+        return OpaSettings(url=self.opa_url, token=self.opa_token, timeout_s=self.opa_timeout_s,
+                           ca=self.opa_ca, client_cert=self.opa_client_cert,
+                           client_key=self.opa_client_key)
 
     def check(self) -> None:
         if self.auth is None and not self.insecure_dev_identity:
@@ -57,6 +72,22 @@ class ServeConfig(BaseModel):
         if not 0 <= self.policy_poll_interval_s <= 3600:
             raise ConfigError(f"--policy-poll-interval {self.policy_poll_interval_s}: expected "
                               "seconds between 0 (reload only on SIGHUP) and 3600")
+        self.check_opa()
+
+    def check_opa(self) -> None:
+        if self.engine == "embedded":
+            if self.opa_url:
+                raise ConfigError("--opa-url is used only with --engine opa or --engine shadow")
+            return
+        if not self.opa_url:
+            raise ConfigError(f"--engine {self.engine} needs --opa-url URL (the OPA server)")
+        self.opa_settings().check()
+        if self.engine == "opa" and self.reload_requires_tests:
+            raise ConfigError("--reload-requires-tests runs the tests on the embedded engine: "
+                              "it cannot vouch for what OPA serves with --engine opa (run "
+                              "`callgate policy test --engine opa` before pushing instead)")
+        if not 1 <= self.shadow_queue <= 1_000_000:
+            raise ConfigError(f"--shadow-queue {self.shadow_queue}: expected 1 to 1000000")
 
     def check_tls(self) -> None:
         if (self.tls_cert is None) != (self.tls_key is None):

@@ -148,6 +148,14 @@ def whole_seconds(text: str) -> int:
     if not text.strip().isdigit() or int(text) < 1:
         raise ValueError("expected a whole number of seconds, 1 or more")
     return int(text)
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError("expected a whole number") from None
+    if value < 1:
+        raise ValueError("expected a whole number, 1 or more")
+    return value
 
 
 def parse_bool(text: str) -> bool:

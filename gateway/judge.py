@@ -62,7 +62,7 @@ class Judge:
             return rejected(rec, CallCode.INCOMPLETE_ARGUMENTS, INCOMPLETE, now=now)
         return rec
 
-    def judge(self, rec: CallRecord, *, identity: Identity, run: RunContext | None,
+    async def judge(self, rec: CallRecord, *, identity: Identity, run: RunContext | None,
               batch: Sequence[CallRecord], now: datetime) -> CallRecord:
         """allowlist → arguments → schema → policy, for a call still PROPOSED."""
         tool = self.registry.get(rec.tool)
@@ -82,14 +82,15 @@ class Judge:
         if problem is not None:
             return rejected(rec, CallCode.INVALID_ARGUMENTS,
                             f"arguments do not match the {tool.name} schema: {problem}", now=now)
-        return self.decide(rec, tool, args, identity=identity, run=run, batch=batch, now=now)
+        return await self.decide(rec, tool, args, identity=identity, run=run, batch=batch,
+                                 now=now)
 
-    def decide(self, rec: CallRecord, tool: Tool, args: dict[str, Any], *, identity: Identity,
+    async def decide(self, rec: CallRecord, tool: Tool, args: dict[str, Any], *, identity: Identity,
                run: RunContext | None, batch: Sequence[CallRecord], now: datetime,
                approval: dict[str, Any] | None = None) -> CallRecord:
         policy_in = call_input(rec=rec, tool=tool, args=args, identity=identity, run=run,
                                batch=[(c, c.effect) for c in batch], now=now, approval=approval)
-        decision = self.policy.decide(policy_in)
+        decision = await self.policy.decide(policy_in)
         if decision.is_policy_error:
             return rejected(rec, CallCode.POLICY_ERROR,
                             f"the policy could not decide this call ({decision.error}); "

@@ -193,11 +193,11 @@ class ProviderTurns:
 
     # ------------------------------------------------------------------ tools
 
-    def list_tools(self, identity: Identity, provider: str, api_version: str) -> str:
+    async def list_tools(self, identity: Identity, provider: str, api_version: str) -> str:
         """The caller's permitted tools as a JSON array of the provider's declarations."""
         api_version_of(provider, api_version)
         adapter = adapter_for(provider)
-        offered = self.runner.policy.offer(offer_input(identity))
+        offered = await self.runner.policy.offer(offer_input(identity))
         specs = [ToolSpec(t.name, t.description, t.manifest.input_schema)
                  for t in self.runner.registry.tools() if offered is None or t.name in offered]
         return json.dumps(adapter.tool_declarations(specs))

@@ -328,7 +328,7 @@ class Runner:
         policy permits partial writes (asked once per turn)."""
         undecided = [c for c in calls if c.status == CallStatus.PROPOSED and c.decision is None]
         if not undecided:
-            return calls, self._partial_writes(identity, calls)
+            return calls, await self._partial_writes(identity, calls)
         now = self.clock()
         recent = await self.store.recent_calls(run.run_id, RECENT_CALLS)
         ctx = RunContext(run=run, turn_seq=turn.seq, turn_id=turn.turn_id,
@@ -337,11 +337,11 @@ class Runner:
         spent = batch.exceeded(run)
         judged = [c if c.call_id not in pending
                   else batch.budget_rejected(c, now) if spent
-                  else self.judge.judge(c, identity=identity, run=ctx, batch=calls, now=now)
+                  else await self.judge.judge(c, identity=identity, run=ctx, batch=calls, now=now)
                   for c in calls]
         remaining = (None if run.budget.max_tool_calls == 0
                      else max(run.budget.max_tool_calls - run.tool_calls_used, 0))
-        partial = self._partial_writes(identity, judged)
+        partial = await self._partial_writes(identity, judged)
         planned = batch.plan(judged, remaining_tool_calls=remaining, partial_writes=partial,
                              now=now)
         approvals = [ap.requested(identity, c, now, self.approval_ttl_s) for c in planned
@@ -359,11 +359,11 @@ class Runner:
             self.on_pending(approvals)
         return planned, partial
 
-    def _partial_writes(self, identity: Identity, calls: Sequence[CallRecord]) -> bool:
+    async def _partial_writes(self, identity: Identity, calls: Sequence[CallRecord]) -> bool:
         writes = [c for c in calls if batch.is_write(c)]
         if len(writes) < 2:
             return False
-        return self.policy.partial_writes(batch_input(identity, calls))
+        return await self.policy.partial_writes(batch_input(identity, calls))
 
     # ------------------------------------------------------------------ settling
 
@@ -452,7 +452,7 @@ class Runner:
         found = await self.store.get_approval(req.approval_id)
         if found is None:
             raise ap.not_found(req.approval_id)
-        if not ap.may_approve(self.policy, self.registry, approver, found):
+        if not await ap.may_approve(self.policy, self.registry, approver, found):
             raise PermissionDenied(f"{approver.subject} may not decide approval "
                                    f"{found.approval_id} (the policy's may_approve refused)")
         return await self._exclusive(found.run_id,
@@ -534,7 +534,7 @@ class Runner:
             raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {req.run_id!r}")
         rec = await self.store.find_call(run.run_id, req.call_id)
         grant = resolve_input(operator, run.owner, run.run_id, req.call_id, rec)
-        if not self.policy.allows("may_resolve", grant):
+        if not await self.policy.allows("may_resolve", grant):
             raise PermissionDenied(f"{operator.subject} may not resolve calls of run "
                                    f"{run.run_id} (the policy's may_resolve refused)")
         if rec is None:
@@ -581,7 +581,7 @@ class Runner:
             recent = await self.store.recent_calls(run.run_id, RECENT_CALLS)
             ctx = RunContext(run=run, turn_seq=run.turns_used, turn_id="", recent=recent)
         judged = [r if r.status != CallStatus.PROPOSED
-                  else self.judge.judge(r, identity=identity, run=ctx, batch=recs, now=now)
+                  else await self.judge.judge(r, identity=identity, run=ctx, batch=recs, now=now)
                   for r in recs]
         await self.store.append_audit([self._authorize_audit(identity, r, now) for r in judged])
         return [AuthorizeDecision(r.call_id, r.decision or Decision(Verdict.UNSPECIFIED),

@@ -22,6 +22,7 @@ from gateway.errors import RequestCode, RequestError
 from gateway.identity import Authenticator, Credentials
 from gateway.model import Identity, rfc3339
 from gateway.policy.base import RejectedReload
+from gateway.policy.shadow import ShadowStats
 from gateway.provider_turns import ProviderTurnRequest, ProviderTurns
 from gateway.runner import Runner
 
@@ -69,6 +70,8 @@ class StatusInfo:
     version: str
     # Why the newest policy files are not serving, if they were rejected.
     rejected_reload: Callable[[], RejectedReload | None] = lambda: None
+    # Shadow mode's comparison counts (None in other modes).
+    shadow: Callable[[], ShadowStats | None] = lambda: None
 
 
 def credentials_of(context: grpc.aio.ServicerContext[Any, Any]) -> Credentials:
@@ -186,7 +189,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
     async def ListTools(self, request: pb.ListToolsRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.ListToolsResponse:
         async def go(who: Identity) -> pb.ListToolsResponse:
-            return pb.ListToolsResponse(tools_json=self.turns.list_tools(
+            return pb.ListToolsResponse(tools_json=await self.turns.list_tools(
                 who, request.provider, request.api_version))
         return await self._guard(context, go)
 
@@ -256,6 +259,12 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                 status.last_rejected_reload.CopyFrom(pb.RejectedReload(
                     file=rejected.file, line=rejected.line or 0, message=rejected.message,
                     at=rfc3339(rejected.at)))
+            shadow = self.info.shadow()
+            if shadow is not None:
+                status.shadow.CopyFrom(pb.ShadowStatus(
+                    compared=shadow.compared, disagreed=shadow.disagreed, dropped=shadow.dropped,
+                    failed=shadow.failed, opa_revision=shadow.opa_revision,
+                    opa_reachable=shadow.opa_reachable))
             return status
         return await self._guard(context, go)
 

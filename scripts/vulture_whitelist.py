@@ -11,6 +11,7 @@ from gateway.errors import CallCode
 from gateway.model import ApprovalStatus
 from gateway.policy.base import PolicyEngine
 from gateway.policy.bundle import Bundle
+from gateway.policy.opa.client import _Client
 from gateway.policy.testing import TestResult
 from gateway.server import ToolGatewayService
 from gateway.store.sqlite import SQLiteStore
@@ -53,3 +54,6 @@ run_serve_expecting_failure
 
 # A reference that keeps a scheduled task alive (the event loop holds tasks only weakly).
 Sidecar._health_update
+
+# opa-python-client reads the session its subclass sets up (gateway/policy/opa/client.py).
+_Client._session

@@ -140,3 +140,9 @@ def connect(sidecar: SidecarProcess) -> Iterator[Connect]:
 @pytest.fixture
 def run_id() -> str:
     return f"run-{uuid.uuid4().hex[:12]}"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """An `opa` the tests started (tests/support/opa.py) ends with them."""
+    from tests.support.opa import stop_live_opa
+    stop_live_opa()

@@ -1,8 +1,9 @@
 """The policy contract as the runner sees it (the rules and inputs: docs/policies.md).
 
 Every method is fail-closed: an undefined, malformed or failing evaluation never yields an allow.
-Methods are synchronous: an embedded evaluation costs ~50 µs and runs inline on the caller's
-thread (each thread gets its own engine; regorus engines are unsendable).
+The evaluation methods are coroutines, because an OPA server engine asks over the network; the
+embedded engine answers at once (an evaluation costs ~50 µs and runs inline on the event loop's
+own regorus engine: a thread hop would cost more than it saves).
 """
 
 from __future__ import annotations
@@ -40,21 +41,21 @@ class PolicyEngine(Protocol):
     @property
     def loaded_at(self) -> datetime: ...
 
-    def decide(self, input: dict[str, Any]) -> Decision:
+    async def decide(self, input: dict[str, Any]) -> Decision:
         """`decision` → ALLOW / DENY / APPROVAL_REQUIRED; any error → DENY policy_error."""
         ...
 
-    def allows(self, rule: str, input: dict[str, Any]) -> bool:
+    async def allows(self, rule: str, input: dict[str, Any]) -> bool:
         """A boolean grant such as `may_approve`; undefined, non-bool or error → False."""
         ...
 
-    def offer(self, input: dict[str, Any]) -> set[str] | None:
+    async def offer(self, input: dict[str, Any]) -> set[str] | None:
         """`offer`: tool names to list; None when the rule is undefined (offer every tool).
         An evaluation error offers nothing (empty set)."""
         ...
 
-    def partial_writes(self, input: dict[str, Any]) -> bool:
+    async def partial_writes(self, input: dict[str, Any]) -> bool:
         """`batch_policy.partial_writes`; undefined or error → False."""
         ...
 
-    def healthy(self) -> bool: ...
+    async def healthy(self) -> bool: ...

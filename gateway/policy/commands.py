@@ -1,14 +1,18 @@
 """`callgate policy check|test|eval|coverage`: offline policy tools (no sidecar).
 
     check DIR|FILE...                 load, compile and check; every problem with file and line
-    test DIR [-v] [--run REGEX]       run the Rego unit tests; last line "N passed, M failed"
+    test DIR [-v] [--run REGEX] [--engine embedded|opa|both --opa-url URL]
+                                      run the Rego unit tests; last line "N passed, M failed";
+                                      on OPA too (both: the engines must agree)
     eval DIR --input FILE|- [--rule decision] [--explain] [--format pretty|json]
                                       evaluate one rule; for `decision` also the verdict
     coverage DIR [-v]                 run the tests with coverage; per-file line counts
 
 Exit status:
     check     0 the policies load and pass every check; 1 a problem was found
-    test      0 every test passed; 1 a test failed, there are none, or the policies are bad
+    test      0 every test passed (with --engine both: on both engines); 1 a test failed,
+              there are none, the policies are bad, OPA cannot be reached, or the engines
+              disagree
     eval      0 the rule produced a value (for `decision`: a well-formed decision, whatever
               its verdict); 1 the rule is undefined, the decision is malformed, the evaluation
               failed, or the policies are bad
@@ -73,8 +77,8 @@ def run_policy_command(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    handler: Callable[[argparse.Namespace, _Out], int] = args.handler
-    out = _Out(sys.stdout, sys.stderr)
+    handler: Callable[[argparse.Namespace, Out], int] = args.handler
+    out = Out(sys.stdout, sys.stderr)
     try:
         return handler(args, out)
     except UsageError as exc:
@@ -133,6 +137,14 @@ def _test_parser(sub: _Sub) -> None:
                    help="only tests whose path (data.pkg.test_name) matches this regular "
                         "expression")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    p.add_argument("--engine", choices=("embedded", "opa", "both"), default="embedded",
+                   help="where the tests run: opa pushes the directory and its tests to "
+                        "--opa-url (a scratch OPA: its data is replaced meanwhile) and queries "
+                        "each test; both runs them on each and fails unless they agree")
+    p.add_argument("--opa-url", default=os.environ.get("CALLGATE_OPA_URL", ""),
+                   metavar="URL", help="the OPA server (default: $CALLGATE_OPA_URL)")
+    p.add_argument("--opa-token", default=os.environ.get("CALLGATE_OPA_TOKEN", ""),
+                   metavar="TOKEN", help="bearer token for OPA (default: $CALLGATE_OPA_TOKEN)")
     p.set_defaults(handler=_test)
 
 
@@ -165,7 +177,7 @@ def _coverage_parser(sub: _Sub) -> None:
 # output
 
 
-class _Out:
+class Out:
     """stdout/stderr, with colour only on a terminal."""
 
     def __init__(self, stdout: TextIO, stderr: TextIO) -> None:
@@ -199,7 +211,7 @@ def _silence_stdout() -> None:
         pass
 
 
-def _print_problems(exc: ConfigError, out: _Out) -> None:
+def _print_problems(exc: ConfigError, out: Out) -> None:
     problems = exc.problems if isinstance(exc, PolicyConfigError) else (exc,)
     for problem in problems:
         out.err(problem.message)
@@ -207,7 +219,7 @@ def _print_problems(exc: ConfigError, out: _Out) -> None:
     out.err(f"{count} problem{'s' * (count != 1)}: the policies were not loaded")
 
 
-def _dump(value: Any) -> str:
+def dump(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, default=_jsonable_set)
 
 
@@ -221,17 +233,17 @@ def _jsonable_set(value: Any) -> Any:
 # check
 
 
-def _check(args: argparse.Namespace, out: _Out) -> int:
+def _check(args: argparse.Namespace, out: Out) -> int:
     try:
         bundle = load_paths(args.paths)
         EmbeddedEngine(bundle, prefix=args.prefix)  # compiles and runs every static check
     except PolicyConfigError as exc:
         if args.format == "json":
-            out.line(_dump({"ok": False, "problems": [_problem_json(p) for p in exc.problems]}))
+            out.line(dump({"ok": False, "problems": [_problem_json(p) for p in exc.problems]}))
             return EXIT_FAILED
         raise
     if args.format == "json":
-        out.line(_dump({"ok": True, "revision": bundle.revision,
+        out.line(dump({"ok": True, "revision": bundle.revision,
                         "rules": sorted({r.path for r in bundle.rules})}))
         return EXIT_OK
     where = " ".join(str(p) for p in args.paths)
@@ -277,28 +289,31 @@ def _run(args: argparse.Namespace, *, coverage: bool) -> TestReport:
     return run_tests(args.directory, coverage=coverage, match=match)
 
 
-def _test(args: argparse.Namespace, out: _Out) -> int:
+def _test(args: argparse.Namespace, out: Out) -> int:
+    if args.engine != "embedded":
+        from gateway.policy.opa.commands import test_on_opa
+        return test_on_opa(args, out, _run)
     report = _run(args, coverage=False)
     if args.format == "json":
-        out.line(_dump({"passed": report.passed, "failed": report.failed,
-                        "tests": [_result_json(r) for r in report.results]}))
+        out.line(dump({"passed": report.passed, "failed": report.failed,
+                        "tests": [result_json(r) for r in report.results]}))
         return EXIT_OK if report.ok else EXIT_FAILED
-    _print_results(report, out, verbose=args.verbose)
-    return _finish(report, out, args.run)
+    print_results(report, out, verbose=args.verbose)
+    return finish(report, out, args.run)
 
 
-def _coverage(args: argparse.Namespace, out: _Out) -> int:
+def _coverage(args: argparse.Namespace, out: Out) -> int:
     report = _run(args, coverage=True)
     if args.format == "json":
-        out.line(_dump({"passed": report.passed, "failed": report.failed,
+        out.line(dump({"passed": report.passed, "failed": report.failed,
                         "files": [{"path": f.path, "covered": list(f.covered),
                                    "not_covered": list(f.not_covered),
                                    "percent": round(f.percent, 1)} for f in report.coverage]}))
         return EXIT_OK if report.ok else EXIT_FAILED
-    _print_results(report, out, verbose=False)
+    print_results(report, out, verbose=False)
     for file in report.coverage:
         out.line(_coverage_line(file, verbose=args.verbose))
-    return _finish(report, out)
+    return finish(report, out)
 
 
 def _coverage_line(file: FileCoverage, *, verbose: bool) -> str:
@@ -309,7 +324,7 @@ def _coverage_line(file: FileCoverage, *, verbose: bool) -> str:
     return line
 
 
-def _print_results(report: TestReport, out: _Out, *, verbose: bool) -> None:
+def print_results(report: TestReport, out: Out, *, verbose: bool) -> None:
     for result in report.results:
         if not result.passed:
             out.line(_result_line(out.paint("FAIL", "red"), result, timed=verbose))
@@ -341,7 +356,7 @@ def _failure_lines(result: TestResult) -> list[str]:
     return lines
 
 
-def _result_json(result: TestResult) -> dict[str, Any]:
+def result_json(result: TestResult) -> dict[str, Any]:
     out: dict[str, Any] = {"name": result.case.path, "file": result.case.file,
                            "line": result.case.line, "passed": result.passed,
                            "duration_ms": round(result.duration_s * 1000, 3)}
@@ -353,7 +368,7 @@ def _result_json(result: TestResult) -> dict[str, Any]:
     return out
 
 
-def _finish(report: TestReport, out: _Out, run: str | None = None) -> int:
+def finish(report: TestReport, out: Out, run: str | None = None) -> int:
     if not report.results:
         out.err(f"no tests match --run {run!r}" if run else "no tests found (rules named test_*)")
     summary = report.summary()
@@ -365,7 +380,7 @@ def _finish(report: TestReport, out: _Out, run: str | None = None) -> int:
 # eval
 
 
-def _eval(args: argparse.Namespace, out: _Out) -> int:
+def _eval(args: argparse.Namespace, out: Out) -> int:
     input_doc = _read_input(args.input)
     bundle = load_bundle(args.directory)
     engine = EmbeddedEngine(bundle, prefix=args.prefix)
@@ -376,7 +391,7 @@ def _eval(args: argparse.Namespace, out: _Out) -> int:
         explanation = explain(bundle, f"{args.prefix}.{args.rule}", package,
                               input_json(input_doc))
     if args.format == "json":
-        out.line(_dump(result.to_json(explanation)))
+        out.line(dump(result.to_json(explanation)))
     else:
         result.print(out)
         if explanation is not None:
@@ -434,13 +449,13 @@ class _Evaluation:
             return EXIT_FAILED
         return EXIT_OK
 
-    def print(self, out: _Out) -> None:
+    def print(self, out: Out) -> None:
         if self.error:
             out.err(f"evaluation failed: {self.error}")
         elif self.value is UNDEFINED:
             out.line(out.paint("undefined", "yellow"))
         else:
-            out.line(_dump(self.value))
+            out.line(dump(self.value))
         if self.decision is not None:
             _print_verdict(self.decision, out)
         elif not self.error:
@@ -450,7 +465,7 @@ class _Evaluation:
         doc: dict[str, Any] = {"rule": self.rule, "revision": self.revision,
                                "defined": self.value is not UNDEFINED}
         if self.value is not UNDEFINED:
-            doc["value"] = json.loads(_dump(self.value))
+            doc["value"] = json.loads(dump(self.value))
         if self.error:
             doc["error"] = self.error
         if self.decision is not None:
@@ -465,7 +480,7 @@ class _Evaluation:
         return doc
 
 
-def _print_verdict(decision: Decision, out: _Out) -> None:
+def _print_verdict(decision: Decision, out: Out) -> None:
     extra = f", approval_ttl_s {decision.approval_ttl_s}" if decision.approval_ttl_s else ""
     error = " (policy_error)" if decision.error else ""
     colour = {"ALLOW": "green", "DENY": "red"}.get(decision.verdict.value, "yellow")
@@ -475,7 +490,7 @@ def _print_verdict(decision: Decision, out: _Out) -> None:
     out.line(f"policy revision: {decision.policy_revision}")
 
 
-def _print_explanation(explanation: Explanation, out: _Out) -> None:
+def _print_explanation(explanation: Explanation, out: Out) -> None:
     out.line("")
     out.line(out.paint(f"explanation ({explanation.package}: rules evaluated for this input)",
                        "bold"))
@@ -489,7 +504,7 @@ def _print_explanation(explanation: Explanation, out: _Out) -> None:
                            "were not evaluated)", "dim"))
 
 
-def _outcome(rule: Any, out: _Out) -> str:
+def _outcome(rule: Any, out: Out) -> str:
     if rule.error:
         return f"{out.paint('error', 'red')}  {rule.error}"
     if rule.kind == "function":

@@ -8,7 +8,8 @@ refused while the previous revision keeps serving.
 
 `prepare` is everything a revision must pass before it may serve, run off the event loop: it
 loads, compiles and checks the files, requires `decision` to be defined and, when asked, runs
-the set's own tests.
+the set's own tests. `ReloadTarget` is what the reloader (`watch`) needs of an engine: this
+one, the OPA engine pushing a directory, or the shadow pair.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 import logging
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from gateway.model import Decision
 from gateway.policy.base import RejectedReload
@@ -49,14 +50,19 @@ def prepare(directory: Path, prefix: str, *, require_tests: bool = False) -> Bun
 def _prepare(directory: Path, prefix: str, *, require_tests: bool) -> Bundle:
     bundle = load_bundle(directory)
     analyze(bundle)
+    require_decision(bundle, prefix)
+    if require_tests:
+        _require_tests(bundle)
+    return bundle
+
+
+def require_decision(bundle: Bundle, prefix: str) -> None:
+    """PolicyConfigError unless the bundle defines `<prefix>.decision`."""
     if not any(r.path == f"{prefix}.decision" and not r.function for r in bundle.rules):
         where = bundle.root.as_posix()
         raise PolicyConfigError(f"{where}: {prefix}.decision is not defined: every call would "
                                 "be denied", file=where, detail=f"{prefix}.decision is not "
                                 "defined")
-    if require_tests:
-        _require_tests(bundle)
-    return bundle
 
 
 def _require_tests(bundle: Bundle) -> None:
@@ -72,6 +78,29 @@ def _require_tests(bundle: Bundle) -> None:
         detail = f"test {first.case.path} failed: {first.reason}{more}"
         raise PolicyConfigError(f"{first.case.file}:{first.case.line}: {detail}",
                                 file=first.case.file, line=first.case.line, detail=detail)
+
+
+class ReloadTarget(Protocol):
+    """An engine the reloader keeps serving the newest good revision of a directory."""
+
+    @property
+    def revision(self) -> str: ...
+
+    @property
+    def last_rejected(self) -> RejectedReload | None: ...
+
+    def prepare(self, directory: Path, prefix: str, *, require_tests: bool) -> Bundle:
+        """Load and check a candidate (on a worker thread); PolicyConfigError if it may not
+        serve."""
+        ...
+
+    async def load(self, bundle: Bundle, prefix: str) -> None:
+        """Serve a prepared bundle from the next decision on; PolicyConfigError if it cannot."""
+        ...
+
+    def reject(self, rejection: RejectedReload) -> None: ...
+
+    def accept_unchanged(self) -> None: ...
 
 
 class ReloadingEngine:
@@ -102,6 +131,12 @@ class ReloadingEngine:
     def reject(self, rejection: RejectedReload) -> None:
         self._rejected = rejection
 
+    def prepare(self, directory: Path, prefix: str, *, require_tests: bool) -> Bundle:
+        return prepare(directory, prefix, require_tests=require_tests)
+
+    async def load(self, bundle: Bundle, prefix: str) -> None:
+        self.install(EmbeddedEngine(bundle, prefix=prefix, checked=True))
+
     def accept_unchanged(self) -> None:
         """The files on disk are the serving revision again: nothing is rejected."""
         self._rejected = None
@@ -116,27 +151,30 @@ class ReloadingEngine:
     def loaded_at(self) -> datetime:
         return self._current.loaded_at
 
-    def decide(self, input: dict[str, Any]) -> Decision:
-        engine = self._current
+    async def decide(self, input: dict[str, Any]) -> Decision:
         try:
             text = input_json(input)
         except (TypeError, ValueError) as exc:
-            return error_decision(f"input is not JSON: {exc}", engine.revision)
-        decision = engine.decide_json(text)
+            return error_decision(f"input is not JSON: {exc}", self._current.revision)
+        return self.decide_json(text)
+
+    def decide_json(self, text: str) -> Decision:
+        """`decide` for an input already serialized with `input_json`."""
+        decision = self._current.decide_json(text)
         if self._log_inputs:
             self._log_input(text, decision)
         return decision
 
-    def allows(self, rule: str, input: dict[str, Any]) -> bool:
+    async def allows(self, rule: str, input: dict[str, Any]) -> bool:
         return self._current.allows(rule, input)
 
-    def offer(self, input: dict[str, Any]) -> set[str] | None:
+    async def offer(self, input: dict[str, Any]) -> set[str] | None:
         return self._current.offer(input)
 
-    def partial_writes(self, input: dict[str, Any]) -> bool:
+    async def partial_writes(self, input: dict[str, Any]) -> bool:
         return self._current.partial_writes(input)
 
-    def healthy(self) -> bool:
+    async def healthy(self) -> bool:
         return self._current.healthy()
 
     @staticmethod

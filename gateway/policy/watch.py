@@ -9,8 +9,9 @@ they changed while being read, nothing is decided and the new state is waited fo
 rejected while a slow writer was still writing is replaced as soon as the full write lands
 (the rejection does not stick). `request()` (SIGHUP) reloads at once, without waiting.
 
-Loading and checking run in a worker thread (`reload.prepare`); only the final engine build
-and the swap run on the event loop, so decisions keep flowing during a reload.
+Loading and checking run in a worker thread (the target's `prepare`); only the final step (an
+embedded engine's build and swap, or a push to OPA) runs on the event loop, so decisions keep
+flowing during a reload.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gateway.policy.bundle import DATA_FILE_NAMES, PolicyConfigError
-from gateway.policy.embedded import EmbeddedEngine
-from gateway.policy.reload import RejectedReload, ReloadingEngine, prepare
+from gateway.policy.reload import RejectedReload, ReloadTarget
 
 log = logging.getLogger("callgate.policy")
 
@@ -95,9 +95,9 @@ class ReloadResult:
 
 
 class PolicyReloader:
-    """Keeps a ReloadingEngine serving the newest good revision of a policy directory."""
+    """Keeps an engine serving the newest good revision of a policy directory."""
 
-    def __init__(self, engine: ReloadingEngine, directory: Path, prefix: str, *,
+    def __init__(self, engine: ReloadTarget, directory: Path, prefix: str, *,
                  require_tests: bool = False, interval_s: float = DEFAULT_INTERVAL_S,
                  settle_s: float = DEFAULT_SETTLE_S,
                  on_change: Callable[[], None] | None = None,
@@ -150,7 +150,7 @@ class PolicyReloader:
         rejection: RejectedReload | None = None
         bundle = None
         try:
-            bundle = await asyncio.to_thread(prepare, self.directory, self.prefix,
+            bundle = await asyncio.to_thread(self.engine.prepare, self.directory, self.prefix,
                                              require_tests=self.require_tests)
         except PolicyConfigError as exc:
             rejection = RejectedReload.of(exc)
@@ -166,16 +166,15 @@ class PolicyReloader:
             self.engine.accept_unchanged()
             self._notify(changed)
             return ReloadResult("unchanged", revision=bundle.revision)
+        previous = self.engine.revision
         try:
-            engine = EmbeddedEngine(bundle, prefix=self.prefix, checked=True)
+            await self.engine.load(bundle, self.prefix)
         except PolicyConfigError as exc:
             return self._rejected(RejectedReload.of(exc))
-        previous = self.engine.revision
-        self.engine.install(engine)
         self._last_logged = ""
-        log.info("policy reloaded: revision %s (was %s)", engine.revision, previous)
+        log.info("policy reloaded: revision %s (was %s)", bundle.revision, previous)
         self._notify(True)
-        return ReloadResult("installed", revision=engine.revision)
+        return ReloadResult("installed", revision=bundle.revision)
 
     def _rejected(self, rejection: RejectedReload) -> ReloadResult:
         self.engine.reject(rejection)

@@ -66,7 +66,10 @@ def test_a_bad_variable_names_itself_and_exits_2() -> None:
     (["serve", "--db-busy-timeout", "-1"], {}, "0 or more"),
     (["serve", "--listen", "nowhere"], {}, "argument --listen: 'nowhere': expected HOST:PORT"),
     (["serve", "--tools", "/no/such/dir"], {}, "argument --tools: '/no/such/dir': no such"),
-    (["serve", "--engine", "opa"], {}, "expected one of: embedded"),
+    (["serve", "--engine", "wasm"], {}, "expected one of: embedded, opa, shadow"),
+    (["serve", "--opa-policies", "pull"], {}, "expected one of: push, external"),
+    (["serve", "--opa-timeout", "soon"], {}, "argument --opa-timeout: 'soon'"),
+    (["serve", "--shadow-queue", "0"], {}, "expected a whole number, 1 or more"),
     (["serve"], {}, "--tools is required (or set CALLGATE_TOOLS)"),
     (["serve", "--tools", str(TOOLS)], {"CALLGATE_POLICIES": "/nope"},
      "CALLGATE_POLICIES='/nope': no such directory"),
@@ -102,7 +105,14 @@ def test_configuration_errors_at_start_up_exit_2_in_one_line(tmp_path: Path) -> 
     for extra, expected in [(["--db", "mysql://db/x"], "expected PATH, sqlite:///PATH"),
                             (["--tls-cert", str(cert)], "--tls-cert and --tls-key go together"),
                             (["--tls-cert", str(cert), "--tls-key", str(cert)],
-                             "not a PEM certificate file")]:
+                             "not a PEM certificate file"),
+                            (["--engine", "opa"], "--engine opa needs --opa-url URL"),
+                            (["--engine", "shadow", "--opa-url", "ftp://opa"],
+                             "--opa-url 'ftp://opa': expected http://HOST:PORT"),
+                            (["--opa-url", "http://127.0.0.1:8181"],
+                             "--opa-url is used only with --engine opa or --engine shadow"),
+                            (["--engine", "opa", "--opa-url", "http://127.0.0.1:8181",
+                              "--reload-requires-tests"], "--reload-requires-tests runs the")]:
         done = callgate(*base, *extra)
         assert done.returncode == 2, done.stderr
         assert expected in one_line(done.stderr)

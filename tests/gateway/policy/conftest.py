@@ -13,8 +13,13 @@ from tests.gateway.policy.inputs import DEFAULT_POLICIES, WriteBundle
 
 
 @pytest.fixture(scope="session")
-def default_engine() -> EmbeddedEngine:
+def embedded_default() -> EmbeddedEngine:
     return EmbeddedEngine(load_bundle(DEFAULT_POLICIES))
+
+
+@pytest.fixture(scope="session")
+def default_engine(embedded_default: EmbeddedEngine) -> EmbeddedEngine:
+    return embedded_default
 
 
 @pytest.fixture

@@ -1,14 +1,38 @@
-"""The default bundle in policies/, through EmbeddedEngine with full call inputs."""
+"""The default bundle in policies/ with full call inputs, on each engine: the embedded one,
+OPA (pushed the same directory; a live OPA when there is one, SKIPPED otherwise) and the
+stand-in OPA (tests/support/opa.py) that checks the wire handling in every run."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from gateway.model import Verdict
 from gateway.policy import EmbeddedEngine
-from tests.gateway.policy.inputs import approval_by, call_input, identity
+from tests.gateway.policy.inputs import DEFAULT_POLICIES, approval_by, call_input, identity
+from tests.support.opa import FakeOpa, SyncOpaEngine, live_opa_url
+
+
+@pytest.fixture(scope="module", params=["embedded", "opa-stand-in", "opa-live"])
+def default_engine(request: pytest.FixtureRequest,
+                   embedded_default: EmbeddedEngine) -> Iterator[Any]:
+    if request.param == "embedded":
+        yield embedded_default
+        return
+    if request.param == "opa-live":
+        url = live_opa_url()
+        if url is None:
+            pytest.skip("no OPA: put `opa` on PATH or set CALLGATE_TEST_OPA_URL")
+        engine = SyncOpaEngine(url, DEFAULT_POLICIES)
+        yield engine
+        engine.close()
+        return
+    with FakeOpa() as opa:
+        engine = SyncOpaEngine(opa.url, DEFAULT_POLICIES)
+        yield engine
+        engine.close()
 
 ALICE = identity("alice", "acme", "traveler")
 OLGA = identity("olga", "acme", "organizer")

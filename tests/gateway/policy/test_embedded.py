@@ -12,6 +12,7 @@ from gateway.model import Decision, Verdict
 from gateway.policy import EmbeddedEngine, PolicyEvalError, PolicyUndefined, load_engine
 from gateway.policy.base import PolicyEngine
 from gateway.policy.embedded import decision_from_value
+from gateway.policy.reload import ReloadingEngine
 from tests.gateway.policy.inputs import DEFAULT_POLICIES, WriteBundle, call_input, identity
 
 OLGA = identity("olga", "acme", "organizer")
@@ -31,10 +32,10 @@ def assert_policy_error(decision: Decision, engine: EmbeddedEngine, text: str) -
     assert decision.reasons and decision.reasons[0].startswith("policy_error: ")
 
 
-def test_is_a_policy_engine(default_engine: EmbeddedEngine) -> None:
-    engine: PolicyEngine = default_engine
+async def test_is_a_policy_engine(default_engine: EmbeddedEngine) -> None:
+    engine: PolicyEngine = ReloadingEngine(default_engine)
     assert engine.name == "embedded"
-    assert engine.healthy()
+    assert await engine.healthy()
     assert engine.loaded_at.tzinfo is not None
 
 

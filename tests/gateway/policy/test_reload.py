@@ -94,10 +94,10 @@ def test_snapshot_sees_policy_and_data_files_only(write_bundle: WriteBundle) -> 
 async def test_an_edit_is_installed_and_decisions_move_to_it(write_bundle: WriteBundle) -> None:
     root = write_bundle({"p.rego": policy("rev-a")})
     engine, reloader, clock = serving(root)
-    first = engine.decide(CALL)
+    first = await engine.decide(CALL)
     (root / "p.rego").write_text(policy("rev-b", allow=False))
     result = await settle(reloader, clock)
-    second = engine.decide(CALL)
+    second = await engine.decide(CALL)
     assert result.outcome == "installed"  # type: ignore[attr-defined]
     assert (first.verdict, first.reasons) == (Verdict.ALLOW, ("rev-a",))
     assert (second.verdict, second.reasons) == (Verdict.DENY, ("rev-b",))
@@ -118,7 +118,7 @@ async def test_a_broken_file_is_rejected_and_the_old_revision_serves(
     rejected = engine.last_rejected
     assert rejected is not None and rejected.file.endswith("extra.rego") and rejected.line == 5
     assert "expecting expression" in rejected.message
-    assert engine.decide(CALL).policy_revision == old
+    assert (await engine.decide(CALL)).policy_revision == old
     assert len([r for r in caplog.records if "reload rejected" in r.message]) == 1  # once
 
     (root / "extra.rego").unlink()
@@ -135,7 +135,7 @@ async def test_removing_decision_is_rejected(write_bundle: WriteBundle) -> None:
     assert result.outcome == "rejected"  # type: ignore[attr-defined]
     assert engine.last_rejected is not None
     assert "data.callgate.decision is not defined" in engine.last_rejected.message
-    assert engine.decide(CALL).reasons == ("rev-a",)
+    assert (await engine.decide(CALL)).reasons == ("rev-a",)
 
 
 async def test_a_type_error_is_rejected_too(write_bundle: WriteBundle) -> None:
@@ -146,7 +146,7 @@ async def test_a_type_error_is_rejected_too(write_bundle: WriteBundle) -> None:
     await settle(reloader, clock)
     assert engine.last_rejected is not None
     assert "rego_type_error: concat" in engine.last_rejected.message
-    assert engine.decide(CALL).verdict is Verdict.ALLOW
+    assert (await engine.decide(CALL)).verdict is Verdict.ALLOW
 
 
 async def test_deleting_a_data_file_reloads(write_bundle: WriteBundle) -> None:
@@ -155,11 +155,11 @@ async def test_deleting_a_data_file_reloads(write_bundle: WriteBundle) -> None:
                                    'input.call.tool in data.blocklist.tools\n',
                          "blocklist/data.json": {"tools": ["get_weather"]}})
     engine, reloader, clock = serving(root)
-    assert engine.decide(CALL).verdict is Verdict.DENY
+    assert (await engine.decide(CALL)).verdict is Verdict.DENY
     (root / "blocklist" / "data.json").unlink()
     result = await settle(reloader, clock)
     assert result.outcome == "installed"  # type: ignore[attr-defined]
-    assert engine.decide(CALL).verdict is Verdict.ALLOW
+    assert (await engine.decide(CALL)).verdict is Verdict.ALLOW
 
 
 async def test_a_new_file_is_picked_up(write_bundle: WriteBundle) -> None:
@@ -169,7 +169,7 @@ async def test_a_new_file_is_picked_up(write_bundle: WriteBundle) -> None:
     engine, reloader, clock = serving(root)
     (root / "more.rego").write_text('package callgate\n\ndeny contains "no" if true\n')
     await settle(reloader, clock)
-    assert engine.decide(CALL).verdict is Verdict.DENY
+    assert (await engine.decide(CALL)).verdict is Verdict.DENY
 
 
 async def test_temp_file_and_rename_is_read_whole(write_bundle: WriteBundle) -> None:
@@ -183,7 +183,7 @@ async def test_temp_file_and_rename_is_read_whole(write_bundle: WriteBundle) -> 
     os.replace(temp, root / "p.rego")
     result = await settle(reloader, clock)
     assert result.outcome == "installed"  # type: ignore[attr-defined]
-    assert engine.last_rejected is None and engine.decide(CALL).reasons == ("rev-b",)
+    assert engine.last_rejected is None and (await engine.decide(CALL)).reasons == ("rev-b",)
 
 
 async def test_truncate_then_write_never_serves_the_half_file(write_bundle: WriteBundle) -> None:
@@ -216,7 +216,7 @@ async def test_a_rejection_from_a_stalled_writer_does_not_stick(
     assert engine.last_rejected is not None
     path.write_text(policy("rev-b"))  # the rest arrives
     await settle(reloader, clock)
-    assert engine.last_rejected is None and engine.decide(CALL).reasons == ("rev-b",)
+    assert engine.last_rejected is None and (await engine.decide(CALL)).reasons == ("rev-b",)
 
 
 async def test_files_changed_while_read_are_read_again(write_bundle: WriteBundle) -> None:
@@ -226,7 +226,7 @@ async def test_files_changed_while_read_are_read_again(write_bundle: WriteBundle
     (root / "p.rego").write_text(policy("rev-b"))  # lands after the scan, before the read ends
     result = await reloader.reload(before)
     assert result.outcome == "retry"
-    assert engine.last_rejected is None and engine.decide(CALL).reasons == ("rev-a",)
+    assert engine.last_rejected is None and (await engine.decide(CALL)).reasons == ("rev-a",)
 
 
 async def test_reload_requires_tests(write_bundle: WriteBundle) -> None:
@@ -241,19 +241,19 @@ async def test_reload_requires_tests(write_bundle: WriteBundle) -> None:
     assert "test data.callgate_test.test_allows failed" in rejected.message
     (root / "p.rego").write_text(policy("rev-c"))
     await settle(reloader, clock)
-    assert engine.last_rejected is None and engine.decide(CALL).reasons == ("rev-c",)
+    assert engine.last_rejected is None and (await engine.decide(CALL)).reasons == ("rev-c",)
 
 
 # -- the serving engine -----------------------------------------------------------------------
 
 
-def test_decision_inputs_are_logged_for_replay(write_bundle: WriteBundle,
+async def test_decision_inputs_are_logged_for_replay(write_bundle: WriteBundle,
                                                caplog: pytest.LogCaptureFixture) -> None:
     root = write_bundle({"p.rego": policy("rev-a")})
     engine = ReloadingEngine(EmbeddedEngine(prepare(root, "data.callgate"), checked=True),
                              log_inputs=True)
     with caplog.at_level(logging.INFO, logger="callgate.decision_input"):
-        decision = engine.decide(CALL)
+        decision = await engine.decide(CALL)
     line = json.loads(caplog.records[-1].getMessage())
     assert line["input"] == CALL
     assert line["policy_revision"] == decision.policy_revision and line["verdict"] == "ALLOW"
@@ -262,10 +262,10 @@ def test_decision_inputs_are_logged_for_replay(write_bundle: WriteBundle,
         text.encode()).hexdigest()
 
 
-def test_inputs_are_not_logged_by_default(write_bundle: WriteBundle,
+async def test_inputs_are_not_logged_by_default(write_bundle: WriteBundle,
                                           caplog: pytest.LogCaptureFixture) -> None:
     root = write_bundle({"p.rego": policy("rev-a")})
     engine = ReloadingEngine(EmbeddedEngine(prepare(root, "data.callgate"), checked=True))
     with caplog.at_level(logging.INFO, logger="callgate.decision_input"):
-        assert engine.decide(CALL).input_sha256
+        assert (await engine.decide(CALL)).input_sha256
     assert not [r for r in caplog.records if r.name == "callgate.decision_input"]

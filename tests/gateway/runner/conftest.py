@@ -52,7 +52,7 @@ class ScriptedPolicy:
     revision: str = "sha256:scripted"
     loaded_at: datetime = START
 
-    def decide(self, input: dict[str, Any]) -> Decision:
+    async def decide(self, input: dict[str, Any]) -> Decision:
         self.inputs.append(input)
         tool = input["call"]["tool"]
         if tool in self.errors:
@@ -62,18 +62,18 @@ class ScriptedPolicy:
         return Decision(verdict, (f"{verdict.value.lower()} by script",), self.revision,
                         approval_ttl_s=600 if verdict == Verdict.APPROVAL_REQUIRED else None)
 
-    def allows(self, rule: str, input: dict[str, Any]) -> bool:
+    async def allows(self, rule: str, input: dict[str, Any]) -> bool:
         self.inputs.append(input)
         return self.grants.get(rule, False)
 
-    def offer(self, input: dict[str, Any]) -> set[str] | None:
+    async def offer(self, input: dict[str, Any]) -> set[str] | None:
         return None
 
-    def partial_writes(self, input: dict[str, Any]) -> bool:
+    async def partial_writes(self, input: dict[str, Any]) -> bool:
         self.inputs.append(input)
         return self.partial
 
-    def healthy(self) -> bool:
+    async def healthy(self) -> bool:
         return True
 
 

@@ -11,6 +11,7 @@ import asyncio
 import sqlite3
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,7 @@ from gateway.model import (
     ApprovalRecord,
     ApprovalStatus,
     CallStatus,
+    Decision,
     Identity,
     NextAction,
     RunState,
@@ -202,7 +204,11 @@ async def test_the_default_ttl_applies_when_the_policy_names_none(harness: Harne
                     approval_ttl_s=45)
     h.policy.verdicts["book"] = Verdict.APPROVAL_REQUIRED
     original = h.policy.decide
-    h.policy.decide = lambda input: replace(original(input), approval_ttl_s=None)  # type: ignore[method-assign]
+
+    async def without_ttl(input: dict[str, Any]) -> Decision:
+        return replace(await original(input), approval_ttl_s=None)
+
+    h.policy.decide = without_ttl  # type: ignore[method-assign]
     await runner.start_run(ALICE, StartRunParams(run_id="r9"))
     await runner.submit_turn(ALICE, calls_turn("r9", "t1", call("w1", "book", SEAT)))
     (a,) = await h.store.approvals_for_run("r9")

@@ -608,7 +608,7 @@ class RejectedReload(_message.Message):
     def __init__(self, file: _Optional[str] = ..., line: _Optional[int] = ..., message: _Optional[str] = ..., at: _Optional[str] = ...) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("engine", "policy_revision", "policy_loaded_at", "last_rejected_reload", "store", "version", "tools")
+    __slots__ = ("engine", "policy_revision", "policy_loaded_at", "last_rejected_reload", "store", "version", "tools", "shadow")
     ENGINE_FIELD_NUMBER: _ClassVar[int]
     POLICY_REVISION_FIELD_NUMBER: _ClassVar[int]
     POLICY_LOADED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -616,6 +616,7 @@ class Status(_message.Message):
     STORE_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
+    SHADOW_FIELD_NUMBER: _ClassVar[int]
     engine: str
     policy_revision: str
     policy_loaded_at: str
@@ -623,7 +624,24 @@ class Status(_message.Message):
     store: str
     version: str
     tools: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, engine: _Optional[str] = ..., policy_revision: _Optional[str] = ..., policy_loaded_at: _Optional[str] = ..., last_rejected_reload: _Optional[_Union[RejectedReload, _Mapping]] = ..., store: _Optional[str] = ..., version: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ...) -> None: ...
+    shadow: ShadowStatus
+    def __init__(self, engine: _Optional[str] = ..., policy_revision: _Optional[str] = ..., policy_loaded_at: _Optional[str] = ..., last_rejected_reload: _Optional[_Union[RejectedReload, _Mapping]] = ..., store: _Optional[str] = ..., version: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ..., shadow: _Optional[_Union[ShadowStatus, _Mapping]] = ...) -> None: ...
+
+class ShadowStatus(_message.Message):
+    __slots__ = ("compared", "disagreed", "dropped", "failed", "opa_revision", "opa_reachable")
+    COMPARED_FIELD_NUMBER: _ClassVar[int]
+    DISAGREED_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    OPA_REVISION_FIELD_NUMBER: _ClassVar[int]
+    OPA_REACHABLE_FIELD_NUMBER: _ClassVar[int]
+    compared: int
+    disagreed: int
+    dropped: int
+    failed: int
+    opa_revision: str
+    opa_reachable: bool
+    def __init__(self, compared: _Optional[int] = ..., disagreed: _Optional[int] = ..., dropped: _Optional[int] = ..., failed: _Optional[int] = ..., opa_revision: _Optional[str] = ..., opa_reachable: _Optional[bool] = ...) -> None: ...
 
 class QueryAuditRequest(_message.Message):
     __slots__ = ("run_id", "call_id", "tool", "subject", "verdict", "status", "since", "until", "limit", "after_seq")
