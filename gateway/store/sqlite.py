@@ -2,12 +2,15 @@
 
 Every statement runs on a single dedicated thread that owns the connection, so blocking I/O
 never stalls the event loop and SQLite sees one connection per process. sqlite3 errors are
-translated here into `StoreUnavailable` (cause chained).
+translated here into `StoreUnavailable` (cause chained). Before every write transaction the
+`FileGuard` checks that the file is still the one opened and its filesystem has room; if not,
+the write is refused (`StoreUnavailable`) and health reports NOT_SERVING.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,8 +20,10 @@ from typing import Any, TypeVar
 from gateway.errors import CallCode, StoreUnavailable
 from gateway.model import ApprovalRecord, AuditEvent, CallRecord, RunRecord, RunView, TurnRecord
 from gateway.store import rows
+from gateway.store.guard import FileGuard
 
 T = TypeVar("T")
+log = logging.getLogger("callgate.store")
 
 _DDL = [
     f"CREATE TABLE IF NOT EXISTS runs ({', '.join(rows.RUN_COLUMNS)}, PRIMARY KEY (run_id))",
@@ -54,9 +59,12 @@ def _assignments(columns: Sequence[str]) -> str:
 class SQLiteStore:
     name = "sqlite"
 
-    def __init__(self, path: Path, *, busy_timeout_s: float = 5.0) -> None:
+    def __init__(self, path: Path, *, busy_timeout_s: float = 5.0,
+                 min_free_bytes: int = 0) -> None:
         self.path = path
         self._busy_timeout_s = busy_timeout_s
+        self._guard = FileGuard(path, min_free_bytes)
+        self._problem = ""
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="callgate-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._audit_queue: list[tuple[Sequence[AuditEvent], asyncio.Future[None]]] = []
@@ -65,8 +73,9 @@ class SQLiteStore:
     # ------------------------------------------------------------------ plumbing
 
     @classmethod
-    async def open(cls, path: Path, *, busy_timeout_s: float = 5.0) -> SQLiteStore:
-        store = cls(path, busy_timeout_s=busy_timeout_s)
+    async def open(cls, path: Path, *, busy_timeout_s: float = 5.0,
+                   min_free_bytes: int = 0) -> SQLiteStore:
+        store = cls(path, busy_timeout_s=busy_timeout_s, min_free_bytes=min_free_bytes)
         await store._run(store._open)
         return store
 
@@ -79,6 +88,7 @@ class SQLiteStore:
         conn.execute("PRAGMA foreign_keys=ON")
         self._conn = conn
         self._migrate(conn)
+        self._guard.opened()
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -119,6 +129,9 @@ class SQLiteStore:
 
     def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         conn = self.conn
+        problem = self._guard.problem()
+        if problem:
+            raise StoreUnavailable(f"the run store cannot persist: {problem}")
         conn.execute("BEGIN IMMEDIATE")
         try:
             result = fn(conn)
@@ -303,11 +316,22 @@ class SQLiteStore:
     # ------------------------------------------------------------------ lifecycle
 
     async def healthy(self) -> bool:
+        """Whether the store can persist: the file guard, then a real write (a no-op update
+        committed durably)."""
         try:
-            await self._run(lambda: self._one("SELECT 1", ()))
-        except StoreUnavailable:
-            return False
-        return True
+            await self._run(lambda: self._tx(
+                lambda conn: conn.execute("UPDATE schema_version SET version = version")))
+        except StoreUnavailable as err:
+            problem = err.message
+        else:
+            problem = ""
+        if problem != self._problem:
+            if problem:
+                log.warning("store not serving: %s", problem)
+            else:
+                log.info("store serving again")
+            self._problem = problem
+        return not problem
 
     async def close(self) -> None:
         def close() -> None:
