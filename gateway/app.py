@@ -18,7 +18,7 @@ from gateway.errors import ConfigError
 from gateway.identity import Authenticator
 from gateway.policy import load_engine
 from gateway.runner import Runner
-from gateway.server import StatusInfo, ToolGatewayService
+from gateway.server import StatusInfo, ToolGatewayService, add_to_server
 from gateway.store.sqlite import SQLiteStore
 from gateway.tools import Registry
 
@@ -55,13 +55,17 @@ class Sidecar:
                 else Authenticator.insecure(cfg.insecure_dev_identity))
         if cfg.auth is None:
             log.warning("INSECURE: no --auth; every caller is %r", cfg.insecure_dev_identity)
-        self.registry = Registry.load(cfg.tools)
+        self.registry = Registry.load(cfg.tools, limits=cfg.limits())
         policy = load_engine(cfg.policies, prefix=cfg.policy_prefix)
         self.store = await SQLiteStore.open(cfg.sqlite_path(),
-                                            busy_timeout_s=cfg.db_busy_timeout_s)
-        self._runner = Runner(store=self.store, registry=self.registry, policy=policy)
-        server = grpc.aio.server()
-        pb.add_ToolGatewayServicer_to_server(
+                                            busy_timeout_s=cfg.db_busy_timeout_s,
+                                            min_free_bytes=cfg.db_min_free_bytes)
+        self._runner = Runner(store=self.store, registry=self.registry, policy=policy,
+                              limits=cfg.limits())
+        server = grpc.aio.server(options=[
+            ("grpc.so_reuseport", 0),  # one owner per address: a second serve fails to bind
+            ("grpc.max_receive_message_length", cfg.max_message_bytes)])
+        add_to_server(
             ToolGatewayService(self._runner, auth, StatusInfo(self.store.name, _version())),
             server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
@@ -80,7 +84,8 @@ class Sidecar:
         try:
             port = server.add_insecure_port(listen)
         except RuntimeError as exc:
-            raise ConfigError(f"--listen {listen}: cannot listen there: {exc}") from exc
+            raise ConfigError(f"--listen {listen}: cannot listen there (is another callgate "
+                              f"or another program using it?): {exc}") from exc
         if listen.startswith("unix:"):
             return listen
         host = listen.rsplit(":", 1)[0]

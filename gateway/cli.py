@@ -11,8 +11,12 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gateway.errors import CallgateError, ConfigError
+
+if TYPE_CHECKING:
+    from gateway.config import ServeConfig
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -35,6 +39,35 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--db-busy-timeout", type=float,
                    default=float(_env("db_busy_timeout", "5") or 5),
                    help="seconds to wait for a locked store before answering UNAVAILABLE")
+    _limit_flags(p)
+
+
+# `serve` size limits (docs/operations.md, "Limits"): flag → what it bounds.
+LIMIT_HELP = {
+    "db_min_free_bytes": "free bytes the store's filesystem must keep; below it the store is "
+                         "NOT_SERVING and refuses turns",
+    "max_message_bytes": "largest request message (gRPC max receive)",
+    "max_json_depth": "deepest nesting of any JSON text (at most 100)",
+    "max_arguments_bytes": "arguments of one tool call",
+    "max_calls_per_turn": "tool calls in one turn or one Authorize",
+    "max_stream_events": "events in one provider stream",
+    "max_stream_bytes": "bytes of one provider stream",
+    "max_labels": "labels of one run",
+    "max_label_bytes": "bytes of one label (key and value)",
+    "max_conversation_bytes": "a run's starting conversation_json",
+    "max_output_bytes": "a tool output kept (larger: a read FAILS output_too_large)",
+    "max_policy_history_bytes": "earlier calls' arguments in one policy input",
+}
+
+
+def _limit_flags(p: argparse.ArgumentParser) -> None:
+    from gateway.config import ServeConfig
+
+    for name, what in LIMIT_HELP.items():
+        default = ServeConfig.model_fields[name].default
+        flag = "--" + name.replace("_", "-")
+        p.add_argument(flag, type=int, default=_env(name, str(default)),
+                       help=f"{what} (default {default}; env CALLGATE_{name.upper()})")
 
 
 def _client_flags(p: argparse.ArgumentParser) -> None:
@@ -59,18 +92,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _serve(ns: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
     from gateway.app import serve
-    from gateway.config import ServeConfig
 
     if not ns.tools or not ns.policies:
         raise ConfigError("--tools DIR and --policies DIR are required")
-    config = ServeConfig(
+    try:
+        config = _serve_config(ns)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        flag = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "serve"
+        raise ConfigError(f"{flag}: {first['msg']}") from exc
+    asyncio.run(serve(config))
+    return 0
+
+
+def _serve_config(ns: argparse.Namespace) -> ServeConfig:
+    from gateway.config import ServeConfig
+
+    return ServeConfig(
         listen=ns.listen, tools=Path(ns.tools), policies=Path(ns.policies), db=ns.db,
         auth=Path(ns.auth) if ns.auth else None,
         insecure_dev_identity=ns.insecure_dev_identity, engine=ns.engine,
-        policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout)
-    asyncio.run(serve(config))
-    return 0
+        policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout,
+        **{name: getattr(ns, name) for name in LIMIT_HELP})
 
 
 def _policy(args: list[str]) -> int:

@@ -26,7 +26,7 @@ def test_adapters_never_import_gateway() -> None:
 
 
 CORE = ["runner.py", "judge.py", "batch.py", "execute.py", "policy_input.py", "model.py",
-        "arguments.py"]
+        "arguments.py", "request_checks.py", "jsontext.py", "limits.py"]
 FORBIDDEN_IN_CORE = ("gateway._proto", "gateway.pb", "gateway.server", "gateway.store.sqlite",
                      "gateway.store.postgres", "adapters")
 
