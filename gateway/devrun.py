@@ -12,6 +12,7 @@ from pathlib import Path
 from gateway.app import Sidecar
 from gateway.config import ServeConfig
 from gateway.demo import run_demo
+from gateway.errors import CallgateError
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAVEL_PORT = int(os.environ.get("CALLGATE_TRAVEL_PORT", "8765"))
@@ -19,10 +20,19 @@ LISTEN = os.environ.get("CALLGATE_LISTEN", "127.0.0.1:50051")
 DEMO_TOKEN = "alice-demo-token"
 
 
+class PortTaken(Exception):
+    pass
+
+
 async def main() -> int:
     from examples.travel.service import start_travel_service
 
-    travel = start_travel_service(port=TRAVEL_PORT)
+    try:
+        travel = start_travel_service(port=TRAVEL_PORT)
+    except OSError as exc:
+        raise PortTaken(f"the example travel service cannot listen on 127.0.0.1:{TRAVEL_PORT}: "
+                        f"{exc.strerror or exc}; stop what uses it or set "
+                        "CALLGATE_TRAVEL_PORT to a free port") from exc
     os.environ.setdefault("CALLGATE_TRAVEL_URL", travel.url)
     config = ServeConfig(listen=LISTEN, tools=ROOT / "examples" / "travel" / "tools",
                          policies=ROOT / "policies", auth=ROOT / "examples" / "auth.yaml",
@@ -47,5 +57,19 @@ async def main() -> int:
         travel.close()
 
 
+def run() -> int:
+    """`make run`: problems starting up are one line on stderr and exit code 2."""
+    try:
+        return asyncio.run(main())
+    except PortTaken as exc:
+        print(f"make run: {exc}", file=sys.stderr)
+    except CallgateError as exc:
+        print(f"make run: {exc.message} (set CALLGATE_LISTEN to another address)",
+              file=sys.stderr)
+    except KeyboardInterrupt:
+        return 130
+    return 2
+
+
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(run())

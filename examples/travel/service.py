@@ -359,7 +359,12 @@ def main(argv: list[str] | None = None) -> None:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    with start_travel_service(options.host, options.port, quiet=options.quiet) as service:
+    try:
+        service = start_travel_service(options.host, options.port, quiet=options.quiet)
+    except OSError as exc:
+        raise SystemExit(f"travel service: cannot listen on {options.host}:{options.port}: "
+                         f"{exc.strerror or exc}") from None
+    with service:
         print(f"travel service listening on {service.url}", flush=True)
         while not stop.wait(0.5):
             pass
