@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from gateway.errors import ConfigError
+from gateway.jsontext import read_object
+from gateway.limits import MAX_JSON_DEPTH_CAP
 from gateway.model import Decision
 from gateway.policy.bundle import Bundle, load_bundle
 from gateway.policy.embedded import (
@@ -175,10 +177,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _read_input(name: str) -> dict[str, Any]:
     text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
-    doc = json.loads(text)
-    if not isinstance(doc, dict):
-        raise ValueError("the input must be a JSON object")
-    return doc
+    return read_object(text, max_depth=MAX_JSON_DEPTH_CAP)  # ValueError says what is wrong
 
 
 def _print_eval(engine: EmbeddedEngine, rule: str, input_doc: dict[str, Any]) -> int:
