@@ -11,12 +11,8 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gateway.errors import CallgateError, ConfigError
-
-if TYPE_CHECKING:
-    from gateway.config import ServeConfig
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -92,31 +88,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _serve(ns: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
     from gateway.app import serve
+    from gateway.config import ServeConfig
 
     if not ns.tools or not ns.policies:
         raise ConfigError("--tools DIR and --policies DIR are required")
-    try:
-        config = _serve_config(ns)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        flag = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "serve"
-        raise ConfigError(f"{flag}: {first['msg']}") from exc
-    asyncio.run(serve(config))
-    return 0
-
-
-def _serve_config(ns: argparse.Namespace) -> ServeConfig:
-    from gateway.config import ServeConfig
-
-    return ServeConfig(
+    config = ServeConfig(
         listen=ns.listen, tools=Path(ns.tools), policies=Path(ns.policies), db=ns.db,
         auth=Path(ns.auth) if ns.auth else None,
         insecure_dev_identity=ns.insecure_dev_identity, engine=ns.engine,
         policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout,
         **{name: getattr(ns, name) for name in LIMIT_HELP})
+    asyncio.run(serve(config))
+    return 0
 
 
 def _policy(args: list[str]) -> int:
