@@ -319,8 +319,6 @@ def serve_or_refuse(tmp: Path, travel: TravelService, effects_db: Path, tools: P
         assert failed.returncode != 0
         assert "Traceback" not in failed.output, failed.output
         assert str(tools) in failed.output or str(policies) in failed.output, failed.output
-        if proc.proc is not None and proc.proc.stdout is not None:
-            proc.proc.stdout.close()
         return
     try:
         _one_call(proc)
