@@ -18,6 +18,10 @@ KIB = 1024
 MIB = 1024 * KIB
 # Policy inputs nest arguments four levels down; the Rego engine refuses nesting over 128.
 MAX_JSON_DEPTH_CAP = 100
+# Provider JSON (responses, stream events, conversations) wraps arguments in an envelope a few
+# levels deep; it is read with this margin, so arguments at the limit are judged as a call
+# (REJECTED invalid_arguments when deeper), not refused with the whole turn.
+ENVELOPE_DEPTH = 16
 
 
 @dataclass(frozen=True)

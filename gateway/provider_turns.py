@@ -32,7 +32,14 @@ from adapters.events import (
 )
 from gateway.errors import RequestCode, RequestError
 from gateway.jsontext import MAX_SAFE_INTEGER, JsonTextError, read_json, write_json
-from gateway.limits import DEFAULT_LIMITS, MAX_JSON_DEPTH_CAP, Limits, over_limit, utf8_len
+from gateway.limits import (
+    DEFAULT_LIMITS,
+    ENVELOPE_DEPTH,
+    MAX_JSON_DEPTH_CAP,
+    Limits,
+    over_limit,
+    utf8_len,
+)
 from gateway.model import (
     CallRecord,
     CallResult,
@@ -51,6 +58,8 @@ from gateway.policy_input import offer_input
 from gateway.runner import Runner, StartRunParams
 
 log = logging.getLogger("callgate.providers")
+# the deepest provider JSON any sidecar accepts (its own limit plus the envelope)
+PROVIDER_DEPTH_CAP = MAX_JSON_DEPTH_CAP + ENVELOPE_DEPTH
 T = TypeVar("T")
 
 
@@ -96,7 +105,7 @@ def parse_json(text: str, what: str, limits: Limits,
                code: RequestCode = RequestCode.MALFORMED_RESPONSE) -> Any:
     """A JSON text from a caller or a provider, read by the one strict reader."""
     try:
-        return read_json(text, max_depth=limits.max_json_depth)
+        return read_json(text, max_depth=limits.max_json_depth + ENVELOPE_DEPTH)
     except JsonTextError as err:
         raise RequestError(code, f"{what} breaks a rule of JSON ({err.rule}): "
                                  f"{err.message}") from err
@@ -238,10 +247,10 @@ def stream_raw(event: ProviderEvent, received: list[Any], limits: Limits) -> str
     written as strict JSON, else the events as received."""
     if event.original:
         try:
-            return write_json(event.original, max_depth=limits.max_json_depth)
+            return write_json(event.original, max_depth=limits.max_json_depth + ENVELOPE_DEPTH)
         except JsonTextError:
             pass
-    return write_json(received, max_depth=limits.max_json_depth + 1)
+    return write_json(received, max_depth=limits.max_json_depth + ENVELOPE_DEPTH + 1)
 
 
 # ---------------------------------------------------------------------- provider events ⇄ turns
@@ -294,7 +303,7 @@ def next_input(adapter: ProviderAdapter, event: ProviderEvent, outcome: TurnOutc
                                                                outcome.results))
         else:
             items = adapter.extend_conversation([], event, [])
-        return write_json(items, max_depth=MAX_JSON_DEPTH_CAP)
+        return write_json(items, max_depth=PROVIDER_DEPTH_CAP)
     except (AdapterError, JsonTextError, LookupError, TypeError, ValueError) as err:
         log.warning("turn %s: provider_input_json cannot be built: %s", outcome.turn_id, err)
         return ""
@@ -334,16 +343,16 @@ def conversation(view: RunView) -> str:
 
 
 def _conversation(view: RunView, adapter: ProviderAdapter) -> str | None:
-    conv = read_json(view.run.conversation_json, max_depth=MAX_JSON_DEPTH_CAP)
+    conv = read_json(view.run.conversation_json, max_depth=PROVIDER_DEPTH_CAP)
     if not isinstance(conv, list):
         return None
     for turn in view.turns:
         if turn.next is None or not turn.raw_response_json:
             return None
-        raw = read_json(turn.raw_response_json, max_depth=MAX_JSON_DEPTH_CAP + 1)
+        raw = read_json(turn.raw_response_json, max_depth=PROVIDER_DEPTH_CAP + 1)
         event = adapter.read_complete_event(raw)
         calls = [c for c in view.calls if c.turn_id == turn.turn_id]
         results = (tool_results(event, turn.turn_id, calls)
                    if isinstance(event, ToolRequestEvent) else [])
         conv = adapter.extend_conversation(conv, event, results)
-    return write_json(conv, max_depth=MAX_JSON_DEPTH_CAP + 2)
+    return write_json(conv, max_depth=PROVIDER_DEPTH_CAP + 1)

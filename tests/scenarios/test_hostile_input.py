@@ -374,3 +374,24 @@ def test_duplicate_keys_in_streamed_arguments_never_execute(connect: Connect, ru
     assert (res.status, res.error.code) == (pb.CALL_STATUS_REJECTED, "invalid_arguments")
     assert "duplicate" in res.error.message
     assert fresh_travel.stats()["weather"] == 0
+
+
+@pytest.mark.parametrize("depth, code", [(63, "invalid_arguments"), (70, "invalid_arguments")])
+def test_deep_arguments_inside_a_response_reject_the_call_not_the_turn(
+        connect: Connect, run_id: str, depth: int, code: str) -> None:
+    """The envelope a provider wraps arguments in does not count against --max-json-depth:
+    the arguments are judged by it, as a call (schema or depth), and the turn goes on."""
+    city: Any = "Berlin"
+    for _ in range(depth - 1):
+        city = [city]
+    c = connect("alice-token")
+    c.start_run(run_id=run_id, provider="anthropic.messages")
+    body = {"id": "msg_deep", "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "tool_use", "id": "toolu_deep", "name": "get_weather",
+                         "input": {"city": city, "date": "2026-12-01"}}],
+            "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}}
+    (res,) = submit_raw(c, run_id, json.dumps(body)).results
+    assert (res.status, res.error.code) == (pb.CALL_STATUS_REJECTED, code)
+    if depth > 64:
+        assert "deeper than 64" in res.error.message
+    assert_run_usable(c, run_id)
