@@ -276,12 +276,12 @@ class ResponsesStreamAssembler:
         return output
 
     def _check_against_stream(self, output: list[Any]) -> None:
-        streamed = {item.get("call_id"): item.get("arguments") for item in self._done.values()
-                    if item.get("type") == "function_call"}
+        streamed = {optional_str(item, "call_id"): item.get("arguments")
+                    for item in self._done.values() if item.get("type") == "function_call"}
         for item in output:
             if not isinstance(item, dict) or item.get("type") != "function_call":
                 continue
-            call_id = item.get("call_id")
+            call_id = optional_str(item, "call_id")
             if call_id in streamed and streamed[call_id] != item.get("arguments"):
                 raise AdapterError(f"the stream and the final response disagree on the "
                                    f"arguments of call {call_id!r}")

@@ -77,3 +77,41 @@ def test_mutated_complete_responses(provider: str, data: st.DataObject, status: 
 def test_mutated_streams(provider: str, data: st.DataObject, status: str) -> None:
     base = data.draw(st.sampled_from(streams(provider)))
     read_stream(get_adapter(provider), data.draw(mutated_stream(base)), status)
+
+
+# Inputs the fuzzing found, kept as named cases (each raised TypeError or AttributeError).
+FOUND: list[tuple[str, list[dict[str, Any]]]] = [
+    ("openai.responses", [
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"type": "function_call", "id": "fc", "call_id": {}, "arguments": ""}},
+        {"type": "response.output_item.done", "output_index": 0,
+         "item": {"type": "function_call", "id": "fc", "call_id": {}, "arguments": ""}},
+        {"type": "response.completed", "response": {
+            "id": "r", "status": "completed", "output": [
+                {"type": "function_call", "call_id": "x", "name": "n", "arguments": "{}"}]}}]),
+    ("openai.chat_completions", [
+        {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": True}}]}]),
+    ("openai.chat_completions", [
+        {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "function": 5}]}}]}]),
+    ("anthropic.messages", [
+        {"type": "message_start", "message": {"id": "m", "type": "message",
+                                              "role": "assistant", "model": "x",
+                                              "content": [], "usage": None}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+         "usage": {"output_tokens": 1}},
+        {"type": "message_stop"}]),
+    ("anthropic.messages", [
+        {"type": "message_start", "message": {"id": "m", "type": "message",
+                                              "role": "assistant", "model": "x",
+                                              "content": []}},
+        {"type": "content_block_start", "index": 0,
+         "content_block": {"type": "text", "text": 5}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "text_delta", "text": "x"}}]),
+]
+
+
+@pytest.mark.parametrize("provider, events", FOUND)
+def test_inputs_found_by_fuzzing(provider: str, events: list[dict[str, Any]]) -> None:
+    read_stream(get_adapter(provider), events, "SUCCEEDED")

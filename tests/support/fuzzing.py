@@ -129,7 +129,7 @@ def mutated(draw: st.DrawFn, doc: Any, max_changes: int = 3) -> Any:
         elif op == "word":
             parent[key] = draw(st.sampled_from(words))
         elif op == "empty":
-            parent[key] = draw(st.sampled_from([None, "", [], {}, 0, -1, True]))
+            parent[key] = copy.deepcopy(draw(st.sampled_from([None, "", [], {}, 0, -1, True])))
         else:
             parent[key] = draw(JSON_VALUES)
     return doc
