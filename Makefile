@@ -7,7 +7,7 @@ PROTO_SRC := $(shell find proto -name '*.proto')
 PROTO_OUT := gateway/_proto/callgate/v1/gateway_pb2.py
 NODE_STAMP := clients/node/node_modules/.installed
 
-.PHONY: setup proto run test lint bench clean
+.PHONY: setup proto run test fuzz lint bench clean
 
 setup: $(STAMP) $(PROTO_OUT) $(NODE_STAMP)
 
@@ -37,6 +37,11 @@ test: setup
 	$(PY) -m vulture
 	$(PY) -m gateway.cli policy test policies
 	$(PY) -m pytest -q -rs
+
+# the property-based fuzz tests with many more examples than `make test` runs (tens of minutes)
+fuzz: setup
+	$(PY) -m pytest -q --hypothesis-profile=fuzz tests/adapters/test_fuzz_adapters.py \
+		tests/scenarios/test_fuzz_sidecar.py
 
 lint: setup
 	$(PY) -m ruff check gateway adapters tests bench examples scripts

@@ -19,15 +19,16 @@ is IncompleteEvent("stream_cut").
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from adapters._anthropic_response import error_event, message_meta, read_response
+from adapters._common import parse_streamed
 from adapters.events import (
     AdapterError,
     IncompleteEvent,
+    NormalizedCall,
     ProviderErrorEvent,
     ProviderEvent,
     ToolRequestEvent,
@@ -42,6 +43,7 @@ class _Block:
     json_parts: list[str] = field(default_factory=list)
     stopped: bool = False
     unparsed: str | None = None  # input JSON text that did not parse to an object
+    verbatim: bool = False  # the call's arguments are the streamed text (it repeats a key)
 
 
 class AnthropicStreamAssembler:
@@ -72,7 +74,7 @@ class AnthropicStreamAssembler:
         if not self._stopped:
             partial = self._assembled() if self._message is not None else {}
             return IncompleteEvent(message_meta(partial), "stream_cut", partial)
-        return self._with_unparsed_inputs(read_response(self._assembled()))
+        return self._with_streamed_inputs(read_response(self._assembled()))
 
     # -- event handlers ------------------------------------------------------------------------
 
@@ -115,7 +117,9 @@ class AnthropicStreamAssembler:
             raise AdapterError("Anthropic message_delta has no delta object")
         message.update(delta)
         if isinstance(usage, dict):  # cumulative totals: overwrite, keep what a delta omits
-            totals = message.setdefault("usage", {})
+            totals = message.get("usage")
+            if not isinstance(totals, dict):  # message_start may carry none (or null)
+                totals = message["usage"] = {}
             totals.update({key: value for key, value in usage.items() if value is not None})
 
     def _on_message_stop(self, event: dict[str, Any]) -> None:
@@ -154,16 +158,26 @@ class AnthropicStreamAssembler:
         message["content"] = [copy.deepcopy(self._blocks[i].block) for i in sorted(self._blocks)]
         return message
 
-    def _with_unparsed_inputs(self, event: ProviderEvent) -> ProviderEvent:
-        """A tool call whose streamed input did not parse to an object keeps the exact text the
-        model produced and no arguments, so it can never run (incomplete_arguments)."""
-        unparsed = {state.block.get("id"): state.unparsed for state in self._blocks.values()
-                    if state.unparsed is not None}
-        if not unparsed or not isinstance(event, ToolRequestEvent):
+    def _with_streamed_inputs(self, event: ProviderEvent) -> ProviderEvent:
+        """A streamed tool call whose input did not parse to an object, or never completed,
+        keeps the exact text the model produced and no arguments, so it can never run
+        (incomplete_arguments); one whose text repeats an object key keeps that text as its
+        arguments, so the gateway's reader refuses it (a parsed value would hide it)."""
+        if not isinstance(event, ToolRequestEvent):
             return event
-        calls = tuple(replace(call, arguments_json=unparsed[call.call_id], arguments=None)
-                      if call.call_id in unparsed else call for call in event.calls)
-        return replace(event, calls=calls)
+        states = {state.block.get("id"): state for state in self._blocks.values()}
+        return replace(event, calls=tuple(_as_streamed(call, states.get(call.call_id))
+                                          for call in event.calls))
+
+
+def _as_streamed(call: NormalizedCall, state: _Block | None) -> NormalizedCall:
+    if state is None:
+        return call
+    if state.unparsed is not None:
+        return replace(call, arguments_json=state.unparsed, arguments=None)
+    if state.verbatim:
+        return replace(call, arguments_json="".join(state.json_parts))
+    return call
 
 
 def _index(event: dict[str, Any]) -> int:
@@ -179,11 +193,12 @@ def _finish_tool_input(state: _Block) -> None:
     if not text:
         return
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except ValueError:
-        value = None
+        value, lossless = parse_streamed(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        value, lossless = None, True
     if isinstance(value, dict):
         state.block["input"] = value
+        state.verbatim = not lossless
     else:
         state.unparsed = text
 
@@ -197,9 +212,17 @@ def _expect(state: _Block, delta: dict[str, Any], *block_types: str) -> None:
         raise AdapterError(f"Anthropic {delta['type']} for a {state.block['type']} block")
 
 
+def _grown(state: _Block, key: str, delta: dict[str, Any], part: str) -> None:
+    """Append the delta's `part` string to the block's `key` string."""
+    current = state.block.get(key, "")
+    if not isinstance(current, str):
+        raise AdapterError(f"Anthropic {state.block['type']} block has a non-string {key}")
+    state.block[key] = current + _str(delta, part)
+
+
 def _text_delta(state: _Block, delta: dict[str, Any]) -> None:
     _expect(state, delta, "text")
-    state.block["text"] = state.block.get("text", "") + _str(delta, "text")
+    _grown(state, "text", delta, "text")
 
 
 def _input_json_delta(state: _Block, delta: dict[str, Any]) -> None:
@@ -209,7 +232,7 @@ def _input_json_delta(state: _Block, delta: dict[str, Any]) -> None:
 
 def _thinking_delta(state: _Block, delta: dict[str, Any]) -> None:
     _expect(state, delta, "thinking")
-    state.block["thinking"] = state.block.get("thinking", "") + _str(delta, "thinking")
+    _grown(state, "thinking", delta, "thinking")
 
 
 def _signature_delta(state: _Block, delta: dict[str, Any]) -> None:
@@ -219,7 +242,9 @@ def _signature_delta(state: _Block, delta: dict[str, Any]) -> None:
 
 def _citations_delta(state: _Block, delta: dict[str, Any]) -> None:
     _expect(state, delta, "text")
-    state.block["citations"] = [*(state.block.get("citations") or []), delta.get("citation")]
+    citations = state.block.get("citations")
+    state.block["citations"] = [*(citations if isinstance(citations, list) else []),
+                                delta.get("citation")]
 
 
 def _str(delta: dict[str, Any], key: str) -> str:

@@ -14,13 +14,19 @@ one, so a streamed turn and a non-streamed turn give the same event.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from adapters._common import parse_streamed
 from adapters._gemini_bedrock_common import optional_text, require_dict, require_text
-from adapters.events import AdapterError, IncompleteEvent, ProviderEvent, ResponseMeta
+from adapters.events import (
+    AdapterError,
+    IncompleteEvent,
+    ProviderEvent,
+    ResponseMeta,
+    ToolRequestEvent,
+)
 
 _EXCEPTIONS = frozenset({"internalServerException", "modelStreamErrorException",
                          "validationException", "throttlingException",
@@ -41,7 +47,7 @@ class _Block:
     def as_content_block(self) -> dict[str, Any]:
         text = "".join(self.fragments)
         if self.kind == "toolUse":
-            return {"toolUse": {**self.tool_use, "input": _parsed_input(text)}}
+            return {"toolUse": {**self.tool_use, "input": _parsed_input(text)[0]}}
         if self.kind == "reasoningContent":
             return {"reasoningContent": self._reasoning(text)}
         return {"text": text}
@@ -55,15 +61,16 @@ class _Block:
         return {"reasoningText": reasoning}
 
 
-def _parsed_input(text: str) -> Any:
-    """The tool input document; JSON text that does not parse is kept as the raw string (the
-    call is then incomplete and never executed). No fragments at all means `{}`."""
+def _parsed_input(text: str) -> tuple[Any, bool]:
+    """(the tool input document, lossless); JSON text that does not parse is kept as the raw
+    string (the call is then incomplete and never executed). No fragments at all means `{}`.
+    lossless is False when the text repeats an object key (see `parse_streamed`)."""
     if not text:
-        return {}
+        return {}, True
     try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return text
+        return parse_streamed(text)
+    except (ValueError, RecursionError):
+        return text, True
 
 
 class BedrockStreamAssembler:
@@ -100,7 +107,19 @@ class BedrockStreamAssembler:
             return self._classify(self._error)
         if self._stop is None:
             return IncompleteEvent(self._meta, "stream_cut", original=self.snapshot())
-        return self._classify(self.snapshot())
+        return self._with_streamed_inputs(self._classify(self.snapshot()))
+
+    def _with_streamed_inputs(self, event: ProviderEvent) -> ProviderEvent:
+        """A streamed tool call whose input text repeats an object key keeps that text as its
+        arguments, so the gateway's reader refuses it (the parsed document would hide it)."""
+        if not isinstance(event, ToolRequestEvent):
+            return event
+        texts = {b.tool_use.get("toolUseId"): "".join(b.fragments)
+                 for b in self._blocks.values() if b.kind == "toolUse" and b.fragments
+                 and not _parsed_input("".join(b.fragments))[1]}
+        return replace(event, calls=tuple(
+            replace(c, arguments_json=texts[c.call_id]) if texts.get(c.call_id) else c
+            for c in event.calls))
 
     def snapshot(self) -> dict[str, Any]:
         """The Converse response assembled so far."""

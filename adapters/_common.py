@@ -18,6 +18,28 @@ def parse_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+class _Pairs:
+    """An object_pairs_hook that notices duplicate keys (a dict keeps only the last)."""
+
+    def __init__(self) -> None:
+        self.duplicates = False
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        value = dict(pairs)
+        self.duplicates = self.duplicates or len(value) != len(pairs)
+        return value
+
+
+def parse_streamed(text: str, **options: Any) -> tuple[Any, bool]:
+    """(value, lossless) of streamed argument text; lossless is False when the text repeats an
+    object key, which the parsed value cannot show: then the caller keeps the text itself as
+    the call's arguments, so the gateway's reader sees (and refuses) it. ValueError and
+    RecursionError as json.loads raises them."""
+    pairs = _Pairs()
+    value = json.loads(text, object_pairs_hook=pairs, **options)
+    return value, not pairs.duplicates
+
+
 def results_in_call_order(event: ToolRequestEvent,
                           results: Sequence[ToolResult]) -> list[tuple[NormalizedCall, ToolResult]]:
     """Each call of `event` with its result, in the model's order, matched by call ID (never

@@ -241,7 +241,9 @@ class ChatStreamAssembler:
             self._content = (self._content or []) + [delta["content"]]
         if isinstance(delta.get("refusal"), str):
             self._refusal = (self._refusal or []) + [delta["refusal"]]
-        for fragment in delta.get("tool_calls") or []:
+        fragments = delta.get("tool_calls")
+        for fragment in require_list(fragments, "chunk.choices[0].delta.tool_calls") \
+                if fragments is not None else []:
             self._read_fragment(require_mapping(fragment, "chunk.choices[0].delta.tool_calls[]"))
         if isinstance(choice.get("finish_reason"), str):
             self._finish_reason = choice["finish_reason"]
@@ -253,7 +255,9 @@ class ChatStreamAssembler:
                                "callgate answers only function tool calls")
         slot = self._calls.setdefault(index, _CallFragments())
         slot.set_once("call_id", fragment.get("id"), index)
-        function = fragment.get("function") or {}
+        function = fragment.get("function")
+        function = {} if function is None else require_mapping(
+            function, f"delta.tool_calls[{index}].function")
         slot.set_once("name", function.get("name"), index)
         if isinstance(function.get("arguments"), str):
             slot.arguments.append(function["arguments"])

@@ -89,7 +89,7 @@ def _read_content(output: list[Any]) -> _Content:
     content = _Content()
     for index, raw in enumerate(output):
         item = require_mapping(raw, f"response.output[{index}]")
-        kind = item.get("type")
+        kind = require_str(item, "type", f"response.output[{index}]")
         if kind == "message":
             _read_message(item, index, content)
         elif kind == "function_call":
@@ -103,10 +103,12 @@ def _read_content(output: list[Any]) -> _Content:
 def _read_message(item: dict[str, Any], index: int, content: _Content) -> None:
     parts = require_list(item.get("content"), f"response.output[{index}].content")
     for part_index, raw in enumerate(parts):
-        part = require_mapping(raw, f"response.output[{index}].content[{part_index}]")
-        if part.get("type") == "output_text":
+        where = f"response.output[{index}].content[{part_index}]"
+        part = require_mapping(raw, where)
+        kind = require_str(part, "type", where)
+        if kind == "output_text":
             content.text.append(optional_str(part, "text"))
-        elif part.get("type") == "refusal":
+        elif kind == "refusal":
             content.refusal.append(optional_str(part, "refusal"))
 
 
@@ -117,7 +119,7 @@ def _read_call(item: dict[str, Any], index: int) -> NormalizedCall:
         raise AdapterError(f"{where}.call_id is empty")
     return make_call(call_id, require_str(item, "name", where),
                      require_str(item, "arguments", where), item,
-                     complete=item.get("status") not in _UNFINISHED_CALL)
+                     complete=optional_str(item, "status") not in _UNFINISHED_CALL)
 
 
 def _classify_completed(meta: ResponseMeta, body: dict[str, Any],
@@ -274,12 +276,12 @@ class ResponsesStreamAssembler:
         return output
 
     def _check_against_stream(self, output: list[Any]) -> None:
-        streamed = {item.get("call_id"): item.get("arguments") for item in self._done.values()
-                    if item.get("type") == "function_call"}
+        streamed = {optional_str(item, "call_id"): item.get("arguments")
+                    for item in self._done.values() if item.get("type") == "function_call"}
         for item in output:
             if not isinstance(item, dict) or item.get("type") != "function_call":
                 continue
-            call_id = item.get("call_id")
+            call_id = optional_str(item, "call_id")
             if call_id in streamed and streamed[call_id] != item.get("arguments"):
                 raise AdapterError(f"the stream and the final response disagree on the "
                                    f"arguments of call {call_id!r}")

@@ -23,7 +23,7 @@ from gateway.policy.reload import ReloadingEngine, ReloadTarget, prepare
 from gateway.policy.shadow import ShadowEngine, audit_event
 from gateway.policy.watch import PolicyReloader
 from gateway.runner import Runner
-from gateway.server import StatusInfo, ToolGatewayService
+from gateway.server import StatusInfo, ToolGatewayService, add_to_server
 from gateway.store import RunStore, open_store
 from gateway.tls import ServerCertificates, describe
 from gateway.tools import Registry
@@ -66,17 +66,20 @@ class Sidecar:
         certificates = _certificates(cfg)
         auth = self._auth = _authenticator(cfg, certificates)
         await auth.start()
-        self.registry = Registry.load(cfg.tools)
+        self.registry = Registry.load(cfg.tools, limits=cfg.limits())
         policy = await self._load_policy()
-        self.store = await open_store(cfg.db, busy_timeout_s=cfg.db_busy_timeout_s)
+        self.store = await open_store(cfg.db, busy_timeout_s=cfg.db_busy_timeout_s,
+                                      min_free_bytes=cfg.db_min_free_bytes)
         if isinstance(policy, ShadowEngine):
             store = self.store
             policy.record = lambda found: store.append_audit([audit_event(found)])
         self._runner = Runner(store=self.store, registry=self.registry, policy=policy,
-                              approval_ttl_s=cfg.approval_ttl_s)
+                              approval_ttl_s=cfg.approval_ttl_s, limits=cfg.limits())
         self._desk = ApprovalDesk(self._runner)
-        server = grpc.aio.server()
-        pb.add_ToolGatewayServicer_to_server(
+        server = grpc.aio.server(options=[
+            ("grpc.so_reuseport", 0),  # one owner per address: a second serve fails to bind
+            ("grpc.max_receive_message_length", cfg.max_message_bytes)])
+        add_to_server(
             ToolGatewayService(self._runner, self._desk, auth, StatusInfo(
                 self.store.name, callgate_version(),
                 rejected_reload=lambda: policy.last_rejected,
@@ -159,7 +162,8 @@ class Sidecar:
             port = (server.add_secure_port(listen, certificates.credentials()) if certificates
                     else server.add_insecure_port(listen))
         except RuntimeError as exc:
-            raise ConfigError(f"--listen {listen}: cannot listen there: {exc}") from exc
+            raise ConfigError(f"--listen {listen}: cannot listen there (is another callgate "
+                              f"or another program using it?): {exc}") from exc
         log.info("listening with %s", describe(certificates))
         if listen.startswith("unix:"):
             return listen

@@ -1,32 +1,43 @@
-"""A tool call's arguments: parsed with one reader and hashed one way, everywhere.
+"""A tool call's arguments: read with the one strict JSON reader and hashed one way, everywhere.
 
-`parse_arguments` is the only place arguments text becomes a value (the judge, the executors,
-the audit summary and the policy input all use it), so every reader sees the same value under
-the same limits. `arguments_sha256` is SHA-256 over the RFC 8785 (JCS) canonical form; text
-that is not a JSON object has no hash (""), and a value JCS cannot represent (an integer beyond
-±2^53, NaN, a lone surrogate) is refused rather than hashed some other way.
+`read_arguments` is where the judge turns arguments text into a value, under the sidecar's
+`--max-json-depth`; `parse_arguments` is the same reader for everyone reading arguments the
+judge already saw (the executors, the audit summary, the policy input of later calls): it
+answers None instead of raising. Both refuse NaN, Infinity, duplicate keys, lone surrogates,
+integers beyond ±(2^53 − 1) and runaway nesting (`gateway.jsontext`), so every reader sees the
+same value or none. `canonical_sha256` is SHA-256 over the RFC 8785 (JCS) canonical form.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 import rfc8785
+
+from gateway.jsontext import JsonTextError, read_object
+from gateway.limits import MAX_JSON_DEPTH_CAP
+
+# Reader rules whose breach means "not a complete JSON object" (incomplete_arguments); any
+# other rule means the object breaks a rule of JSON itself (invalid_arguments).
+INCOMPLETE_RULES = frozenset({"syntax", "not_object"})
 
 
 class ArgumentsError(ValueError):
     """The arguments are a JSON object that cannot be canonicalized; the message says why."""
 
 
-def parse_arguments(text: str) -> dict[str, Any] | None:
-    """The arguments as a JSON object, or None when the text is not one."""
+def read_arguments(text: str, max_depth: int = MAX_JSON_DEPTH_CAP) -> dict[str, Any]:
+    """The arguments as a JSON object; JsonTextError naming the rule the text breaks."""
+    return read_object(text, max_depth=max_depth)
+
+
+def parse_arguments(text: str, max_depth: int = MAX_JSON_DEPTH_CAP) -> dict[str, Any] | None:
+    """The arguments as a JSON object, or None when the text is not one the reader accepts."""
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
+        return read_object(text, max_depth=max_depth)
+    except JsonTextError:
         return None
-    return value if isinstance(value, dict) else None
 
 
 def canonical_sha256(value: Any) -> str:
@@ -36,4 +47,3 @@ def canonical_sha256(value: Any) -> str:
         return hashlib.sha256(rfc8785.dumps(value)).hexdigest()
     except (rfc8785.CanonicalizationError, RecursionError) as exc:
         raise ArgumentsError(f"the arguments have no canonical JSON form: {exc}") from exc
-

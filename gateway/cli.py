@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -25,6 +25,7 @@ from gateway.errors import CallgateError, ConfigError
 from gateway.flags import (
     Parser,
     UsageError,
+    count,
     existing_dir,
     existing_file,
     listen_address,
@@ -41,6 +42,9 @@ from gateway.flags import (
 from gateway.model import DEFAULT_APPROVAL_TTL_S
 from gateway.tls import ClientTLS
 from gateway.version import callgate_version
+
+if TYPE_CHECKING:
+    from gateway.config import ServeConfig
 
 Handler = Callable[[argparse.Namespace], int]
 SubParsers = argparse._SubParsersAction  # type: ignore[type-arg]
@@ -86,6 +90,7 @@ def _serve_parser(sub: SubParsers) -> None:
            help="log the exact input of every decision (one JSON line, logger "
            "callgate.decision_input) to replay with `callgate policy eval`")
     _opa_options(p)
+    _limit_options(p)
     tls = p.add_argument_group("TLS", "Without --tls-cert the listener is plaintext (for "
                                "loopback and unix sockets).\nCertificate files are read again "
                                "when they change.")
@@ -121,11 +126,59 @@ def _opa_options(p: argparse.ArgumentParser) -> None:
            help="shadow mode: comparisons waiting for OPA at most; more are dropped (counted)")
 
 
-def _serve(ns: argparse.Namespace) -> int:
-    from gateway.app import serve
+# `serve` size limits (docs/operations.md, "Limits"): setting → what it bounds.
+LIMIT_HELP = {
+    "db_min_free_bytes": "free bytes the store's filesystem must keep; below it the store is "
+                         "NOT_SERVING and refuses turns",
+    "max_message_bytes": "largest request message (gRPC max receive)",
+    "max_json_depth": "deepest nesting of any JSON text (at most 100)",
+    "max_arguments_bytes": "arguments of one tool call",
+    "max_calls_per_turn": "tool calls in one turn or one Authorize",
+    "max_stream_events": "events in one provider stream",
+    "max_stream_bytes": "bytes of one provider stream",
+    "max_labels": "labels of one run",
+    "max_label_bytes": "bytes of one label (key and value)",
+    "max_conversation_bytes": "a run's starting conversation_json",
+    "max_output_bytes": "a tool output kept (larger: a read FAILS output_too_large)",
+    "max_policy_history_bytes": "earlier calls' arguments in one policy input",
+}
+
+
+def _limit_options(p: argparse.ArgumentParser) -> None:
     from gateway.config import ServeConfig
 
-    config = ServeConfig(
+    limits = p.add_argument_group("limits", "Checked before work is done; a caller past one "
+                                  "gets a clear code (docs/operations.md, \"Limits\").")
+    for name, what in LIMIT_HELP.items():
+        option(limits, "--" + name.replace("_", "-"), parse=count,
+               default=ServeConfig.model_fields[name].default, metavar="N", owner=p, help=what)
+
+
+def _serve(ns: argparse.Namespace) -> int:
+    from gateway.app import serve
+
+    config = _serve_config(ns)
+    asyncio.run(serve(config))
+    return 0
+
+
+def _serve_config(ns: argparse.Namespace) -> ServeConfig:
+    """The validated settings; a value out of its range names its flag (exit 2)."""
+    from pydantic import ValidationError
+
+    from gateway.config import ServeConfig
+
+    try:
+        return _build_serve_config(ns, ServeConfig)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]) if first["loc"] else "a setting"
+        flag = "--" + name.removesuffix("_s").replace("_", "-")
+        raise ConfigError(f"{flag} {getattr(ns, name, '')}: {first['msg']}") from None
+
+
+def _build_serve_config(ns: argparse.Namespace, cls: type[ServeConfig]) -> ServeConfig:
+    return cls(
         listen=ns.listen, tools=ns.tools, policies=ns.policies, db=ns.db, auth=ns.auth,
         insecure_dev_identity=ns.insecure_dev_identity, engine=ns.engine,
         policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout,
@@ -136,9 +189,8 @@ def _serve(ns: argparse.Namespace) -> int:
         opa_url=ns.opa_url,
         opa_token=ns.opa_token, opa_policies=ns.opa_policies, opa_timeout_s=ns.opa_timeout,
         opa_ca=ns.opa_ca, opa_client_cert=ns.opa_client_cert, opa_client_key=ns.opa_client_key,
-        shadow_queue=ns.shadow_queue)
-    asyncio.run(serve(config))
-    return 0
+        shadow_queue=ns.shadow_queue,
+        **{name: getattr(ns, name) for name in LIMIT_HELP})
 
 
 # ------------------------------------------------------------------- client-side commands

@@ -9,12 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.errors import ConfigError
+from gateway.limits import MAX_JSON_DEPTH_CAP, MIB, Limits
 from gateway.model import DEFAULT_APPROVAL_TTL_S
 from gateway.policy.opa.client import OpaSettings
 from gateway.store import sqlite_path
+
+_LIMITS = Limits()
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 
@@ -55,6 +58,19 @@ class ServeConfig(BaseModel):
         return OpaSettings(url=self.opa_url, token=self.opa_token, timeout_s=self.opa_timeout_s,
                            ca=self.opa_ca, client_cert=self.opa_client_cert,
                            client_key=self.opa_client_key)
+    db_min_free_bytes: int = Field(default=32 * MIB, ge=0)
+    # size limits (docs/operations.md, "Limits"); the defaults live in gateway.limits
+    max_message_bytes: int = Field(default=_LIMITS.max_message_bytes, ge=1024)
+    max_json_depth: int = Field(default=_LIMITS.max_json_depth, ge=1, le=MAX_JSON_DEPTH_CAP)
+    max_arguments_bytes: int = Field(default=_LIMITS.max_arguments_bytes, ge=2)
+    max_calls_per_turn: int = Field(default=_LIMITS.max_calls_per_turn, ge=1)
+    max_stream_events: int = Field(default=_LIMITS.max_stream_events, ge=1)
+    max_stream_bytes: int = Field(default=_LIMITS.max_stream_bytes, ge=2)
+    max_labels: int = Field(default=_LIMITS.max_labels, ge=0)
+    max_label_bytes: int = Field(default=_LIMITS.max_label_bytes, ge=1)
+    max_conversation_bytes: int = Field(default=_LIMITS.max_conversation_bytes, ge=2)
+    max_output_bytes: int = Field(default=_LIMITS.max_output_bytes, ge=4)
+    max_policy_history_bytes: int = Field(default=_LIMITS.max_policy_history_bytes, ge=0)
 
     def check(self) -> None:
         if self.auth is None and not self.insecure_dev_identity:
@@ -95,3 +111,6 @@ class ServeConfig(BaseModel):
         if self.tls_client_ca is not None and self.tls_cert is None:
             raise ConfigError("--tls-client-ca needs --tls-cert and --tls-key (client "
                               "certificates are checked only on a TLS listener)")
+
+    def limits(self) -> Limits:
+        return Limits(**{name: getattr(self, name) for name in Limits.__dataclass_fields__})

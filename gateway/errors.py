@@ -41,6 +41,7 @@ class CallCode(StrEnum):
     TOOL_TIMEOUT = "tool_timeout"
     TOOL_NOT_APPLIED = "tool_not_applied"
     OUTPUT_INVALID = "output_invalid"
+    OUTPUT_TOO_LARGE = "output_too_large"
     OUTCOME_UNKNOWN = "outcome_unknown"  # the code an UNKNOWN call carries
     RESOLVED_BY_OPERATOR = "resolved_by_operator"
 
@@ -64,9 +65,11 @@ class RequestCode(StrEnum):
     MALFORMED_RESPONSE = "malformed_response"
     DUPLICATE_CALL_ID = "duplicate_call_id"
     INVALID_ARGUMENT = "invalid_argument"
+    LIMIT_EXCEEDED = "limit_exceeded"
     UNIMPLEMENTED = "unimplemented"
     STORE_UNAVAILABLE = "store_unavailable"
     SHUTTING_DOWN = "shutting_down"
+    RESULTS_NOT_RECORDED = "results_not_recorded"
     INTERNAL = "internal"
 
 

@@ -54,6 +54,7 @@ class TurnWork:
     calls: dict[str, CallRecord]
     identity: Identity
     order: list[str] = field(default_factory=list)
+    started: list[str] = field(default_factory=list)  # intent committed: may be on the wire
 
     def ordered(self) -> list[CallRecord]:
         return [self.calls[c] for c in self.order]
@@ -157,6 +158,7 @@ class ExecutionPhase:
         work.run = run
         for r in moved:
             work.calls[r.call_id] = r
+        work.started.extend(r.call_id for r in moved)
         return moved
 
     @staticmethod

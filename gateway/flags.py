@@ -148,6 +148,13 @@ def whole_seconds(text: str) -> int:
     if not text.strip().isdigit() or int(text) < 1:
         raise ValueError("expected a whole number of seconds, 1 or more")
     return int(text)
+def count(text: str) -> int:
+    """A whole number, 0 or more (the setting's own range is checked with the rest)."""
+    if not text.strip().isdigit():
+        raise ValueError("expected a whole number, 0 or more")
+    return int(text)
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)

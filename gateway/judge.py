@@ -13,8 +13,16 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from gateway.arguments import ArgumentsError, canonical_sha256, parse_arguments
+from gateway.arguments import (
+    INCOMPLETE_RULES,
+    ArgumentsError,
+    canonical_sha256,
+    parse_arguments,
+    read_arguments,
+)
 from gateway.errors import CallCode
+from gateway.jsontext import JsonTextError
+from gateway.limits import FLAGS, Limits, utf8_len
 from gateway.model import CallRecord, CallStatus, Decision, Identity, ToolCall, Verdict
 from gateway.policy.base import PolicyEngine
 from gateway.policy_input import RunContext, call_input
@@ -32,8 +40,8 @@ INCOMPLETE = ("the arguments are not a complete JSON object; the call was not ex
               "the model for the full call again")
 
 
-def _sha256_or_empty(text: str) -> str:
-    args = parse_arguments(text)
+def _sha256_or_empty(text: str, max_depth: int) -> str:
+    args = parse_arguments(text, max_depth)
     if args is None:
         return ""
     try:
@@ -42,22 +50,36 @@ def _sha256_or_empty(text: str) -> str:
         return ""  # judged invalid_arguments, with the reason
 
 
+def _too_large(size: int, limit: int) -> str:
+    return (f"the arguments are {size} bytes, over the limit of {limit} (callgate serve "
+            f"{FLAGS['max_arguments_bytes']}); the call was not executed and its arguments "
+            "were not kept — ask the model for a smaller call")
+
+
 @dataclass(frozen=True)
 class Judge:
     registry: Registry
     policy: PolicyEngine
+    limits: Limits = Limits()
 
     def propose(self, run_id: str, turn_id: str, index: int, call: ToolCall,
                 now: datetime) -> CallRecord:
         """The one factory of call records: the call as proposed, with its tool's version and
         effect and its arguments hash. A call the model marked incomplete is rejected at once,
-        so the mark survives in the store even if the turn is resumed later."""
+        so the mark survives in the store even if the turn is resumed later; so is a call whose
+        arguments are over the size limit (and they are not kept)."""
         tool = self.registry.get(call.name)
+        size = utf8_len(call.arguments_json)
+        oversize = size > self.limits.max_arguments_bytes
+        text = "" if oversize else call.arguments_json
         rec = CallRecord(
             run_id=run_id, turn_id=turn_id, call_id=call.call_id, index=index, tool=call.name,
-            status=CallStatus.PROPOSED, arguments_json=call.arguments_json,
+            status=CallStatus.PROPOSED, arguments_json=text,
             tool_version=tool.version if tool else "", effect=tool.effect.value if tool else "",
-            arguments_sha256=_sha256_or_empty(call.arguments_json), created_at=now)
+            arguments_sha256=_sha256_or_empty(text, self.limits.max_json_depth), created_at=now)
+        if oversize:
+            return rejected(rec, CallCode.INVALID_ARGUMENTS,
+                            _too_large(size, self.limits.max_arguments_bytes), now=now)
         if not call.complete:
             return rejected(rec, CallCode.INCOMPLETE_ARGUMENTS, INCOMPLETE, now=now)
         return rec
@@ -70,9 +92,14 @@ class Judge:
             known = ", ".join(t.name for t in self.registry.tools())
             return rejected(rec, CallCode.UNKNOWN_TOOL,
                             f"no tool named {rec.tool!r} is registered (known: {known})", now=now)
-        args = parse_arguments(rec.arguments_json)
-        if args is None:
-            return rejected(rec, CallCode.INCOMPLETE_ARGUMENTS, INCOMPLETE, now=now)
+        try:
+            args = read_arguments(rec.arguments_json, self.limits.max_json_depth)
+        except JsonTextError as exc:
+            if exc.rule in INCOMPLETE_RULES:
+                return rejected(rec, CallCode.INCOMPLETE_ARGUMENTS, INCOMPLETE, now=now)
+            return rejected(rec, CallCode.INVALID_ARGUMENTS, "the arguments break a rule of "
+                            f"JSON ({exc.rule}): {exc.message}; the call was not executed",
+                            now=now)
         if not rec.arguments_sha256:
             try:
                 canonical_sha256(args)

@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+MAX_COUNT = 2**63 - 1  # the largest counter the stores (and int64 fields) hold
+
 
 class CallStatus(StrEnum):
     SUCCEEDED = "SUCCEEDED"
@@ -160,8 +162,9 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.input_tokens + other.input_tokens,
-                     self.output_tokens + other.output_tokens)
+        """Saturating at the largest count a store keeps (2^63 − 1): never an overflow."""
+        return Usage(min(self.input_tokens + other.input_tokens, MAX_COUNT),
+                     min(self.output_tokens + other.output_tokens, MAX_COUNT))
 
 
 @dataclass(frozen=True)

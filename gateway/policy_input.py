@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,30 +18,63 @@ from functools import cached_property
 from typing import Any
 
 from gateway.arguments import parse_arguments
-from gateway.model import ApprovalRecord, CallRecord, Identity, RunRecord, rfc3339
+from gateway.limits import Limits, utf8_len
+from gateway.model import ApprovalRecord, CallRecord, CallStatus, Identity, RunRecord, rfc3339
 from gateway.tools import Tool
+
+log = logging.getLogger("callgate.policy_input")
 
 RECENT_CALLS = 50
 
 
 @dataclass(frozen=True)
 class RunContext:
-    """What a decision may know of the run: the run, the turn and its recent calls."""
+    """What a decision may know of the run: the run, the turn and its recent calls.
+
+    The earlier calls' arguments are read with the one strict reader, most recent first, up to
+    `history_bytes` of arguments text in all; older ones beyond that carry `args: null` and
+    `args_omitted: true`. A stored record whose arguments cannot be read (written by an older
+    version, say) gets `args: null` and the input `policy_input_degraded: true`; a call that
+    was rejected for its arguments simply has `args: null`."""
 
     run: RunRecord
     turn_seq: int
     turn_id: str
     recent: Sequence[CallRecord]
+    history_bytes: int = Limits.max_policy_history_bytes
 
     @cached_property
     def _input(self) -> dict[str, Any]:
-        return {
+        calls, degraded = self._calls()
+        out = {
             "id": self.run.run_id, "turn": self.turn_seq, "turn_id": self.turn_id,
             "tool_calls_used": self.run.tool_calls_used, "labels": dict(self.run.labels),
-            "calls": [{"id": c.call_id, "tool": c.tool, "effect": c.effect,
-                       "args": parse_arguments(c.arguments_json), "status": c.status.value}
-                      for c in list(self.recent)[-RECENT_CALLS:]],
+            "calls": calls,
         }
+        if degraded:
+            log.warning("run %s: %d stored call(s) could not be read into the policy input",
+                        self.run.run_id, degraded)
+            out["policy_input_degraded"] = True
+        return out
+
+    def _calls(self) -> tuple[list[dict[str, Any]], int]:
+        budget = self.history_bytes
+        degraded = 0
+        calls: list[dict[str, Any]] = []
+        for c in reversed(list(self.recent)[-RECENT_CALLS:]):
+            entry: dict[str, Any] = {"id": c.call_id, "tool": c.tool, "effect": c.effect,
+                                     "args": None, "status": c.status.value}
+            size = utf8_len(c.arguments_json)
+            if size > budget:
+                entry["args_omitted"] = True
+            else:
+                budget -= size
+                entry["args"] = parse_arguments(c.arguments_json)
+                if entry["args"] is None and c.status != CallStatus.REJECTED:
+                    degraded += 1
+            calls.append(entry)
+        calls.reverse()
+        return calls, degraded
 
     def as_input(self) -> dict[str, Any]:
         """The `run` input (built once per turn, shared by the turn's decisions)."""

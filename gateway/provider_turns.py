@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from adapters import AdapterError, get_adapter, resolve_api_version
 from adapters.base import ProviderAdapter
@@ -31,6 +32,15 @@ from adapters.events import (
     fallback_call_id,
 )
 from gateway.errors import RequestCode, RequestError
+from gateway.jsontext import MAX_SAFE_INTEGER, JsonTextError, read_json, write_json
+from gateway.limits import (
+    DEFAULT_LIMITS,
+    ENVELOPE_DEPTH,
+    MAX_JSON_DEPTH_CAP,
+    Limits,
+    over_limit,
+    utf8_len,
+)
 from gateway.model import (
     CallRecord,
     CallResult,
@@ -49,6 +59,9 @@ from gateway.policy_input import offer_input
 from gateway.runner import Runner, StartRunParams
 
 log = logging.getLogger("callgate.providers")
+# the deepest provider JSON any sidecar accepts (its own limit plus the envelope)
+PROVIDER_DEPTH_CAP = MAX_JSON_DEPTH_CAP + ENVELOPE_DEPTH
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -89,11 +102,38 @@ def adapter_for(provider: str) -> ProviderAdapter:
         raise request_error(err) from err
 
 
-def parse_json(text: str, what: str, code: RequestCode = RequestCode.MALFORMED_RESPONSE) -> Any:
+def parse_json(text: str, what: str, limits: Limits,
+               code: RequestCode = RequestCode.MALFORMED_RESPONSE) -> Any:
+    """A JSON text from a caller or a provider, read by the one strict reader."""
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as err:
-        raise RequestError(code, f"{what} is not valid JSON: {err}") from err
+        return read_json(text, max_depth=limits.max_json_depth + ENVELOPE_DEPTH)
+    except JsonTextError as err:
+        raise RequestError(code, f"{what} breaks a rule of JSON ({err.rule}): "
+                                 f"{err.message}") from err
+
+
+def read_by_adapter(fn: Callable[[], T], where: str = "") -> T:
+    """Run one adapter step on untrusted input: every failure is `malformed_response` (or the
+    adapter's own code). An adapter failing any other way is a bug in it, logged as such; the
+    caller still learns only that its input could not be read."""
+    try:
+        return fn()
+    except AdapterError as err:
+        raise request_error(err, where) from err
+    except (LookupError, TypeError, ValueError, AttributeError, RecursionError) as err:
+        log.exception("adapter failed on its input (a bug in the adapter)")
+        raise RequestError(RequestCode.MALFORMED_RESPONSE,
+                           f"{where}the provider JSON could not be read "
+                           f"({type(err).__name__})") from err
+
+
+def check_meta_usage(event: ProviderEvent) -> Usage:
+    meta = event.meta
+    for name, value in (("input", meta.input_tokens), ("output", meta.output_tokens)):
+        if not 0 <= value <= MAX_SAFE_INTEGER:
+            raise RequestError(RequestCode.MALFORMED_RESPONSE, f"the response's {name} token "
+                               f"count {value} is out of range (0 to {MAX_SAFE_INTEGER})")
+    return Usage(meta.input_tokens, meta.output_tokens)
 
 
 class ProviderTurns:
@@ -101,16 +141,21 @@ class ProviderTurns:
 
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
+        self.limits = runner.limits
 
     # ------------------------------------------------------------------ runs and turns
 
     async def start_run(self, identity: Identity, params: StartRunParams) -> RunRecord:
         version = api_version_of(params.provider, params.api_version)
-        check_conversation(params.conversation_json)
+        check_conversation(params.conversation_json, self.limits)
         return await self.runner.start_run(identity, replace(params, api_version=version))
 
     async def submit_turn(self, identity: Identity, turn: TurnInput) -> TurnOutcome:
         version = api_version_of(turn.provider, turn.api_version)
+        if turn.raw_response_json and not isinstance(
+                parse_json(turn.raw_response_json, "raw_response_json", self.limits), dict):
+            raise RequestError(RequestCode.MALFORMED_RESPONSE,
+                               "raw_response_json must be the provider's response, a JSON object")
         return await self.runner.submit_turn(identity, replace(turn, api_version=version))
 
     async def resume_run(self, identity: Identity, run_id: str) -> TurnOutcome:
@@ -132,9 +177,10 @@ class ProviderTurns:
             return outcome
         try:
             adapter = get_adapter(turn.provider)
-            event = _stored_event(adapter, turn.raw_response_json)
-            items = next_input(adapter, event, outcome) if event is not None else ""
-        except (AdapterError, KeyError, ValueError):  # a raw response that fits no longer
+            raw = read_json(turn.raw_response_json, max_depth=PROVIDER_DEPTH_CAP + 1)
+            items = next_input(adapter, adapter.read_complete_event(raw), outcome)
+        except (AdapterError, KeyError, ValueError, TypeError):  # a raw response that fits no
+            # longer (stored by another version, or a record that cannot be read)
             log.warning("run %s turn %s: its raw response does not give the next request's "
                         "items", outcome.run_id, outcome.turn_id)
             return outcome
@@ -148,23 +194,20 @@ class ProviderTurns:
     async def submit_response(self, identity: Identity, req: ProviderTurnRequest,
                               response_json: str) -> TurnOutcome:
         req, adapter = await self._resolve(identity, req)
-        response = parse_json(response_json, "response_json")
+        response = parse_json(response_json, "response_json", self.limits)
         if not isinstance(response, dict):
             raise RequestError(RequestCode.MALFORMED_RESPONSE,
                                "response_json must be a JSON object (the provider's response)")
-        try:
-            event = adapter.read_complete_event(response)
-        except AdapterError as err:
-            raise request_error(err) from err
+        event = read_by_adapter(lambda: adapter.read_complete_event(response))
         return await self._submit(identity, adapter, event, req, response_json)
 
     async def submit_stream(self, identity: Identity, req: ProviderTurnRequest,
                             events: AsyncIterator[str]) -> TurnOutcome:
         """Assemble a stream of raw events (JSON texts), then submit the turn it makes."""
         req, adapter = await self._resolve(identity, req)
-        event, received = await assemble_stream(adapter, events)
-        raw = json.dumps(event.original) if event.original else json.dumps(received)
-        return await self._submit(identity, adapter, event, req, raw)
+        event, received = await assemble_stream(adapter, events, self.limits)
+        return await self._submit(identity, adapter, event, req,
+                                  stream_raw(event, received, self.limits))
 
     async def _resolve(self, identity: Identity, req: ProviderTurnRequest
                        ) -> tuple[ProviderTurnRequest, ProviderAdapter]:
@@ -182,11 +225,9 @@ class ProviderTurns:
         if not turn_id:
             raise RequestError(RequestCode.INVALID_ARGUMENT,
                                "this response carries no ID: set turn_id on the request")
-        meta = event.meta
         turn = TurnInput(run_id=req.run_id, turn_id=turn_id, event=to_turn_event(event, turn_id),
                          provider=req.provider, api_version=req.api_version,
-                         model=req.model or meta.model,
-                         usage=Usage(meta.input_tokens, meta.output_tokens),
+                         model=req.model or event.meta.model, usage=check_meta_usage(event),
                          raw_response_json=raw)
         outcome = await self.runner.submit_turn(identity, turn)
         return replace(outcome, provider_input_json=next_input(adapter, event, outcome))
@@ -206,23 +247,39 @@ class ProviderTurns:
 # ---------------------------------------------------------------------- streams
 
 
-async def assemble_stream(adapter: ProviderAdapter, events: AsyncIterator[str]
-                          ) -> tuple[ProviderEvent, list[Any]]:
-    """Feed every raw stream event to the adapter's assembler; answers the final event and
-    the raw events received."""
+async def assemble_stream(adapter: ProviderAdapter, events: AsyncIterator[str],
+                          limits: Limits = DEFAULT_LIMITS) -> tuple[ProviderEvent, list[Any]]:
+    """Feed every raw stream event to the adapter's assembler, within the stream limits;
+    answers the final event and the raw events received."""
     assembler = adapter.new_stream_assembler()
     received: list[Any] = []
+    size = 0
     async for text in events:
         where = f"stream event {len(received) + 1}"
-        event = parse_json(text, where)
+        size += utf8_len(text)
+        if len(received) >= limits.max_stream_events:
+            raise over_limit(f"the stream has more than {limits.max_stream_events} events",
+                             "max_stream_events", limits.max_stream_events)
+        if size > limits.max_stream_bytes:
+            raise over_limit(f"the stream is more than {size} bytes", "max_stream_bytes",
+                             limits.max_stream_bytes)
+        event = parse_json(text, where, limits)
         if not isinstance(event, dict):
             raise RequestError(RequestCode.MALFORMED_RESPONSE, f"{where} must be a JSON object")
         received.append(event)
+        read_by_adapter(partial(assembler.feed, event), f"{where}: ")
+    return read_by_adapter(assembler.finish, "end of stream: "), received
+
+
+def stream_raw(event: ProviderEvent, received: list[Any], limits: Limits) -> str:
+    """What a streamed turn keeps as its raw response: the assembled response when it can be
+    written as strict JSON, else the events as received."""
+    if event.original:
         try:
-            assembler.feed(event)
-        except AdapterError as err:
-            raise request_error(err, f"{where}: ") from err
-    return assembler.finish(), received
+            return write_json(event.original, max_depth=limits.max_json_depth + ENVELOPE_DEPTH)
+        except JsonTextError:
+            pass
+    return write_json(received, max_depth=limits.max_json_depth + ENVELOPE_DEPTH + 1)
 
 
 # ---------------------------------------------------------------------- provider events ⇄ turns
@@ -265,62 +322,66 @@ def tool_results(event: ToolRequestEvent, turn_id: str,
 
 
 def next_input(adapter: ProviderAdapter, event: ProviderEvent, outcome: TurnOutcome) -> str:
-    """provider_input_json: set only when the loop should continue."""
+    """provider_input_json: set only when the loop should continue ("" if it cannot be built:
+    the turn is recorded either way, and GetRun shows it)."""
     if outcome.next != NextAction.CONTINUE:
         return ""
-    if isinstance(event, ToolRequestEvent):
-        items = adapter.append_results(event, tool_results(event, outcome.turn_id,
-                                                           outcome.results))
-    else:
-        items = adapter.extend_conversation([], event, [])
-    return json.dumps(items)
+    try:
+        if isinstance(event, ToolRequestEvent):
+            items = adapter.append_results(event, tool_results(event, outcome.turn_id,
+                                                               outcome.results))
+        else:
+            items = adapter.extend_conversation([], event, [])
+        return write_json(items, max_depth=PROVIDER_DEPTH_CAP)
+    except (AdapterError, JsonTextError, LookupError, TypeError, ValueError) as err:
+        log.warning("turn %s: provider_input_json cannot be built: %s", outcome.turn_id, err)
+        return ""
 
 
 # ---------------------------------------------------------------------- conversations
 
 
-def check_conversation(text: str) -> None:
-    """A run's starting conversation, when given, is a JSON array of provider messages."""
-    if text and not isinstance(parse_json(text, "conversation_json",
-                                          RequestCode.INVALID_ARGUMENT), list):
+def check_conversation(text: str, limits: Limits) -> None:
+    """A run's starting conversation, when given, is a JSON array of provider messages,
+    within the size limit."""
+    if not text:
+        return
+    size = utf8_len(text)
+    if size > limits.max_conversation_bytes:
+        raise over_limit(f"conversation_json is {size} bytes", "max_conversation_bytes",
+                         limits.max_conversation_bytes)
+    if not isinstance(parse_json(text, "conversation_json", limits,
+                                 RequestCode.INVALID_ARGUMENT), list):
         raise RequestError(RequestCode.INVALID_ARGUMENT,
                            "conversation_json must be a JSON array of the provider's messages")
 
 
 def conversation(view: RunView) -> str:
     """The whole provider-shaped conversation, when the run started with one and every
-    settled turn carried its raw response; "" otherwise."""
+    settled turn carried a raw response that still reads; "" otherwise. A stored record
+    that cannot be read is skipped with a logged warning, never an error of GetRun."""
     run = view.run
     if not run.conversation_json or not run.provider:
         return ""
     try:
-        return _conversation(view, get_adapter(run.provider))
-    except AdapterError:
+        return _conversation(view, get_adapter(run.provider)) or ""
+    except Exception as err:  # stored input of any age: never let it break GetRun
+        log.warning("run %s: its conversation cannot be rebuilt: %s: %s", run.run_id,
+                    type(err).__name__, err)
         return ""
 
 
-def _conversation(view: RunView, adapter: ProviderAdapter) -> str:
-    try:
-        conv = json.loads(view.run.conversation_json)
-    except ValueError:
-        return ""
+def _conversation(view: RunView, adapter: ProviderAdapter) -> str | None:
+    conv = read_json(view.run.conversation_json, max_depth=PROVIDER_DEPTH_CAP)
     if not isinstance(conv, list):
-        return ""
+        return None
     for turn in view.turns:
         if turn.next is None or not turn.raw_response_json:
-            return ""
-        event = _stored_event(adapter, turn.raw_response_json)
-        if event is None:
-            return ""
+            return None
+        raw = read_json(turn.raw_response_json, max_depth=PROVIDER_DEPTH_CAP + 1)
+        event = adapter.read_complete_event(raw)
         calls = [c for c in view.calls if c.turn_id == turn.turn_id]
         results = (tool_results(event, turn.turn_id, calls)
                    if isinstance(event, ToolRequestEvent) else [])
         conv = adapter.extend_conversation(conv, event, results)
-    return json.dumps(conv)
-
-
-def _stored_event(adapter: ProviderAdapter, raw: str) -> ProviderEvent | None:
-    try:
-        return adapter.read_complete_event(json.loads(raw))
-    except (AdapterError, ValueError, KeyError):
-        return None
+    return write_json(conv, max_depth=PROVIDER_DEPTH_CAP + 1)

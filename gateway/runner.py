@@ -27,9 +27,11 @@ from gateway.errors import (
     RequestCode,
     RequestError,
     StoreConflict,
+    StoreUnavailable,
 )
 from gateway.execute import ExecutionPhase, TurnWork, audit_of
 from gateway.judge import Judge, rejected
+from gateway.limits import DEFAULT_LIMITS, Limits
 from gateway.model import (
     DEFAULT_APPROVAL_TTL_S,
     ApprovalRecord,
@@ -55,6 +57,13 @@ from gateway.model import (
 )
 from gateway.policy.base import PolicyEngine
 from gateway.policy_input import RECENT_CALLS, RunContext, batch_input, resolve_input
+from gateway.request_checks import (
+    check_budget,
+    check_calls,
+    check_id,
+    check_labels,
+    check_usage,
+)
 from gateway.resolution import ResolveRequest
 from gateway.settle import (
     STATE_AFTER,
@@ -69,16 +78,6 @@ from gateway.watch import Seen, follow
 
 log = logging.getLogger("callgate.runner")
 T = TypeVar("T")
-
-MAX_ID_LENGTH = 256
-
-
-def check_id(kind: str, value: str) -> None:
-    """IDs are chosen by clients: bounded and printable, or the request is refused."""
-    if len(value) > MAX_ID_LENGTH or not value.isprintable():
-        raise RequestError(RequestCode.INVALID_ARGUMENT,
-                           f"{kind} must be at most {MAX_ID_LENGTH} printable characters")
-
 
 @dataclass(frozen=True)
 class StartRunParams:
@@ -106,13 +105,15 @@ class AuthorizeDecision:
 class Runner:
     def __init__(self, *, store: RunStore, registry: Registry, policy: PolicyEngine,
                  clock: Callable[[], datetime] = now_utc,
-                 approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S) -> None:
+                 approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
         self.store = store
         self.registry = registry
         self.policy = policy
         self.clock = clock
         self.approval_ttl_s = approval_ttl_s
-        self.judge = Judge(registry, policy)
+        self.limits = limits
+        self.judge = Judge(registry, policy, limits)
         self.gate = ApprovalGate(store, self.judge, registry)
         # told about approvals that wait for a person (committed), e.g. to arm their expiry
         self.on_pending: Callable[[Sequence[ApprovalRecord]], None] = lambda _: None
@@ -140,6 +141,8 @@ class Runner:
 
     async def start_run(self, identity: Identity, params: StartRunParams) -> RunRecord:
         check_id("run_id", params.run_id)
+        check_budget(params.budget)
+        check_labels(params.labels or {}, self.limits)
         now = self.clock()
         run = RunRecord(
             run_id=params.run_id or f"run_{uuid.uuid4().hex}", state=RunState.ACTIVE,
@@ -239,16 +242,8 @@ class Runner:
             raise RequestError(RequestCode.UNKNOWN_PROVIDER,
                                f"run {run.run_id} was started for provider {run.provider}; "
                                f"a turn for {turn.provider} is not accepted")
-        seen: set[str] = set()
-        for call in turn.event.calls:
-            if not call.call_id:
-                raise RequestError(RequestCode.INVALID_ARGUMENT,
-                                   "every tool call needs a call_id")
-            check_id("call_id", call.call_id)
-            if call.call_id in seen:
-                raise RequestError(RequestCode.DUPLICATE_CALL_ID,
-                                   f"call ID {call.call_id} appears twice in this turn")
-            seen.add(call.call_id)
+        check_usage(turn.usage)
+        check_calls(turn.event.calls, self.limits)
 
     @staticmethod
     def _check_accepting(run: RunRecord, last: TurnRecord | None) -> None:
@@ -319,8 +314,18 @@ class Runner:
                         order=[c.call_id for c in calls])
         phase = ExecutionPhase(self.store, self.registry, self.clock, partial_writes=partial,
                                released=released)
-        await phase.run(work)
-        return await self._settle(work.run, turn, work.ordered())
+        try:
+            await phase.run(work)
+            return await self._settle(work.run, turn, work.ordered())
+        except StoreUnavailable as err:
+            if not work.started:
+                raise
+            raise RequestError(RequestCode.RESULTS_NOT_RECORDED, (
+                f"the run store failed ({err.message}) after call(s) "
+                f"{', '.join(work.started)} had gone out: their results are not recorded. "
+                "They stay EXECUTING; once the store is back, ResumeRun (or this turn "
+                "submitted again) settles them: reads are run again, writes looked up, never "
+                "blindly repeated")) from err
 
     async def _decide(self, identity: Identity, run: RunRecord, turn: TurnRecord,
                       calls: list[CallRecord]) -> tuple[list[CallRecord], bool]:
@@ -332,7 +337,8 @@ class Runner:
         now = self.clock()
         recent = await self.store.recent_calls(run.run_id, RECENT_CALLS)
         ctx = RunContext(run=run, turn_seq=turn.seq, turn_id=turn.turn_id,
-                         recent=[c for c in recent if c.turn_id != turn.turn_id])
+                         recent=[c for c in recent if c.turn_id != turn.turn_id],
+                         history_bytes=self.limits.max_policy_history_bytes)
         pending = {c.call_id for c in undecided}
         spent = batch.exceeded(run)
         judged = [c if c.call_id not in pending
@@ -573,13 +579,15 @@ class Runner:
 
     async def authorize(self, identity: Identity, run_id: str,
                         calls: Sequence[ToolCall]) -> list[AuthorizeDecision]:
+        check_calls(calls, self.limits)
         run = await self.owned_run(identity, run_id) if run_id else None
         now = self.clock()
         recs = [self.judge.propose(run_id, "", i, c, now) for i, c in enumerate(calls)]
         ctx = None
         if run is not None:
             recent = await self.store.recent_calls(run.run_id, RECENT_CALLS)
-            ctx = RunContext(run=run, turn_seq=run.turns_used, turn_id="", recent=recent)
+            ctx = RunContext(run=run, turn_seq=run.turns_used, turn_id="", recent=recent,
+                             history_bytes=self.limits.max_policy_history_bytes)
         judged = [r if r.status != CallStatus.PROPOSED
                   else await self.judge.judge(r, identity=identity, run=ctx, batch=recs, now=now)
                   for r in recs]

@@ -50,9 +50,11 @@ GRPC_STATUS: dict[RequestCode, grpc.StatusCode] = {
     RequestCode.MALFORMED_RESPONSE: _S.INVALID_ARGUMENT,
     RequestCode.DUPLICATE_CALL_ID: _S.INVALID_ARGUMENT,
     RequestCode.INVALID_ARGUMENT: _S.INVALID_ARGUMENT,
+    RequestCode.LIMIT_EXCEEDED: _S.INVALID_ARGUMENT,
     RequestCode.UNIMPLEMENTED: _S.UNIMPLEMENTED,
     RequestCode.STORE_UNAVAILABLE: _S.UNAVAILABLE,
     RequestCode.SHUTTING_DOWN: _S.UNAVAILABLE,
+    RequestCode.RESULTS_NOT_RECORDED: _S.UNAVAILABLE,
     RequestCode.INTERNAL: _S.INTERNAL,
 }
 
@@ -60,6 +62,54 @@ GRPC_STATUS: dict[RequestCode, grpc.StatusCode] = {
 NOT_YET: dict[str, str] = {
     "QueryAudit": "audit queries",
 }
+
+
+@dataclass(frozen=True)
+class Undecodable:
+    """A request message that did not decode (a string field holding invalid UTF-8, or bytes
+    that are not that message); the servicer answers it INVALID_ARGUMENT."""
+
+    type_name: str
+    problem: str
+
+    def error(self) -> RequestError:
+        return RequestError(RequestCode.INVALID_ARGUMENT,
+                            f"the request is not a valid {self.type_name}: a string field holds "
+                            f"invalid UTF-8, or the bytes are not that message ({self.problem})")
+
+
+def _decoder(message: Any) -> Callable[[bytes], Any]:
+    def decode(data: bytes) -> Any:
+        try:
+            return message.FromString(data)
+        except Exception as exc:  # protobuf's DecodeError (and nothing else, on bytes)
+            return Undecodable(message.DESCRIPTOR.full_name, str(exc))
+    return decode
+
+
+_HANDLER_FACTORY = {
+    (False, False): grpc.unary_unary_rpc_method_handler,
+    (True, False): grpc.stream_unary_rpc_method_handler,
+    (False, True): grpc.unary_stream_rpc_method_handler,
+    (True, True): grpc.stream_stream_rpc_method_handler,
+}
+
+
+def add_to_server(servicer: ToolGatewayService, server: grpc.aio.Server) -> None:
+    """Register the servicer as the generated `add_ToolGatewayServicer_to_server` does, but
+    with request decoders that never fail: an undecodable message reaches the servicer as
+    `Undecodable` (gRPC would answer UNKNOWN with no code)."""
+    service = pb.DESCRIPTOR.services_by_name["ToolGateway"]
+    handlers = {}
+    for method in service.methods:
+        factory: Any = _HANDLER_FACTORY[(method.client_streaming, method.server_streaming)]
+        handlers[method.name] = factory(
+            getattr(servicer, method.name),
+            request_deserializer=_decoder(getattr(pb, method.input_type.name)),
+            response_serializer=getattr(pb, method.output_type.name).SerializeToString)
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(service.full_name, handlers),))
+    server.add_registered_method_handlers(service.full_name, handlers)
 
 
 @dataclass(frozen=True)
@@ -109,9 +159,11 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         self.info = info
 
     async def _guard(self, context: grpc.aio.ServicerContext[Any, Any],
-                     fn: Callable[[Identity], Awaitable[T]]) -> T:
+                     fn: Callable[[Identity], Awaitable[T]], request: Any = None) -> T:
         try:
             identity = await self.auth.authenticate(credentials_of(context))
+            if isinstance(request, Undecodable):
+                raise request.error()
             return await fn(identity)
         except RequestError as err:
             await abort(context, err)
@@ -120,10 +172,13 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             await abort(context, INTERNAL)
 
     async def _guard_stream(self, context: grpc.aio.ServicerContext[Any, Any],
-                            fn: Callable[[Identity], AsyncIterator[T]]) -> AsyncIterator[T]:
+                            fn: Callable[[Identity], AsyncIterator[T]],
+                            request: Any = None) -> AsyncIterator[T]:
         """`_guard` for a server stream: every message of fn, or the error it ends with."""
         try:
             identity = await self.auth.authenticate(credentials_of(context))
+            if isinstance(request, Undecodable):
+                raise request.error()
             async for message in fn(identity):
                 yield message
         except RequestError as err:
@@ -139,21 +194,21 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         async def go(who: Identity) -> pb.Run:
             run = await self.turns.start_run(who, convert.start_params(request))
             return convert.run_to(run)
-        return await self._guard(context, go)
+        return await self._guard(context, go, request)
 
     async def GetRun(self, request: pb.GetRunRequest,
                      context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
         async def go(who: Identity) -> pb.Run:
             view, conversation = await self.turns.get_run(who, request.run_id)
             return convert.run_to(view.run, view, conversation)
-        return await self._guard(context, go)
+        return await self._guard(context, go, request)
 
     async def SubmitTurn(self, request: pb.SubmitTurnRequest,
                          context: grpc.aio.ServicerContext[Any, Any]) -> pb.TurnOutcome:
         async def go(who: Identity) -> pb.TurnOutcome:
             turn = convert.turn_input(request)
             return convert.outcome_to(await self.turns.submit_turn(who, turn))
-        return await self._guard(context, go)
+        return await self._guard(context, go, request)
 
     async def SubmitProviderResponse(self, request: pb.SubmitProviderResponseRequest,
                                      context: grpc.aio.ServicerContext[Any, Any]
@@ -164,7 +219,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                                       turn_id=request.turn_id, model=request.model)
             outcome = await self.turns.submit_response(who, req, request.response_json)
             return convert.outcome_to(outcome)
-        return await self._guard(context, go)
+        return await self._guard(context, go, request)
 
     async def SubmitProviderStream(self, request_iterator: AsyncIterator[pb.ProviderStreamEvent],
                                    context: grpc.aio.ServicerContext[Any, Any]
@@ -174,11 +229,15 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             if first is None:
                 raise RequestError(RequestCode.INVALID_ARGUMENT,
                                    "the stream was empty: the first message names the run")
+            if isinstance(first, Undecodable):
+                raise first.error()
 
             async def texts() -> AsyncIterator[str]:
                 if first.event_json:
                     yield first.event_json
                 async for msg in request_iterator:
+                    if isinstance(msg, Undecodable):
+                        raise msg.error()
                     yield msg.event_json
 
             req = ProviderTurnRequest(run_id=first.run_id, provider=first.provider,
@@ -191,27 +250,27 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         async def go(who: Identity) -> pb.ListToolsResponse:
             return pb.ListToolsResponse(tools_json=await self.turns.list_tools(
                 who, request.provider, request.api_version))
-        return await self._guard(context, go)
+        return await self._guard(context, go, request)
 
     async def Authorize(self, request: pb.AuthorizeRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.AuthorizeResponse:
         async def go(who: Identity) -> pb.AuthorizeResponse:
             calls = convert.tool_calls(list(request.calls))
             return convert.authorize_to(await self.runner.authorize(who, request.run_id, calls))
-        return await self._guard(context, go)
+        return await self._guard(context, go, request)
 
     async def ResumeRun(self, request: pb.ResumeRunRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.TurnOutcome:
         async def go(who: Identity) -> pb.TurnOutcome:
             return convert.outcome_to(await self.turns.resume_run(who, request.run_id))
-        return await self._guard(context, go)
+        return await self._guard(context, go, request)
 
     async def ResolveCall(self, request: pb.ResolveCallRequest,
                           context: grpc.aio.ServicerContext[Any, Any]) -> pb.CallResult:
         async def go(who: Identity) -> pb.CallResult:
             result = await self.runner.resolve_call(who, convert.resolve_request(request))
             return convert.call_result_to(result)
-        return await self._guard(context, go)
+        return await self._guard(context, go, request)
 
     async def WatchRun(self, request: pb.WatchRunRequest,
                        context: grpc.aio.ServicerContext[Any, Any]
@@ -219,7 +278,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         async def go(who: Identity) -> AsyncIterator[pb.TurnOutcome]:
             async for outcome in self.turns.watch_run(who, request.run_id):
                 yield convert.outcome_to(outcome)
-        async for message in self._guard_stream(context, go):
+        async for message in self._guard_stream(context, go, request):
             yield message
 
     async def ListApprovals(self, request: pb.ListApprovalsRequest,
@@ -228,7 +287,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         async def go(who: Identity) -> pb.ListApprovalsResponse:
             page = await self.desk.list_page(who, convert.list_request(request))
             return convert.approvals_to(page)
-        return await self._guard(context, go)
+        return await self._guard(context, go, request)
 
     async def DecideApproval(self, request: pb.DecideApprovalRequest,
                              context: grpc.aio.ServicerContext[Any, Any]
@@ -238,13 +297,13 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                 who, convert.decide_request(request))
             return pb.DecideApprovalResponse(approval=convert.approval_to(approval),
                                              result=convert.call_result_to(result))
-        return await self._guard(context, go)
+        return await self._guard(context, go, request)
 
     async def CancelRun(self, request: pb.CancelRunRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
         async def go(who: Identity) -> pb.Run:
             return convert.run_to(await self.runner.cancel_run(who, request.run_id))
-        return await self._guard(context, go)
+        return await self._guard(context, go, request)
 
     async def GetStatus(self, request: pb.GetStatusRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.Status:
@@ -266,7 +325,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                     failed=shadow.failed, opa_revision=shadow.opa_revision,
                     opa_reachable=shadow.opa_reachable))
             return status
-        return await self._guard(context, go)
+        return await self._guard(context, go, request)
 
     # ------------------------------------------------------------------ not yet served
 

@@ -75,6 +75,8 @@ class SidecarProcess:
         if not self._ready.wait(self.ready_timeout_s) or not self.target:
             code = self.proc.wait(timeout=self.ready_timeout_s)
             self._reader.join()
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
             raise SidecarFailed(code, "".join(self.lines))
         return self
 

@@ -67,6 +67,13 @@ REQUEST_MEANINGS: dict[str, str] = {
     "store_unavailable": "the run store cannot be read or written (locked past "
                          "`--db-busy-timeout`, disk error); nothing ran after the failed "
                          "commit, and the request can be repeated",
+    "limit_exceeded": "a request past one of the sidecar's size limits (calls per turn, stream "
+                      "events or bytes, labels, conversation size, token counts); the message "
+                      "names the limit and its flag (docs/operations.md, \"Limits\")",
+    "results_not_recorded": "the run store failed after the named calls had gone out: their "
+                            "results are not recorded yet; once the store is back, `ResumeRun` "
+                            "settles them (reads run again, writes looked up, never blindly "
+                            "repeated)",
     "shutting_down": "the sidecar is stopping: a `WatchRun` stream ends with it; reconnect (to "
                      "another replica, or once it is back): the first message is the current "
                      "state",
@@ -102,6 +109,8 @@ CALL_MEANINGS: dict[str, str] = {
                     "write) could not even be sent within it",
     "tool_not_applied": "FAILED: reconcile found no trace of the write at the target, which "
                         "does not enforce idempotency keys",
+    "output_too_large": "a read whose output is larger than `--max-output-bytes` (FAILED); a "
+                        "write keeps a marker with the output's size instead of cut JSON",
     "output_invalid": "FAILED for a read whose output is not JSON or violates `output_schema`; "
                       "on a SUCCEEDED write, a note that the effect happened but the output "
                       "is not what was promised",

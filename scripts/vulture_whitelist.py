@@ -57,3 +57,6 @@ Sidecar._health_update
 
 # opa-python-client reads the session its subclass sets up (gateway/policy/opa/client.py).
 _Client._session
+
+# RE2's option, read by the library.
+_.log_errors  # noqa: F821

@@ -9,12 +9,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
+import tests.support.fuzzing  # noqa: F401  (registers the Hypothesis profiles)
 from examples.travel.service import TravelService, start_travel_service
 from examples.workshop.service import WorkshopService, start_workshop_service
 from gateway.client import GatewayClient
 from gateway.testing import SidecarProcess
 from tests.support import databases
+
+settings.load_profile("bounded")  # `--hypothesis-profile fuzz` (make fuzz) overrides it
 
 ROOT = Path(__file__).resolve().parent.parent
 SUPPORT = ROOT / "tests" / "support"

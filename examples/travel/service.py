@@ -181,7 +181,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
     options = parser.parse_args(argv)
-    with start_travel_service(options.host, options.port, quiet=options.quiet) as service:
+    try:
+        service = start_travel_service(options.host, options.port, quiet=options.quiet)
+    except OSError as exc:
+        raise SystemExit(f"travel service: cannot listen on {options.host}:{options.port}: "
+                         f"{exc.strerror or exc}") from None
+    with service:
         run_until_signal(service.url, "travel service")
 
 

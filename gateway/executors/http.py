@@ -46,10 +46,12 @@ from gateway.executors.outcome import (
     json_problem,
     noted,
     succeeded,
+    too_large,
     unknown,
     with_retries,
 )
 from gateway.executors.reconcile import Absent, Found, Inconclusive, LookupResult
+from gateway.limits import DEFAULT_LIMITS
 from gateway.model import Effect
 
 _RETRYABLE_READ_STATUS = frozenset({408, 425, 429})
@@ -63,8 +65,9 @@ class HttpClients:
     Redirects are not followed and proxy settings from the environment are not used.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_body_bytes: int = DEFAULT_LIMITS.max_output_bytes) -> None:
         self._client: httpx.AsyncClient | None = None
+        self.max_body_bytes = max_body_bytes  # a larger body is not read past this
 
     def get(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -85,6 +88,7 @@ class Exchange:
     sent: bool
     problem: str = ""
     timed_out: bool = False
+    oversize: int = 0  # the body's size (as declared, or read so far) when over the cap
 
 
 def callgate_headers(ctx: ExecutionContext,
@@ -100,10 +104,36 @@ def _target(url: str) -> str:
     return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
 
 
+_BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+async def _capped(response: httpx.Response, cap: int) -> tuple[httpx.Response, int]:
+    """The response with its (decoded) body read, never past `cap` bytes: (response, 0), or
+    (the response without its body, the body's size as far as known) when it is larger."""
+    body = bytearray()
+    try:
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > cap:
+                break
+    finally:
+        await response.aclose()
+    headers = [(k, v) for k, v in response.headers.items() if k.lower() not in _BODY_HEADERS]
+    if len(body) <= cap:
+        return httpx.Response(response.status_code, headers=headers, content=bytes(body),
+                              request=response.request), 0
+    declared = response.headers.get("content-length", "")
+    size = int(declared) if declared.isdigit() and int(declared) > cap else len(body)
+    return httpx.Response(response.status_code, headers=headers,
+                          request=response.request), size
+
+
 async def exchange(client: httpx.AsyncClient, method: str, url: str, *,
                    headers: list[tuple[bytes, bytes]], timeout_s: float,
-                   body: Any = None) -> Exchange:
-    """Send one request within timeout_s overall; never raises for transport problems."""
+                   body: Any = None, max_body_bytes: int = DEFAULT_LIMITS.max_output_bytes
+                   ) -> Exchange:
+    """Send one request within timeout_s overall, reading at most max_body_bytes of the
+    answer; never raises for transport problems."""
     sent = False
 
     async def trace(event: str, info: Mapping[str, Any]) -> None:
@@ -113,9 +143,10 @@ async def exchange(client: httpx.AsyncClient, method: str, url: str, *,
 
     try:
         async with asyncio.timeout(timeout_s):
-            response = await client.request(
-                method, url, json=body, headers=headers, timeout=timeout_s,
-                extensions={"trace": trace})
+            request = client.build_request(method, url, json=body, headers=headers,
+                                           timeout=timeout_s, extensions={"trace": trace})
+            response, oversize = await _capped(await client.send(request, stream=True),
+                                               max_body_bytes)
     except (TimeoutError, httpx.TimeoutException):
         return Exchange(None, sent, f"no response from {_target(url)} within {timeout_s:g} s",
                         timed_out=True)
@@ -123,7 +154,7 @@ async def exchange(client: httpx.AsyncClient, method: str, url: str, *,
         verb = "connection to" if sent else "could not connect to"
         return Exchange(None, sent, f"{verb} {_target(url)} failed: "
                                     f"{type(exc).__name__}: {error_text(exc)}")
-    return Exchange(response, True)
+    return Exchange(response, True, oversize=oversize)
 
 
 def _body_output(response: httpx.Response) -> tuple[str, str | None]:
@@ -168,9 +199,13 @@ class HttpExecutor:
     async def _attempt(self, args: dict[str, Any], ctx: ExecutionContext) -> Attempt:
         done = await exchange(self._clients.get(), "POST", self._url,
                               headers=callgate_headers(ctx, self._headers),
-                              timeout_s=self._timeout_s, body=args)
+                              timeout_s=self._timeout_s, body=args,
+                              max_body_bytes=self._clients.max_body_bytes)
         if done.response is None:
             return self._no_response(done)
+        if done.oversize and 200 <= done.response.status_code < 300:
+            return Attempt(too_large(self._effect, done.oversize,
+                                     self._clients.max_body_bytes, attempts=1))
         return self._answered(done.response)
 
     def _no_response(self, done: Exchange) -> Attempt:
@@ -227,9 +262,13 @@ class HttpLookup:
     async def lookup(self, args: dict[str, Any], ctx: ExecutionContext) -> LookupResult:
         done = await exchange(self._clients.get(), "GET", fill_lookup_url(self._url, ctx),
                               headers=callgate_headers(ctx, self._headers),
-                              timeout_s=self._timeout_s)
+                              timeout_s=self._timeout_s,
+                              max_body_bytes=self._clients.max_body_bytes)
         if done.response is None:
             return Inconclusive(f"look-up failed: {done.problem}")
+        if done.response.status_code == 200 and done.oversize:
+            marked = too_large(Effect.WRITE, done.oversize, self._clients.max_body_bytes, 0)
+            return Found(marked.output_json, note=marked.error_message)
         if done.response.status_code == 200:
             output, problem = _body_output(done.response)
             return Found(output, note=problem or "")

@@ -32,7 +32,10 @@ from typing import Any
 import yaml
 
 from gateway.errors import ConfigError
+from gateway.jsontext import JsonTextError, read_json
+from gateway.limits import MAX_JSON_DEPTH_CAP
 from gateway.policy.engine import add_policy, new_engine
+from gateway.yamltext import YamlExpansionError, check_expansion
 
 DATA_FILE_NAMES = frozenset({"data.json", "data.yaml", "data.yml"})
 TEST_SUFFIX = "_test.rego"
@@ -328,23 +331,25 @@ def _parse_data(root: Path, rel: str, body: bytes, mount: str) -> Any:
 
 def _parse_json(name: str, text: str) -> Any:
     try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        detail = f"invalid JSON: {exc.msg}"
-        raise PolicyConfigError(f"{name}:{exc.lineno}:{exc.colno}: {detail}", file=name,
-                                line=exc.lineno, column=exc.colno, detail=detail) from exc
-    except ValueError as exc:  # NaN / Infinity
-        raise PolicyConfigError(f"{name}: invalid JSON: {exc}", file=name,
-                                detail=f"invalid JSON: {exc}") from exc
-
-
-def _reject_constant(token: str) -> Any:
-    raise ValueError(f"{token} is not a JSON number")
+        return read_json(text, max_depth=MAX_JSON_DEPTH_CAP, big_integers=True)
+    except JsonTextError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, json.JSONDecodeError):
+            detail = f"invalid JSON: {cause.msg}"
+            raise PolicyConfigError(f"{name}:{cause.lineno}:{cause.colno}: {detail}",
+                                    file=name, line=cause.lineno, column=cause.colno,
+                                    detail=detail) from exc
+        raise PolicyConfigError(f"{name}: invalid JSON: {exc.message}", file=name,
+                                detail=f"invalid JSON: {exc.message}") from exc
 
 
 def _parse_yaml(name: str, text: str) -> Any:
     try:
         value = yaml.load(text, Loader=_YamlLoader)  # noqa: S506  (a SafeLoader subclass)
+        check_expansion(value)
+    except (YamlExpansionError, RecursionError) as exc:
+        detail = str(exc) if isinstance(exc, YamlExpansionError) else "the YAML nests too deeply"
+        raise PolicyConfigError(f"{name}: {detail}", file=name, detail=detail) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

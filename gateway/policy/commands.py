@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gateway.errors import ConfigError
+from gateway.jsontext import read_object
+from gateway.limits import MAX_JSON_DEPTH_CAP
 from gateway.model import Decision
 from gateway.policy.bundle import Bundle, PolicyConfigError, load_bundle, load_paths
 from gateway.policy.decision import (
@@ -406,12 +408,9 @@ def _read_input(name: str) -> dict[str, Any]:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise UsageError(f"cannot read --input {name}: {reason}") from None
     try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"--input {name} is not JSON: {exc}") from None
-    if not isinstance(doc, dict):
-        raise UsageError(f"--input {name}: the input must be a JSON object")
-    return doc
+        return read_object(text, max_depth=MAX_JSON_DEPTH_CAP)
+    except ValueError as exc:  # strict JSON: says which rule the text breaks
+        raise UsageError(f"--input {name}: {exc}") from None
 
 
 class _Evaluation:

@@ -29,11 +29,14 @@ def sqlite_path(db: str) -> Path | None:
     return Path(db)
 
 
-async def open_store(db: str, *, busy_timeout_s: float = 5.0) -> RunStore:
-    """Open (creating or migrating its schema) the store `--db` names."""
+async def open_store(db: str, *, busy_timeout_s: float = 5.0,
+                     min_free_bytes: int = 0) -> RunStore:
+    """Open (creating or migrating its schema) the store `--db` names. `min_free_bytes`: a
+    SQLite store refuses writes while its filesystem has less room than this."""
     path = sqlite_path(db)
     if path is None:
         from gateway.store.postgres import PostgresStore
         return await PostgresStore.open(db, timeout_s=busy_timeout_s)
     from gateway.store.sqlite import SQLiteStore
-    return await SQLiteStore.open(path, busy_timeout_s=busy_timeout_s)
+    return await SQLiteStore.open(path, busy_timeout_s=busy_timeout_s,
+                                  min_free_bytes=min_free_bytes)

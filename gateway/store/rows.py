@@ -8,6 +8,9 @@ Schema history (each store migrates forward on open):
     3  runs gain roles_json (the owner's roles); approvals gain requester_roles_json,
        decided_by_tenant, decided_by_roles_json, policy_reasons_json (deciding approvals),
        and an index on their status; PostgreSQL approvals gain pos (listing order)
+
+Every row is `storable`: a text value any store could not encode (a lone surrogate) is made
+encodable here, so no value can make a write fail again and again.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from gateway.errors import CallCode, StoreConflict
+from gateway.jsontext import storable_text
 from gateway.model import (
     ApprovalFilter,
     ApprovalRecord,
@@ -167,6 +171,10 @@ def approval_where(f: ApprovalFilter, mark: str) -> tuple[str, list[Any]]:
     return " AND ".join(conds) or "1 = 1", args
 
 
+def storable(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(storable_text(v) if isinstance(v, str) else v for v in values)
+
+
 def _t(value: datetime | None) -> str | None:
     return rfc3339(value) if value is not None else None
 
@@ -208,11 +216,11 @@ def decision_from_json(text: str | None) -> Decision | None:
 
 
 def run_row(r: RunRecord) -> tuple[Any, ...]:
-    return (r.run_id, r.state.value, r.subject, r.tenant, r.provider, r.api_version,
+    return storable((r.run_id, r.state.value, r.subject, r.tenant, r.provider, r.api_version,
             json.dumps(asdict(r.budget)), json.dumps(r.labels), r.conversation_json,
             r.params_hash, r.turns_used, r.tool_calls_used, r.retries_in_row,
             r.usage_total.input_tokens, r.usage_total.output_tokens, r.pause_reason,
-            _t(r.created_at), _t(r.updated_at), _texts_json(r.roles))
+            _t(r.created_at), _t(r.updated_at), _texts_json(r.roles)))
 
 
 def run_from_row(row: tuple[Any, ...]) -> RunRecord:
@@ -230,10 +238,10 @@ def run_from_row(row: tuple[Any, ...]) -> RunRecord:
 
 
 def turn_row(t: TurnRecord) -> tuple[Any, ...]:
-    return (t.run_id, t.turn_id, t.seq, t.event.value, t.content_hash, t.provider,
+    return storable((t.run_id, t.turn_id, t.seq, t.event.value, t.content_hash, t.provider,
             t.api_version, t.model, t.usage.input_tokens, t.usage.output_tokens,
             t.raw_response_json, json.dumps(asdict(t.detail)), t.next.value if t.next else None,
-            t.reason, _t(t.created_at))
+            t.reason, _t(t.created_at)))
 
 
 def turn_from_row(row: tuple[Any, ...]) -> TurnRecord:
@@ -249,11 +257,12 @@ def turn_from_row(row: tuple[Any, ...]) -> TurnRecord:
 
 
 def call_row(c: CallRecord) -> tuple[Any, ...]:
-    return (c.run_id, c.turn_id, c.call_id, c.index, c.tool, c.status.value, c.arguments_json,
+    return storable((
+            c.run_id, c.turn_id, c.call_id, c.index, c.tool, c.status.value, c.arguments_json,
             c.tool_version, c.effect, c.arguments_sha256, decision_to_json(c.decision),
             c.output_json, c.error_code, c.error_message, c.execution_count, c.approval_id,
             c.idempotency_key, _t(c.created_at), _t(c.decided_at), _t(c.started_at),
-            _t(c.finished_at), c.resolved_by, _t(c.resolved_at), c.resolution_reason)
+            _t(c.finished_at), c.resolved_by, _t(c.resolved_at), c.resolution_reason))
 
 
 def call_from_row(row: tuple[Any, ...]) -> CallRecord:
@@ -273,11 +282,11 @@ def call_from_row(row: tuple[Any, ...]) -> CallRecord:
 
 
 def approval_row(a: ApprovalRecord) -> tuple[Any, ...]:
-    return (a.approval_id, a.run_id, a.turn_id, a.call_id, a.tool, a.tool_version,
+    return storable((a.approval_id, a.run_id, a.turn_id, a.call_id, a.tool, a.tool_version,
             a.arguments_json, a.arguments_sha256, a.status.value, a.requested_by, a.tenant,
             _t(a.created_at), _t(a.expires_at), a.decided_by, _t(a.decided_at), a.reason,
             _texts_json(a.requester_roles), a.decided_by_tenant, _texts_json(a.decided_by_roles),
-            _texts_json(a.policy_reasons))
+            _texts_json(a.policy_reasons)))
 
 
 def approval_from_row(row: tuple[Any, ...]) -> ApprovalRecord:
@@ -299,9 +308,9 @@ def approval_from_row(row: tuple[Any, ...]) -> ApprovalRecord:
 
 def audit_row(e: AuditEvent, prev_hash: str) -> tuple[Any, ...]:
     """The audit row for e chained after prev_hash (hash = sha256(prev_hash + body))."""
-    body = (_t(e.time), e.kind, e.subject, e.tenant, e.run_id, e.turn_id, e.call_id,
+    body = storable((_t(e.time), e.kind, e.subject, e.tenant, e.run_id, e.turn_id, e.call_id,
             e.provider, e.tool, e.tool_version, e.arguments_summary_json, e.arguments_sha256,
             decision_to_json(e.decision), e.status.value if e.status else None, e.error_code,
-            e.execution_count, e.policy_revision)
+            e.execution_count, e.policy_revision))
     digest = hashlib.sha256((prev_hash + json.dumps(body)).encode()).hexdigest()
     return (*body, prev_hash, digest)

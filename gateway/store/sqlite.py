@@ -7,11 +7,15 @@ translated here into `StoreUnavailable` (cause chained).
 Several processes may share one file: writes serialize on SQLite's own lock, drive locks are
 record locks on `<file>-runs.lock` (see `locks.FileRangeLocks`). Settlement notifications
 reach the watchers of this process only.
+translated here into `StoreUnavailable` (cause chained). Before every write transaction the
+`FileGuard` checks that the file is still the one opened and its filesystem has room; if not,
+the write is refused (`StoreUnavailable`) and health reports NOT_SERVING.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -32,10 +36,12 @@ from gateway.model import (
 )
 from gateway.store import rows
 from gateway.store.base import settles
+from gateway.store.guard import FileGuard
 from gateway.store.locks import FileRangeLocks, run_lock_key
 from gateway.store.notify import Notifying, SettleHub
 
 T = TypeVar("T")
+log = logging.getLogger("callgate.store")
 
 _DDL = [
     f"CREATE TABLE IF NOT EXISTS runs ({', '.join(rows.RUN_COLUMNS)}, PRIMARY KEY (run_id))",
@@ -70,9 +76,12 @@ def _assignments(columns: Sequence[str]) -> str:
 class SQLiteStore(Notifying):
     name = "sqlite"
 
-    def __init__(self, path: Path, *, busy_timeout_s: float = 5.0) -> None:
+    def __init__(self, path: Path, *, busy_timeout_s: float = 5.0,
+                 min_free_bytes: int = 0) -> None:
         self.path = path
         self._busy_timeout_s = busy_timeout_s
+        self._guard = FileGuard(path, min_free_bytes)
+        self._problem = ""
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="callgate-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._audit_queue: list[tuple[Sequence[AuditEvent], asyncio.Future[None]]] = []
@@ -84,8 +93,9 @@ class SQLiteStore(Notifying):
     # ------------------------------------------------------------------ plumbing
 
     @classmethod
-    async def open(cls, path: Path, *, busy_timeout_s: float = 5.0) -> SQLiteStore:
-        store = cls(path, busy_timeout_s=busy_timeout_s)
+    async def open(cls, path: Path, *, busy_timeout_s: float = 5.0,
+                   min_free_bytes: int = 0) -> SQLiteStore:
+        store = cls(path, busy_timeout_s=busy_timeout_s, min_free_bytes=min_free_bytes)
         await store._run(store._open)
         return store
 
@@ -99,6 +109,7 @@ class SQLiteStore(Notifying):
         self._conn = conn
         self._migrate(conn)
         self._drive_locks = FileRangeLocks.for_file(Path(f"{self.path}-runs.lock"))
+        self._guard.opened()
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -139,6 +150,9 @@ class SQLiteStore(Notifying):
 
     def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         conn = self.conn
+        problem = self._guard.problem()
+        if problem:
+            raise StoreUnavailable(f"the run store cannot persist: {problem}")
         conn.execute("BEGIN IMMEDIATE")
         try:
             result = fn(conn)
@@ -396,11 +410,22 @@ class SQLiteStore(Notifying):
     # ------------------------------------------------------------------ lifecycle
 
     async def healthy(self) -> bool:
+        """Whether the store can persist: the file guard, then a real write (a no-op update
+        committed durably)."""
         try:
-            await self._run(lambda: self._one("SELECT 1", ()))
-        except StoreUnavailable:
-            return False
-        return True
+            await self._run(lambda: self._tx(
+                lambda conn: conn.execute("UPDATE schema_version SET version = version")))
+        except StoreUnavailable as err:
+            problem = err.message
+        else:
+            problem = ""
+        if problem != self._problem:
+            if problem:
+                log.warning("store not serving: %s", problem)
+            else:
+                log.info("store serving again")
+            self._problem = problem
+        return not problem
 
     async def close(self) -> None:
         """Idempotent."""

@@ -3,14 +3,16 @@ list of tools, or several YAML documents."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from gateway.errors import ConfigError
+from gateway.jsontext import JsonTextError, read_json
+from gateway.limits import MAX_JSON_DEPTH_CAP
 from gateway.tools.problems import FieldPath, ManifestProblem
+from gateway.yamltext import YamlExpansionError, check_expansion
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -27,7 +29,13 @@ _Loader.yaml_implicit_resolvers = {
 
 def _yaml_documents(text: str) -> list[Any]:
     try:
-        return list(yaml.load_all(text, Loader=_Loader))
+        documents = list(yaml.load_all(text, Loader=_Loader))
+        check_expansion(documents)
+        return documents
+    except YamlExpansionError as exc:
+        raise ManifestProblem((), str(exc)) from exc
+    except RecursionError as exc:
+        raise ManifestProblem((), "the YAML nests too deeply") from exc
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -38,10 +46,9 @@ def _yaml_documents(text: str) -> list[Any]:
 
 def _json_documents(text: str) -> list[Any]:
     try:
-        return [json.loads(text)]
-    except json.JSONDecodeError as exc:
-        raise ManifestProblem((), f"invalid JSON: {exc.msg} (line {exc.lineno}, "
-                           f"column {exc.colno})") from exc
+        return [read_json(text, max_depth=MAX_JSON_DEPTH_CAP)]
+    except JsonTextError as exc:
+        raise ManifestProblem((), f"invalid JSON: {exc.message}") from exc
 
 
 def manifest_entries(path: Path) -> list[tuple[FieldPath, Any]]:

@@ -4,7 +4,6 @@ compiling each manifest's schemas and executor, refusing duplicate names. Any pr
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -23,7 +22,9 @@ from gateway.executors import (
     ToolExecutor,
     build_executor,
 )
-from gateway.executors.outcome import failed
+from gateway.executors.outcome import failed, kept_output
+from gateway.jsontext import JsonTextError, read_json
+from gateway.limits import DEFAULT_LIMITS, MAX_JSON_DEPTH_CAP, Limits
 from gateway.model import CallStatus, Effect
 from gateway.tools.environment import expand_env
 from gateway.tools.files import manifest_entries, manifest_files
@@ -43,7 +44,7 @@ class Tool:
     """A compiled manifest: validators, redaction and the executor of one tool."""
 
     def __init__(self, manifest: ToolManifest, source: Path, executor: ToolExecutor,
-                 schemas: _Schemas) -> None:
+                 schemas: _Schemas, limits: Limits = DEFAULT_LIMITS) -> None:
         self.manifest = manifest
         self.source = source
         self.name = manifest.name
@@ -57,6 +58,7 @@ class Tool:
         self._executor = executor
         self._schemas = schemas
         self._redact = [pointer_tokens(p) for p in manifest.redact]
+        self._limits = limits
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, version={self.version!r}, effect={self.effect.value})"
@@ -94,11 +96,20 @@ class Tool:
         return self._checked(await self._executor.reconcile(args, ctx))
 
     def _checked(self, result: ExecutionResult) -> ExecutionResult:
-        """Apply output_schema: a read that violates it FAILS, a write keeps a note."""
+        """Keep only an output within the size limit that is strict JSON (`kept_output`);
+        then apply output_schema: a read that violates it FAILS, a write keeps a note."""
+        result = kept_output(result, effect=self.effect,
+                             max_bytes=self._limits.max_output_bytes,
+                             max_depth=self._limits.max_json_depth)
         if (self._schemas.output is None or result.status is not CallStatus.SUCCEEDED
                 or result.error_code):
             return result
-        problems = self.validate_output(json.loads(result.output_json))
+        try:
+            output = read_json(result.output_json, max_depth=MAX_JSON_DEPTH_CAP,
+                               big_integers=True)
+        except JsonTextError:  # kept_output already said why
+            return result
+        problems = self.validate_output(output)
         if problems is None:
             return result
         message = f"output violates output_schema: {problems}"
@@ -109,8 +120,8 @@ class Tool:
                                attempts=result.attempts)
 
 
-def compile_tool(raw: Any, source: Path, clients: HttpClients,
-                 env: Mapping[str, str]) -> Tool:
+def compile_tool(raw: Any, source: Path, clients: HttpClients, env: Mapping[str, str],
+                 limits: Limits = DEFAULT_LIMITS) -> Tool:
     """One manifest → Tool; raises ManifestProblem or ModelError."""
     if not isinstance(raw, dict):
         raise ManifestProblem((), f"a tool manifest must be a mapping, not {type(raw).__name__}")
@@ -125,21 +136,22 @@ def compile_tool(raw: Any, source: Path, clients: HttpClients,
                                   reconcile=manifest.reconcile, clients=clients)
     except ManifestFieldError as exc:
         raise ManifestProblem(exc.field, exc.message) from exc
-    return Tool(manifest, source, executor, schemas)
+    return Tool(manifest, source, executor, schemas, limits)
 
 
 class _Collector:
     """Compiles manifests, gathering every problem as one line."""
 
-    def __init__(self, clients: HttpClients, env: Mapping[str, str]) -> None:
-        self.clients = clients
+    def __init__(self, env: Mapping[str, str], limits: Limits) -> None:
+        self.clients = HttpClients(max_body_bytes=limits.max_output_bytes)
         self.env = env
+        self.limits = limits
         self.tools: list[Tool] = []
         self.problems: list[str] = []
 
     def add(self, raw: Any, source: Path, prefix: FieldPath) -> None:
         try:
-            tool = compile_tool(raw, source, self.clients, self.env)
+            tool = compile_tool(raw, source, self.clients, self.env, self.limits)
         except ManifestProblem as exc:
             self.problems.append(problem_line(str(source), (*prefix, *exc.field), exc.message))
         except ModelError as exc:
@@ -180,9 +192,10 @@ class Registry:
         self._clients = clients or HttpClients()
 
     @classmethod
-    def load(cls, directory: Path, env: Mapping[str, str] | None = None) -> Registry:
+    def load(cls, directory: Path, env: Mapping[str, str] | None = None,
+             limits: Limits = DEFAULT_LIMITS) -> Registry:
         """Load every manifest file in directory; raises ConfigError naming every problem."""
-        collector = _Collector(HttpClients(), os.environ if env is None else env)
+        collector = _Collector(os.environ if env is None else env, limits)
         for path in manifest_files(Path(directory)):
             collector.add_file(path)
         return collector.registry()
@@ -190,9 +203,10 @@ class Registry:
     @classmethod
     def from_manifests(cls, manifests: Iterable[Mapping[str, Any]], *,
                        source: Path = Path("<manifests>"),
-                       env: Mapping[str, str] | None = None) -> Registry:
+                       env: Mapping[str, str] | None = None,
+                       limits: Limits = DEFAULT_LIMITS) -> Registry:
         """Build from manifest mappings already in memory (same checks as `load`)."""
-        collector = _Collector(HttpClients(), os.environ if env is None else env)
+        collector = _Collector(os.environ if env is None else env, limits)
         for i, raw in enumerate(manifests):
             collector.add(dict(raw), source, (i,))
         return collector.registry()

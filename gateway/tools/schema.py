@@ -1,12 +1,19 @@
 """JSON Schema for tool arguments and outputs: 2020-12 only, references resolved within the
-schema (a remote `$ref` is never fetched), problems reported best first with their JSON path."""
+schema (a remote `$ref` is never fetched), problems reported best first with their JSON path.
+
+Patterns (`pattern`, `patternProperties`, and `additionalProperties` beside them) run with
+ECMA-262 meaning on a linear-time engine (`gateway.tools.patterns`). A schema is refused at
+load when a pattern cannot be run that way, when it refers to itself without descending into
+the value (`{"$ref": "#"}`: validating would never end), or when it combines
+`unevaluatedProperties` with `patternProperties` (which would need another regex engine).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import SchemaError, ValidationError, best_match
 from jsonschema.protocols import Validator
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
@@ -16,6 +23,7 @@ from referencing.exceptions import Unresolvable, Unretrievable
 from referencing.jsonschema import DRAFT202012
 
 from gateway.executors.outcome import excerpt
+from gateway.tools.patterns import PatternError, compiled, search
 from gateway.tools.problems import FieldPath, ManifestProblem
 
 MAX_REPORTED_ERRORS = 5
@@ -67,22 +75,178 @@ def _check_refs(resource: Resource[Any], resolver: Any, field: FieldPath) -> Non
         _check_refs(sub, resolver, field)
 
 
+# ---------------------------------------------------------------------- ECMA-262 patterns
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    if validator.is_type(instance, "string") and not search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any,
+                        schema: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator: Any, extra_schema: Any, instance: Any,
+                           schema: dict[str, Any]) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    named = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    extras = sorted((key for key in instance if key not in named
+                     and not any(search(p, key) for p in patterns)), key=str)
+    if validator.is_type(extra_schema, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], extra_schema, path=extra)
+    elif not extra_schema and extras:
+        joined = ", ".join(repr(each) for each in extras)
+        if patterns:
+            yield ValidationError(f"{joined} {'does' if len(extras) == 1 else 'do'} not match "
+                                  f"any of the regexes: {', '.join(map(repr, sorted(patterns)))}")
+        else:
+            yield ValidationError(f"Additional properties are not allowed ({joined} "
+                                  f"{'was' if len(extras) == 1 else 'were'} unexpected)")
+
+
+def _is_pattern(value: object) -> bool:
+    if isinstance(value, str):
+        compiled(value)  # PatternError says why not
+    return True
+
+
+# every format jsonschema knows, with `regex` meaning an ECMA-262 pattern callgate can run
+FORMATS = FormatChecker()
+FORMATS.checks("regex", raises=PatternError)(_is_pattern)
+
+_Validator = validators.extend(Draft202012Validator, {
+    "pattern": _pattern, "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties})
+
+# ---------------------------------------------------------------------- walking a schema
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_ONE = ("items", "additionalProperties", "unevaluatedProperties", "unevaluatedItems",
+               "contains", "propertyNames", "not", "if", "then", "else")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+# keywords applying their subschemas to the same value (no descent into it)
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+_IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
+
+
+def _children(node: dict[str, Any], path: FieldPath,
+              ones: Iterable[str] = _SCHEMA_ONE, lists: Iterable[str] = _SCHEMA_LISTS,
+              maps: Iterable[str] = _SCHEMA_MAPS) -> Iterator[tuple[Any, FieldPath]]:
+    for key in maps:
+        if isinstance(node.get(key), dict):
+            yield from ((child, (*path, key, name)) for name, child in node[key].items())
+    for key in ones:
+        if key in node:
+            yield node[key], (*path, key)
+    for key in lists:
+        if isinstance(node.get(key), list):
+            yield from ((child, (*path, key, i)) for i, child in enumerate(node[key]))
+
+
+def _schemas(node: Any, path: FieldPath) -> Iterator[tuple[dict[str, Any], FieldPath]]:
+    """Every (sub)schema object with its field path, root first."""
+    stack = [(node, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, dict):
+            yield item, where
+            stack.extend(_children(item, where))
+
+
+def _check_patterns(schema: dict[str, Any], field: FieldPath) -> None:
+    nodes = list(_schemas(schema, field))
+    if any("unevaluatedProperties" in n for n, _ in nodes) and any(
+            "patternProperties" in n for n, _ in nodes):
+        raise ManifestProblem(field, "unevaluatedProperties together with patternProperties "
+                              "is not supported; use additionalProperties")
+    for node, where in nodes:
+        found = [(node["pattern"], (*where, "pattern"))] if isinstance(
+            node.get("pattern"), str) else []
+        if isinstance(node.get("patternProperties"), dict):
+            found += [(key, (*where, "patternProperties", key))
+                      for key in node["patternProperties"]]
+        for pattern, at in found:
+            try:
+                compiled(pattern)
+            except PatternError as exc:
+                raise ManifestProblem(at, str(exc)) from exc
+
+
+class _Endless(Exception):
+    pass
+
+
+def _check_ends(schema: dict[str, Any], root: Any, field: FieldPath) -> None:
+    """Refuse a schema whose validation could loop on one value: a cycle of `$ref`s and
+    in-place keywords (allOf, not, if, ...) that never descends into the value."""
+    done: set[int] = set()
+    for node, where in _schemas(schema, field):
+        try:
+            _visit(node, root, set(), done)
+        except _Endless:
+            raise ManifestProblem(where, "the schema refers to itself without end (a $ref "
+                                  "cycle that never descends into the value)") from None
+        except Unresolvable:
+            continue  # reported by _check_refs
+
+
+def _visit(node: Any, resolver: Any, path: set[int], done: set[int]) -> None:
+    if not isinstance(node, dict) or id(node) in done:
+        return
+    if id(node) in path:
+        raise _Endless
+    path.add(id(node))
+    resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
+    for child, _ in _children(node, (), _IN_PLACE_ONE, _IN_PLACE_LISTS, ("dependentSchemas",)):
+        _visit(child, resolver, path, done)
+    for keyword in ("$ref", "$dynamicRef"):
+        ref = node.get(keyword)
+        if isinstance(ref, str):
+            resolved = resolver.lookup(ref)
+            _visit(resolved.contents, resolved.resolver, path, done)
+    path.discard(id(node))
+    done.add(id(node))
+
+
 def compile_schema(schema: dict[str, Any], field: FieldPath) -> Validator:
-    """Check a 2020-12 schema (and every $ref in it) and build its validator."""
+    """Check a 2020-12 schema (every $ref, every pattern, no endless self-reference) and
+    build its validator."""
     declared = schema.get("$schema")
     if declared is not None and declared not in _SCHEMA_URIS:
         raise ManifestProblem((*field, "$schema"), f"{declared!r}: only JSON Schema 2020-12 "
                                             f"({_SCHEMA_URIS[0]}) is supported")
     try:
-        Draft202012Validator.check_schema(schema)
+        _check_against_metaschema(schema)
+        resource = DRAFT202012.create_resource(schema)
+        root = SPECIFICATIONS.combine(_NO_REMOTE).resolver_with_root(resource)
+        _check_refs(resource, root, field)
+        _check_patterns(schema, field)
+        _check_ends(schema, root, field)
     except SchemaError as exc:
-        raise ManifestProblem((*field, *exc.absolute_path), exc.message) from exc
-    resource = DRAFT202012.create_resource(schema)
-    root = SPECIFICATIONS.combine(_NO_REMOTE).resolver_with_root(resource)
-    _check_refs(resource, root, field)
-    validator: Validator = Draft202012Validator(
-        schema, registry=_NO_REMOTE, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        why = f": {exc.cause}" if exc.cause is not None else ""
+        raise ManifestProblem((*field, *exc.absolute_path), exc.message + why) from exc
+    except RecursionError as exc:
+        raise ManifestProblem(field, "the schema nests too deeply") from exc
+    validator: Validator = _Validator(schema, registry=_NO_REMOTE, format_checker=FORMATS)
     return validator
+
+
+def _check_against_metaschema(schema: dict[str, Any]) -> None:
+    """Draft202012Validator.check_schema, with patterns checked as ECMA-262 (`FORMATS`)."""
+    meta = Draft202012Validator(Draft202012Validator.META_SCHEMA, format_checker=FORMATS)
+    error = best_match(meta.iter_errors(schema))
+    if error is not None:
+        raise SchemaError.create_from(error)
 
 
 def _pointer(path: Iterable[Any]) -> str:

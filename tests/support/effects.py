@@ -57,3 +57,8 @@ def crash_booking(args: dict[str, Any], ctx: ExecutionContext) -> dict[str, Any]
     """Applies the write, then the process dies before callgate can record the result."""
     apply("crash_booking", args, ctx)
     os._exit(17)
+
+
+def log_note(args: dict[str, Any], ctx: ExecutionContext) -> dict[str, Any]:
+    """Applies the write; the output echoes the note (as large as the caller made it)."""
+    return {"logged": apply("log_note", args, ctx), "note": args["note"]}

@@ -178,7 +178,7 @@ def test_eval_input_from_stdin_and_usage_errors(tmp_path: Path, capsys: Capture,
     bad = tmp_path / "bad.json"
     bad.write_text("[1]")
     assert run_policy_command(["eval", str(POLICIES), "--input", str(bad)]) == 2
-    assert "must be a JSON object" in capsys.readouterr().err
+    assert "not an object" in capsys.readouterr().err
 
 
 def test_eval_explain_shows_each_rule_body(tmp_path: Path, capsys: Capture) -> None:

@@ -1,0 +1,61 @@
+"""One owner per listening address: a second `callgate serve` (or `make run`) on a taken
+address refuses to start with one clear line, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from examples.travel.service import TravelService
+from gateway.testing import run_serve_expecting_failure
+from tests.conftest import AUTH, POLICIES, ROOT
+from tests.scenarios.test_process import own_sidecar
+
+
+def test_a_second_serve_on_the_same_address_refuses_to_start(
+        tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path) -> None:
+    with own_sidecar(tmp_path, travel, tools_dir, effects_db) as first:
+        code, output = run_serve_expecting_failure(
+            ["--listen", first.target, "--tools", str(tools_dir), "--policies", str(POLICIES),
+             "--db", str(tmp_path / "second.db"), "--auth", str(AUTH)], timeout_s=60,
+            env={"CALLGATE_TRAVEL_URL": travel.url})
+    assert code != 0, output
+    assert "--listen" in output and first.target in output
+    assert "Traceback" not in output
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def devrun(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gateway.devrun"], capture_output=True, text=True, timeout=120,
+        cwd=ROOT, env={**os.environ, "CALLGATE_RUN_ONCE": "1",
+                       "CALLGATE_DB": str(tmp_path / "run.db"), **env})
+
+
+def test_make_run_with_the_travel_port_taken_says_so(tmp_path: Path, taken_port: int) -> None:
+    done = devrun(tmp_path, CALLGATE_TRAVEL_PORT=str(taken_port),
+                  CALLGATE_LISTEN="127.0.0.1:0")
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert str(taken_port) in output and "Traceback" not in output
+
+
+def test_make_run_with_the_sidecar_port_taken_says_so(tmp_path: Path, taken_port: int) -> None:
+    done = devrun(tmp_path, CALLGATE_TRAVEL_PORT="0",
+                  CALLGATE_LISTEN=f"127.0.0.1:{taken_port}")
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert str(taken_port) in output and "Traceback" not in output
