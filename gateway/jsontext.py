@@ -174,8 +174,10 @@ def write_json(value: Any, *, limit: int | None = None,
 
 
 def storable_text(text: str) -> str:
-    """text with any lone surrogate replaced by U+FFFD (surrogate pairs are joined), so every
-    store can encode it."""
+    """text with any lone surrogate and any NUL (which PostgreSQL text cannot hold) replaced
+    by U+FFFD (surrogate pairs are joined), so every store can encode it."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
     if text.isascii() or not _SURROGATE.search(text):
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")

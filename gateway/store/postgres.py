@@ -519,11 +519,13 @@ class PostgresStore(Notifying):
     # ------------------------------------------------------------------ lifecycle
 
     async def healthy(self) -> bool:
+        """Whether the store can persist: its notification listener runs and a real write
+        (a no-op update) commits."""
         if not self._listening.is_set():
             return False
         try:
             async with self._tx() as conn:
-                await conn.execute("SELECT 1")
+                await conn.execute("UPDATE schema_version SET version = version")
         except StoreUnavailable:
             return False
         return True

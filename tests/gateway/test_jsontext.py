@@ -102,3 +102,4 @@ def test_texts_are_made_storable() -> None:
     assert storable_text("a\ud800b") == "a\ufffdb"
     assert storable_text("\ud83d\ude00") == "😀"
     assert storable_text("plain") == "plain"
+    assert storable_text("a\x00b") == "a\ufffdb"  # PostgreSQL text holds no NUL

@@ -115,6 +115,16 @@ async def test_round_trip(store: RunStore) -> None:
     assert await store.snapshot("none") is None
 
 
+async def test_text_no_store_can_hold_is_stored_readably(store: RunStore) -> None:
+    """A NUL (PostgreSQL text holds none) or a lone surrogate in a model-chosen value never
+    makes a write fail again and again: it is stored as U+FFFD."""
+    run = await store.create_run(a_run())
+    odd = replace(a_call("t1", "c1"), tool="book\x00ing", error_message="bad \ud800 text")
+    await store.begin_turn(run, a_turn("t1", 1), [odd])
+    (back,) = await store.turn_calls("r1", "t1")
+    assert back.tool == "book\ufffding" and back.error_message == "bad \ufffd text"
+
+
 async def test_the_schema_is_versioned(db_url: str, store: RunStore) -> None:
     await store.close()
     execute(db_url, "UPDATE schema_version SET version = 99")
