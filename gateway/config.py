@@ -40,6 +40,8 @@ class ServeConfig(BaseModel):
     log_decision_inputs: bool = False
     # how long an approval stays open when the policy's decision names no approval_ttl_s
     approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S
+    # the audit key (masks and seals); None: `<db>-audit.key` beside a SQLite store
+    audit_key_file: Path | None = None
 
     def check(self) -> None:
         if self.auth is None and not self.insecure_dev_identity:
@@ -49,7 +51,7 @@ class ServeConfig(BaseModel):
             raise ConfigError(f"--tools {self.tools}: not a directory")
         if not self.policies.is_dir():
             raise ConfigError(f"--policies {self.policies}: not a directory")
-        sqlite_path(self.db)  # a --db of no known kind stops start-up here
+        self.audit_key_path()  # a --db of no known kind stops start-up here
         self.check_tls()
         if self.approval_ttl_s < 1:
             raise ConfigError(f"--approval-ttl {self.approval_ttl_s}: expected a whole number "
@@ -58,9 +60,26 @@ class ServeConfig(BaseModel):
             raise ConfigError(f"--policy-poll-interval {self.policy_poll_interval_s}: expected "
                               "seconds between 0 (reload only on SIGHUP) and 3600")
 
+    def audit_key_path(self) -> Path:
+        """--audit-key-file, or the file beside a SQLite store; replicas sharing a PostgreSQL
+        store must be given the same key, so there it is required."""
+        return default_audit_key(self.db, self.audit_key_file)
+
     def check_tls(self) -> None:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ConfigError("--tls-cert and --tls-key go together: give both or neither")
         if self.tls_client_ca is not None and self.tls_cert is None:
             raise ConfigError("--tls-client-ca needs --tls-cert and --tls-key (client "
                               "certificates are checked only on a TLS listener)")
+
+
+def default_audit_key(db: str, given: Path | None) -> Path:
+    """The audit key file for --db: the one given, else `<sqlite file>-audit.key`."""
+    path = sqlite_path(db)
+    if given is not None:
+        return given
+    if path is None:
+        raise ConfigError("--audit-key-file is required with a PostgreSQL store: every replica "
+                          "sharing it must mask and seal with the same key (callgate creates "
+                          "the file if it does not exist)")
+    return Path(f"{path}-audit.key")
