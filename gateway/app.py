@@ -13,15 +13,19 @@ from grpc_reflection.v1alpha import reflection
 
 from gateway import pb
 from gateway.approval_desk import ApprovalDesk
+from gateway.audit import events
+from gateway.audit.at_rest import RedactStored
+from gateway.audit.keys import AuditKey
 from gateway.config import ServeConfig
-from gateway.errors import ConfigError
+from gateway.errors import ConfigError, StoreUnavailable
 from gateway.identity import Authenticator
+from gateway.model import now_utc
 from gateway.policy import EmbeddedEngine
 from gateway.policy.opa.client import OpaConnection
 from gateway.policy.opa.engine import OpaEngine
 from gateway.policy.reload import ReloadingEngine, ReloadTarget, prepare
 from gateway.policy.shadow import ShadowEngine, audit_event
-from gateway.policy.watch import PolicyReloader
+from gateway.policy.watch import PolicyReloader, ReloadResult
 from gateway.runner import Runner
 from gateway.server import StatusInfo, ToolGatewayService, add_to_server
 from gateway.store import RunStore, open_store
@@ -66,10 +70,12 @@ class Sidecar:
         certificates = _certificates(cfg)
         auth = self._auth = _authenticator(cfg, certificates)
         await auth.start()
-        self.registry = Registry.load(cfg.tools, limits=cfg.limits())
+        key = AuditKey.load_or_create(cfg.audit_key_path())
+        self.registry = Registry.load(cfg.tools, limits=cfg.limits(), audit_key=key)
         policy = await self._load_policy()
         self.store = await open_store(cfg.db, busy_timeout_s=cfg.db_busy_timeout_s,
-                                      min_free_bytes=cfg.db_min_free_bytes)
+                                      min_free_bytes=cfg.db_min_free_bytes, audit_key=key,
+                                      stored=RedactStored(self.registry))
         if isinstance(policy, ShadowEngine):
             store = self.store
             policy.record = lambda found: store.append_audit([audit_event(found)])
@@ -139,7 +145,24 @@ class Sidecar:
         cfg = self.config
         self.reloader = PolicyReloader(
             target, cfg.policies, cfg.policy_prefix, require_tests=cfg.reload_requires_tests,
-            interval_s=cfg.policy_poll_interval_s, on_change=self._health_soon)
+            interval_s=cfg.policy_poll_interval_s, on_change=self._health_soon,
+            on_news=self._audit_reload)
+
+    async def _audit_reload(self, result: ReloadResult) -> None:
+        """An audit record of a policy revision installed, or of a rejection not seen before."""
+        now = now_utc()
+        rejected = result.rejection
+        event = (events.policy_rejected(file=rejected.file, line=rejected.line,
+                                        message=rejected.message, serving=result.revision,
+                                        now=now) if rejected is not None
+                 else events.policy_installed(revision=result.revision,
+                                              previous=result.previous, now=now))
+        if self.store is None:
+            return
+        try:
+            await self.store.append_audit([event])
+        except StoreUnavailable as err:
+            log.warning("the audit record of a policy reload could not be written: %s", err)
 
     async def _watch_policies(self) -> None:
         if self.reloader is not None:

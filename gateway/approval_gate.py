@@ -29,9 +29,9 @@ from datetime import datetime
 
 from gateway import approvals as ap
 from gateway.arguments import ArgumentsError, canonical_sha256, parse_arguments
+from gateway.audit import events
 from gateway.batch import is_write, not_run
 from gateway.errors import CallCode
-from gateway.execute import audit_of
 from gateway.judge import Judge, rejected
 from gateway.model import (
     ApprovalRecord,
@@ -229,9 +229,8 @@ class ApprovalGate:
         calls = [c for c, old in zip(step.calls, before, strict=True) if c != old]
         if not calls and not step.changed:
             return
-        audit = [audit_of("decision", c, subject=run.subject, tenant=run.tenant,
-                          provider=run.provider, registry=self.registry, now=step.now)
-                 for c in calls]
+        audit = [events.decision(c, run, actor=events.NOBODY, registry=self.registry,
+                                 now=step.now) for c in calls]
         audit += [self._ended(a, run, step.now) for a in step.changed.values()]
         expect = [approvals_before[a.call_id] for a in step.changed.values()]
         await self.store.save(calls=calls, approvals=list(step.changed.values()), audit=audit,
@@ -239,9 +238,10 @@ class ApprovalGate:
 
     def _ended(self, a: ApprovalRecord, run: RunRecord, now: datetime) -> AuditEvent:
         """The audit record of an approval the gate ended (expired, or cancelled because a
-        sibling write will not run): nobody decided it, so the run's owner is its subject."""
-        return ap.ended_audit(a, self.registry, actor=run.owner,
-                              policy_revision=self.judge.policy.revision, now=now)
+        sibling write will not run): nobody decided it, callgate did."""
+        return events.approval_ended(a, actor=events.NOBODY, registry=self.registry, now=now,
+                                     policy_revision=self.judge.policy.revision,
+                                     provider=run.provider)
 
 
 def _mismatch(rec: CallRecord, a: ApprovalRecord, registered_version: str,

@@ -10,24 +10,19 @@ end does to its call is `call_after`; the re-check an approved call passes befor
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from gateway.arguments import parse_arguments
 from gateway.errors import CallCode, RequestCode, RequestError
 from gateway.model import (
     ApprovalRecord,
     ApprovalStatus,
-    AuditEvent,
     CallRecord,
     CallStatus,
-    Decision,
     Identity,
     TurnRecord,
-    Verdict,
     rfc3339,
 )
 from gateway.policy.base import PolicyEngine
@@ -174,41 +169,11 @@ def waiting_message(a: ApprovalRecord) -> str:
             "turn")
 
 
-# ---------------------------------------------------------------------- audit
-
-
-def audit(a: ApprovalRecord, registry: Registry, *, actor: Identity, decision: Decision,
-          error_code: str, now: datetime) -> AuditEvent:
-    """An `approval` audit record: who acted (the requester for a request, the approver for a
-    decision, the owner for an expiry or cancel), and the approval's outcome as its decision."""
-    tool = registry.get(a.tool)
-    args = parse_arguments(a.arguments_json)
-    summary = tool.redacted(args) if tool is not None and args is not None else None
-    return AuditEvent(
-        kind="approval", subject=actor.subject, tenant=actor.tenant, run_id=a.run_id,
-        turn_id=a.turn_id, call_id=a.call_id, tool=a.tool, tool_version=a.tool_version,
-        arguments_summary_json=json.dumps(summary) if summary is not None else "",
-        arguments_sha256=a.arguments_sha256, decision=decision,
-        status=CallStatus.PENDING_APPROVAL, error_code=error_code,
-        policy_revision=decision.policy_revision, time=now)
-
-
-def ended_audit(a: ApprovalRecord, registry: Registry, *, actor: Identity, policy_revision: str,
-                now: datetime) -> AuditEvent:
-    """The audit record of an approval leaving PENDING (decided, expired, cancelled)."""
-    return audit(a, registry, actor=actor, decision=outcome_decision(a, policy_revision),
-                 error_code=error_code_of(a), now=now)
-
-
-def outcome_decision(a: ApprovalRecord, policy_revision: str) -> Decision:
-    """An approval's end as a decision record: ALLOW when approved, DENY otherwise."""
-    verdict = Verdict.ALLOW if a.status == ApprovalStatus.APPROVED else Verdict.DENY
-    who = f" by {a.decided_by}" if a.decided_by else ""
-    return Decision(verdict, (f"approval {a.approval_id} {a.status.value.lower()}{who}: "
-                              f"{a.reason}",), policy_revision)
+# ---------------------------------------------------------------------- outcome
 
 
 def error_code_of(a: ApprovalRecord) -> str:
+    """The code an approval's end gives its call ("" while PENDING or once APPROVED)."""
     code = _REFUSALS.get(a.status)
     return code.value if code is not None else ""
 

@@ -17,10 +17,12 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from gateway.audit.commands import OFFLINE, offline_parser
 from gateway.errors import CallgateError, ConfigError
 from gateway.flags import (
     Parser,
@@ -78,6 +80,10 @@ def _serve_parser(sub: SubParsers) -> None:
     option(p, "--approval-ttl", parse=whole_seconds, default=DEFAULT_APPROVAL_TTL_S,
            metavar="SECONDS", help="how long an approval stays open when the policy's "
            "decision gives no approval_ttl_s")
+    option(p, "--audit-key-file", parse=Path, metavar="FILE",
+           help="the audit key (masks of redacted values, seals of the audit chain), created "
+           "with mode 0600 when it does not exist; default <sqlite file>-audit.key, required "
+           "with PostgreSQL")
     reload = p.add_argument_group("policy reload", "The sidecar loads a changed --policies "
                                   "directory while it serves (and on SIGHUP).")
     option(reload, "--policy-poll-interval", parse=seconds, default=0.25, metavar="SECONDS",
@@ -189,7 +195,7 @@ def _build_serve_config(ns: argparse.Namespace, cls: type[ServeConfig]) -> Serve
         opa_url=ns.opa_url,
         opa_token=ns.opa_token, opa_policies=ns.opa_policies, opa_timeout_s=ns.opa_timeout,
         opa_ca=ns.opa_ca, opa_client_cert=ns.opa_client_cert, opa_client_key=ns.opa_client_key,
-        shadow_queue=ns.shadow_queue,
+        shadow_queue=ns.shadow_queue, audit_key_file=ns.audit_key_file,
         **{name: getattr(ns, name) for name in LIMIT_HELP})
 
 
@@ -291,18 +297,7 @@ def _policy(argv: list[str]) -> int:
     return code
 
 
-# ------------------------------------------------------------ commands not in this build
-
-
-def _not_built(sub: SubParsers, name: str, summary: str, description: str) -> None:
-    p = sub.add_parser(name, help=f"{summary} (not available in this build)",
-                       description=f"{description}\n\nNot available in this build: "
-                       f"'callgate {name}' exits with status 2.")
-    _client_options(p)
-
-    def handler(ns: argparse.Namespace) -> int:
-        raise UsageError(f"not available in this build ({summary})")
-    p.set_defaults(handler=handler, _takes_any=True)
+# ------------------------------------------------------------ approvals and audit
 
 
 def _approvals_parser(sub: SubParsers) -> None:
@@ -311,10 +306,8 @@ def _approvals_parser(sub: SubParsers) -> None:
 
 
 def _audit_parser(sub: SubParsers) -> None:
-    _not_built(sub, "audit", "query, export and verify the audit trail",
-               "callgate audit [filters] [--json] [--follow]: query the running sidecar's\n"
-               "audit trail. callgate audit export|verify|prune --db URL: work offline on a\n"
-               "store (verify exits 1 at the first broken link, naming it).")
+    from gateway.audit.commands import add_parser
+    add_parser(sub, _client_options)
 
 
 # -------------------------------------------------------------------------------- main
@@ -358,6 +351,8 @@ def _dispatch(args: list[str]) -> int:
         return run_guarded("callgate policy", lambda: _policy(args[1:]))
     if args[:2] == ["policy", "status"]:
         ns = _policy_status_parser().parse_args(args[2:])
+    elif args[:1] == ["audit"] and args[1:2] and args[1] in OFFLINE:
+        ns = offline_parser(args[1]).parse_args(args[2:])
     else:
         parser = build_parser()
         ns, extra = parser.parse_known_args(args)

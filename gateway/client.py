@@ -113,6 +113,12 @@ class GatewayClient:
         return self.stub.WatchRun(pb.WatchRunRequest(run_id=run_id), metadata=self.metadata,
                                   timeout=timeout_s)
 
+    def query_audit(self, timeout_s: float | None = None, **fields: Any) -> Any:
+        """The QueryAudit stream (fields of QueryAuditRequest): iterate it for AuditRecords;
+        `.cancel()` stops it. Without follow it ends by itself; `timeout_s` bounds it."""
+        return self.stub.QueryAudit(pb.QueryAuditRequest(**fields), metadata=self.metadata,
+                                    timeout=timeout_s)
+
     def cancel_run(self, run_id: str) -> pb.Run:
         result: pb.Run = self._call("CancelRun", pb.CancelRunRequest(run_id=run_id))
         return result

@@ -71,6 +71,8 @@ class ServeConfig(BaseModel):
     max_conversation_bytes: int = Field(default=_LIMITS.max_conversation_bytes, ge=2)
     max_output_bytes: int = Field(default=_LIMITS.max_output_bytes, ge=4)
     max_policy_history_bytes: int = Field(default=_LIMITS.max_policy_history_bytes, ge=0)
+    # the audit key (masks and seals); None: `<db>-audit.key` beside a SQLite store
+    audit_key_file: Path | None = None
 
     def check(self) -> None:
         if self.auth is None and not self.insecure_dev_identity:
@@ -80,7 +82,7 @@ class ServeConfig(BaseModel):
             raise ConfigError(f"--tools {self.tools}: not a directory")
         if not self.policies.is_dir():
             raise ConfigError(f"--policies {self.policies}: not a directory")
-        sqlite_path(self.db)  # a --db of no known kind stops start-up here
+        self.audit_key_path()  # a --db of no known kind stops start-up here
         self.check_tls()
         if self.approval_ttl_s < 1:
             raise ConfigError(f"--approval-ttl {self.approval_ttl_s}: expected a whole number "
@@ -105,6 +107,11 @@ class ServeConfig(BaseModel):
         if not 1 <= self.shadow_queue <= 1_000_000:
             raise ConfigError(f"--shadow-queue {self.shadow_queue}: expected 1 to 1000000")
 
+    def audit_key_path(self) -> Path:
+        """--audit-key-file, or the file beside a SQLite store; replicas sharing a PostgreSQL
+        store must be given the same key, so there it is required."""
+        return default_audit_key(self.db, self.audit_key_file)
+
     def check_tls(self) -> None:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ConfigError("--tls-cert and --tls-key go together: give both or neither")
@@ -114,3 +121,14 @@ class ServeConfig(BaseModel):
 
     def limits(self) -> Limits:
         return Limits(**{name: getattr(self, name) for name in Limits.__dataclass_fields__})
+
+def default_audit_key(db: str, given: Path | None) -> Path:
+    """The audit key file for --db: the one given, else `<sqlite file>-audit.key`."""
+    path = sqlite_path(db)
+    if given is not None:
+        return given
+    if path is None:
+        raise ConfigError("--audit-key-file is required with a PostgreSQL store: every replica "
+                          "sharing it must mask and seal with the same key (callgate creates "
+                          "the file if it does not exist)")
+    return Path(f"{path}-audit.key")

@@ -7,11 +7,13 @@ from typing import Any
 from gateway import pb
 from gateway.approval_desk import ApprovalPage, ListRequest
 from gateway.approvals import DecideRequest
+from gateway.audit.reader import AuditQuery
 from gateway.errors import RequestCode, RequestError
 from gateway.model import (
     ApprovalFilter,
     ApprovalRecord,
     ApprovalStatus,
+    AuditRecord,
     Budget,
     CallRecord,
     CallResult,
@@ -28,6 +30,7 @@ from gateway.model import (
     TurnOutcome,
     TurnRecord,
     Usage,
+    Verdict,
     rfc3339,
 )
 from gateway.resolution import ResolveRequest
@@ -224,3 +227,48 @@ def approval_to(a: ApprovalRecord) -> pb.Approval:
 def approvals_to(page: ApprovalPage) -> pb.ListApprovalsResponse:
     return pb.ListApprovalsResponse(approvals=[approval_to(a) for a in page.approvals],
                                     next_page_token=page.next_page_token)
+
+
+# ---------------------------------------------------------------------- audit
+
+
+def _verdict_from(value: int) -> Verdict:
+    try:
+        return Verdict(str(pb.Verdict.Name(value)).removeprefix("VERDICT_"))  # type: ignore[arg-type]
+    except ValueError:
+        raise RequestError(RequestCode.INVALID_ARGUMENT, f"verdict {value} is not a verdict: "
+                           "use VERDICT_ALLOW, _DENY, _APPROVAL_REQUIRED or _UNSPECIFIED") from None
+
+
+def _status_filter(value: int) -> CallStatus:
+    status = call_status_from(value)
+    if status is None:
+        raise RequestError(RequestCode.INVALID_ARGUMENT, f"status {value} is not a call status "
+                           "to filter by: use CALL_STATUS_SUCCEEDED, _REJECTED, _FAILED, ...")
+    return status
+
+
+def audit_query(req: pb.QueryAuditRequest) -> AuditQuery:
+    return AuditQuery(
+        run_id=req.run_id, call_id=req.call_id, tool=req.tool, subject=req.subject,
+        tenant=req.tenant if req.HasField("tenant") else None,
+        verdicts=tuple(dict.fromkeys(_verdict_from(v) for v in req.verdict)),
+        statuses=tuple(dict.fromkeys(_status_filter(v) for v in req.status)),
+        since=req.since, until=req.until, limit=req.limit, after_seq=req.after_seq,
+        tail=req.tail, follow=req.follow)
+
+
+def audit_record_to(r: AuditRecord) -> pb.AuditRecord:
+    d = r.decision()
+    status = CallStatus(r.status) if r.status and r.status in CallStatus.__members__ else None
+    return pb.AuditRecord(
+        seq=r.seq, time=r.time, kind=r.kind, run_id=r.run_id, turn_id=r.turn_id,
+        call_id=r.call_id, provider=r.provider, tool=r.tool, tool_version=r.tool_version,
+        subject=r.subject, tenant=r.tenant, arguments_summary_json=r.arguments_summary_json,
+        arguments_sha256=r.arguments_sha256, decision=decision_to(d),
+        status=call_status(status) if status else None, error_code=r.error_code,
+        execution_count=r.execution_count, policy_revision=r.policy_revision,
+        prev_hash=r.prev_hash, hash=r.hash, actor=r.actor or "",
+        actor_tenant=r.actor_tenant or "", approval_id=r.approval_id or "",
+        message=r.message or "", detail_json=r.detail_json or "",
+        input_sha256=d.input_sha256 if d else "", key_id=r.key_id or "", seal=r.seal or "")

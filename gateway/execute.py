@@ -11,39 +11,22 @@ approved and re-checked, or writes no longer held).
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from gateway.arguments import parse_arguments
+from gateway.audit import events
 from gateway.batch import is_write, not_run
 from gateway.errors import CallCode
 from gateway.executors.base import ExecutionContext, ExecutionResult
-from gateway.model import AuditEvent, CallRecord, CallStatus, Identity, RunRecord
+from gateway.model import AuditKind, CallRecord, CallStatus, Identity, RunRecord
 from gateway.store.base import RunStore
 from gateway.tools import Registry
 
 
 def idempotency_key(rec: CallRecord) -> str:
     return f"{rec.run_id}:{rec.call_id}"
-
-
-def audit_of(kind: str, rec: CallRecord, *, subject: str, tenant: str, provider: str,
-             registry: Registry, now: datetime) -> AuditEvent:
-    """An audit event for rec; arguments summarized with the tool's redactions applied."""
-    tool = registry.get(rec.tool)
-    args = parse_arguments(rec.arguments_json)
-    summary = tool.redacted(args) if tool is not None and args is not None else None
-    return AuditEvent(
-        kind=kind, subject=subject, tenant=tenant, run_id=rec.run_id,
-        turn_id=rec.turn_id, call_id=rec.call_id, provider=provider,
-        tool=rec.tool, tool_version=rec.tool_version,
-        arguments_summary_json=json.dumps(summary) if summary is not None else "",
-        arguments_sha256=rec.arguments_sha256, decision=rec.decision,
-        status=None if rec.status == CallStatus.PROPOSED else rec.status,  # decided, not run
-        error_code=rec.error_code, execution_count=rec.execution_count,
-        policy_revision=rec.decision.policy_revision if rec.decision else "", time=now)
 
 
 @dataclass
@@ -175,7 +158,7 @@ class ExecutionPhase:
                                   error_message=f"tool {rec.tool!r} is no longer registered")
         else:
             res = await tool.run(args, self._ctx(work, rec))
-        return await self._settle(work, rec, res, "execution")
+        return await self._settle(work, rec, res, AuditKind.EXECUTION)
 
     async def reconcile(self, work: TurnWork, rec: CallRecord) -> CallRecord:
         tool = self.registry.get(rec.tool)
@@ -185,7 +168,7 @@ class ExecutionPhase:
         res = await tool.reconcile(args, self._ctx(work, rec))
         if res.status == CallStatus.UNKNOWN and res.attempts == 0:
             return rec
-        return await self._settle(work, rec, res, "reconcile")
+        return await self._settle(work, rec, res, AuditKind.RECONCILE)
 
     def _ctx(self, work: TurnWork, rec: CallRecord) -> ExecutionContext:
         return ExecutionContext(run_id=rec.run_id, call_id=rec.call_id,
@@ -193,7 +176,7 @@ class ExecutionPhase:
                                 identity=work.identity)
 
     async def _settle(self, work: TurnWork, rec: CallRecord, res: ExecutionResult,
-                      kind: str) -> CallRecord:
+                      kind: AuditKind) -> CallRecord:
         now = self.clock()
         count = rec.execution_count + res.attempts
         if res.status == rec.status:  # still UNKNOWN after a re-send
@@ -202,15 +185,15 @@ class ExecutionPhase:
             done = rec.moved(res.status, output_json=res.output_json, error_code=res.error_code,
                              error_message=res.error_message, execution_count=count,
                              finished_at=now if res.status != CallStatus.UNKNOWN else None)
-        await self._commit(work, [done], kind)
+        await self._commit(work, [done], kind, attempts=res.attempts)
         return done
 
     async def _commit(self, work: TurnWork, recs: Sequence[CallRecord],
-                      kind: str = "execution") -> None:
+                      kind: AuditKind = AuditKind.EXECUTION, attempts: int | None = None
+                      ) -> None:
         now = self.clock()
-        run = work.run
-        audit = [audit_of(kind, r, subject=run.subject, tenant=run.tenant,
-                          provider=run.provider, registry=self.registry, now=now) for r in recs]
+        audit = [events.execution(r, work.run, registry=self.registry, now=now,
+                                  attempts=attempts, kind=kind) for r in recs]
         before = [work.calls[r.call_id] for r in recs]
         await self.store.save(calls=recs, audit=audit, expect=before)
         for r in recs:

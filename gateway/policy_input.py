@@ -150,6 +150,13 @@ def approve_input(approver: Identity, approval: ApprovalRecord,
     }
 
 
+def audit_input(reader: Identity, tenant: str, subject: str) -> dict[str, Any]:
+    """The `may_read_audit` input: may the reader read the audit records of this tenant
+    (`subject` "": all of them; tenant "": callgate's own records, such as policy reloads)?"""
+    return {"action": "audit", "identity": reader.as_input(), "tenant": tenant,
+            "subject": subject}
+
+
 def approval_input(approval: ApprovalRecord) -> dict[str, Any]:
     """`input.approval` when an approved call is decided again before it runs."""
     return {"id": approval.approval_id, "approved_by": approval.approver.as_input(),

@@ -1,22 +1,23 @@
-"""ResolveCall, the pure parts: checking a resolution, the settled record and its audit event.
+"""ResolveCall, the pure parts: checking a resolution and the settled record.
 
 An operator whom `may_resolve` allows settles a call whose outcome is UNKNOWN as SUCCEEDED
 (with the output the operator read off the target system, checked against the tool's
 `output_schema`) or FAILED, always with a reason. The call record keeps who, when and why
 (`resolved_by`, `resolved_at`, `resolution_reason`) and carries the code
-`resolved_by_operator`; the audit trail gets a `resolve` record whose decision is the grant.
+`resolved_by_operator`; the audit trail gets a `resolve` record whose decision is the grant
+(`gateway.audit.events.resolved`).
 The runner does the I/O: finding the call, asking the policy, committing, settling the turn.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 
 from gateway.errors import CallCode, RequestCode, RequestError
 from gateway.executors.outcome import json_problem
-from gateway.model import AuditEvent, CallRecord, CallStatus, Decision, Identity, Verdict
+from gateway.model import CallRecord, CallStatus, Identity
 from gateway.tools import Tool
 
 OUTCOMES = (CallStatus.SUCCEEDED, CallStatus.FAILED)
@@ -87,14 +88,3 @@ def resolved(rec: CallRecord, operator: Identity, req: ResolveRequest,
         error_message=f"settled as {req.outcome.value} by {operator.subject}: {req.reason}",
         finished_at=now, resolved_by=operator.subject, resolved_at=now,
         resolution_reason=req.reason)
-
-
-def resolve_audit(event: AuditEvent, operator: Identity, req: ResolveRequest,
-                  policy_revision: str) -> AuditEvent:
-    """The `resolve` audit record: the operator as its subject, the grant as its decision."""
-    assert req.outcome is not None
-    grant = Decision(Verdict.ALLOW, reasons=(
-        f"may_resolve: {operator.subject} settled the call as {req.outcome.value}: "
-        f"{req.reason}",), policy_revision=policy_revision)
-    return replace(event, subject=operator.subject, tenant=operator.tenant, decision=grant,
-                   policy_revision=policy_revision)

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from gateway import approvals as ap
 from gateway import batch, resolution
 from gateway.approval_gate import ApprovalGate
+from gateway.audit import events
 from gateway.errors import (
     CallCode,
     PermissionDenied,
@@ -29,14 +30,13 @@ from gateway.errors import (
     StoreConflict,
     StoreUnavailable,
 )
-from gateway.execute import ExecutionPhase, TurnWork, audit_of
+from gateway.execute import ExecutionPhase, TurnWork
 from gateway.judge import Judge, rejected
 from gateway.limits import DEFAULT_LIMITS, Limits
 from gateway.model import (
     DEFAULT_APPROVAL_TTL_S,
     ApprovalRecord,
     ApprovalStatus,
-    AuditEvent,
     Budget,
     CallRecord,
     CallResult,
@@ -181,10 +181,10 @@ class Runner:
             if run.state.terminal:
                 raise RequestError(RequestCode.RUN_FINISHED,
                                    f"run {run_id} already ended ({run.state.value})")
-            return await self._cancel(run)
+            return await self._cancel(run, identity)
         return await self._exclusive(run_id, locked)
 
-    async def _cancel(self, run: RunRecord) -> RunRecord:
+    async def _cancel(self, run: RunRecord, by: Identity) -> RunRecord:
         now = self.clock()
         last = await self.store.last_turn(run.run_id)
         calls = await self.store.turn_calls(run.run_id, last.turn_id) if last else []
@@ -204,9 +204,10 @@ class Runner:
         if last is not None and last.next in (None, NextAction.PAUSED_FOR_APPROVAL,
                                                NextAction.PAUSED_UNKNOWN_OUTCOME):
             stopped = replace(last, next=NextAction.HANDOFF, reason="the run was cancelled")
-        audit = [ap.ended_audit(a, self.registry, actor=run.owner,
-                                policy_revision=self.policy.revision, now=now)
+        audit = [events.approval_ended(a, actor=by, policy_revision=self.policy.revision,
+                                       registry=self.registry, now=now, provider=run.provider)
                  for a in approvals]
+        audit += events.cancelled(cancelled, changed, by, registry=self.registry, now=now)
         await self.store.save(run=cancelled, turn=stopped, calls=changed, approvals=approvals,
                               audit=audit, expect=calls, expect_approvals=pending)
         return cancelled
@@ -270,7 +271,8 @@ class Runner:
         run = replace(run, turns_used=run.turns_used + 1, usage_total=run.usage_total + turn.usage,
                       updated_at=now, roles=identity.roles)
         calls = await self._proposed(run, turn, now)
-        audit = [self._audit("decision", c, run, turn.provider, now)
+        audit = [events.decision(c, run, actor=identity, registry=self.registry, now=now,
+                                 provider=turn.provider)
                  for c in calls if c.status == CallStatus.REJECTED]
         await self.store.begin_turn(run, record, calls, audit)
         return await self._drive(identity, run, record, calls)
@@ -356,9 +358,10 @@ class Runner:
         planned = [replace(c, approval_id=by_call[c.call_id]) if c.call_id in by_call else c
                    for c in planned]
         changed = [c for c, before in zip(planned, calls, strict=True) if c != before]
-        audit = [self._audit("decision", c, run, turn.provider, now) for c in changed]
-        audit += [ap.audit(a, self.registry, actor=identity, decision=c.decision, now=now,
-                           error_code=CallCode.APPROVAL_REQUIRED.value)
+        audit = [events.decision(c, run, actor=identity, registry=self.registry, now=now,
+                                 provider=turn.provider) for c in changed]
+        audit += [events.approval_requested(a, c.decision, registry=self.registry, now=now,
+                                            provider=run.provider)
                   for a in approvals for c in planned if c.call_id == a.call_id and c.decision]
         await self.store.save(calls=changed, approvals=approvals, audit=audit, expect=calls)
         if approvals:
@@ -479,8 +482,8 @@ class Runner:
                                f"({run.state.value}); its approvals can no longer be decided")
         now = self.clock()
         done = ap.decided(a, approver, req, now)
-        event = ap.ended_audit(done, self.registry, actor=approver,
-                               policy_revision=self.policy.revision, now=now)
+        event = events.approval_ended(done, actor=approver, policy_revision=self.policy.revision,
+                                      registry=self.registry, now=now, provider=run.provider)
         reopened = replace(turn, next=None, reason="")
         try:
             await self.store.save(turn=reopened, approvals=[done], audit=[event],
@@ -523,8 +526,10 @@ class Runner:
             c.call_id for c in calls if c.status == CallStatus.PENDING_APPROVAL})
         if alone:
             ended = [ap.expired(a, now) for a in alone]
-            audit = [ap.ended_audit(a, self.registry, actor=run.owner, now=now,
-                                    policy_revision=self.policy.revision) for a in ended]
+            audit = [events.approval_ended(a, actor=events.NOBODY, now=now,
+                                           policy_revision=self.policy.revision,
+                                           registry=self.registry, provider=run.provider)
+                     for a in ended]
             await self.store.save(approvals=ended, audit=audit, expect_approvals=alone)
         if len(alone) < len(due) and turn is not None:
             await self._drive(run.owner, run, turn)
@@ -559,8 +564,8 @@ class Runner:
             raise resolution.not_unknown(rec)
         now = self.clock()
         done = resolution.resolved(rec, operator, req, now)
-        audit = resolution.resolve_audit(self._audit("resolve", done, run, "", now), operator,
-                                         req, self.policy.revision)
+        audit = events.resolved(done, run, operator, reason=req.reason, now=now,
+                                policy_revision=self.policy.revision, registry=self.registry)
         turn = await self.store.get_turn(run.run_id, rec.turn_id)
         last = await self.store.last_turn(run.run_id)
         if run.state.terminal or turn is None or last is None or last.turn_id != turn.turn_id:
@@ -591,17 +596,9 @@ class Runner:
         judged = [r if r.status != CallStatus.PROPOSED
                   else await self.judge.judge(r, identity=identity, run=ctx, batch=recs, now=now)
                   for r in recs]
-        await self.store.append_audit([self._authorize_audit(identity, r, now) for r in judged])
+        await self.store.append_audit([events.authorize(r, identity, registry=self.registry,
+                                                        now=now) for r in judged])
         return [AuthorizeDecision(r.call_id, r.decision or Decision(Verdict.UNSPECIFIED),
                                   r.error_code if r.status == CallStatus.REJECTED else "",
                                   r.error_message if r.status == CallStatus.REJECTED else "")
                 for r in judged]
-
-    def _audit(self, kind: str, rec: CallRecord, run: RunRecord, provider: str,
-               now: datetime) -> AuditEvent:
-        return audit_of(kind, rec, subject=run.subject, tenant=run.tenant,
-                        provider=provider or run.provider, registry=self.registry, now=now)
-
-    def _authorize_audit(self, identity: Identity, rec: CallRecord, now: datetime) -> AuditEvent:
-        return audit_of("authorize", rec, subject=identity.subject, tenant=identity.tenant,
-                        provider="", registry=self.registry, now=now)

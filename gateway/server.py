@@ -18,6 +18,7 @@ from grpc_status import rpc_status
 
 from gateway import convert, pb
 from gateway.approval_desk import ApprovalDesk
+from gateway.audit.reader import AuditReader
 from gateway.errors import RequestCode, RequestError
 from gateway.identity import Authenticator, Credentials
 from gateway.model import Identity, rfc3339
@@ -57,12 +58,6 @@ GRPC_STATUS: dict[RequestCode, grpc.StatusCode] = {
     RequestCode.RESULTS_NOT_RECORDED: _S.UNAVAILABLE,
     RequestCode.INTERNAL: _S.INTERNAL,
 }
-
-# RPCs of the contract that this build does not serve yet, and the capability each needs.
-NOT_YET: dict[str, str] = {
-    "QueryAudit": "audit queries",
-}
-
 
 @dataclass(frozen=True)
 class Undecodable:
@@ -155,6 +150,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         self.runner = runner
         self.turns = ProviderTurns(runner)
         self.desk = desk
+        self.audit = AuditReader(runner.store, runner.policy)
         self.auth = auth
         self.info = info
 
@@ -327,15 +323,13 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             return status
         return await self._guard(context, go, request)
 
-    # ------------------------------------------------------------------ not yet served
-
-    async def _not_yet(self, name: str, context: grpc.aio.ServicerContext[Any, Any]) -> NoReturn:
-        async def go(who: Identity) -> NoReturn:
-            raise RequestError(RequestCode.UNIMPLEMENTED, f"{name} is not available in this "
-                               f"build: it needs {NOT_YET[name]}")
-        await self._guard(context, go)
-        raise AssertionError("unreachable")
+    # ------------------------------------------------------------------ audit
 
     async def QueryAudit(self, request: pb.QueryAuditRequest,
-                         context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        await self._not_yet("QueryAudit", context)
+                         context: grpc.aio.ServicerContext[Any, Any]
+                         ) -> AsyncIterator[pb.AuditRecord]:
+        async def go(who: Identity) -> AsyncIterator[pb.AuditRecord]:
+            async for record in self.audit.stream(who, convert.audit_query(request)):
+                yield convert.audit_record_to(record)
+        async for message in self._guard_stream(context, go):
+            yield message

@@ -266,12 +266,18 @@ may_resolve if {
 	input.operator.subject != input.requester.subject
 }
 
-# An auditor reads the audit log of its own tenant.
+# An auditor reads the audit log of its own tenant, and callgate's own records (tenant "":
+# policy reloads, prunes), which hold no tenant's data.
 default may_read_audit := false
 
 may_read_audit if {
 	"auditor" in input.identity.roles
 	input.tenant == input.identity.tenant
+}
+
+may_read_audit if {
+	"auditor" in input.identity.roles
+	input.tenant == ""
 }
 
 # A subject always reads its own runs (callgate grants this too, without asking).

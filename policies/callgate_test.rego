@@ -401,6 +401,14 @@ test_non_auditor_may_not_read_tenant if {
 	not callgate.may_read_audit with input as audit_input(olga, "acme", "")
 }
 
+test_auditor_reads_callgates_own_records if {
+	callgate.may_read_audit with input as audit_input(audrey, "", "")
+}
+
+test_non_auditor_may_not_read_callgates_own_records if {
+	not callgate.may_read_audit with input as audit_input(olga, "", "")
+}
+
 test_subject_reads_own_runs if {
 	callgate.may_read_audit with input as audit_input(olga, "acme", "olga")
 }

@@ -5,8 +5,8 @@
 
 Each table sits between `<!-- BEGIN GENERATED: name -->` and `<!-- END GENERATED: name -->`:
 
-    rpcs           every RPC of the ToolGateway service and whether this build serves it
-                   (the proto's service descriptor and `gateway.server.NOT_YET`)
+    rpcs           every RPC of the ToolGateway service with its request and response
+                   (the proto's service descriptor)
     request-codes  every `gateway.errors.RequestCode` with its gRPC status
                    (`gateway.server.GRPC_STATUS`) and what it means
     call-codes     every `gateway.errors.CallCode` and what it means
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from gateway import pb
 from gateway.errors import CallCode, RequestCode
-from gateway.server import GRPC_STATUS, NOT_YET
+from gateway.server import GRPC_STATUS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,9 +35,9 @@ REQUEST_MEANINGS: dict[str, str] = {
     "unauthenticated": "no `authorization: Bearer <token>` metadata, or a token the auth file "
                        "does not know",
     "permission_denied": "the run belongs to another subject or tenant, or the policy's "
-                         "`may_approve` (`DecideApproval`) or `may_resolve` (`ResolveCall`) "
-                         "refuses the caller",
-    "run_not_found": "no run with this `run_id`",
+                         "`may_approve` (`DecideApproval`), `may_resolve` (`ResolveCall`) or "
+                         "`may_read_audit` (`QueryAudit`) refuses the caller",
+    "run_not_found": "no run with this `run_id` (`QueryAudit` too)",
     "approval_not_found": "`DecideApproval` names no approval that exists",
     "call_not_found": "`ResolveCall` names a call the run does not have",
     "run_paused": "the run waits for an approval or an unknown outcome, or its last turn has "
@@ -62,8 +62,8 @@ REQUEST_MEANINGS: dict[str, str] = {
                         "call without `call_id`, an ID longer than 256 characters or not "
                         "printable, a `conversation_json` that is not a JSON array, an empty "
                         "stream, a decision without a reason, a `page_token` callgate did not "
-                        "give out",
-    "unimplemented": "an RPC this build does not serve; the message names what it needs",
+                        "give out, a `QueryAudit` time that is not RFC 3339",
+    "unimplemented": "an RPC this sidecar does not know (a client built from a newer proto)",
     "store_unavailable": "the run store cannot be read or written (locked past "
                          "`--db-busy-timeout`, disk error); nothing ran after the failed "
                          "commit, and the request can be repeated",
@@ -74,9 +74,10 @@ REQUEST_MEANINGS: dict[str, str] = {
                             "results are not recorded yet; once the store is back, `ResumeRun` "
                             "settles them (reads run again, writes looked up, never blindly "
                             "repeated)",
-    "shutting_down": "the sidecar is stopping: a `WatchRun` stream ends with it; reconnect (to "
-                     "another replica, or once it is back): the first message is the current "
-                     "state",
+    "shutting_down": "the sidecar is stopping: a `WatchRun` or following `QueryAudit` stream "
+                     "ends with it; reconnect (to another replica, or once it is back): "
+                     "`WatchRun`'s first message is the current state, `QueryAudit` continues "
+                     "with `after_seq`",
     "internal": "a bug in callgate: the log has the traceback, and `ResumeRun` shows what was "
                 "recorded",
 }
@@ -153,10 +154,8 @@ def rpcs() -> str:
         stream_out = "stream " if method.server_streaming else ""
         shape = (f"`{stream_in}{method.input_type.name}` → "
                  f"`{stream_out}{method.output_type.name}`")
-        served = (f"UNIMPLEMENTED: needs {NOT_YET[method.name]}" if method.name in NOT_YET
-                  else "served")
-        rows.append(f"| [`{method.name}`](#{method.name.lower()}) | {shape} | {served} |")
-    return "\n".join(["| RPC | request → response | in this build |", "|---|---|---|", *rows])
+        rows.append(f"| [`{method.name}`](#{method.name.lower()}) | {shape} |")
+    return "\n".join(["| RPC | request → response |", "|---|---|", *rows])
 
 
 TABLES: dict[str, Callable[[], str]] = {

@@ -30,6 +30,7 @@ from gateway.policy_input import (
     RunContext,
     approval_input,
     approve_input,
+    audit_input,
     batch_input,
     call_input,
     offer_input,
@@ -214,7 +215,8 @@ def _built_inputs() -> dict[str, Any]:
             "batch": batch_input(who, [rec]),
             "offer": offer_input(who),
             "approve": approve_input(Identity("olga", "acme", ("owner",)), approval, tool),
-            "approval": approval_input(approval)}
+            "approval": approval_input(approval),
+            "audit": audit_input(Identity("audrey", "acme", ("auditor",)), "acme", "")}
 
 
 def test_policy_input_examples_have_the_fields_callgate_sends() -> None:

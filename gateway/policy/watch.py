@@ -21,7 +21,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,8 +90,10 @@ class ChangeDetector:
 @dataclass(frozen=True)
 class ReloadResult:
     outcome: str  # installed | unchanged | rejected | retry
-    revision: str = ""
+    revision: str = ""  # the revision serving afterwards
     rejection: RejectedReload | None = None
+    previous: str = ""  # installed: the revision it replaced
+    news: bool = False  # worth recording: a revision installed, or a rejection not seen before
 
 
 class PolicyReloader:
@@ -101,6 +103,7 @@ class PolicyReloader:
                  require_tests: bool = False, interval_s: float = DEFAULT_INTERVAL_S,
                  settle_s: float = DEFAULT_SETTLE_S,
                  on_change: Callable[[], None] | None = None,
+                 on_news: Callable[[ReloadResult], Awaitable[None]] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.engine = engine
         self.directory = Path(directory)
@@ -108,6 +111,7 @@ class PolicyReloader:
         self.require_tests = require_tests
         self.interval_s = interval_s
         self.on_change = on_change
+        self.on_news = on_news  # e.g. an audit record of each reload and distinct rejection
         self.clock = clock
         self.detector = ChangeDetector(snapshot(self.directory), settle_s)
         self._forced = asyncio.Event()
@@ -142,7 +146,10 @@ class PolicyReloader:
             before = await asyncio.to_thread(snapshot, self.directory)
             if not forced and not self.detector.ready(before, self.clock()):
                 return None
-            return await self.reload(before)
+            result = await self.reload(before)
+            if result.news and self.on_news is not None:
+                await self.on_news(result)
+            return result
 
     async def reload(self, before: Snapshot) -> ReloadResult:
         """Load the directory as it is now; `before` is the scan taken before reading it (the
@@ -174,16 +181,18 @@ class PolicyReloader:
         self._last_logged = ""
         log.info("policy reloaded: revision %s (was %s)", bundle.revision, previous)
         self._notify(True)
-        return ReloadResult("installed", revision=bundle.revision)
+        return ReloadResult("installed", revision=bundle.revision, previous=previous, news=True)
 
     def _rejected(self, rejection: RejectedReload) -> ReloadResult:
         self.engine.reject(rejection)
-        if rejection.message != self._last_logged:  # once per distinct problem
+        news = rejection.message != self._last_logged  # logged once per distinct problem
+        if news:
             self._last_logged = rejection.message
             log.error("policy reload rejected, still serving %s: %s", self.engine.revision,
                       rejection.message)
         self._notify(True)
-        return ReloadResult("rejected", revision=self.engine.revision, rejection=rejection)
+        return ReloadResult("rejected", revision=self.engine.revision, rejection=rejection,
+                            news=news)
 
     def _notify(self, changed: bool) -> None:
         if changed and self.on_change is not None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gateway.audit.keys import AuditKey
 from gateway.errors import ConfigError
-from gateway.store.base import RunStore
+from gateway.store.base import RunStore, StoredForm
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -29,14 +30,18 @@ def sqlite_path(db: str) -> Path | None:
     return Path(db)
 
 
-async def open_store(db: str, *, busy_timeout_s: float = 5.0,
-                     min_free_bytes: int = 0) -> RunStore:
-    """Open (creating or migrating its schema) the store `--db` names. `min_free_bytes`: a
-    SQLite store refuses writes while its filesystem has less room than this."""
+async def open_store(db: str, *, busy_timeout_s: float = 5.0, min_free_bytes: int = 0,
+                     audit_key: AuditKey | None = None,
+                     stored: StoredForm | None = None) -> RunStore:
+    """Open (creating or migrating its schema) the store `--db` names; its audit records are
+    sealed with audit_key, and records are written in their `stored` form. `min_free_bytes`:
+    a SQLite store refuses writes while its filesystem has less room than this."""
     path = sqlite_path(db)
     if path is None:
         from gateway.store.postgres import PostgresStore
-        return await PostgresStore.open(db, timeout_s=busy_timeout_s)
+        return await PostgresStore.open(db, timeout_s=busy_timeout_s, audit_key=audit_key,
+                                        stored=stored)
     from gateway.store.sqlite import SQLiteStore
     return await SQLiteStore.open(path, busy_timeout_s=busy_timeout_s,
-                                  min_free_bytes=min_free_bytes)
+                                  min_free_bytes=min_free_bytes, audit_key=audit_key,
+                                  stored=stored)

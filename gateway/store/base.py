@@ -14,21 +14,29 @@ processes and replicas, not just inside one:
   approval update (`save(expect_approvals=...)`) likewise applies only while the approval has
   the expected status: an approval leaves PENDING (decided, expired, cancelled) exactly once.
 - `drive_lock(run_id)` admits one holder per run at a time; a holder that dies releases it.
-- The audit records form one hash chain per store, appended under a lock.
+- The audit records form one hash chain per store, appended under a lock; each record is
+  sealed with the audit key the store was opened with (if any). A prune removes the oldest
+  records and records where the chain continues (a checkpoint) in the same commit.
+- Call and approval records are written in their stored form (`StoredForm`): a call of a
+  tool with `redact_stored` keeps its arguments masked once it is terminal.
 - After a commit that settles something of a run (`settles`), the run's watchers are woken
-  (`watch`), including watchers served by other replicas of the same database.
+  (`watch`), including watchers served by other replicas of the same database; after a commit
+  that appends audit records, the audit's followers are (`watch_audit`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 from gateway.model import (
     ApprovalFilter,
     ApprovalRecord,
+    AuditCheckpoint,
     AuditEvent,
+    AuditFilter,
+    AuditRecord,
     CallRecord,
     RunRecord,
     RunSnapshot,
@@ -43,6 +51,24 @@ def settles(run: RunRecord | None, turn: TurnRecord | None) -> bool:
     turn's outcome was decided (again), or the run ended."""
     return (turn is not None and turn.next is not None) or (
         run is not None and run.state.terminal)
+
+
+class StoredForm(Protocol):
+    """What the store keeps of a record it is given to write."""
+
+    def call(self, c: CallRecord) -> CallRecord: ...
+
+    def approval(self, a: ApprovalRecord) -> ApprovalRecord: ...
+
+
+class AsGiven:
+    """Every record kept as given."""
+
+    def call(self, c: CallRecord) -> CallRecord:
+        return c
+
+    def approval(self, a: ApprovalRecord) -> ApprovalRecord:
+        return a
 
 
 class RunStore(Protocol):
@@ -101,6 +127,24 @@ class RunStore(Protocol):
         """A run's audit records, oldest first (for tests and offline tools)."""
         ...
 
+    async def query_audit(self, which: AuditFilter, *, after: int, limit: int,
+                          newest: bool = False) -> list[AuditRecord]:
+        """Up to `limit` audit records matching `which` with a seq above `after`, in seq
+        order (chain order); `newest`: the last `limit` of them (still in seq order)."""
+        ...
+
+    async def audit_checkpoint(self) -> AuditCheckpoint | None:
+        """Where the chain continues after the latest prune (None: never pruned)."""
+        ...
+
+    async def prune_audit(self, before: str,
+                          record: Callable[[AuditCheckpoint], AuditEvent]
+                          ) -> AuditCheckpoint | None:
+        """Remove the oldest records, up to the first one written at or after `before` (an
+        audit time), record the checkpoint and append `record(checkpoint)`, in one commit;
+        None when nothing is that old."""
+        ...
+
     async def approvals_for_run(self, run_id: str) -> list[ApprovalRecord]: ...
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None: ...
@@ -119,6 +163,11 @@ class RunStore(Protocol):
     def watch(self, run_id: str) -> AbstractAsyncContextManager[Subscription]:
         """Subscribe to the run's settlements: `await sub.wait()` returns after each later
         commit that settles something of the run (wake-ups coalesce)."""
+        ...
+
+    def watch_audit(self) -> AbstractAsyncContextManager[Subscription]:
+        """Subscribe to audit appends: `await sub.wait()` returns after each later commit that
+        appended audit records (wake-ups coalesce)."""
         ...
 
     def close_watches(self) -> None:

@@ -3,7 +3,8 @@
 A store publishes a run's ID after a commit that settles something of that run (see
 `base.settles`); every subscription to that run wakes up and re-reads the run. Wake-ups
 coalesce: a subscriber learns "something settled since you last looked", never what, so a
-burst of settlements costs one re-read. The SQLite store publishes its own commits; the
+burst of settlements costs one re-read. Audit appends are published the same way, under
+`AUDIT_FEED`. The SQLite store publishes its own commits; the
 PostgreSQL store also publishes what `LISTEN` hears from other replicas.
 """
 
@@ -12,6 +13,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+# The subscription key of audit appends (never a run ID: those are printable).
+AUDIT_FEED = "\x00audit"
 
 
 class WatchClosed(Exception):
@@ -92,6 +96,9 @@ class Notifying:
 
     def watch(self, run_id: str) -> AbstractAsyncContextManager[Subscription]:
         return self._hub.subscribe(run_id)
+
+    def watch_audit(self) -> AbstractAsyncContextManager[Subscription]:
+        return self._hub.subscribe(AUDIT_FEED)
 
     def close_watches(self) -> None:
         self._hub.close()

@@ -11,7 +11,8 @@ of it in the database:
   WHERE clause; anything but one row rolls the commit back with `StoreConflict`).
 - the audit chain: appended under a transaction advisory lock, so `seq` order is chain order.
 - settlement notifications: `NOTIFY` on this schema's channel inside the settling transaction;
-  every replica `LISTEN`s on one connection and wakes its own watchers.
+  every replica `LISTEN`s on one connection and wakes its own watchers. Audit appends notify
+  a second channel the same way (QueryAudit followers).
 
 psycopg and pool errors are translated here into `StoreUnavailable` (cause chained).
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -29,21 +30,27 @@ import psycopg
 from psycopg import AsyncConnection, sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from gateway.audit.keys import AuditKey
 from gateway.errors import StoreUnavailable
 from gateway.model import (
     ApprovalFilter,
     ApprovalRecord,
+    AuditCheckpoint,
     AuditEvent,
+    AuditFilter,
+    AuditRecord,
     CallRecord,
     RunRecord,
     RunSnapshot,
     RunView,
     TurnRecord,
+    audit_time,
+    now_utc,
 )
 from gateway.store import rows
-from gateway.store.base import settles
+from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.locks import KeyedLocks, run_lock_key
-from gateway.store.notify import Notifying, SettleHub
+from gateway.store.notify import AUDIT_FEED, Notifying, SettleHub
 
 log = logging.getLogger("callgate.store")
 
@@ -77,10 +84,15 @@ DDL = [
     "CREATE INDEX approvals_run ON approvals (run_id)",
     f"CREATE TABLE audit (seq BIGSERIAL PRIMARY KEY, {_columns(rows.AUDIT_COLUMNS)})",
     "CREATE INDEX audit_run ON audit (run_id, seq)",
+    *rows.tables(_column),
     *rows.indexes(),
 ]
 
 MIGRATIONS = rows.migrations(_column)
+# records written before schema 4 get the verdict their decision holds (for queries only:
+# their hash covers decision_json, not this column)
+MIGRATIONS[3].append("UPDATE audit SET verdict = decision_json::json ->> 'verdict' "
+                     "WHERE decision_json IS NOT NULL")
 # existing approvals are numbered in the order PostgreSQL finds them
 MIGRATIONS[2].append("ALTER TABLE approvals ADD COLUMN pos BIGSERIAL")
 
@@ -113,9 +125,12 @@ def _unavailable(exc: BaseException) -> StoreUnavailable:
 class PostgresStore(Notifying):
     name = "postgresql"
 
-    def __init__(self, conninfo: str, *, timeout_s: float = 5.0) -> None:
+    def __init__(self, conninfo: str, *, timeout_s: float = 5.0,
+                 audit_key: AuditKey | None = None, stored: StoredForm | None = None) -> None:
         self._conninfo = conninfo
         self._timeout_s = timeout_s
+        self._audit_key = audit_key
+        self._stored = stored or AsGiven()
         self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
             conninfo, min_size=1, max_size=POOL_SIZE, open=False, timeout=timeout_s,
             configure=self._configure, name="callgate")
@@ -126,14 +141,17 @@ class PostgresStore(Notifying):
         self._hub = SettleHub()
         self._schema = ""
         self._channel = ""
+        self._audit_channel = ""
         self._listening = asyncio.Event()
         self._listener: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ opening
 
     @classmethod
-    async def open(cls, conninfo: str, *, timeout_s: float = 5.0) -> PostgresStore:
-        store = cls(conninfo, timeout_s=timeout_s)
+    async def open(cls, conninfo: str, *, timeout_s: float = 5.0,
+                   audit_key: AuditKey | None = None,
+                   stored: StoredForm | None = None) -> PostgresStore:
+        store = cls(conninfo, timeout_s=timeout_s, audit_key=audit_key, stored=stored)
         try:
             await store._open()
         except BaseException:
@@ -157,6 +175,7 @@ class PostgresStore(Notifying):
             await conn.close()
         digest = hashlib.sha256(self._schema.encode()).hexdigest()[:16]
         self._channel = f"callgate_settled_{digest}"
+        self._audit_channel = f"callgate_audit_{digest}"
         try:
             await self._pool.open(wait=True, timeout=self._timeout_s)
             await self._lock_pool.open(wait=True, timeout=self._timeout_s)
@@ -335,9 +354,11 @@ class PostgresStore(Notifying):
                 async with conn.cursor() as cur:
                     await cur.executemany(  # type: ignore[arg-type]
                         f"INSERT INTO calls ({', '.join(rows.CALL_COLUMNS)}) "
-                        f"VALUES ({_marks(rows.CALL_COLUMNS)})", [rows.call_row(c) for c in calls])
+                        f"VALUES ({_marks(rows.CALL_COLUMNS)})",
+                        [rows.call_row(self._stored.call(c)) for c in calls])
             await self._update_run(conn, run)
             await self._append_audit(conn, audit)
+        self._appended(audit)
 
     async def _update_run(self, conn: Conn, run: RunRecord) -> None:
         await conn.execute(  # type: ignore[arg-type]
@@ -359,12 +380,14 @@ class PostgresStore(Notifying):
                     f"UPDATE turns SET {_sets(rows.TURN_COLUMNS[2:])} "
                     "WHERE run_id = %s AND turn_id = %s",
                     (*rows.turn_row(turn)[2:], turn.run_id, turn.turn_id))
-            await self._update_calls(conn, calls, rows.guards(expect))
-            await self._save_approvals(conn, approvals,
+            await self._update_calls(conn, [self._stored.call(c) for c in calls],
+                                     rows.guards(expect))
+            await self._save_approvals(conn, [self._stored.approval(a) for a in approvals],
                                        rows.approval_guards(expect_approvals))
             await self._append_audit(conn, audit)
             if notify and changed is not None:  # delivered to every replica at commit
                 await conn.execute("SELECT pg_notify(%s, %s)", (self._channel, changed.run_id))
+        self._appended(audit)
         if notify and changed is not None:
             self._hub.publish(changed.run_id)
 
@@ -405,22 +428,77 @@ class PostgresStore(Notifying):
         the chain has one order (held until this transaction ends)."""
         if not events:
             return
+        await self._lock_audit(conn)
+        row = (await self._one(conn, "SELECT hash FROM audit ORDER BY seq DESC LIMIT 1")
+               or await self._one(conn, "SELECT hash FROM audit_checkpoints ORDER BY seq DESC "
+                                        "LIMIT 1"))
+        prev = row[0] if row else ""
+        # each insert also notifies the followers of every replica (delivered at commit,
+        # once per transaction), without a round trip of its own
+        insert = (f"WITH added AS (INSERT INTO audit ({', '.join(rows.AUDIT_COLUMNS)}) "
+                  f"VALUES ({_marks(rows.AUDIT_COLUMNS)}) RETURNING seq) "
+                  "SELECT pg_notify(%s, '') FROM added")
+        for event in events:
+            values, prev = rows.audit_row(event, prev, self._audit_key)
+            await conn.execute(insert, (*values, self._audit_channel))  # type: ignore[arg-type]
+
+    async def _lock_audit(self, conn: Conn) -> None:
         await conn.execute("SELECT pg_advisory_xact_lock(%s)",
                            (run_lock_key(self._schema, "\0audit"),))
-        row = await self._one(conn, "SELECT hash FROM audit ORDER BY seq DESC LIMIT 1")
-        prev = row[0] if row else ""
-        insert = (f"INSERT INTO audit ({', '.join(rows.AUDIT_COLUMNS)}) "
-                  f"VALUES ({_marks(rows.AUDIT_COLUMNS)})")
-        for event in events:
-            values = rows.audit_row(event, prev)
-            await conn.execute(insert, values)  # type: ignore[arg-type]
-            prev = values[-1]
+
+    def _appended(self, events: Sequence[AuditEvent]) -> None:
+        """After a commit: wake this replica's audit followers at once (the others hear the
+        NOTIFY)."""
+        if events:
+            self._hub.publish(AUDIT_FEED)
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
         if not events:
             return
         async with self._tx() as conn:
             await self._append_audit(conn, events)
+        self._appended(events)
+
+    async def query_audit(self, which: AuditFilter, *, after: int, limit: int,
+                          newest: bool = False) -> list[AuditRecord]:
+        where, args = rows.audit_where(which, "%s")
+        order = "DESC" if newest else ""
+        async with self._tx() as conn:
+            found = await self._all(conn, _select(("seq", *rows.AUDIT_COLUMNS), "audit") +
+                                    f" WHERE seq > %s AND {where} ORDER BY seq {order} "
+                                    "LIMIT %s", (after, *args, limit))
+        records = [rows.audit_from_row(r[0], r[1:]) for r in found]
+        return records[::-1] if newest else records
+
+    async def audit_checkpoint(self) -> AuditCheckpoint | None:
+        async with self._tx() as conn:
+            row = await self._one(conn, _select(rows.CHECKPOINT_COLUMNS, "audit_checkpoints") +
+                                  " ORDER BY seq DESC LIMIT 1")
+        return AuditCheckpoint(*row) if row else None
+
+    async def prune_audit(self, before: str,
+                          record: Callable[[AuditCheckpoint], AuditEvent]
+                          ) -> AuditCheckpoint | None:
+        async with self._tx() as conn:
+            await self._lock_audit(conn)
+            first = await self._one(conn, "SELECT MIN(seq) FROM audit WHERE time >= %s",
+                                    (before,))
+            kept = first[0] if first else None
+            last = await self._one(conn, "SELECT seq, hash FROM audit WHERE seq < %s "
+                                         "ORDER BY seq DESC LIMIT 1",
+                                   (kept if kept is not None else 2 ** 62,))
+            if last is None:
+                return None
+            cur = await conn.execute("DELETE FROM audit WHERE seq <= %s", (last[0],))
+            point = AuditCheckpoint(last[0], last[1], audit_time(now_utc()), cur.rowcount,
+                                    before)
+            await conn.execute(  # type: ignore[arg-type]
+                f"INSERT INTO audit_checkpoints ({', '.join(rows.CHECKPOINT_COLUMNS)}) "
+                f"VALUES ({_marks(rows.CHECKPOINT_COLUMNS)})",
+                (point.seq, point.hash, point.time, point.removed, point.before))
+            await self._append_audit(conn, [record(point)])
+        self._hub.publish(AUDIT_FEED)
+        return point
 
     async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:
         cols = ("seq", *rows.AUDIT_COLUMNS)
@@ -501,12 +579,14 @@ class PostgresStore(Notifying):
             try:
                 conn = await AsyncConnection.connect(self._conninfo, autocommit=True)
                 try:
-                    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+                    for channel in (self._channel, self._audit_channel):
+                        await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
                     self._listening.set()
                     self._hub.publish_all()
                     pause = LISTEN_RETRY_S[0]
                     async for note in conn.notifies():
-                        self._hub.publish(note.payload)
+                        self._hub.publish(AUDIT_FEED if note.channel == self._audit_channel
+                                          else note.payload)
                 finally:
                     self._listening.clear()
                     await conn.close()

@@ -8,6 +8,11 @@ Schema history (each store migrates forward on open):
     3  runs gain roles_json (the owner's roles); approvals gain requester_roles_json,
        decided_by_tenant, decided_by_roles_json, policy_reasons_json (deciding approvals),
        and an index on their status; PostgreSQL approvals gain pos (listing order)
+    4  audit gains verdict (filled in from decision_json for older records), actor,
+       actor_tenant, approval_id, message, detail_json, and layout, key_id, seal (the hash of
+       a record written since covers every column; its seal is an HMAC of that hash), indexes
+       for reading a tenant's or a subject's records; audit_checkpoints (where the chain
+       continues after `callgate audit prune`)
 
 Every row is `storable`: a text value any store could not encode (a lone surrogate) is made
 encodable here, so no value can make a write fail again and again.
@@ -22,6 +27,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from gateway.audit.keys import AuditKey
 from gateway.errors import CallCode, StoreConflict
 from gateway.jsontext import storable_text
 from gateway.model import (
@@ -29,6 +35,8 @@ from gateway.model import (
     ApprovalRecord,
     ApprovalStatus,
     AuditEvent,
+    AuditFilter,
+    AuditRecord,
     Budget,
     CallRecord,
     CallStatus,
@@ -41,10 +49,12 @@ from gateway.model import (
     TurnRecord,
     Usage,
     Verdict,
+    audit_time,
+    now_utc,
     rfc3339,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 RUN_COLUMNS = ("run_id", "state", "subject", "tenant", "provider", "api_version", "budget_json",
                "labels_json", "conversation_json", "params_hash", "turns_used",
@@ -63,10 +73,16 @@ APPROVAL_COLUMNS = ("approval_id", "run_id", "turn_id", "call_id", "tool", "tool
                     "created_at", "expires_at", "decided_by", "decided_at", "reason",
                     "requester_roles_json", "decided_by_tenant", "decided_by_roles_json",
                     "policy_reasons_json")
-AUDIT_COLUMNS = ("time", "kind", "subject", "tenant", "run_id", "turn_id", "call_id",
+# The audit columns in the order of AuditRecord (after seq): the 17 of the first layout, the
+# chain (prev_hash, hash), then what schema 4 added.
+AUDIT_BODY_V1 = ("time", "kind", "subject", "tenant", "run_id", "turn_id", "call_id",
                  "provider", "tool", "tool_version", "arguments_summary_json",
                  "arguments_sha256", "decision_json", "status", "error_code",
-                 "execution_count", "policy_revision", "prev_hash", "hash")
+                 "execution_count", "policy_revision")
+AUDIT_ADDED = ("verdict", "actor", "actor_tenant", "approval_id", "message", "detail_json",
+               "layout", "key_id", "seal")
+AUDIT_COLUMNS = (*AUDIT_BODY_V1, "prev_hash", "hash", *AUDIT_ADDED)
+CHECKPOINT_COLUMNS = ("seq", "hash", "time", "removed", "before")
 
 # A call ID belongs to one turn of a run; duplicates exist only as their own rejection, which
 # this condition leaves out (of the unique index and of look-ups by call ID).
@@ -74,7 +90,8 @@ NOT_DUPLICATE = f"error_code != '{CallCode.DUPLICATE_CALL_ID.value}'"
 
 # Columns holding integers (every other column holds text); stores with typed columns use it.
 INTEGER_COLUMNS = frozenset({"turns_used", "tool_calls_used", "retries_in_row", "input_tokens",
-                             "output_tokens", "seq", "idx", "execution_count"})
+                             "output_tokens", "seq", "idx", "execution_count", "layout",
+                             "removed"})
 
 # ADDED_COLUMNS[v]: the (table, column) pairs that version v added; a store at version v - 1
 # migrates by adding them (their rows read as empty).
@@ -83,12 +100,20 @@ ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
     3: (("runs", "roles_json"), ("approvals", "requester_roles_json"),
         ("approvals", "decided_by_tenant"), ("approvals", "decided_by_roles_json"),
         ("approvals", "policy_reasons_json")),
+    4: tuple(("audit", c) for c in AUDIT_ADDED),
 }
 
 # Indexes both stores create (with the tables, or when migrating to the version that added
 # them); IF NOT EXISTS makes each statement safe either way.
 INDEXES: dict[int, tuple[str, ...]] = {
     3: ("CREATE INDEX IF NOT EXISTS approvals_status ON approvals (status)",),
+    4: ("CREATE INDEX IF NOT EXISTS audit_tenant ON audit (tenant, seq)",
+        "CREATE INDEX IF NOT EXISTS audit_subject ON audit (tenant, subject, seq)"),
+}
+
+# Tables a version added (with the tables of a new store, or when migrating to it).
+TABLES: dict[int, tuple[str, ...]] = {
+    4: ("audit_checkpoints",),
 }
 
 
@@ -97,11 +122,20 @@ def indexes() -> list[str]:
     return [stmt for added in INDEXES.values() for stmt in added]
 
 
+def tables(column: Callable[[str], str], version: int | None = None) -> list[str]:
+    """The CREATE TABLE statements of the tables `version` added (every version's: None)."""
+    defs = {"audit_checkpoints": f"audit_checkpoints ({', '.join(map(column, CHECKPOINT_COLUMNS))}"
+                                 ", PRIMARY KEY (seq))"}
+    return [f"CREATE TABLE IF NOT EXISTS {defs[name]}"
+            for v, names in TABLES.items() if version in (None, v) for name in names]
+
+
 def migrations(column: Callable[[str], str]) -> dict[int, list[str]]:
     """MIGRATIONS[v]: the statements that upgrade a store at version v to v + 1, given how a
     store declares a column (`column(name)`)."""
     return {version - 1: [*(f"ALTER TABLE {table} ADD COLUMN {column(name)}"
-                            for table, name in added), *INDEXES.get(version, ())]
+                            for table, name in added), *tables(column, version),
+                          *INDEXES.get(version, ())]
             for version, added in ADDED_COLUMNS.items()}
 
 
@@ -306,11 +340,75 @@ def approval_from_row(row: tuple[Any, ...]) -> ApprovalRecord:
         policy_reasons=_texts(v["policy_reasons_json"]))
 
 
-def audit_row(e: AuditEvent, prev_hash: str) -> tuple[Any, ...]:
-    """The audit row for e chained after prev_hash (hash = sha256(prev_hash + body))."""
-    body = storable((_t(e.time), e.kind, e.subject, e.tenant, e.run_id, e.turn_id, e.call_id,
-            e.provider, e.tool, e.tool_version, e.arguments_summary_json, e.arguments_sha256,
-            decision_to_json(e.decision), e.status.value if e.status else None, e.error_code,
-            e.execution_count, e.policy_revision))
-    digest = hashlib.sha256((prev_hash + json.dumps(body)).encode()).hexdigest()
-    return (*body, prev_hash, digest)
+# ---------------------------------------------------------------------- the audit chain
+
+AUDIT_LAYOUT = 4  # the layout of records written now
+
+
+def _audit_body(values: Sequence[Any], layout: int | None) -> list[Any]:
+    """What a record's hash covers: layout None (before schema 4) the first 17 columns;
+    layout 4 the layout, those, and every column schema 4 added but the seal."""
+    v = dict(zip(AUDIT_COLUMNS, values, strict=True))
+    if layout is None:
+        return [v[c] for c in AUDIT_BODY_V1]
+    if layout != AUDIT_LAYOUT:
+        raise ValueError(f"unknown audit record layout {layout}")
+    return [layout, *(v[c] for c in AUDIT_BODY_V1), *(v[c] for c in AUDIT_ADDED[:-3]),
+            v["key_id"]]
+
+
+def chain_hash(prev_hash: str, body: Sequence[Any]) -> str:
+    return hashlib.sha256((prev_hash + json.dumps(list(body))).encode()).hexdigest()
+
+
+def audit_row(e: AuditEvent, prev_hash: str, key: AuditKey | None = None
+              ) -> tuple[tuple[Any, ...], str]:
+    """The audit row for e chained after prev_hash, and its hash (sha256(prev_hash + body));
+    sealed with key (HMAC of the hash) when there is one."""
+    verdict = e.decision.verdict.value if e.decision else None
+    values: list[Any] = [
+        audit_time(e.time or now_utc()), e.kind, e.subject, e.tenant, e.run_id, e.turn_id,
+        e.call_id, e.provider, e.tool, e.tool_version, e.arguments_summary_json,
+        e.arguments_sha256, decision_to_json(e.decision), e.status.value if e.status else None,
+        e.error_code, e.execution_count, e.policy_revision, prev_hash, "", verdict, e.actor,
+        e.actor_tenant, e.approval_id, e.message, e.detail_json, AUDIT_LAYOUT,
+        key.key_id if key else "", ""]
+    values = list(storable(tuple(values)))
+    digest = chain_hash(prev_hash, _audit_body(values, AUDIT_LAYOUT))
+    values[AUDIT_COLUMNS.index("hash")] = digest
+    values[-1] = key.seal(digest) if key else ""
+    return tuple(values), digest
+
+
+def audit_from_row(seq: int, values: Sequence[Any]) -> AuditRecord:
+    return AuditRecord(seq, *values)
+
+
+def recomputed_hash(r: AuditRecord) -> str:
+    """The hash r's stored columns give (compare with r.hash)."""
+    values = [getattr(r, c) for c in AUDIT_COLUMNS]
+    return chain_hash(r.prev_hash, _audit_body(values, r.layout))
+
+
+def audit_where(f: AuditFilter, mark: str) -> tuple[str, list[Any]]:
+    """The conditions of an audit query (AND-ed; "1 = 1" when there are none)."""
+    conds: list[str] = []
+    args: list[Any] = []
+    for column, value in (("run_id", f.run_id), ("call_id", f.call_id), ("tool", f.tool),
+                          ("subject", f.subject)):
+        if value:
+            conds.append(f"{column} = {mark}")
+            args.append(value)
+    if f.tenant is not None:
+        conds.append(f"tenant = {mark}")
+        args.append(f.tenant)
+    for column, values in (("verdict", [v.value for v in f.verdicts]),
+                           ("status", [s.value for s in f.statuses])):
+        if values:
+            conds.append(f"{column} IN ({placeholders(values, mark)})")
+            args.extend(values)
+    for cond, value in ((f"time >= {mark}", f.since), (f"time < {mark}", f.until)):
+        if value:
+            conds.append(cond)
+            args.append(value)
+    return " AND ".join(conds) or "1 = 1", args

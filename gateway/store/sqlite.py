@@ -5,9 +5,8 @@ never stalls the event loop and SQLite sees one connection per process. sqlite3 
 translated here into `StoreUnavailable` (cause chained).
 
 Several processes may share one file: writes serialize on SQLite's own lock, drive locks are
-record locks on `<file>-runs.lock` (see `locks.FileRangeLocks`). Settlement notifications
-reach the watchers of this process only.
-translated here into `StoreUnavailable` (cause chained). Before every write transaction the
+record locks on `<file>-runs.lock` (see `locks.FileRangeLocks`). Settlement and audit
+notifications reach the watchers of this process only. Before every write transaction the
 `FileGuard` checks that the file is still the one opened and its filesystem has room; if not,
 the write is refused (`StoreUnavailable`) and health reports NOT_SERVING.
 """
@@ -23,22 +22,28 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from gateway.audit.keys import AuditKey
 from gateway.errors import StoreUnavailable
 from gateway.model import (
     ApprovalFilter,
     ApprovalRecord,
+    AuditCheckpoint,
     AuditEvent,
+    AuditFilter,
+    AuditRecord,
     CallRecord,
     RunRecord,
     RunSnapshot,
     RunView,
     TurnRecord,
+    audit_time,
+    now_utc,
 )
 from gateway.store import rows
-from gateway.store.base import settles
+from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.guard import FileGuard
 from gateway.store.locks import FileRangeLocks, run_lock_key
-from gateway.store.notify import Notifying, SettleHub
+from gateway.store.notify import AUDIT_FEED, Notifying, SettleHub
 
 T = TypeVar("T")
 log = logging.getLogger("callgate.store")
@@ -59,10 +64,15 @@ _DDL = [
     f"CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
     f"{', '.join(rows.AUDIT_COLUMNS)})",
     "CREATE INDEX IF NOT EXISTS audit_run ON audit (run_id)",
+    *rows.tables(lambda column: column),
     *rows.indexes(),
 ]
 
 MIGRATIONS = rows.migrations(lambda column: column)  # SQLite columns need no type
+# records written before schema 4 get the verdict their decision holds (for queries only:
+# their hash covers decision_json, not this column)
+MIGRATIONS[3].append("UPDATE audit SET verdict = json_extract(decision_json, '$.verdict') "
+                     "WHERE decision_json IS NOT NULL")
 
 
 def _placeholders(columns: Sequence[str]) -> str:
@@ -77,11 +87,14 @@ class SQLiteStore(Notifying):
     name = "sqlite"
 
     def __init__(self, path: Path, *, busy_timeout_s: float = 5.0,
-                 min_free_bytes: int = 0) -> None:
+                 min_free_bytes: int = 0, audit_key: AuditKey | None = None,
+                 stored: StoredForm | None = None) -> None:
         self.path = path
         self._busy_timeout_s = busy_timeout_s
         self._guard = FileGuard(path, min_free_bytes)
         self._problem = ""
+        self._audit_key = audit_key
+        self._stored = stored or AsGiven()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="callgate-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._audit_queue: list[tuple[Sequence[AuditEvent], asyncio.Future[None]]] = []
@@ -94,8 +107,10 @@ class SQLiteStore(Notifying):
 
     @classmethod
     async def open(cls, path: Path, *, busy_timeout_s: float = 5.0,
-                   min_free_bytes: int = 0) -> SQLiteStore:
-        store = cls(path, busy_timeout_s=busy_timeout_s, min_free_bytes=min_free_bytes)
+                   min_free_bytes: int = 0, audit_key: AuditKey | None = None,
+                   stored: StoredForm | None = None) -> SQLiteStore:
+        store = cls(path, busy_timeout_s=busy_timeout_s, min_free_bytes=min_free_bytes,
+                    audit_key=audit_key, stored=stored)
         await store._run(store._open)
         return store
 
@@ -271,10 +286,11 @@ class SQLiteStore(Notifying):
                          f"VALUES ({_placeholders(rows.TURN_COLUMNS)})", rows.turn_row(turn))
             conn.executemany(f"INSERT INTO calls ({', '.join(rows.CALL_COLUMNS)}) "
                              f"VALUES ({_placeholders(rows.CALL_COLUMNS)})",
-                             [rows.call_row(c) for c in calls])
+                             [rows.call_row(self._stored.call(c)) for c in calls])
             self._update_run(conn, run)
             self._append_audit(conn, audit)
         await self._run(lambda: self._tx(tx))
+        self._appended(audit)
 
     def _update_run(self, conn: sqlite3.Connection, run: RunRecord) -> None:
         cols = rows.RUN_COLUMNS[1:]
@@ -294,10 +310,13 @@ class SQLiteStore(Notifying):
                 conn.execute(f"UPDATE turns SET {_assignments(cols)} "
                              "WHERE run_id = ? AND turn_id = ?",
                              (*rows.turn_row(turn)[2:], turn.run_id, turn.turn_id))
-            self._update_calls(conn, calls, rows.guards(expect))
-            self._save_approvals(conn, approvals, rows.approval_guards(expect_approvals))
+            self._update_calls(conn, [self._stored.call(c) for c in calls],
+                               rows.guards(expect))
+            self._save_approvals(conn, [self._stored.approval(a) for a in approvals],
+                                 rows.approval_guards(expect_approvals))
             self._append_audit(conn, audit)
         await self._run(lambda: self._tx(tx))
+        self._appended(audit)
         changed = run or turn
         if changed is not None and settles(run, turn):
             self._hub.publish(changed.run_id)
@@ -333,13 +352,19 @@ class SQLiteStore(Notifying):
     def _append_audit(self, conn: sqlite3.Connection, events: Sequence[AuditEvent]) -> None:
         if not events:
             return
-        row = conn.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        row = (conn.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+               or conn.execute("SELECT hash FROM audit_checkpoints ORDER BY seq DESC "
+                               "LIMIT 1").fetchone())
         prev = row[0] if row else ""
         for event in events:
-            values = rows.audit_row(event, prev)
+            values, prev = rows.audit_row(event, prev, self._audit_key)
             conn.execute(f"INSERT INTO audit ({', '.join(rows.AUDIT_COLUMNS)}) "
                          f"VALUES ({_placeholders(rows.AUDIT_COLUMNS)})", values)
-            prev = values[-1]
+
+    def _appended(self, events: Sequence[AuditEvent]) -> None:
+        """After a commit: wake the audit's followers when it appended records."""
+        if events:
+            self._hub.publish(AUDIT_FEED)
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
         """Durable before it returns; appends arriving together share one commit (group
@@ -357,6 +382,7 @@ class SQLiteStore(Notifying):
             await self._run(lambda: self._tx(lambda conn: self._append_audit(conn, events)))
         except StoreUnavailable as err:
             return err
+        self._appended(events)
         return None
 
     async def _flush_audit(self) -> None:
@@ -379,6 +405,46 @@ class SQLiteStore(Notifying):
         found = await self._run(lambda: self._all(
             f"SELECT {', '.join(cols)} FROM audit WHERE run_id = ? ORDER BY seq", (run_id,)))
         return [dict(zip(cols, r, strict=True)) for r in found]
+
+    async def query_audit(self, which: AuditFilter, *, after: int, limit: int,
+                          newest: bool = False) -> list[AuditRecord]:
+        where, args = rows.audit_where(which, "?")
+        order = "DESC" if newest else ""
+        found = await self._run(lambda: self._all(
+            f"SELECT seq, {', '.join(rows.AUDIT_COLUMNS)} FROM audit WHERE seq > ? AND {where} "
+            f"ORDER BY seq {order} LIMIT ?", (after, *args, limit)))
+        records = [rows.audit_from_row(r[0], r[1:]) for r in found]
+        return records[::-1] if newest else records
+
+    def _checkpoint(self) -> AuditCheckpoint | None:
+        row = self._one(f"SELECT {', '.join(rows.CHECKPOINT_COLUMNS)} FROM audit_checkpoints "
+                        "ORDER BY seq DESC LIMIT 1", ())
+        return AuditCheckpoint(*row) if row else None
+
+    async def audit_checkpoint(self) -> AuditCheckpoint | None:
+        return await self._run(self._checkpoint)
+
+    async def prune_audit(self, before: str,
+                          record: Callable[[AuditCheckpoint], AuditEvent]
+                          ) -> AuditCheckpoint | None:
+        def tx(conn: sqlite3.Connection) -> AuditCheckpoint | None:
+            kept = conn.execute("SELECT MIN(seq) FROM audit WHERE time >= ?",
+                                (before,)).fetchone()[0]
+            last = conn.execute("SELECT seq, hash FROM audit WHERE seq < ? ORDER BY seq DESC "
+                                "LIMIT 1", (kept if kept is not None else 2 ** 62,)).fetchone()
+            if last is None:
+                return None
+            removed = conn.execute("DELETE FROM audit WHERE seq <= ?", (last[0],)).rowcount
+            point = AuditCheckpoint(last[0], last[1], audit_time(now_utc()), removed, before)
+            conn.execute(f"INSERT INTO audit_checkpoints ({', '.join(rows.CHECKPOINT_COLUMNS)}) "
+                         f"VALUES ({_placeholders(rows.CHECKPOINT_COLUMNS)})",
+                         (point.seq, point.hash, point.time, point.removed, point.before))
+            self._append_audit(conn, [record(point)])
+            return point
+        point = await self._run(lambda: self._tx(tx))
+        if point is not None:
+            self._hub.publish(AUDIT_FEED)
+        return point
 
     async def approvals_for_run(self, run_id: str) -> list[ApprovalRecord]:
         found = await self._run(lambda: self._all(

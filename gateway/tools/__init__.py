@@ -4,7 +4,7 @@
     files.py        reading a --tools directory (YAML / JSON)
     environment.py  ${VAR} expansion
     schema.py       JSON Schema compilation and argument problems
-    redaction.py    masking values by JSON pointer
+    redaction.py    masking values by JSON pointer and credential-looking values
     registry.py     Tool (a compiled manifest) and Registry
 """
 

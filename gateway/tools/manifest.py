@@ -53,6 +53,8 @@ class ToolManifest(BaseModel):
     repeatable: bool | None = None  # reads only; None = the default (reads true, writes false)
     parallel_safe: bool | None = None  # reads only; None = the default (reads true)
     redact: list[Pointer] = Field(default_factory=list)  # a `*` token matches every member
+    # mask the arguments in the call record too, once the call is terminal
+    redact_stored: bool = False
     labels: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")

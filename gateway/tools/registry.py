@@ -13,6 +13,7 @@ from typing import Any
 from jsonschema.protocols import Validator
 from pydantic import ValidationError as ModelError
 
+from gateway.audit.keys import AuditKey, is_mask
 from gateway.errors import CallCode, ConfigError
 from gateway.executors import (
     ExecutionContext,
@@ -30,7 +31,7 @@ from gateway.tools.environment import expand_env
 from gateway.tools.files import manifest_entries, manifest_files
 from gateway.tools.manifest import ToolManifest
 from gateway.tools.problems import FieldPath, ManifestProblem, model_problems, problem_line
-from gateway.tools.redaction import pointer_tokens, redacted
+from gateway.tools.redaction import Masked, masked, pointer_tokens
 from gateway.tools.schema import compile_schema, schema_problems
 
 
@@ -55,6 +56,7 @@ class Tool:
         is_read = manifest.effect is Effect.READ
         self.repeatable = is_read and manifest.repeatable is not False
         self.parallel_safe = is_read and manifest.parallel_safe is not False
+        self.redact_stored = manifest.redact_stored
         self._executor = executor
         self._schemas = schemas
         self._redact = [pointer_tokens(p) for p in manifest.redact]
@@ -85,9 +87,10 @@ class Tool:
         validator = self._schemas.output
         return None if validator is None else schema_problems(validator, output)
 
-    def redacted(self, args: dict[str, Any]) -> dict[str, Any]:
-        """A copy of args with every `redact` pointer's value replaced by "***"."""
-        return redacted(args, self._redact)
+    def masked(self, args: dict[str, Any], key: AuditKey) -> Masked:
+        """args with every `redact` pointer's value and every credential-looking value
+        replaced by its mask under key (docs/tools.md, "Redaction")."""
+        return masked(args, self._redact, key.mask, skip=is_mask)
 
     async def run(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
         return self._checked(await self._executor.execute(args, ctx))
@@ -178,38 +181,53 @@ class _Collector:
             return
         self.tools.append(tool)
 
-    def registry(self) -> Registry:
+    def registry(self, audit_key: AuditKey | None) -> Registry:
         if self.problems:
             raise ConfigError("\n".join(self.problems))
-        return Registry(self.tools, self.clients)
+        return Registry(self.tools, self.clients, audit_key=audit_key)
 
 
 class Registry:
-    """The loaded tools, by name; owns the http client their executors share."""
+    """The loaded tools, by name; owns the http client their executors share, and the audit
+    key their arguments are masked with (a key of this process only unless one is given)."""
 
-    def __init__(self, tools: Iterable[Tool], clients: HttpClients | None = None) -> None:
+    def __init__(self, tools: Iterable[Tool], clients: HttpClients | None = None, *,
+                 audit_key: AuditKey | None = None) -> None:
         self._tools = {t.name: t for t in tools}
         self._clients = clients or HttpClients()
+        self.audit_key = audit_key or AuditKey.ephemeral()
+
+    def masked(self, tool_name: str, args: dict[str, Any] | None) -> Masked | None:
+        """The arguments of a call of tool_name, masked (credential-looking values only when
+        no such tool is registered); None when the arguments are not an object."""
+        if args is None:
+            return None
+        tool = self._tools.get(tool_name)
+        if tool is None:
+            return masked(args, (), self.audit_key.mask, skip=is_mask)
+        return tool.masked(args, self.audit_key)
 
     @classmethod
     def load(cls, directory: Path, env: Mapping[str, str] | None = None,
-             limits: Limits = DEFAULT_LIMITS) -> Registry:
+             limits: Limits = DEFAULT_LIMITS, *,
+             audit_key: AuditKey | None = None) -> Registry:
         """Load every manifest file in directory; raises ConfigError naming every problem."""
         collector = _Collector(os.environ if env is None else env, limits)
         for path in manifest_files(Path(directory)):
             collector.add_file(path)
-        return collector.registry()
+        return collector.registry(audit_key)
 
     @classmethod
     def from_manifests(cls, manifests: Iterable[Mapping[str, Any]], *,
                        source: Path = Path("<manifests>"),
                        env: Mapping[str, str] | None = None,
-                       limits: Limits = DEFAULT_LIMITS) -> Registry:
+                       limits: Limits = DEFAULT_LIMITS,
+                       audit_key: AuditKey | None = None) -> Registry:
         """Build from manifest mappings already in memory (same checks as `load`)."""
         collector = _Collector(os.environ if env is None else env, limits)
         for i, raw in enumerate(manifests):
             collector.add(dict(raw), source, (i,))
-        return collector.registry()
+        return collector.registry(audit_key)
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

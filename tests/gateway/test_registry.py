@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gateway.audit.keys import AuditKey
 from gateway.errors import ConfigError
 from gateway.model import Effect
 from gateway.tools import Registry, Tool
@@ -383,11 +384,17 @@ async def test_redaction_masks_pointers_and_leaves_the_input_alone(tmp_path: Pat
             "cards": [{"number": "4111", "exp": "12/30"}, {"number": "5500"}],
             "a/b": "secret", "list": ["keep", "hide"], "seat": 3}
     original = json.loads(json.dumps(args))
-    assert tool.redacted(args) == {
-        "participant": {"name": "Ann", "email": "***"},
-        "cards": [{"number": "***", "exp": "12/30"}, {"number": "***"}],
-        "a/b": "***", "list": ["keep", "***"], "seat": 3}
+    key = AuditKey(b"k" * 32)
+    masked = tool.masked(args, key)
+    m = key.mask
+    assert masked.value == {
+        "participant": {"name": "Ann", "email": m("ann@example.com")},
+        "cards": [{"number": m("4111"), "exp": "12/30"}, {"number": m("5500")}],
+        "a/b": m("secret"), "list": ["keep", m("hide")], "seat": 3}
+    assert masked.pointers == ("/participant/email", "/cards/0/number", "/cards/1/number",
+                               "/a~1b", "/list/1")
     assert args == original
+    assert not tool.redact_stored  # the default: only the audit trail is masked
 
 
 # --------------------------------------------------------------------------- in memory

@@ -7,15 +7,15 @@ from datetime import UTC, datetime
 
 import pytest
 
+from gateway.audit import events
 from gateway.errors import RequestCode, RequestError
-from gateway.model import AuditEvent, CallRecord, CallStatus, Identity, Verdict
+from gateway.model import CallRecord, CallStatus, Identity, RunRecord, RunState, Verdict
 from gateway.resolution import (
     MAX_OUTPUT_BYTES,
     MAX_REASON_CHARS,
     ResolveRequest,
     check_output,
     check_request,
-    resolve_audit,
     resolved,
 )
 from gateway.tools import Registry
@@ -76,8 +76,12 @@ def test_the_settled_record_keeps_who_when_and_why() -> None:
     assert done.error_code == "resolved_by_operator" and "oscar" in done.error_message
     failed = resolved(unknown, OSCAR, req(outcome=CallStatus.FAILED), NOW)
     assert (failed.status, failed.output_json) == (CallStatus.FAILED, "")
-    event = resolve_audit(AuditEvent(kind="resolve", subject="mia", tenant="acme"), OSCAR,
-                          req(), "sha256:rev")
-    assert (event.subject, event.policy_revision) == ("oscar", "sha256:rev")
+    run = RunRecord("r1", RunState.PAUSED_UNKNOWN_OUTCOME, "mia", "acme")
+    event = events.resolved(done, run, OSCAR, reason="checked the target",
+                            policy_revision="sha256:rev", registry=Registry([]), now=NOW)
+    assert (event.kind, event.subject, event.tenant) == ("resolve", "mia", "acme")
+    assert (event.actor, event.actor_tenant, event.policy_revision) == (
+        "oscar", "acme", "sha256:rev")
+    assert (event.status, event.error_code) == (CallStatus.SUCCEEDED, "resolved_by_operator")
     assert event.decision is not None and event.decision.verdict == Verdict.ALLOW
     assert "checked the target" in event.decision.reasons[0]

@@ -1,4 +1,4 @@
-"""The wire contract: health, reflection, error details, idempotent runs, UNIMPLEMENTED."""
+"""The wire contract: health, reflection, error details, idempotent runs, every RPC served."""
 
 from __future__ import annotations
 
@@ -9,22 +9,20 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from gateway import pb
 from gateway.client import error_code, tool_call
-from gateway.server import NOT_YET
 from gateway.testing import SidecarProcess
 from tests.conftest import Connect
 from tests.scenarios.test_guide_cases import TRAIN, WEATHER
 
-# RPCs this build serves; none of them may answer UNIMPLEMENTED.
+# Every RPC of the contract; none of them may answer UNIMPLEMENTED.
 IMPLEMENTED = {"StartRun", "GetRun", "SubmitTurn", "Authorize", "ResumeRun", "CancelRun",
                "SubmitProviderResponse", "SubmitProviderStream", "ListTools",
-               "GetStatus", "ResolveCall", "WatchRun", "ListApprovals", "DecideApproval"}
+               "GetStatus", "ResolveCall", "WatchRun", "ListApprovals", "DecideApproval",
+               "QueryAudit"}
 
 
-def test_every_rpc_is_either_implemented_or_named_as_missing() -> None:
+def test_every_rpc_of_the_contract_is_served() -> None:
     service = pb.DESCRIPTOR.services_by_name["ToolGateway"]
-    names = {m.name for m in service.methods}
-    assert names == IMPLEMENTED | set(NOT_YET)
-    assert not IMPLEMENTED & set(NOT_YET)
+    assert {m.name for m in service.methods} == IMPLEMENTED
 
 
 def invoke_empty(target: str, rpc: str) -> grpc.RpcError | None:
@@ -48,13 +46,6 @@ def invoke_empty(target: str, rpc: str) -> grpc.RpcError | None:
         except grpc.RpcError as err:
             return err
     return None
-
-
-@pytest.mark.parametrize("rpc", sorted(NOT_YET))
-def test_missing_capabilities_answer_unimplemented(sidecar: SidecarProcess, rpc: str) -> None:
-    err = invoke_empty(sidecar.target, rpc)
-    assert err is not None and err.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert NOT_YET[rpc] in (err.details() or "")
 
 
 @pytest.mark.parametrize("rpc", sorted(IMPLEMENTED))

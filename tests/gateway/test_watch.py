@@ -22,9 +22,9 @@ ALICE = [("authorization", "Bearer alice-token")]
 
 
 @pytest.fixture
-async def sidecar(new_db: NewDb, tools_dir: Path) -> AsyncIterator[Sidecar]:
+async def sidecar(new_db: NewDb, tools_dir: Path, tmp_path: Path) -> AsyncIterator[Sidecar]:
     running = Sidecar(ServeConfig(listen="127.0.0.1:0", tools=tools_dir, policies=POLICIES,
-                                  db=new_db(), auth=AUTH))
+                                  db=new_db(), auth=AUTH, audit_key_file=tmp_path / "a.key"))
     await running.start()
     yield running
     await running.stop(0)

@@ -34,7 +34,7 @@ from tests.conftest import AUTH, POLICIES, sidecar_env
 from tests.scenarios.test_provider_rpcs import USER, submit_raw
 from tests.scenarios.test_resolution import attempt, refused
 from tests.support import databases
-from tests.support.sidecars import Watcher, by_id
+from tests.support.sidecars import Watcher, by_id, key_for
 
 AVAILABILITY = {"event_id": "ws-acme-1"}
 PENDING, SUCCEEDED = pb.CALL_STATUS_PENDING_APPROVAL, pb.CALL_STATUS_SUCCEEDED
@@ -106,7 +106,8 @@ def gateways(kind: str, db: str, policies: Path, travel: TravelService, tools_di
 
     def start() -> list[SidecarProcess]:
         return [SidecarProcess(tools=tools_dir, policies=policies, db=db, auth=AUTH,
-                               env=sidecar_env(travel, effects_db, workshop))
+                               env=sidecar_env(travel, effects_db, workshop),
+                               audit_key=key_for(db))
                 for _ in range(count)]
     gw = Gateways(kind, db, start)
     gw.open()
@@ -204,9 +205,9 @@ def test_an_owner_of_the_tenant_approves_and_exactly_one_seat_is_booked(
             grpc.StatusCode.FAILED_PRECONDITION, "already_decided")
     loop.submit_turn(run_id=run_id, turn_id="t2", final=pb.FinalAnswer(text="booked"))
     assert watcher.wait_ended() and watcher.error is None
-    approvals = [(r["subject"], r["error_code"]) for r in gw.audit(run_id)
+    approvals = [(r["subject"], r["actor"], r["error_code"]) for r in gw.audit(run_id)
                  if r["kind"] == "approval"]
-    assert approvals == [("mia", "approval_required"), ("olga", "")]
+    assert approvals == [("mia", "mia", "approval_required"), ("mia", "olga", "")]
     assert len(fresh_workshop.reservations(f"{run_id}:w1")) == 1
 
 

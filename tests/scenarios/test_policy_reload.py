@@ -121,6 +121,16 @@ def test_a_syntax_error_is_rejected_and_the_old_revision_keeps_serving(
         assert shown.returncode == 0
         assert "rejected reload:" in shown.stdout and "broken.rego:5" in shown.stdout
         assert proc.output.count("policy reload rejected") == 1  # logged once
+        # and recorded once in the audit trail, among callgate's own records
+        with GatewayClient(proc.target, "audrey-token") as auditor:
+            found = eventually(lambda: r if (r := [x for x in auditor.query_audit(
+                tenant="", timeout_s=30) if x.error_code == "policy_reload_rejected"])
+                else None, "the audit record of the rejection")
+        (record,) = found
+        assert (record.kind, record.policy_revision, record.actor) == ("policy", revision, "")
+        assert json.loads(record.detail_json)["file"].endswith("broken.rego")
+        assert json.loads(record.detail_json)["line"] == 5
+        assert "expecting expression" in record.message
 
         (policies / "broken.rego").unlink()
         eventually(lambda: True if not client.get_status().HasField("last_rejected_reload")

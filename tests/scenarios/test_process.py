@@ -6,6 +6,7 @@ store tests run on SQLite and on PostgreSQL.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sqlite3
 import uuid
@@ -23,6 +24,7 @@ from gateway.client import GatewayClient, error_code, tool_call
 from gateway.testing import run_serve_expecting_failure
 from tests.conftest import AUTH, POLICIES, NewDb
 from tests.scenarios.test_guide_cases import TRAIN, WEATHER
+from tests.scenarios.test_resolution import audit_of
 from tests.support.effects import effects
 from tests.support.sidecars import own_sidecar
 
@@ -74,7 +76,8 @@ def test_a_store_that_cannot_be_used_stops_start_up(tmp_path: Path, tools_dir: P
                                                     expected: str) -> None:
     code, out = run_serve_expecting_failure(
         ["--listen", "127.0.0.1:0", "--tools", str(tools_dir), "--policies", str(POLICIES),
-         "--db", db.format(database=pg_database), "--auth", str(AUTH)])
+         "--db", db.format(database=pg_database), "--auth", str(AUTH),
+         "--audit-key-file", str(tmp_path / "audit.key")])
     assert code != 0 and expected in out, out
     assert "secret" not in out and "Traceback" not in out
 
@@ -188,6 +191,13 @@ def test_crash_after_a_write_never_replays_it(tmp_path: Path, travel: TravelServ
         assert again.results[0].status == pb.CALL_STATUS_UNKNOWN
         assert c.get_run(run_id).state == pb.RUN_STATE_PAUSED_UNKNOWN_OUTCOME
     assert len(effects(effects_db, key)) == 1  # never replayed
+    # the trail tells it: decided, then found in flight after the restart, counted as sent
+    trail = [(r["kind"], r["status"], r["error_code"], r["execution_count"])
+             for r in asyncio.run(audit_of(db, run_id))]
+    assert trail == [("decision", None, "", 0),
+                     ("execution", "UNKNOWN", "outcome_unknown", 1)]
+    (lost,) = [r for r in asyncio.run(audit_of(db, run_id)) if r["kind"] == "execution"]
+    assert "in flight when the gateway stopped" in str(lost["message"])
 
 
 def test_listen_on_a_unix_socket(tmp_path: Path, travel: TravelService, tools_dir: Path,

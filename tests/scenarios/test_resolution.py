@@ -115,8 +115,8 @@ def test_an_operator_settles_an_unknown_booking_and_the_watching_loop_receives_i
         assert watcher.wait_ended() and watcher.error is None
 
     resolve = [r for r in asyncio.run(audit_of(db, run_id)) if r["kind"] == "resolve"]
-    assert [(r["subject"], r["call_id"], r["status"], r["error_code"]) for r in resolve] == [
-        ("oscar", "w1", "SUCCEEDED", "resolved_by_operator")]
+    assert [(r["subject"], r["actor"], r["call_id"], r["status"], r["error_code"])
+            for r in resolve] == [("mia", "oscar", "w1", "SUCCEEDED", "resolved_by_operator")]
     assert booked["reservation_id"] in str(resolve[0]["decision_json"])
     assert fresh_workshop.reservations(key) == [booked]  # one effect, never replayed
     sent = [r for r in fresh_workshop.stats()["requests"] if r["idempotency_key"] == key]

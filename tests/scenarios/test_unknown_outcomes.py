@@ -3,6 +3,7 @@ look-up is inconclusive and ResumeRun settles it once the target answers. On bot
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import grpc
@@ -14,6 +15,7 @@ from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
 from tests.conftest import NewDb
 from tests.gateway.executors.target import Reply, running_target
+from tests.scenarios.test_resolution import audit_of
 from tests.support.sidecars import own_sidecar
 
 
@@ -27,7 +29,8 @@ def test_lost_response_is_reconciled_not_replayed(tmp_path: Path, travel: Travel
                       Reply(200, {"reservation": "R-17", "slot": "9am"}))
         env_dir = tmp_path / "env"
         env_dir.mkdir()
-        with own_sidecar(env_dir, travel, tools_dir, effects_db, db=new_db(),
+        db = new_db()
+        with own_sidecar(env_dir, travel, tools_dir, effects_db, db=db,
                          env={"CALLGATE_TEST_TARGET_URL": target.url}) as proc, \
                 GatewayClient(proc.target, "writer-token") as c:
             c.start_run(run_id="r1")
@@ -48,6 +51,11 @@ def test_lost_response_is_reconciled_not_replayed(tmp_path: Path, travel: Travel
         posts = [s for s in target.seen if s.method == "POST"]
         assert len(posts) == 1  # the write was sent once, whatever happened after
         assert posts[0].headers.get("Idempotency-Key") == key
+    # the trail: sent once with no answer known, then found by the look-up
+    trail = [(r["kind"], r["status"], r["execution_count"])
+             for r in asyncio.run(audit_of(db, "r1"))]
+    assert trail == [("decision", None, 0), ("execution", "UNKNOWN", 1),
+                     ("reconcile", "SUCCEEDED", 1)]
 
 
 def test_a_booking_applied_late_is_never_sent_twice(tmp_path: Path, travel: TravelService,

@@ -47,6 +47,10 @@ def book_ticket(args: dict[str, Any], ctx: ExecutionContext) -> dict[str, Any]:
     return {"booking_id": apply("book_ticket", args, ctx), "train_number": args["train_number"]}
 
 
+def pay_invoice(args: dict[str, Any], ctx: ExecutionContext) -> dict[str, Any]:
+    return {"payment_id": apply("pay_invoice", args, ctx), "invoice": args["invoice"]}
+
+
 def cancel_ticket(args: dict[str, Any], ctx: ExecutionContext) -> dict[str, Any]:
     if args.get("booking_id") == "missing":
         raise ValueError("no booking missing")

@@ -3,6 +3,8 @@ reader that runs beside the test."""
 
 from __future__ import annotations
 
+import hashlib
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -17,6 +19,17 @@ from gateway.client import GatewayClient
 from gateway.testing import SidecarProcess
 from tests.conftest import AUTH, POLICIES, sidecar_env
 
+_KEYS = tempfile.TemporaryDirectory(prefix="callgate-test-keys-")  # removed at exit
+
+
+def key_for(db: Path | str) -> Path | None:
+    """The audit key file of the sidecars of a PostgreSQL store (replicas share it); None for
+    a SQLite store (its key is created beside it)."""
+    if not str(db).startswith("postgresql://"):
+        return None
+    digest = hashlib.sha256(str(db).encode()).hexdigest()[:16]
+    return Path(_KEYS.name) / f"audit-{digest}.key"
+
 
 @contextmanager
 def own_sidecar(tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path,
@@ -26,10 +39,10 @@ def own_sidecar(tmp_path: Path, travel: TravelService, tools_dir: Path, effects_
                 workshop: WorkshopService | None = None) -> Iterator[SidecarProcess]:
     """A sidecar of the test's own: its own store (a SQLite file in tmp_path unless db names
     one; a PostgreSQL URL works too) against the example services."""
-    with SidecarProcess(tools=tools_dir, policies=policies, db=db or tmp_path / "cg.db",
-                        auth=AUTH,
+    store = db or tmp_path / "cg.db"
+    with SidecarProcess(tools=tools_dir, policies=policies, db=store, auth=AUTH,
                         env={**sidecar_env(travel, effects_db, workshop), **(env or {})},
-                        extra_args=extra, listen=listen) as proc:
+                        extra_args=extra, listen=listen, audit_key=key_for(store)) as proc:
         yield proc
 
 
@@ -39,7 +52,7 @@ def replicas(count: int, db: str, travel: TravelService, tools_dir: Path, effect
     """count sidecar processes sharing one store (a PostgreSQL URL or a SQLite file)."""
     with ExitStack() as stack:
         yield [stack.enter_context(SidecarProcess(
-            tools=tools_dir, policies=POLICIES, db=db, auth=AUTH,
+            tools=tools_dir, policies=POLICIES, db=db, auth=AUTH, audit_key=key_for(db),
             env=sidecar_env(travel, effects_db, workshop))) for _ in range(count)]
 
 

@@ -232,8 +232,10 @@ async def test_audit_records_form_a_hash_chain(store: RunStore) -> None:
     assert [r["call_id"] for r in recs] == ["c0", "c1", "c2"]
     prev = ""
     for r in recs:
-        assert r["prev_hash"] == prev
-        body = [r[c] for c in rows.AUDIT_COLUMNS[:-2]]
+        assert r["prev_hash"] == prev and r["layout"] == 4
+        # the hash covers the layout, every column but the chain's own and the seal
+        body = [4, *(r[c] for c in rows.AUDIT_COLUMNS if c not in (
+            "prev_hash", "hash", "layout", "seal"))]
         assert r["hash"] == hashlib.sha256((prev + json.dumps(body)).encode()).hexdigest()
         prev = r["hash"]
 

@@ -3,7 +3,8 @@
 `fixtures/schema_v<N>.sql` is a frozen dump of a SQLite store at version N,
 `fixtures/postgres_schema_v<N>.sql` of a PostgreSQL store (the PostgreSQL store starts at
 version 2). Each holds the same run: paused for approval, with a settled read, its approval
-long expired. Never edit a released fixture: add one per new version.
+long expired, and one audit record written before schema 4; from version 4 on, a second one
+sealed with `fixtures/audit_v4.key`. Never edit a released fixture: add one per new version.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import pytest
 
 from examples.travel.service import TravelService
 from gateway import pb
+from gateway.audit import offline
+from gateway.audit.keys import AuditKey
 from gateway.client import GatewayClient
 from gateway.store import open_store, rows
 from tests.support import databases
@@ -81,6 +84,21 @@ async def test_fixture_loads_and_migrates(fixture: Path, tmp_path: Path,
     assert await store.get_approval("apr_fixture") == approval
     await store.close()
     assert stored_version(db) == rows.SCHEMA_VERSION
+
+
+@pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
+async def test_fixture_audit_chain_verifies(fixture: Path, tmp_path: Path,
+                                            pg_database: str) -> None:
+    """A record written before schema 4 verifies by the columns its hash always covered; it
+    carries no seal, and verify says so."""
+    store = await open_store(restore(fixture, tmp_path, pg_database))
+    sealed = version_of(fixture) >= 4
+    report = await offline.verify(store, AuditKey.load(FIXTURES / "audit_v4.key"))
+    await store.close()
+    assert report.broken is None, offline.report_text(report)
+    assert (report.records, report.legacy) == (2 if sealed else 1, 1)
+    assert "1 record(s) written before schema 4: chained, not sealed" in offline.report_text(
+        report)
 
 
 @pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)

@@ -644,7 +644,7 @@ class ShadowStatus(_message.Message):
     def __init__(self, compared: _Optional[int] = ..., disagreed: _Optional[int] = ..., dropped: _Optional[int] = ..., failed: _Optional[int] = ..., opa_revision: _Optional[str] = ..., opa_reachable: _Optional[bool] = ...) -> None: ...
 
 class QueryAuditRequest(_message.Message):
-    __slots__ = ("run_id", "call_id", "tool", "subject", "verdict", "status", "since", "until", "limit", "after_seq")
+    __slots__ = ("run_id", "call_id", "tool", "subject", "verdict", "status", "since", "until", "limit", "after_seq", "follow", "tenant", "tail")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
@@ -655,6 +655,9 @@ class QueryAuditRequest(_message.Message):
     UNTIL_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TAIL_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     call_id: str
     tool: str
@@ -665,10 +668,13 @@ class QueryAuditRequest(_message.Message):
     until: str
     limit: int
     after_seq: int
-    def __init__(self, run_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., subject: _Optional[str] = ..., verdict: _Optional[_Iterable[_Union[Verdict, str]]] = ..., status: _Optional[_Iterable[_Union[CallStatus, str]]] = ..., since: _Optional[str] = ..., until: _Optional[str] = ..., limit: _Optional[int] = ..., after_seq: _Optional[int] = ...) -> None: ...
+    follow: bool
+    tenant: str
+    tail: int
+    def __init__(self, run_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., subject: _Optional[str] = ..., verdict: _Optional[_Iterable[_Union[Verdict, str]]] = ..., status: _Optional[_Iterable[_Union[CallStatus, str]]] = ..., since: _Optional[str] = ..., until: _Optional[str] = ..., limit: _Optional[int] = ..., after_seq: _Optional[int] = ..., follow: _Optional[bool] = ..., tenant: _Optional[str] = ..., tail: _Optional[int] = ...) -> None: ...
 
 class AuditRecord(_message.Message):
-    __slots__ = ("seq", "time", "kind", "run_id", "turn_id", "call_id", "provider", "tool", "tool_version", "subject", "tenant", "arguments_summary_json", "arguments_sha256", "decision", "status", "error_code", "execution_count", "policy_revision", "prev_hash", "hash")
+    __slots__ = ("seq", "time", "kind", "run_id", "turn_id", "call_id", "provider", "tool", "tool_version", "subject", "tenant", "arguments_summary_json", "arguments_sha256", "decision", "status", "error_code", "execution_count", "policy_revision", "prev_hash", "hash", "actor", "actor_tenant", "approval_id", "message", "detail_json", "input_sha256", "key_id", "seal")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -689,6 +695,14 @@ class AuditRecord(_message.Message):
     POLICY_REVISION_FIELD_NUMBER: _ClassVar[int]
     PREV_HASH_FIELD_NUMBER: _ClassVar[int]
     HASH_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_TENANT_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_JSON_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SHA256_FIELD_NUMBER: _ClassVar[int]
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    SEAL_FIELD_NUMBER: _ClassVar[int]
     seq: int
     time: str
     kind: str
@@ -709,4 +723,12 @@ class AuditRecord(_message.Message):
     policy_revision: str
     prev_hash: str
     hash: str
-    def __init__(self, seq: _Optional[int] = ..., time: _Optional[str] = ..., kind: _Optional[str] = ..., run_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., call_id: _Optional[str] = ..., provider: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., subject: _Optional[str] = ..., tenant: _Optional[str] = ..., arguments_summary_json: _Optional[str] = ..., arguments_sha256: _Optional[str] = ..., decision: _Optional[_Union[Decision, _Mapping]] = ..., status: _Optional[_Union[CallStatus, str]] = ..., error_code: _Optional[str] = ..., execution_count: _Optional[int] = ..., policy_revision: _Optional[str] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ...) -> None: ...
+    actor: str
+    actor_tenant: str
+    approval_id: str
+    message: str
+    detail_json: str
+    input_sha256: str
+    key_id: str
+    seal: str
+    def __init__(self, seq: _Optional[int] = ..., time: _Optional[str] = ..., kind: _Optional[str] = ..., run_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., call_id: _Optional[str] = ..., provider: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., subject: _Optional[str] = ..., tenant: _Optional[str] = ..., arguments_summary_json: _Optional[str] = ..., arguments_sha256: _Optional[str] = ..., decision: _Optional[_Union[Decision, _Mapping]] = ..., status: _Optional[_Union[CallStatus, str]] = ..., error_code: _Optional[str] = ..., execution_count: _Optional[int] = ..., policy_revision: _Optional[str] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ..., actor: _Optional[str] = ..., actor_tenant: _Optional[str] = ..., approval_id: _Optional[str] = ..., message: _Optional[str] = ..., detail_json: _Optional[str] = ..., input_sha256: _Optional[str] = ..., key_id: _Optional[str] = ..., seal: _Optional[str] = ...) -> None: ...

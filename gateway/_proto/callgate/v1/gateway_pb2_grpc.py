@@ -227,7 +227,8 @@ class ToolGatewayServicer:
         raise NotImplementedError('Method not implemented!')
 
     def QueryAudit(self, request, context):
-        """Read the audit trail (not available in this build).
+        """The audit records the caller may read (its own runs, or what the policy's may_read_audit
+        grants), filtered, in seq order; with follow, new records as they are committed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

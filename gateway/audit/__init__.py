@@ -1,0 +1,13 @@
+"""The audit trail: what is recorded, how it is protected, and how it is read.
+
+    keys.py      the audit key: masks of redacted values, keyed digests, the chain's seals
+    events.py    every audit event callgate appends, built in one place per kind
+    at_rest.py   a call's arguments masked in the store once nothing needs them (redact_stored)
+    chain.py     walking the hash chain: the first broken link, the checkpoint of a prune
+    reader.py    QueryAudit: who may read which records, pages, following new records
+    export.py    records as JSON lines close to OPA's decision log
+    commands.py  `callgate audit ...`
+
+Redaction itself (pointers, credential-looking values) is `gateway.tools.redaction`; the rows
+and their hashes are `gateway.store.rows`.
+"""

@@ -1,0 +1,206 @@
+"""Every audit event callgate appends, built here and only here: one function per kind.
+
+What every call event carries: whose record it is (the run's owner, or the caller of
+Authorize), who acted (`actor`: the caller who submitted the turn, the approver, the operator,
+the one who cancelled; "" when callgate acted on its own), the run, turn and call, the
+provider, the tool and version, the arguments masked (`gateway.tools.redaction`), their hash,
+the decision with its reasons and policy revision, the call's status, error code and message,
+and how many requests reached the target.
+
+Nothing secret leaves here in clear: masked values become keyed masks, and a record that
+masked something carries keyed digests (`hmac-sha256:...`) instead of the plain SHA-256 of
+its arguments and of its policy input, since a plain hash of guessable arguments would confirm
+a guess. Messages and reasons are scrubbed of the masked values they quote. Nothing from the
+request's metadata and no model output other than the call itself reaches an event.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from gateway.approvals import error_code_of
+from gateway.arguments import parse_arguments
+from gateway.errors import CallCode
+from gateway.model import (
+    ApprovalRecord,
+    ApprovalStatus,
+    AuditEvent,
+    AuditKind,
+    CallRecord,
+    CallStatus,
+    Decision,
+    Identity,
+    RunRecord,
+    Verdict,
+)
+from gateway.tools import Registry
+from gateway.tools.redaction import Masked
+
+NOBODY = Identity("")  # callgate acting on its own: no actor
+
+
+def _detail(**values: Any) -> str:
+    kept = {k: v for k, v in values.items() if v not in (None, "")}
+    return json.dumps(kept, sort_keys=True) if kept else ""
+
+
+class _Shown:
+    """A call's arguments as the trail shows them, and the scrubbing of texts about them."""
+
+    def __init__(self, registry: Registry, tool: str, arguments_json: str) -> None:
+        self.key = registry.audit_key
+        self.masked: Masked | None = registry.masked(tool, parse_arguments(arguments_json))
+
+    @property
+    def changed(self) -> bool:
+        return self.masked is not None and self.masked.changed
+
+    def summary(self) -> str:
+        return json.dumps(self.masked.value) if self.masked is not None else ""
+
+    def text(self, text: str) -> str:
+        return (self.masked or Masked({})).scrub(text, self.key.mask) if text else text
+
+    def digest(self, sha256: str) -> str:
+        return self.key.keyed(sha256) if self.changed else sha256
+
+    def decision(self, d: Decision | None) -> Decision | None:
+        if d is None:
+            return None
+        return replace(d, reasons=tuple(self.text(r) for r in d.reasons),
+                       error=self.text(d.error), input_sha256=self.digest(d.input_sha256))
+
+
+def _call(kind: AuditKind, rec: CallRecord, *, owner: Identity, provider: str,
+          actor: Identity, registry: Registry, now: datetime, detail: str = "",
+          decision: Decision | None = None) -> AuditEvent:
+    shown = _Shown(registry, rec.tool, rec.arguments_json)
+    d = shown.decision(decision or rec.decision)
+    return AuditEvent(
+        kind=kind.value, subject=owner.subject, tenant=owner.tenant, run_id=rec.run_id,
+        turn_id=rec.turn_id, call_id=rec.call_id, provider=provider, tool=rec.tool,
+        tool_version=rec.tool_version, arguments_summary_json=shown.summary(),
+        arguments_sha256=shown.digest(rec.arguments_sha256), decision=d,
+        status=None if rec.status == CallStatus.PROPOSED else rec.status,  # decided, not run
+        error_code=rec.error_code, execution_count=rec.execution_count,
+        policy_revision=d.policy_revision if d else "", time=now, actor=actor.subject,
+        actor_tenant=actor.tenant, approval_id=rec.approval_id,
+        message=shown.text(rec.error_message), detail_json=detail)
+
+
+# ---------------------------------------------------------------------- calls
+
+
+def decision(rec: CallRecord, run: RunRecord, *, actor: Identity, registry: Registry,
+             now: datetime, provider: str = "") -> AuditEvent:
+    """A call judged (or stopped by the plan, or by its approval), in actor's name."""
+    return _call(AuditKind.DECISION, rec, owner=run.owner, provider=provider or run.provider,
+                 actor=actor, registry=registry, now=now)
+
+
+def authorize(rec: CallRecord, caller: Identity, *, registry: Registry,
+              now: datetime) -> AuditEvent:
+    """A call judged by Authorize: the caller's own record (nothing runs)."""
+    return _call(AuditKind.AUTHORIZE, rec, owner=caller, provider="", actor=caller,
+                 registry=registry, now=now)
+
+
+def execution(rec: CallRecord, run: RunRecord, *, registry: Registry, now: datetime,
+              attempts: int | None = None, kind: AuditKind = AuditKind.EXECUTION
+              ) -> AuditEvent:
+    """A call's result once it ran (`attempts`: the requests this step sent), was looked up
+    (RECONCILE), or will not run (NOT_RUN)."""
+    return _call(kind, rec, owner=run.owner, provider=run.provider, actor=NOBODY,
+                 registry=registry, now=now, detail=_detail(attempts=attempts))
+
+
+def resolved(rec: CallRecord, run: RunRecord, operator: Identity, *, reason: str,
+             policy_revision: str, registry: Registry, now: datetime) -> AuditEvent:
+    """An operator settled an unknown call: the operator acted, the grant is the decision."""
+    grant = Decision(Verdict.ALLOW, reasons=(
+        f"may_resolve: {operator.subject} settled the call as {rec.status.value}: {reason}",),
+        policy_revision=policy_revision)
+    return _call(AuditKind.RESOLVE, rec, owner=run.owner, provider=run.provider,
+                 actor=operator, registry=registry, now=now, decision=grant)
+
+
+def cancelled(run: RunRecord, calls: list[CallRecord], by: Identity, *, registry: Registry,
+              now: datetime) -> list[AuditEvent]:
+    """A run cancelled: one record for the run, one for each call it stopped."""
+    event = AuditEvent(kind=AuditKind.CANCEL.value, subject=run.subject, tenant=run.tenant,
+                       run_id=run.run_id, provider=run.provider, time=now, actor=by.subject,
+                       actor_tenant=by.tenant, message="the run was cancelled")
+    return [event, *(_call(AuditKind.CANCEL, c, owner=run.owner, provider=run.provider,
+                           actor=by, registry=registry, now=now) for c in calls)]
+
+
+# ---------------------------------------------------------------------- approvals
+
+
+def _approval(a: ApprovalRecord, *, actor: Identity, decision: Decision, error_code: str,
+              registry: Registry, now: datetime, provider: str) -> AuditEvent:
+    shown = _Shown(registry, a.tool, a.arguments_json)
+    d = shown.decision(decision)
+    return AuditEvent(
+        kind=AuditKind.APPROVAL.value, subject=a.requested_by, tenant=a.tenant,
+        run_id=a.run_id, turn_id=a.turn_id, call_id=a.call_id, provider=provider, tool=a.tool,
+        tool_version=a.tool_version, arguments_summary_json=shown.summary(),
+        arguments_sha256=shown.digest(a.arguments_sha256), decision=d,
+        status=CallStatus.PENDING_APPROVAL, error_code=error_code,
+        policy_revision=d.policy_revision if d else "", time=now, actor=actor.subject,
+        actor_tenant=actor.tenant, approval_id=a.approval_id, message=shown.text(a.reason),
+        detail_json=_detail(approval_status=a.status.value,
+                            expires_at=a.expires_at.isoformat() if a.expires_at else None))
+
+
+def approval_requested(a: ApprovalRecord, decision: Decision, *, registry: Registry,
+                       now: datetime, provider: str) -> AuditEvent:
+    """An approval asked for: the requester acted, the policy's decision says why."""
+    return _approval(a, actor=a.requester, decision=decision,
+                     error_code=CallCode.APPROVAL_REQUIRED.value, registry=registry, now=now,
+                     provider=provider)
+
+
+def approval_ended(a: ApprovalRecord, *, actor: Identity, policy_revision: str,
+                   registry: Registry, now: datetime, provider: str) -> AuditEvent:
+    """An approval leaving PENDING: decided by actor (the approver), cancelled by actor (who
+    cancelled the run), or expired or cancelled by callgate (NOBODY)."""
+    verdict = Verdict.ALLOW if a.status == ApprovalStatus.APPROVED else Verdict.DENY
+    who = f" by {a.decided_by}" if a.decided_by else ""
+    outcome = Decision(verdict, (f"approval {a.approval_id} {a.status.value.lower()}{who}: "
+                                 f"{a.reason}",), policy_revision)
+    return _approval(a, actor=actor, decision=outcome, error_code=error_code_of(a),
+                     registry=registry, now=now, provider=provider)
+
+
+# ---------------------------------------------------------------------- callgate itself
+
+
+def policy_rejected(*, file: str, line: int | None, message: str, serving: str,
+                    now: datetime) -> AuditEvent:
+    """A changed policy directory refused on reload; `serving` keeps deciding."""
+    return AuditEvent(kind=AuditKind.POLICY.value, subject="", time=now,
+                      decision=Decision(Verdict.DENY, (message,), serving),
+                      policy_revision=serving, error_code="policy_reload_rejected",
+                      message=message, detail_json=_detail(file=file, line=line))
+
+
+def policy_installed(*, revision: str, previous: str, now: datetime) -> AuditEvent:
+    """A new policy revision serving from now on."""
+    return AuditEvent(kind=AuditKind.POLICY.value, subject="", time=now,
+                      decision=Decision(Verdict.ALLOW, ("policy reloaded",), revision),
+                      policy_revision=revision, message=f"serving {revision} (was {previous})",
+                      detail_json=_detail(previous=previous))
+
+
+def pruned(*, seq: int, chain_hash: str, removed: int, before: str, by: str,
+           now: datetime) -> AuditEvent:
+    """Records up to seq removed; the chain continues from chain_hash (the checkpoint)."""
+    return AuditEvent(kind=AuditKind.PRUNE.value, subject="", time=now,
+                      message=f"{removed} record(s) written before {before} removed by {by}; "
+                              f"the chain continues after record {seq}",
+                      detail_json=_detail(checkpoint_seq=seq, checkpoint_hash=chain_hash,
+                                          removed=removed, before=before, by=by))
