@@ -7,7 +7,7 @@ PROTO_SRC := $(shell find proto -name '*.proto')
 PROTO_OUT := gateway/_proto/callgate/v1/gateway_pb2.py
 NODE_STAMP := clients/node/node_modules/.installed
 
-.PHONY: setup proto run test fuzz lint bench clean
+.PHONY: setup proto run test fuzz lint bench bench-audit clean
 
 setup: $(STAMP) $(PROTO_OUT) $(NODE_STAMP)
 
@@ -50,6 +50,10 @@ lint: setup
 
 bench: setup
 	$(PY) -m bench.run
+
+# the audit trail: QueryAudit among a million records, the append per decision (about 2 min)
+bench-audit: setup
+	$(PY) -m bench.audit
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache
