@@ -175,28 +175,24 @@ def _serve_config(ns: argparse.Namespace) -> ServeConfig:
     from gateway.config import ServeConfig
 
     try:
-        return _build_serve_config(ns, ServeConfig)
+        return ServeConfig(
+            listen=ns.listen, tools=ns.tools, policies=ns.policies, db=ns.db, auth=ns.auth,
+            insecure_dev_identity=ns.insecure_dev_identity, engine=ns.engine,
+            policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout,
+            tls_cert=ns.tls_cert, tls_key=ns.tls_key, tls_client_ca=ns.tls_client_ca,
+            policy_poll_interval_s=ns.policy_poll_interval,
+            reload_requires_tests=ns.reload_requires_tests,
+            log_decision_inputs=ns.log_decision_inputs, approval_ttl_s=ns.approval_ttl,
+            opa_url=ns.opa_url, opa_token=ns.opa_token, opa_policies=ns.opa_policies,
+            opa_timeout_s=ns.opa_timeout, opa_ca=ns.opa_ca, opa_client_cert=ns.opa_client_cert,
+            opa_client_key=ns.opa_client_key, shadow_queue=ns.shadow_queue,
+            audit_key_file=ns.audit_key_file,
+            **{name: getattr(ns, name) for name in LIMIT_HELP})
     except ValidationError as exc:
         first = exc.errors()[0]
-        name = str(first["loc"][0]) if first["loc"] else "a setting"
-        flag = "--" + name.removesuffix("_s").replace("_", "-")
-        raise ConfigError(f"{flag} {getattr(ns, name, '')}: {first['msg']}") from None
-
-
-def _build_serve_config(ns: argparse.Namespace, cls: type[ServeConfig]) -> ServeConfig:
-    return cls(
-        listen=ns.listen, tools=ns.tools, policies=ns.policies, db=ns.db, auth=ns.auth,
-        insecure_dev_identity=ns.insecure_dev_identity, engine=ns.engine,
-        policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout,
-        tls_cert=ns.tls_cert, tls_key=ns.tls_key, tls_client_ca=ns.tls_client_ca,
-        policy_poll_interval_s=ns.policy_poll_interval,
-        reload_requires_tests=ns.reload_requires_tests,
-        log_decision_inputs=ns.log_decision_inputs, approval_ttl_s=ns.approval_ttl,
-        opa_url=ns.opa_url,
-        opa_token=ns.opa_token, opa_policies=ns.opa_policies, opa_timeout_s=ns.opa_timeout,
-        opa_ca=ns.opa_ca, opa_client_cert=ns.opa_client_cert, opa_client_key=ns.opa_client_key,
-        shadow_queue=ns.shadow_queue, audit_key_file=ns.audit_key_file,
-        **{name: getattr(ns, name) for name in LIMIT_HELP})
+        name = str(first["loc"][0]).removesuffix("_s") if first["loc"] else "a setting"
+        raise ConfigError(f"--{name.replace('_', '-')} {getattr(ns, name, '')}: "
+                          f"{first['msg']}") from None
 
 
 # ------------------------------------------------------------------- client-side commands
