@@ -14,8 +14,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
-from typing import Any
+from functools import cached_property, lru_cache
+from typing import Any, Protocol
 
 from gateway.arguments import parse_arguments
 from gateway.limits import Limits, utf8_len
@@ -25,6 +25,37 @@ from gateway.tools import Tool
 log = logging.getLogger("callgate.policy_input")
 
 RECENT_CALLS = 50
+
+
+class HistoryEntry(Protocol):
+    """An earlier call as the run input shows it (a `PastCall`, or a whole `CallRecord`)."""
+
+    @property
+    def call_id(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def effect(self) -> str: ...
+    @property
+    def status(self) -> CallStatus: ...
+    @property
+    def arguments_json(self) -> str: ...
+
+
+_CACHED_ARGS_CHARS = 4096
+
+
+@lru_cache(maxsize=2048)
+def _parsed_once(text: str) -> Any:
+    return parse_arguments(text)
+
+
+def _history_args(text: str) -> Any:
+    """An earlier call's arguments; small ones parsed once, since consecutive turns show
+    mostly the same calls. (Shared, so never changed: inputs are only serialized.)"""
+    if len(text) > _CACHED_ARGS_CHARS:
+        return parse_arguments(text)
+    return _parsed_once(text)
 
 
 @dataclass(frozen=True)
@@ -40,7 +71,7 @@ class RunContext:
     run: RunRecord
     turn_seq: int
     turn_id: str
-    recent: Sequence[CallRecord]
+    recent: Sequence[HistoryEntry]
     history_bytes: int = Limits.max_policy_history_bytes
 
     @cached_property
@@ -69,7 +100,7 @@ class RunContext:
                 entry["args_omitted"] = True
             else:
                 budget -= size
-                entry["args"] = parse_arguments(c.arguments_json)
+                entry["args"] = _history_args(c.arguments_json)
                 if entry["args"] is None and c.status != CallStatus.REJECTED:
                     degraded += 1
             calls.append(entry)

@@ -25,6 +25,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
 
+import orjson
+
 from gateway.errors import ConfigError
 from gateway.model import Decision, now_utc
 from gateway.policy.bundle import (
@@ -110,8 +112,16 @@ def analyze(bundle: Bundle, *, include_tests: bool = False) -> Any:
 
 
 def input_json(input: dict[str, Any]) -> str:
-    """The exact JSON text an input is evaluated as (and hashed as: `input_sha256`)."""
-    return json.dumps(input, allow_nan=False, sort_keys=True, separators=(",", ":"))
+    """The exact JSON text an input is evaluated as (and hashed as: `input_sha256`): compact,
+    keys sorted, UTF-8 (orjson: several times faster than json on a run's history). Inputs are
+    built from strictly read JSON, so they hold no NaN or infinity; what orjson refuses (an
+    integer beyond 64 bits, a non-string key) falls back to json, which raises ValueError or
+    TypeError for what is not JSON at all."""
+    try:
+        return orjson.dumps(input, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(input, allow_nan=False, sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False)
 
 
 def input_sha256(text: str) -> str:
