@@ -1,11 +1,14 @@
 """Phase 3 of a turn: run what the plan allows, with write-ahead intent.
 
 For each call: EXECUTING (with the run's tool-call counter) is committed before the side effect
-starts, the result is committed as soon as it is known. Reads run concurrently, writes one at a
-time in the model's order; a write that ends FAILED or UNKNOWN stops the writes after it
-(unless the batch policy permits partial writes). An UNKNOWN write is reconciled at once.
-What runs: calls the plan left PROPOSED, and the calls the approval step released (`released`:
-approved and re-checked, or writes no longer held).
+starts (for a new turn's reads, in the commit that records the turn: `claim_reads`). A write's
+result is committed as soon as it is known; a read's result rides with the next commit (the next
+write's intent, or the turn's settlement): a read lost to a crash before that is EXECUTING,
+which is run again if repeatable and UNKNOWN otherwise, never an outcome already answered.
+Reads run concurrently, writes one at a time in the model's order; a write that ends FAILED
+or UNKNOWN stops the writes after it (unless the batch policy permits partial writes). An
+UNKNOWN write is reconciled at once. What runs: calls the plan left PROPOSED, and the calls the
+approval step released (`released`: approved and re-checked, or writes no longer held).
 """
 
 from __future__ import annotations
@@ -20,13 +23,27 @@ from gateway.audit import events
 from gateway.batch import is_write, not_run
 from gateway.errors import CallCode
 from gateway.executors.base import ExecutionContext, ExecutionResult
-from gateway.model import AuditKind, CallRecord, CallStatus, Identity, RunRecord
+from gateway.model import AuditEvent, AuditKind, CallRecord, CallStatus, Identity, RunRecord
 from gateway.store.base import RunStore
 from gateway.tools import Registry
 
 
 def idempotency_key(rec: CallRecord) -> str:
     return f"{rec.run_id}:{rec.call_id}"
+
+
+@dataclass
+class Unsaved:
+    """Results known but not committed yet (reads), with the records they replace."""
+
+    calls: list[CallRecord] = field(default_factory=list)
+    expect: list[CallRecord] = field(default_factory=list)
+    audit: list[AuditEvent] = field(default_factory=list)
+
+    def take(self) -> Unsaved:
+        held = Unsaved(self.calls, self.expect, self.audit)
+        self.calls, self.expect, self.audit = [], [], []
+        return held
 
 
 @dataclass
@@ -38,6 +55,7 @@ class TurnWork:
     identity: Identity
     order: list[str] = field(default_factory=list)
     started: list[str] = field(default_factory=list)  # intent committed: may be on the wire
+    unsaved: Unsaved = field(default_factory=Unsaved)
 
     def ordered(self) -> list[CallRecord]:
         return [self.calls[c] for c in self.order]
@@ -62,19 +80,23 @@ class ExecutionPhase:
     # ------------------------------------------------------------------ reads
 
     async def _reads(self, work: TurnWork, reads: Sequence[CallRecord]) -> None:
-        runnable = [c for c in reads if self._runnable(c)]
-        stale = [c for c in reads if c.status == CallStatus.EXECUTING and not self._repeatable(c)]
+        claimed = set(work.started)  # EXECUTING committed by this driver already
+        fresh = [c for c in reads if c.call_id not in claimed]
+        runnable = [c for c in fresh if self._runnable(c)]
+        stale = [c for c in fresh if c.status == CallStatus.EXECUTING and not self._repeatable(c)]
         for rec in stale:
             await self._commit(work, [rec.moved(
                 CallStatus.UNKNOWN, error_code=CallCode.OUTCOME_UNKNOWN.value,
                 execution_count=rec.execution_count + 1,
                 error_message="the read was in flight when the gateway stopped and is not "
                               "repeatable")])
-        if not runnable:
+        started = {c.call_id: c for c in await self._intent(work, runnable)} if runnable else {}
+        started.update((c, work.calls[c]) for c in claimed if c in work.calls)
+        ordered = [started[c.call_id] for c in reads if c.call_id in started]
+        if not ordered:
             return
-        started = await self._intent(work, runnable)
-        parallel = [c for c in started if self._parallel_safe(c)]
-        serial = [c for c in started if not self._parallel_safe(c)]
+        parallel = [c for c in ordered if self._parallel_safe(c)]
+        serial = [c for c in ordered if not self._parallel_safe(c)]
         outcomes = await asyncio.gather(*(self._execute(work, c) for c in parallel),
                                         return_exceptions=True)
         for failure in outcomes:  # every read settled or failed to record; then report one
@@ -127,17 +149,34 @@ class ExecutionPhase:
 
     # ------------------------------------------------------------------ steps
 
+    def claim_reads(self, run: RunRecord, calls: Sequence[CallRecord], now: datetime
+                    ) -> tuple[RunRecord, list[CallRecord], list[str]]:
+        """A new turn's reads cleared to run, moved to EXECUTING with the run's counter, for the
+        commit that records the turn (nothing written here): the run, every call, the IDs
+        claimed."""
+        reads = [c for c in calls if not is_write(c) and self._ready(c)]
+        if not reads:
+            return run, list(calls), []
+        moved = {r.call_id: self._started(r, now) for r in reads}
+        run = replace(run, tool_calls_used=run.tool_calls_used + len(reads), updated_at=now)
+        return run, [moved.get(c.call_id, c) for c in calls], list(moved)
+
+    @staticmethod
+    def _started(rec: CallRecord, now: datetime) -> CallRecord:
+        return rec.moved(CallStatus.EXECUTING, started_at=now,
+                         idempotency_key=idempotency_key(rec))
+
     async def _intent(self, work: TurnWork, recs: Sequence[CallRecord]) -> list[CallRecord]:
         """Commit EXECUTING (and the tool-call counter) before any request is sent. The commit
         is the claim to execute: guarded by each call's status as read, it succeeds for one
         writer only, and a replica that loses it (StoreConflict) sends nothing."""
         now = self.clock()
         fresh = [r for r in recs if r.status != CallStatus.EXECUTING]
-        moved = [r.moved(CallStatus.EXECUTING, started_at=now, idempotency_key=idempotency_key(r))
-                 if r.status != CallStatus.EXECUTING else self._repeat(r, now) for r in recs]
+        moved = [self._started(r, now) if r.status != CallStatus.EXECUTING
+                 else self._repeat(r, now) for r in recs]
         run = replace(work.run, tool_calls_used=work.run.tool_calls_used + len(fresh),
                       updated_at=now)
-        await self.store.save(run=run, calls=moved, expect=recs)
+        await self._save(work, run=run, calls=moved, expect=recs)
         work.run = run
         for r in moved:
             work.calls[r.call_id] = r
@@ -191,12 +230,25 @@ class ExecutionPhase:
     async def _commit(self, work: TurnWork, recs: Sequence[CallRecord],
                       kind: AuditKind = AuditKind.EXECUTION, attempts: int | None = None
                       ) -> None:
+        """Record these calls' new state: reads' results are held for the next commit, anything
+        else is committed now (with what is held)."""
         now = self.clock()
         audit = [events.execution(r, work.run, registry=self.registry, now=now,
                                   attempts=attempts, kind=kind) for r in recs]
         before = [work.calls[r.call_id] for r in recs]
-        await self.store.save(calls=recs, audit=audit, expect=before)
+        if all(not is_write(r) and r.status != CallStatus.EXECUTING for r in recs) \
+                and all(b.status == CallStatus.EXECUTING for b in before):
+            work.unsaved.calls.extend(recs)
+            work.unsaved.expect.extend(before)
+            work.unsaved.audit.extend(audit)
+        else:
+            await self._save(work, calls=recs, expect=before, audit=audit)
         for r in recs:
             work.calls[r.call_id] = r
 
-
+    async def _save(self, work: TurnWork, *, run: RunRecord | None = None,
+                    calls: Sequence[CallRecord] = (), expect: Sequence[CallRecord] = (),
+                    audit: Sequence[AuditEvent] = ()) -> None:
+        held = work.unsaved.take()
+        await self.store.save(run=run, calls=[*held.calls, *calls],
+                              expect=[*held.expect, *expect], audit=[*held.audit, *audit])

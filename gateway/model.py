@@ -427,6 +427,32 @@ class RunSnapshot:
     calls: tuple[CallRecord, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class PastCall:
+    """What a decision may know of an earlier call of the run (the policy input's
+    `run.calls`): a narrow read of its record."""
+
+    turn_id: str
+    call_id: str
+    tool: str
+    effect: str
+    status: CallStatus
+    arguments_json: str
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """What accepting a turn reads of its run, at one moment: the run, the turn with the
+    submitted ID (if it was submitted before), the run's last turn, which of the submitted call
+    IDs earlier turns already used, and the run's most recent calls (oldest first)."""
+
+    run: RunRecord
+    turn: TurnRecord | None
+    last: TurnRecord | None
+    used: frozenset[str]
+    recent: tuple[PastCall, ...]
+
+
 class AuditKind(StrEnum):
     """What an audit record tells (docs/operations.md, "The audit trail")."""
 

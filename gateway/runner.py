@@ -30,13 +30,14 @@ from gateway.errors import (
     StoreConflict,
     StoreUnavailable,
 )
-from gateway.execute import ExecutionPhase, TurnWork
+from gateway.execute import ExecutionPhase, TurnWork, Unsaved
 from gateway.judge import Judge, rejected
 from gateway.limits import DEFAULT_LIMITS, Limits
 from gateway.model import (
     DEFAULT_APPROVAL_TTL_S,
     ApprovalRecord,
     ApprovalStatus,
+    AuditEvent,
     Budget,
     CallRecord,
     CallResult,
@@ -49,6 +50,7 @@ from gateway.model import (
     RunState,
     RunView,
     ToolCall,
+    TurnContext,
     TurnInput,
     TurnOutcome,
     TurnRecord,
@@ -56,7 +58,13 @@ from gateway.model import (
     now_utc,
 )
 from gateway.policy.base import PolicyEngine
-from gateway.policy_input import RECENT_CALLS, RunContext, batch_input, resolve_input
+from gateway.policy_input import (
+    RECENT_CALLS,
+    HistoryEntry,
+    RunContext,
+    batch_input,
+    resolve_input,
+)
 from gateway.request_checks import (
     check_budget,
     check_calls,
@@ -92,6 +100,17 @@ class StartRunParams:
         body = [self.provider, self.api_version, list(vars(self.budget).values()),
                 sorted((self.labels or {}).items()), self.conversation_json]
         return hashlib.sha256(json.dumps(body).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """A turn's calls judged and planned, and what goes with them (not written yet)."""
+
+    calls: list[CallRecord]
+    changed: list[CallRecord]  # the calls the judging changed
+    approvals: list[ApprovalRecord]
+    audit: list[AuditEvent]
+    partial: bool
 
 
 @dataclass(frozen=True)
@@ -159,7 +178,10 @@ class Runner:
         return stored
 
     async def owned_run(self, identity: Identity, run_id: str) -> RunRecord:
-        run = await self.store.get_run(run_id)
+        return self._owned(identity, run_id, await self.store.get_run(run_id))
+
+    @staticmethod
+    def _owned(identity: Identity, run_id: str, run: RunRecord | None) -> RunRecord:
         if run is None:
             raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {run_id!r}")
         if run.subject != identity.subject or run.tenant != identity.tenant:
@@ -218,9 +240,12 @@ class Runner:
         return await self._exclusive(turn.run_id, lambda: self._submit(identity, turn))
 
     async def _submit(self, identity: Identity, turn: TurnInput) -> TurnOutcome:
-        run = await self.owned_run(identity, turn.run_id)
+        ctx = await self.store.turn_context(turn.run_id, turn.turn_id,
+                                            [c.call_id for c in turn.event.calls], RECENT_CALLS)
+        run = self._owned(identity, turn.run_id, ctx.run if ctx else None)
+        assert ctx is not None
         self._check_turn_shape(run, turn)
-        existing = await self.store.get_turn(run.run_id, turn.turn_id)
+        existing = ctx.turn
         if existing is not None:
             if existing.content_hash != turn.content_hash():
                 raise RequestError(RequestCode.TURN_CONFLICT, f"turn {turn.turn_id} was already "
@@ -231,9 +256,8 @@ class Runner:
                                        f"run {run.run_id} has ended ({run.state.value})")
                 return await self._drive(identity, run, existing)
             return await self._outcome(run, existing)
-        last = await self.store.last_turn(run.run_id)
-        self._check_accepting(run, last)
-        return await self._accept(identity, run, turn, last)
+        self._check_accepting(run, ctx.last)
+        return await self._accept(identity, ctx, turn)
 
     def _check_turn_shape(self, run: RunRecord, turn: TurnInput) -> None:
         if not turn.turn_id:
@@ -259,27 +283,45 @@ class Runner:
             raise RequestError(RequestCode.RUN_PAUSED, f"turn {last.turn_id} of run "
                                f"{run.run_id} has not settled; call ResumeRun first")
 
-    async def _accept(self, identity: Identity, run: RunRecord, turn: TurnInput,
-                      last: TurnRecord | None) -> TurnOutcome:
+    async def _accept(self, identity: Identity, ctx: TurnContext,
+                      turn: TurnInput) -> TurnOutcome:
+        """A new turn: its calls are judged and planned, and the reads cleared to run are
+        claimed (EXECUTING, counted), before anything is written; then the turn, its calls,
+        their approval requests and decision records are committed together, and the claimed
+        reads go out."""
         now = self.clock()
+        last = ctx.last
         record = TurnRecord(
-            run_id=run.run_id, turn_id=turn.turn_id, seq=(last.seq + 1) if last else 1,
+            run_id=ctx.run.run_id, turn_id=turn.turn_id, seq=(last.seq + 1) if last else 1,
             event=turn.event.kind, content_hash=turn.content_hash(), provider=turn.provider,
             api_version=turn.api_version, model=turn.model, usage=turn.usage,
             raw_response_json=turn.raw_response_json, detail=turn.event.detail(),
             created_at=now)
-        run = replace(run, turns_used=run.turns_used + 1, usage_total=run.usage_total + turn.usage,
-                      updated_at=now, roles=identity.roles)
-        calls = await self._proposed(run, turn, now)
+        run = replace(ctx.run, turns_used=ctx.run.turns_used + 1,
+                      usage_total=ctx.run.usage_total + turn.usage, updated_at=now,
+                      roles=identity.roles)
+        proposed = self._proposed(run, turn, now, ctx.used)
+        if turn.event.kind != EventKind.TOOL_REQUEST or not proposed:
+            await self.store.begin_turn(run, record, proposed, [
+                events.decision(c, run, actor=identity, registry=self.registry, now=now,
+                                provider=turn.provider)
+                for c in proposed if c.status == CallStatus.REJECTED])
+            return await self._drive(identity, run, record, proposed)
+        recent = [c for c in ctx.recent if c.turn_id != record.turn_id]
+        judged = await self._judged(identity, run, record, proposed, recent, now)
+        phase = self._phase(judged.partial)
+        run, calls, claimed = phase.claim_reads(run, judged.calls, now)
         audit = [events.decision(c, run, actor=identity, registry=self.registry, now=now,
                                  provider=turn.provider)
-                 for c in calls if c.status == CallStatus.REJECTED]
-        await self.store.begin_turn(run, record, calls, audit)
-        return await self._drive(identity, run, record, calls)
+                 for c in proposed if c.status == CallStatus.REJECTED]
+        await self.store.begin_turn(run, record, calls, [*audit, *judged.audit],
+                                    judged.approvals)
+        if judged.approvals:
+            self.on_pending(judged.approvals)
+        return await self._execute(identity, run, record, calls, phase, claimed)
 
-    async def _proposed(self, run: RunRecord, turn: TurnInput,
-                        now: datetime) -> list[CallRecord]:
-        used = await self.store.used_call_ids(run.run_id, [c.call_id for c in turn.event.calls])
+    def _proposed(self, run: RunRecord, turn: TurnInput, now: datetime,
+                  used: frozenset[str]) -> list[CallRecord]:
         out: list[CallRecord] = []
         for i, call in enumerate(turn.event.calls):
             rec = self.judge.propose(run.run_id, turn.turn_id, i, call, now)
@@ -310,15 +352,26 @@ class Runner:
         calls = (list(stored) if stored is not None
                  else await self.store.turn_calls(run.run_id, turn.turn_id))
         calls, partial = await self._decide(identity, run, turn, calls)
-        calls, released = await self.gate.open(run, turn, calls, partial=partial,
+        return await self._execute(identity, run, turn, calls, self._phase(partial))
+
+    def _phase(self, partial: bool) -> ExecutionPhase:
+        return ExecutionPhase(self.store, self.registry, self.clock, partial_writes=partial)
+
+    async def _execute(self, identity: Identity, run: RunRecord, turn: TurnRecord,
+                       calls: Sequence[CallRecord], phase: ExecutionPhase,
+                       claimed: Sequence[str] = ()) -> TurnOutcome:
+        """Let the turn's approvals speak, run what may run, settle the turn. `claimed`: reads
+        whose EXECUTING is already committed by this driver (they go out without another
+        commit). Read results are committed with the settlement (a crash before it leaves them
+        EXECUTING: run again if repeatable, UNKNOWN otherwise); write results at once."""
+        calls, released = await self.gate.open(run, turn, calls, partial=phase.partial_writes,
                                                now=self.clock())
+        phase.released = released
         work = TurnWork(run=run, calls={c.call_id: c for c in calls}, identity=identity,
-                        order=[c.call_id for c in calls])
-        phase = ExecutionPhase(self.store, self.registry, self.clock, partial_writes=partial,
-                               released=released)
+                        order=[c.call_id for c in calls], started=list(claimed))
         try:
             await phase.run(work)
-            return await self._settle(work.run, turn, work.ordered())
+            return await self._settle(work.run, turn, work.ordered(), work)
         except StoreUnavailable as err:
             if not work.started:
                 raise
@@ -331,17 +384,31 @@ class Runner:
 
     async def _decide(self, identity: Identity, run: RunRecord, turn: TurnRecord,
                       calls: list[CallRecord]) -> tuple[list[CallRecord], bool]:
-        """Judge and plan the calls not decided yet; answers the calls and whether the batch
-        policy permits partial writes (asked once per turn)."""
+        """Judge and plan the calls not decided yet (a turn accepted before and driven again);
+        answers the calls and whether the batch policy permits partial writes (asked once per
+        turn)."""
         undecided = [c for c in calls if c.status == CallStatus.PROPOSED and c.decision is None]
         if not undecided:
             return calls, await self._partial_writes(identity, calls)
         now = self.clock()
-        recent = await self.store.recent_calls(run.run_id, RECENT_CALLS)
-        ctx = RunContext(run=run, turn_seq=turn.seq, turn_id=turn.turn_id,
-                         recent=[c for c in recent if c.turn_id != turn.turn_id],
+        recent = [c for c in await self.store.recent_calls(run.run_id, RECENT_CALLS)
+                  if c.turn_id != turn.turn_id]
+        judged = await self._judged(identity, run, turn, calls, recent, now)
+        await self.store.save(calls=judged.changed, approvals=judged.approvals,
+                              audit=judged.audit, expect=calls)
+        if judged.approvals:
+            self.on_pending(judged.approvals)
+        return judged.calls, judged.partial
+
+    async def _judged(self, identity: Identity, run: RunRecord, turn: TurnRecord,
+                      calls: Sequence[CallRecord], recent: Sequence[HistoryEntry],
+                      now: datetime) -> _Judged:
+        """The turn's undecided calls judged and the batch planned, with the approval requests
+        and audit records that go with them (nothing written)."""
+        ctx = RunContext(run=run, turn_seq=turn.seq, turn_id=turn.turn_id, recent=recent,
                          history_bytes=self.limits.max_policy_history_bytes)
-        pending = {c.call_id for c in undecided}
+        pending = {c.call_id for c in calls
+                   if c.status == CallStatus.PROPOSED and c.decision is None}
         spent = batch.exceeded(run)
         judged = [c if c.call_id not in pending
                   else batch.budget_rejected(c, now) if spent
@@ -363,10 +430,7 @@ class Runner:
         audit += [events.approval_requested(a, c.decision, registry=self.registry, now=now,
                                             provider=run.provider)
                   for a in approvals for c in planned if c.call_id == a.call_id and c.decision]
-        await self.store.save(calls=changed, approvals=approvals, audit=audit, expect=calls)
-        if approvals:
-            self.on_pending(approvals)
-        return planned, partial
+        return _Judged(planned, changed, approvals, audit, partial)
 
     async def _partial_writes(self, identity: Identity, calls: Sequence[CallRecord]) -> bool:
         writes = [c for c in calls if batch.is_write(c)]
@@ -376,8 +440,10 @@ class Runner:
 
     # ------------------------------------------------------------------ settling
 
-    async def _settle(self, run: RunRecord, turn: TurnRecord,
-                      calls: Sequence[CallRecord]) -> TurnOutcome:
+    async def _settle(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
+                      work: TurnWork | None = None) -> TurnOutcome:
+        """Decide the turn's NextAction and commit it with the run's state (and the results
+        `work` holds uncommitted) in one commit; only then is the outcome built."""
         next_action, reason = settle_next(run, turn, calls)
         now = self.clock()
         state = STATE_AFTER[next_action]
@@ -386,7 +452,9 @@ class Runner:
         run = replace(run, state=state, retries_in_row=retries, pause_reason=pause,
                       updated_at=now)
         turn = replace(turn, next=next_action, reason=reason)
-        await self.store.save(run=run, turn=turn)
+        held = work.unsaved.take() if work is not None else Unsaved()
+        await self.store.save(run=run, turn=turn, calls=held.calls, audit=held.audit,
+                              expect=held.expect)
         log.info("run %s turn %s: %s, %d call(s), run %s", run.run_id, turn.turn_id,
                  next_action.value, len(calls), state.value)
         return outcome_of(run, turn, calls)

@@ -38,9 +38,11 @@ from gateway.model import (
     AuditFilter,
     AuditRecord,
     CallRecord,
+    PastCall,
     RunRecord,
     RunSnapshot,
     RunView,
+    TurnContext,
     TurnRecord,
 )
 from gateway.store.notify import Subscription
@@ -96,15 +98,25 @@ class RunStore(Protocol):
         """The call with this ID in the run (not a later duplicate's rejection)."""
         ...
 
-    async def recent_calls(self, run_id: str, limit: int) -> list[CallRecord]: ...
+    async def recent_calls(self, run_id: str, limit: int) -> list[PastCall]:
+        """The run's last `limit` calls, oldest first, as the policy input shows them."""
+        ...
 
     async def used_call_ids(self, run_id: str, call_ids: Sequence[str]) -> set[str]:
         """Which of call_ids already belong to an earlier turn of the run."""
         ...
 
+    async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
+                           recent: int) -> TurnContext | None:
+        """What accepting a turn needs to read (`TurnContext`; `recent`: how many of the run's
+        latest calls), in one read; None when there is no such run."""
+        ...
+
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
-                         audit: Sequence[AuditEvent] = ()) -> None:
-        """Insert the turn and its calls, update the run and append audit, atomically."""
+                         audit: Sequence[AuditEvent] = (),
+                         approvals: Sequence[ApprovalRecord] = ()) -> None:
+        """Insert the turn, its calls and their approval requests, update the run and append
+        audit, atomically (one commit)."""
         ...
 
     async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,

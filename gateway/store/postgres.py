@@ -40,9 +40,11 @@ from gateway.model import (
     AuditFilter,
     AuditRecord,
     CallRecord,
+    PastCall,
     RunRecord,
     RunSnapshot,
     RunView,
+    TurnContext,
     TurnRecord,
     audit_time,
     now_utc,
@@ -328,12 +330,15 @@ class PostgresStore(Notifying):
                                       "ORDER BY pos LIMIT 1")
         return found[0] if found else None
 
-    async def recent_calls(self, run_id: str, limit: int) -> list[CallRecord]:
+    async def _recent(self, conn: Conn, run_id: str, limit: int) -> list[PastCall]:
+        found = await self._all(conn, _select(rows.PAST_CALL_COLUMNS, "calls") +
+                                " WHERE run_id = %s ORDER BY pos DESC LIMIT %s", (run_id, limit))
+        return [rows.past_call_from_row(r) for r in reversed(found)]
+
+    async def recent_calls(self, run_id: str, limit: int) -> list[PastCall]:
         """The run's last `limit` calls, oldest first."""
         async with self._tx() as conn:
-            calls = await self._calls(conn, "run_id = %s", (run_id, limit),
-                                      "ORDER BY pos DESC LIMIT %s")
-        return list(reversed(calls))
+            return await self._recent(conn, run_id, limit)
 
     async def used_call_ids(self, run_id: str, call_ids: Sequence[str]) -> set[str]:
         if not call_ids:
@@ -344,8 +349,32 @@ class PostgresStore(Notifying):
                                     (run_id, list(call_ids)))
         return {r[0] for r in found}
 
+    async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
+                           recent: int) -> TurnContext | None:
+        async with self._tx() as conn:
+            row = await self._one(conn, _select(rows.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
+                                  (run_id,))
+            if row is None:
+                return None
+            run = rows.run_from_row(row)
+            # the turn with this ID and the last one (its seq is the run's turn count)
+            turns = [rows.turn_from_row(r) for r in await self._all(
+                conn, _select(rows.TURN_COLUMNS, "turns") + " WHERE run_id = %s "
+                "AND (turn_id = %s OR seq = %s)", (run_id, turn_id, run.turns_used))]
+            used: set[str] = set()
+            if call_ids:
+                used = {r[0] for r in await self._all(
+                    conn, "SELECT call_id FROM calls WHERE run_id = %s AND call_id = ANY(%s) "
+                          f"AND {rows.NOT_DUPLICATE}", (run_id, list(call_ids)))}
+            latest = await self._recent(conn, run_id, recent)
+        return TurnContext(
+            run, next((t for t in turns if t.turn_id == turn_id), None),
+            next((t for t in turns if t.seq == run.turns_used), None), frozenset(used),
+            tuple(latest))
+
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
-                         audit: Sequence[AuditEvent] = ()) -> None:
+                         audit: Sequence[AuditEvent] = (),
+                         approvals: Sequence[ApprovalRecord] = ()) -> None:
         async with self._tx() as conn:
             await conn.execute(  # type: ignore[arg-type]
                 f"INSERT INTO turns ({', '.join(rows.TURN_COLUMNS)}) "
@@ -357,6 +386,7 @@ class PostgresStore(Notifying):
                         f"VALUES ({_marks(rows.CALL_COLUMNS)})",
                         [rows.call_row(self._stored.call(c)) for c in calls])
             await self._update_run(conn, run)
+            await self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
             await self._append_audit(conn, audit)
         self._appended(audit)
 

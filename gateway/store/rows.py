@@ -44,6 +44,7 @@ from gateway.model import (
     EventDetail,
     EventKind,
     NextAction,
+    PastCall,
     RunRecord,
     RunState,
     TurnRecord,
@@ -54,7 +55,7 @@ from gateway.model import (
     rfc3339,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 RUN_COLUMNS = ("run_id", "state", "subject", "tenant", "provider", "api_version", "budget_json",
                "labels_json", "conversation_json", "params_hash", "turns_used",
@@ -101,6 +102,7 @@ ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
         ("approvals", "decided_by_tenant"), ("approvals", "decided_by_roles_json"),
         ("approvals", "policy_reasons_json")),
     4: tuple(("audit", c) for c in AUDIT_ADDED),
+    5: (),
 }
 
 # Indexes both stores create (with the tables, or when migrating to the version that added
@@ -109,6 +111,8 @@ INDEXES: dict[int, tuple[str, ...]] = {
     3: ("CREATE INDEX IF NOT EXISTS approvals_status ON approvals (status)",),
     4: ("CREATE INDEX IF NOT EXISTS audit_tenant ON audit (tenant, seq)",
         "CREATE INDEX IF NOT EXISTS audit_subject ON audit (tenant, subject, seq)"),
+    # a run's last turn (and a page of turns) by seq, however long the run
+    5: ("CREATE INDEX IF NOT EXISTS turns_seq ON turns (run_id, seq)",),
 }
 
 # Tables a version added (with the tables of a new store, or when migrating to it).
@@ -313,6 +317,15 @@ def call_from_row(row: tuple[Any, ...]) -> CallRecord:
         started_at=_dt(v["started_at"]), finished_at=_dt(v["finished_at"]),
         resolved_by=v["resolved_by"] or "", resolved_at=_dt(v["resolved_at"]),
         resolution_reason=v["resolution_reason"] or "")
+
+
+# what the policy input shows of the run's earlier calls (`PastCall`)
+PAST_CALL_COLUMNS = ("turn_id", "call_id", "tool", "effect", "status", "arguments_json")
+
+
+def past_call_from_row(row: tuple[Any, ...]) -> PastCall:
+    turn_id, call_id, tool, effect, status, arguments_json = row
+    return PastCall(turn_id, call_id, tool, effect, CallStatus(status), arguments_json)
 
 
 def approval_row(a: ApprovalRecord) -> tuple[Any, ...]:

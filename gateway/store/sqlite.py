@@ -32,9 +32,11 @@ from gateway.model import (
     AuditFilter,
     AuditRecord,
     CallRecord,
+    PastCall,
     RunRecord,
     RunSnapshot,
     RunView,
+    TurnContext,
     TurnRecord,
     audit_time,
     now_utc,
@@ -264,11 +266,14 @@ class SQLiteStore(Notifying):
         return await self._run(lambda: self._calls(
             "run_id = ? AND turn_id = ?", (run_id, turn_id), "ORDER BY idx"))
 
-    async def recent_calls(self, run_id: str, limit: int) -> list[CallRecord]:
+    def _recent(self, run_id: str, limit: int) -> list[PastCall]:
+        found = self._all(f"SELECT {', '.join(rows.PAST_CALL_COLUMNS)} FROM calls "
+                          "WHERE run_id = ? ORDER BY rowid DESC LIMIT ?", (run_id, limit))
+        return [rows.past_call_from_row(r) for r in reversed(found)]
+
+    async def recent_calls(self, run_id: str, limit: int) -> list[PastCall]:
         """The run's last `limit` calls, oldest first."""
-        calls = await self._run(lambda: self._calls(
-            "run_id = ?", (run_id, limit), "ORDER BY rowid DESC LIMIT ?"))
-        return list(reversed(calls))
+        return await self._run(lambda: self._recent(run_id, limit))
 
     async def used_call_ids(self, run_id: str, call_ids: Sequence[str]) -> set[str]:
         if not call_ids:
@@ -279,8 +284,33 @@ class SQLiteStore(Notifying):
             f"AND {rows.NOT_DUPLICATE}", (run_id, *call_ids)))
         return {r[0] for r in found}
 
+    async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
+                           recent: int) -> TurnContext | None:
+        def read() -> TurnContext | None:
+            row = self._one(f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs WHERE run_id = ?",
+                            (run_id,))
+            if row is None:
+                return None
+            run = rows.run_from_row(row)
+            # the turn with this ID and the last one (its seq is the run's turn count)
+            turns = [rows.turn_from_row(r) for r in self._all(
+                f"SELECT {', '.join(rows.TURN_COLUMNS)} FROM turns WHERE run_id = ? "
+                "AND (turn_id = ? OR seq = ?)", (run_id, turn_id, run.turns_used))]
+            used: set[str] = set()
+            if call_ids:
+                used = {r[0] for r in self._all(
+                    f"SELECT call_id FROM calls WHERE run_id = ? AND call_id IN "
+                    f"({_placeholders(call_ids)}) AND {rows.NOT_DUPLICATE}",
+                    (run_id, *call_ids))}
+            return TurnContext(
+                run, next((t for t in turns if t.turn_id == turn_id), None),
+                next((t for t in turns if t.seq == run.turns_used), None), frozenset(used),
+                tuple(self._recent(run_id, recent)))
+        return await self._run(lambda: self._read(read))
+
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
-                         audit: Sequence[AuditEvent] = ()) -> None:
+                         audit: Sequence[AuditEvent] = (),
+                         approvals: Sequence[ApprovalRecord] = ()) -> None:
         def tx(conn: sqlite3.Connection) -> None:
             conn.execute(f"INSERT INTO turns ({', '.join(rows.TURN_COLUMNS)}) "
                          f"VALUES ({_placeholders(rows.TURN_COLUMNS)})", rows.turn_row(turn))
@@ -288,6 +318,7 @@ class SQLiteStore(Notifying):
                              f"VALUES ({_placeholders(rows.CALL_COLUMNS)})",
                              [rows.call_row(self._stored.call(c)) for c in calls])
             self._update_run(conn, run)
+            self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
             self._append_audit(conn, audit)
         await self._run(lambda: self._tx(tx))
         self._appended(audit)
