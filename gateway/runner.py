@@ -449,12 +449,13 @@ class Runner:
         state = STATE_AFTER[next_action]
         retries = run.retries_in_row + 1 if next_action == NextAction.RETRY_TURN else 0
         pause = reason if state.paused else ""
-        run = replace(run, state=state, retries_in_row=retries, pause_reason=pause,
-                      updated_at=now)
+        settled = replace(run, state=state, retries_in_row=retries, pause_reason=pause)
+        changed = settled != run  # (`run` is as committed: a run unchanged is not rewritten)
+        run = replace(settled, updated_at=now) if changed else run
         turn = replace(turn, next=next_action, reason=reason)
         held = work.unsaved.take() if work is not None else Unsaved()
-        await self.store.save(run=run, turn=turn, calls=held.calls, audit=held.audit,
-                              expect=held.expect)
+        await self.store.save(run=run if changed else None, turn=turn, calls=held.calls,
+                              audit=held.audit, expect=held.expect)
         log.info("run %s turn %s: %s, %d call(s), run %s", run.run_id, turn.turn_id,
                  next_action.value, len(calls), state.value)
         return outcome_of(run, turn, calls)

@@ -77,6 +77,39 @@ MIGRATIONS[3].append("UPDATE audit SET verdict = json_extract(decision_json, '$.
                      "WHERE decision_json IS NOT NULL")
 
 
+_RUN_AND_TURNS = (
+    f"SELECT {', '.join('r.' + c for c in rows.RUN_COLUMNS)}, "
+    f"{', '.join('t.' + c for c in rows.TURN_COLUMNS)} FROM runs r LEFT JOIN turns t "
+    "ON t.run_id = r.run_id AND (t.turn_id = ? OR t.seq = r.turns_used) WHERE r.run_id = ?")
+# the audit chain's last hash: the newest record's, or (all pruned) the latest checkpoint's
+_CHAIN_HEAD = ("COALESCE((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), "
+               "(SELECT hash FROM audit_checkpoints ORDER BY seq DESC LIMIT 1), '')")
+_ROWS_PER_INSERT = 200  # well under SQLite's limit of 32,766 parameters per statement
+
+
+def _insert_rows(conn: sqlite3.Connection, table: str, columns: Sequence[str],
+                 values: Sequence[tuple[Any, ...]], *, guard: str = "",
+                 guard_args: Sequence[Any] = ()) -> int:
+    """INSERT values as multi-row statements; `guard` (a condition, checked once, with the
+    first rows): insert only while it holds. Answers how many rows went in."""
+    inserted = 0
+    for start in range(0, len(values), _ROWS_PER_INSERT):
+        chunk = values[start:start + _ROWS_PER_INSERT]
+        row = f"({_placeholders(columns)})"
+        args = [v for r in chunk for v in r]
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) "
+        if guard and start == 0:
+            sql += f"SELECT * FROM (VALUES {', '.join([row] * len(chunk))}) WHERE {guard}"
+            args += guard_args
+        else:
+            sql += f"VALUES {', '.join([row] * len(chunk))}"
+        changed = conn.execute(sql, args).rowcount
+        if changed == 0 and start == 0 and guard:
+            return 0
+        inserted += changed
+    return inserted
+
+
 def _placeholders(columns: Sequence[str]) -> str:
     return rows.placeholders(columns, "?")
 
@@ -104,6 +137,10 @@ class SQLiteStore(Notifying):
         self._hub = SettleHub()
         self._drive_locks: FileRangeLocks | None = None
         self._closed = False
+        # the audit chain's last hash as this connection last committed it (None: not known);
+        # an append checks it in its INSERT, so another process's append is never missed
+        self._audit_head: str | None = None
+        self._next_head: str | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -170,13 +207,21 @@ class SQLiteStore(Notifying):
         problem = self._guard.problem()
         if problem:
             raise StoreUnavailable(f"the run store cannot persist: {problem}")
+        self._next_head = None
         conn.execute("BEGIN IMMEDIATE")
         try:
             result = fn(conn)
         except BaseException:
+            self._audit_head = None
             conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            self._audit_head = None
+            raise
+        if self._next_head is not None:
+            self._audit_head = self._next_head
         return result
 
     def _read(self, fn: Callable[[], T]) -> T:
@@ -286,27 +331,30 @@ class SQLiteStore(Notifying):
 
     async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
                            recent: int) -> TurnContext | None:
+        """Two statements: the run with the turn of this ID and its last turn (seq = the
+        run's turn count), then its recent calls with those of call_ids already used. (The run
+        is driven by one holder of its lock at a time, so nothing changes in between.)"""
         def read() -> TurnContext | None:
-            row = self._one(f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs WHERE run_id = ?",
-                            (run_id,))
-            if row is None:
+            found = self._all(_RUN_AND_TURNS, (turn_id, run_id))
+            if not found:
                 return None
-            run = rows.run_from_row(row)
-            # the turn with this ID and the last one (its seq is the run's turn count)
-            turns = [rows.turn_from_row(r) for r in self._all(
-                f"SELECT {', '.join(rows.TURN_COLUMNS)} FROM turns WHERE run_id = ? "
-                "AND (turn_id = ? OR seq = ?)", (run_id, turn_id, run.turns_used))]
-            used: set[str] = set()
-            if call_ids:
-                used = {r[0] for r in self._all(
-                    f"SELECT call_id FROM calls WHERE run_id = ? AND call_id IN "
-                    f"({_placeholders(call_ids)}) AND {rows.NOT_DUPLICATE}",
-                    (run_id, *call_ids))}
+            run = rows.run_from_row(found[0][:len(rows.RUN_COLUMNS)])
+            turns = [rows.turn_from_row(r[len(rows.RUN_COLUMNS):]) for r in found
+                     if r[len(rows.RUN_COLUMNS)] is not None]
+            marks = _placeholders(call_ids) if call_ids else "NULL"
+            calls = self._all(
+                f"SELECT * FROM (SELECT 0, {', '.join(rows.PAST_CALL_COLUMNS)} FROM calls "
+                "WHERE run_id = ? ORDER BY rowid DESC LIMIT ?) UNION ALL "
+                f"SELECT 1, {', '.join(rows.PAST_CALL_COLUMNS)} FROM calls WHERE run_id = ? "
+                f"AND call_id IN ({marks}) AND {rows.NOT_DUPLICATE}",
+                (run_id, recent, run_id, *call_ids))
+            used = frozenset(r[2] for r in calls if r[0] == 1)
+            latest = [rows.past_call_from_row(r[1:]) for r in calls if r[0] == 0]
             return TurnContext(
                 run, next((t for t in turns if t.turn_id == turn_id), None),
-                next((t for t in turns if t.seq == run.turns_used), None), frozenset(used),
-                tuple(self._recent(run_id, recent)))
-        return await self._run(lambda: self._read(read))
+                next((t for t in turns if t.seq == run.turns_used), None), used,
+                tuple(reversed(latest)))
+        return await self._run(read)
 
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
@@ -314,9 +362,8 @@ class SQLiteStore(Notifying):
         def tx(conn: sqlite3.Connection) -> None:
             conn.execute(f"INSERT INTO turns ({', '.join(rows.TURN_COLUMNS)}) "
                          f"VALUES ({_placeholders(rows.TURN_COLUMNS)})", rows.turn_row(turn))
-            conn.executemany(f"INSERT INTO calls ({', '.join(rows.CALL_COLUMNS)}) "
-                             f"VALUES ({_placeholders(rows.CALL_COLUMNS)})",
-                             [rows.call_row(self._stored.call(c)) for c in calls])
+            _insert_rows(conn, "calls", rows.CALL_COLUMNS,
+                         [rows.call_row(self._stored.call(c)) for c in calls])
             self._update_run(conn, run)
             self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
             self._append_audit(conn, audit)
@@ -355,16 +402,37 @@ class SQLiteStore(Notifying):
     @staticmethod
     def _update_calls(conn: sqlite3.Connection, calls: Sequence[CallRecord],
                       guards: rows.Guards) -> None:
-        sql = (f"UPDATE calls SET {_assignments(rows.CALL_COLUMNS[3:])} "
-               "WHERE run_id = ? AND turn_id = ? AND call_id = ?")
+        """One UPDATE for every call (from a VALUES list); a guarded call changes only while
+        its row has the expected status and execution count, else `StoreConflict`."""
+        if not calls:
+            return
+        cols = rows.CALL_COLUMNS[3:]
+        names = ("k_run", "k_turn", "k_call", "x_status", "x_count", *cols)
+        values: list[Any] = []
         for c in calls:
-            key = (*rows.call_row(c)[3:], c.run_id, c.turn_id, c.call_id)
+            guard = guards.get((c.turn_id, c.call_id))
+            values.extend((c.run_id, c.turn_id, c.call_id, *(guard or (None, None)),
+                           *rows.call_row(c)[3:]))
+        row = f"({_placeholders(names)})"
+        before = conn.total_changes  # (rowcount is not kept for a statement that starts WITH)
+        conn.execute(
+            f"WITH v ({', '.join(names)}) AS (VALUES {', '.join([row] * len(calls))}) "
+            f"UPDATE calls SET {', '.join(f'{c} = v.{c}' for c in cols)} FROM v "
+            "WHERE calls.run_id = v.k_run AND calls.turn_id = v.k_turn "
+            "AND calls.call_id = v.k_call AND (v.x_status IS NULL OR "
+            "(calls.status = v.x_status AND calls.execution_count = v.x_count))",
+            values)
+        if conn.total_changes - before == len(calls):
+            return
+        for c in calls:  # which guard failed: its row does not hold the new record
             expected = guards.get((c.turn_id, c.call_id))
-            if expected is None:
-                conn.execute(sql, key)
-            elif conn.execute(sql + " AND status = ? AND execution_count = ?",
-                              (*key, *expected)).rowcount != 1:
+            now = conn.execute("SELECT status, execution_count FROM calls WHERE run_id = ? "
+                               "AND turn_id = ? AND call_id = ?",
+                               (c.run_id, c.turn_id, c.call_id)).fetchone()
+            if expected is not None and now != (c.status.value, c.execution_count):
                 raise rows.conflict(c, expected)
+        raise rows.conflict(calls[0], guards.get((calls[0].turn_id, calls[0].call_id))
+                            or ("", 0))
 
     @staticmethod
     def _save_approvals(conn: sqlite3.Connection, approvals: Sequence[ApprovalRecord],
@@ -381,16 +449,29 @@ class SQLiteStore(Notifying):
     # ------------------------------------------------------------------ audit and approvals
 
     def _append_audit(self, conn: sqlite3.Connection, events: Sequence[AuditEvent]) -> None:
+        """Chain the events after the chain's head and insert them. With the head this
+        connection last committed, one statement (which inserts only if that is still the
+        head); otherwise, or when another process appended since, the head is read first."""
         if not events:
             return
-        row = (conn.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-               or conn.execute("SELECT hash FROM audit_checkpoints ORDER BY seq DESC "
-                               "LIMIT 1").fetchone())
-        prev = row[0] if row else ""
+        if self._audit_head is not None:
+            values, last = self._chained(events, self._audit_head)
+            if _insert_rows(conn, "audit", rows.AUDIT_COLUMNS, values, guard=f"{_CHAIN_HEAD} = ?",
+                            guard_args=(self._audit_head,)):
+                self._next_head = last
+                return
+        head = conn.execute(f"SELECT {_CHAIN_HEAD}").fetchone()[0]
+        values, last = self._chained(events, head)
+        _insert_rows(conn, "audit", rows.AUDIT_COLUMNS, values)
+        self._next_head = last
+
+    def _chained(self, events: Sequence[AuditEvent], prev: str
+                 ) -> tuple[list[tuple[Any, ...]], str]:
+        values = []
         for event in events:
-            values, prev = rows.audit_row(event, prev, self._audit_key)
-            conn.execute(f"INSERT INTO audit ({', '.join(rows.AUDIT_COLUMNS)}) "
-                         f"VALUES ({_placeholders(rows.AUDIT_COLUMNS)})", values)
+            row, prev = rows.audit_row(event, prev, self._audit_key)
+            values.append(row)
+        return values, prev
 
     def _appended(self, events: Sequence[AuditEvent]) -> None:
         """After a commit: wake the audit's followers when it appended records."""

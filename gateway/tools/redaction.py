@@ -21,6 +21,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 Mask = Callable[[Any], str]
@@ -63,6 +64,7 @@ def _words(name: str) -> list[str]:
     return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
 
 
+@lru_cache(maxsize=4096)  # member names repeat across calls; this is on every audit record
 def credential_name(name: str) -> bool:
     """A member whose value is a credential by its name: `password`, `client_secret`,
     `accessToken`, `X-Api-Key`, `authorization`, ... (not `max_tokens`)."""
