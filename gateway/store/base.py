@@ -102,10 +102,6 @@ class RunStore(Protocol):
         """The run's last `limit` calls, oldest first, as the policy input shows them."""
         ...
 
-    async def used_call_ids(self, run_id: str, call_ids: Sequence[str]) -> set[str]:
-        """Which of call_ids already belong to an earlier turn of the run."""
-        ...
-
     async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
                            recent: int) -> TurnContext | None:
         """What accepting a turn needs to read (`TurnContext`; `recent`: how many of the run's

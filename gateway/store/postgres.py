@@ -340,15 +340,6 @@ class PostgresStore(Notifying):
         async with self._tx() as conn:
             return await self._recent(conn, run_id, limit)
 
-    async def used_call_ids(self, run_id: str, call_ids: Sequence[str]) -> set[str]:
-        if not call_ids:
-            return set()
-        async with self._tx() as conn:
-            found = await self._all(conn, "SELECT call_id FROM calls WHERE run_id = %s AND "
-                                          f"call_id = ANY(%s) AND {rows.NOT_DUPLICATE}",
-                                    (run_id, list(call_ids)))
-        return {r[0] for r in found}
-
     async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
                            recent: int) -> TurnContext | None:
         async with self._tx() as conn:

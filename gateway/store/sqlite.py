@@ -320,15 +320,6 @@ class SQLiteStore(Notifying):
         """The run's last `limit` calls, oldest first."""
         return await self._run(lambda: self._recent(run_id, limit))
 
-    async def used_call_ids(self, run_id: str, call_ids: Sequence[str]) -> set[str]:
-        if not call_ids:
-            return set()
-        marks = _placeholders(call_ids)
-        found = await self._run(lambda: self._all(
-            f"SELECT call_id FROM calls WHERE run_id = ? AND call_id IN ({marks}) "
-            f"AND {rows.NOT_DUPLICATE}", (run_id, *call_ids)))
-        return {r[0] for r in found}
-
     async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
                            recent: int) -> TurnContext | None:
         """Two statements: the run with the turn of this ID and its last turn (seq = the

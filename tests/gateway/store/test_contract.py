@@ -138,9 +138,29 @@ async def test_a_call_id_belongs_to_one_turn_at_the_database_level(store: RunSto
         await store.begin_turn(run, a_turn("t2", 2), [a_call("t2", "c1")])
     assert await store.get_turn("r1", "t2") is None  # the whole turn rolled back
     await store.begin_turn(run, a_turn("t2", 2), [a_call("t2", "c1", "duplicate_call_id")])
-    assert await store.used_call_ids("r1", ["c1", "c9"]) == {"c1"}
+    ctx = await store.turn_context("r1", "t3", ["c1", "c9"], 10)
+    assert ctx is not None and ctx.used == {"c1"}
     found = await store.find_call("r1", "c1")
     assert found is not None and found.turn_id == "t1"  # the original, not the rejection
+
+
+async def test_the_turn_context_is_read_in_one_go(store: RunStore) -> None:
+    """The run, the turn with the submitted ID, the last turn, the call IDs used and the
+    recent calls (oldest first, as many as asked), whatever the run's length."""
+    run = await with_turn(store)
+    for seq in range(2, 6):
+        run = replace(run, turns_used=seq)
+        await store.begin_turn(run, a_turn(f"t{seq}", seq), [a_call(f"t{seq}", f"c{seq}")])
+    ctx = await store.turn_context("r1", "t2", ["c3", "c5", "c9"], 3)
+    assert ctx is not None and ctx.run == run
+    assert ctx.turn is not None and ctx.turn.turn_id == "t2"
+    assert ctx.last is not None and ctx.last.turn_id == "t5"
+    assert ctx.used == {"c3", "c5"}
+    assert [c.call_id for c in ctx.recent] == ["c3", "c4", "c5"]
+    fresh = await store.turn_context("r1", "t6", [], 50)
+    assert fresh is not None and fresh.turn is None and fresh.last == ctx.last
+    assert len(fresh.recent) == 5 and fresh.used == frozenset()
+    assert await store.turn_context("nope", "t1", ["c1"], 5) is None
 
 
 # ------------------------------------------------------------------------------ claims
