@@ -358,10 +358,11 @@ class PostgresStore(Notifying):
                     conn, "SELECT call_id FROM calls WHERE run_id = %s AND call_id = ANY(%s) "
                           f"AND {rows.NOT_DUPLICATE}", (run_id, list(call_ids)))}
             latest = await self._recent(conn, run_id, recent)
-        return TurnContext(
-            run, next((t for t in turns if t.turn_id == turn_id), None),
-            next((t for t in turns if t.seq == run.turns_used), None), frozenset(used),
-            tuple(latest))
+            last = next((t for t in turns if t.seq == run.turns_used), None)
+            if last is None and run.turns_used:  # counted otherwise (never, so far): look
+                last = await self._last_turn(conn, run_id)
+        return TurnContext(run, next((t for t in turns if t.turn_id == turn_id), None), last,
+                           frozenset(used), tuple(latest))
 
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),

@@ -341,10 +341,11 @@ class SQLiteStore(Notifying):
                 (run_id, recent, run_id, *call_ids))
             used = frozenset(r[2] for r in calls if r[0] == 1)
             latest = [rows.past_call_from_row(r[1:]) for r in calls if r[0] == 0]
-            return TurnContext(
-                run, next((t for t in turns if t.turn_id == turn_id), None),
-                next((t for t in turns if t.seq == run.turns_used), None), used,
-                tuple(reversed(latest)))
+            last = next((t for t in turns if t.seq == run.turns_used), None)
+            if last is None and run.turns_used:  # counted otherwise (never, so far): look
+                last = self._last_turn(run_id)
+            return TurnContext(run, next((t for t in turns if t.turn_id == turn_id), None),
+                               last, used, tuple(reversed(latest)))
         return await self._run(read)
 
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
