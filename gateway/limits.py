@@ -37,6 +37,7 @@ class Limits:
     max_conversation_bytes: int = 1 * MIB
     max_output_bytes: int = 128 * KIB
     max_policy_history_bytes: int = 64 * KIB
+    max_run_page_turns: int = 500
 
 
 DEFAULT_LIMITS = Limits()
