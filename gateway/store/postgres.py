@@ -320,9 +320,8 @@ class PostgresStore(Notifying):
                                      (run_id, rows.PAGE_AFTER_ALL))
             older = bool(turns) and await self._one(conn, rows.latest_seq_below("%s"),
                                                     (run_id, turns[0].seq)) is not None
-            calls = (await self._calls(conn, "run_id = %s AND turn_id = ANY(%s)",
-                                       (run_id, [t.turn_id for t in turns]), "ORDER BY pos")
-                     if turns else [])
+            calls = [rows.call_from_row(r) for r in await self._all(
+                conn, rows.page_calls("%s", "calls.pos"), (run_id, bound, limit, run_id))]
         view = RunView(rows.run_from_row(row), tuple(turns), tuple(calls))
         return RunPage(view, int(latest[0]) if latest else 0, older)
 

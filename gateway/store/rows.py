@@ -153,6 +153,15 @@ def page_turns(mark: str) -> str:
             f"AND seq < {mark} ORDER BY seq DESC LIMIT {mark}")
 
 
+def page_calls(mark: str, order: str) -> str:
+    """The calls of the turns `page_turns` reads (run_id, seq, limit, run_id again), in
+    `order`: each turn's calls found by the calls' primary key, never the run's other calls."""
+    return (f"SELECT {', '.join('calls.' + c for c in CALL_COLUMNS)} FROM (SELECT turn_id "
+            f"FROM turns WHERE run_id = {mark} AND seq < {mark} ORDER BY seq DESC "
+            f"LIMIT {mark}) AS page JOIN calls ON calls.run_id = {mark} "
+            f"AND calls.turn_id = page.turn_id ORDER BY {order}")
+
+
 def latest_seq_below(mark: str) -> str:
     """The seq of a run's latest turn below a seq (run_id, seq); no row when there is none."""
     return (f"SELECT seq FROM turns WHERE run_id = {mark} AND seq < {mark} "

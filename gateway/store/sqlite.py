@@ -253,9 +253,8 @@ class SQLiteStore(Notifying):
             latest = self._one(rows.latest_seq_below("?"), (run_id, rows.PAGE_AFTER_ALL))
             older = bool(turns) and self._one(rows.latest_seq_below("?"),
                                               (run_id, turns[0].seq)) is not None
-            ids = [t.turn_id for t in turns]
-            calls = (self._calls(f"run_id = ? AND turn_id IN ({_placeholders(ids)})",
-                                 (run_id, *ids), "ORDER BY rowid") if ids else [])
+            calls = [rows.call_from_row(r) for r in self._all(
+                rows.page_calls("?", "calls.rowid"), (run_id, bound, limit, run_id))]
             view = RunView(rows.run_from_row(row), tuple(turns), tuple(calls))
             return RunPage(view, int(latest[0]) if latest else 0, older)
         return await self._run(lambda: self._read(read))
