@@ -308,7 +308,7 @@ class PostgresStore(Notifying):
         return RunSnapshot(rows.run_from_row(row), turn, tuple(calls))
 
     async def run_page(self, run_id: str, *, before: int | None, limit: int) -> RunPage | None:
-        bound = rows.PAGE_AFTER_ALL if before is None else before
+        bound = rows.ABOVE_EVERY_SEQ if before is None else before
         async with self._tx(snapshot=True) as conn:
             row = await self._one(conn, _select(rows.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
                                   (run_id,))
@@ -317,7 +317,7 @@ class PostgresStore(Notifying):
             turns = [rows.turn_from_row(r) for r in
                      await self._all(conn, rows.page_turns("%s"), (run_id, bound, limit))][::-1]
             latest = await self._one(conn, rows.latest_seq_below("%s"),
-                                     (run_id, rows.PAGE_AFTER_ALL))
+                                     (run_id, rows.ABOVE_EVERY_SEQ))
             older = bool(turns) and await self._one(conn, rows.latest_seq_below("%s"),
                                                     (run_id, turns[0].seq)) is not None
             calls = [rows.call_from_row(r) for r in await self._all(

@@ -144,7 +144,7 @@ def migrations(column: Callable[[str], str]) -> dict[int, list[str]]:
 
 # One page of a run's turns: those numbered below a boundary, newest first (the index on
 # (run_id, seq) answers it without reading the run's other turns).
-PAGE_AFTER_ALL = 2 ** 62  # the boundary of the first page: below every turn's seq
+ABOVE_EVERY_SEQ = 2 ** 62  # the boundary of the first page: above every turn's seq
 
 
 def page_turns(mark: str) -> str:

@@ -247,10 +247,10 @@ class SQLiteStore(Notifying):
                             (run_id,))
             if row is None:
                 return None
-            bound = rows.PAGE_AFTER_ALL if before is None else before
+            bound = rows.ABOVE_EVERY_SEQ if before is None else before
             turns = [rows.turn_from_row(r) for r in
                      self._all(rows.page_turns("?"), (run_id, bound, limit))][::-1]
-            latest = self._one(rows.latest_seq_below("?"), (run_id, rows.PAGE_AFTER_ALL))
+            latest = self._one(rows.latest_seq_below("?"), (run_id, rows.ABOVE_EVERY_SEQ))
             older = bool(turns) and self._one(rows.latest_seq_below("?"),
                                               (run_id, turns[0].seq)) is not None
             calls = [rows.call_from_row(r) for r in self._all(
