@@ -177,7 +177,7 @@ class Runner:
         if page is None:
             raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {run_id!r}")
         run_pages.check_in_run(run_id, before, page)
-        return page
+        return run_pages.within_bytes(page, self.limits.max_run_page_bytes)
 
     async def cancel_run(self, identity: Identity, run_id: str) -> RunRecord:
         async def locked() -> RunRecord:

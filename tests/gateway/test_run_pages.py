@@ -4,13 +4,23 @@ a token given out for the same run is taken back."""
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
 
 from gateway import run_pages
 from gateway.errors import RequestCode, RequestError
-from gateway.model import EventKind, RunPage, RunRecord, RunState, RunView, TurnRecord
+from gateway.model import (
+    CallRecord,
+    CallStatus,
+    EventKind,
+    RunPage,
+    RunRecord,
+    RunState,
+    RunView,
+    TurnRecord,
+)
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -95,3 +105,46 @@ def test_boundaries_no_page_gives_out_are_refused() -> None:
     with pytest.raises(RequestError) as err:
         run_pages.check_in_run("r1", 11, page)  # past the run's latest turn
     assert err.value.code == RequestCode.INVALID_PAGE_TOKEN
+
+
+def sized_page(sizes: list[int], count: int | None = None) -> RunPage:
+    """A page of turns 1..len(sizes) whose raw responses have these sizes, one call each."""
+    run = RunRecord(run_id="r1", state=RunState.ACTIVE, subject="alice", tenant="acme")
+    turns = tuple(TurnRecord(run_id="r1", turn_id=f"t{n}", seq=n, event=EventKind.TOOL_REQUEST,
+                             content_hash="h", raw_response_json="x" * size)
+                  for n, size in enumerate(sizes, 1))
+    calls = tuple(CallRecord(run_id="r1", turn_id=t.turn_id, call_id=f"c{t.seq}", index=0,
+                             tool="t", status=CallStatus.SUCCEEDED, arguments_json="{}")
+                  for t in turns)
+    return RunPage(RunView(run, turns, calls), count or len(sizes), older=False)
+
+
+def test_a_page_keeps_the_newest_turns_that_fit_its_bytes() -> None:
+    page = sized_page([10_000] * 6)
+    each = run_pages.turn_bytes(page.view.turns[0], page.view.calls[:1])
+    assert each > 10_000
+    assert run_pages.within_bytes(page, 6 * each) is page  # everything fits: as read
+    cut = run_pages.within_bytes(page, 4 * each + each // 2)
+    assert [t.seq for t in cut.view.turns] == [3, 4, 5, 6]
+    assert [c.call_id for c in cut.view.calls] == ["c3", "c4", "c5", "c6"]
+    assert cut.older and not cut.whole and cut.turn_count == 6
+    assert run_pages.page_before("r1", run_pages.next_page_token(cut)) == 3
+
+
+def test_a_turn_larger_than_the_bytes_still_makes_a_page() -> None:
+    """Paging always moves on: a page holds at least its newest turn."""
+    page = sized_page([50, 2_000_000, 50])
+    one = run_pages.within_bytes(page, 1000)
+    assert [t.seq for t in one.view.turns] == [3] and one.older
+    big = run_pages.within_bytes(RunPage(RunView(page.view.run, page.view.turns[:2],
+                                                 page.view.calls[:2]), 3, older=True), 1000)
+    assert [t.seq for t in big.view.turns] == [2]
+    assert [c.call_id for c in big.view.calls] == ["c2"]
+
+
+def test_call_texts_count_towards_the_bytes() -> None:
+    page = sized_page([10, 10])
+    light = run_pages.turn_bytes(page.view.turns[0], page.view.calls[:1])
+    heavy_call = replace(page.view.calls[0], output_json="y" * 5000, error_message="é" * 100)
+    assert run_pages.turn_bytes(page.view.turns[0], [heavy_call]) == light + 5000 + 200
+    assert run_pages.turn_bytes(page.view.turns[0], []) < light

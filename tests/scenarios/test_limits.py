@@ -30,7 +30,8 @@ from tests.support.effects import effects
 LIMITS = {"--max-calls-per-turn": 3, "--max-arguments-bytes": 500, "--max-labels": 2,
           "--max-label-bytes": 16, "--max-conversation-bytes": 1000,
           "--max-stream-events": 10, "--max-stream-bytes": 4096, "--max-output-bytes": 150,
-          "--max-message-bytes": 200_000, "--max-run-page-turns": 4}
+          "--max-message-bytes": 200_000, "--max-run-page-turns": 4,
+          "--max-run-page-bytes": 5000}
 
 
 @pytest.fixture(scope="module")
@@ -158,3 +159,18 @@ def test_run_page_turns(client: GatewayClient, run_id: str) -> None:
         assert [t.turn_id for t in rest.turns] == ["t1", "t2", "t3"]
         assert not rest.next_page_token
     assert len(client.whole_run(run_id, page_size=1000).turns) == 7
+
+
+def test_run_page_bytes(client: GatewayClient, run_id: str) -> None:
+    """Turns with large records make a page of fewer turns (at least one); the token leads
+    on, and every turn is read once."""
+    client.start_run(run_id=run_id)
+    for n in range(1, 6):
+        raw = json.dumps({"id": f"t{n}", "pad": "x" * (1000 if n != 4 else 9000)})
+        client.submit_turn(run_id=run_id, turn_id=f"t{n}", paused=pb.Paused(reason="working"),
+                           raw_response_json=raw)
+    pages = [client.get_run(run_id)]
+    while pages[-1].next_page_token:
+        pages.append(client.get_run(run_id, page_token=pages[-1].next_page_token))
+    assert [[t.turn_id for t in p.turns] for p in pages] == [["t5"], ["t4"], ["t1", "t2", "t3"]]
+    assert {p.turn_count for p in pages} == {5}
