@@ -4,17 +4,21 @@ the first turn, and the codes a caller gets for a page_token that is not its own
 from __future__ import annotations
 
 import json
+import uuid
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 
 from examples.travel.service import TravelService
+from examples.workshop.service import WorkshopService
 from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
-from tests.conftest import Connect
+from tests.conftest import Connect, NewDb
 from tests.scenarios.test_guide_cases import WEATHER
 from tests.scenarios.test_provider_rpcs import USER, submit_raw
+from tests.support.sidecars import replicas
 
 
 def paused(c: GatewayClient, run_id: str, n: int) -> None:
@@ -143,3 +147,23 @@ def test_the_conversation_comes_with_a_page_that_holds_the_whole_run(
     assert part.conversation_json == "" and len(part.turns) == 2
     assert c.get_run(run_id, page_size=2, page_token=part.next_page_token
                      ).conversation_json == ""
+
+
+def test_a_token_from_one_replica_continues_on_another(
+        db_kind: str, new_db: NewDb, travel: TravelService, tools_dir: Path,
+        effects_db: Path, workshop: WorkshopService) -> None:
+    """Replicas sharing a store answer the same pages, and a token one gave out is taken by
+    the other (it depends on the run and its place only), on either store."""
+    run_id = f"pages-{uuid.uuid4().hex[:10]}"
+    with replicas(2, new_db(), travel, tools_dir, effects_db, workshop) as procs, \
+            GatewayClient(procs[0].target, "alice-token") as a, \
+            GatewayClient(procs[1].target, "alice-token") as b:
+        a.start_run(run_id=run_id)
+        turns(a, run_id, 1, 11)
+        first = a.get_run(run_id, page_size=4)
+        assert b.get_run(run_id, page_size=4) == first
+        second = b.get_run(run_id, page_size=4, page_token=first.next_page_token)
+        third = a.get_run(run_id, page_size=4, page_token=second.next_page_token)
+        assert [[t.turn_id for t in p.turns] for p in (first, second, third)] == [
+            ["t8", "t9", "t10", "t11"], ["t4", "t5", "t6", "t7"], ["t1", "t2", "t3"]]
+        assert [c.call_id for c in first.calls] == ["c10"] and not third.next_page_token
