@@ -5,8 +5,9 @@
 A run of N turns (default 600), each with a raw provider response and one settled call, is
 written to a fresh store of each kind. Then, in-process (no gRPC), what the GetRun servicer
 does is timed: `Runner.get_run` (owner check, one page read) and `convert.run_page_to` (the
-protobuf answer), for the default page (the latest 50 turns), the oldest page, and a page of
-`--max-run-page-turns` (500); and, for comparison, the whole run in one message as GetRun
+protobuf answer), for pages of the latest 10 and 20 turns, the default page (the latest 50),
+the oldest page, and a page of `--max-run-page-turns` (500, which `--max-run-page-bytes`
+stops short); and, for comparison, the whole run in one message as GetRun
 answered it before pages (`RunStore.get_view`, every turn and call). The size of each answer
 is its serialized protobuf. Writes the report to bench/results/run_pages.txt.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import statistics
 import tempfile
@@ -80,15 +82,17 @@ async def fill(store: RunStore, turns: int) -> None:
         await store.begin_turn(run, turn, [call])
 
 
-async def timed(fn: Callable[[], Awaitable[pb.Run]], repeat: int) -> tuple[float, int, int]:
-    """Median milliseconds of fn over `repeat` runs, the answer's bytes and turns."""
+async def timed(fn: Callable[[], Awaitable[pb.Run]],
+                repeat: int) -> tuple[float, float, int, int]:
+    """Median and least milliseconds of fn over `repeat` runs (the least is the cost with the
+    fewest interruptions by other work on the machine), the answer's bytes and turns."""
     answer = await fn()
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         answer = await fn()
         times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times), answer.ByteSize(), len(answer.turns)
+    return statistics.median(times), min(times), answer.ByteSize(), len(answer.turns)
 
 
 async def measure(db: str, turns: int, repeat: int) -> list[str]:
@@ -116,23 +120,26 @@ async def measure(db: str, turns: int, repeat: int) -> list[str]:
                 break
             oldest_token = older.next_page_token
         cases: list[tuple[str, Callable[[], Awaitable[pb.Run]]]] = [
+            ("GetRun, page_size 10", lambda: page(10)),
+            ("GetRun, page_size 20", lambda: page(20)),
             ("GetRun, default page (latest 50 turns)", page),
             ("GetRun, the oldest page", lambda: page(token=oldest_token)),
-            ("GetRun, page_size 500", lambda: page(500)),
+            ("GetRun, page_size 500 (stops at 1 MiB of records)", lambda: page(500)),
             ("the whole run in one message (before pages)", whole),
         ]
         lines = []
         for name, fn in cases:
-            ms, size, count = await timed(fn, repeat)
+            ms, least, size, count = await timed(fn, repeat)
             lines.append(f"| {store.name} | {name} | {count} | {size / 1024:.0f} KiB | "
-                         f"{ms:.2f} |")
+                         f"{ms:.2f} | {least:.2f} |")
         return lines
     finally:
         await store.close()
 
 
 async def main(args: argparse.Namespace) -> str:
-    rows = ["| store | read | turns | answer | median ms |", "|---|---|---|---|---|"]
+    rows = ["| store | read | turns | answer | median ms | least ms |",
+            "|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as tmp:
         rows += await measure(str(Path(tmp) / "pages.db"), args.turns, args.repeat)
     if args.postgres:
@@ -142,7 +149,8 @@ async def main(args: argparse.Namespace) -> str:
         f"GetRun of a run of {args.turns} turns (one call each), in-process, no gRPC; "
         f"median of {args.repeat}.",
         f"{platform.python_implementation()} {platform.python_version()}, "
-        f"{platform.machine()}, {datetime.now(UTC):%Y-%m-%d}.", "", *rows, ""])
+        f"{platform.machine()}, {datetime.now(UTC):%Y-%m-%d}, load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start.", "", *rows, ""])
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
