@@ -147,6 +147,8 @@ LIMIT_HELP = {
     "max_conversation_bytes": "a run's starting conversation_json",
     "max_output_bytes": "a tool output kept (larger: a read FAILS output_too_large)",
     "max_policy_history_bytes": "earlier calls' arguments in one policy input",
+    "max_run_page_turns": "turns in one GetRun page (a larger page_size gets this many)",
+    "max_run_page_bytes": "records of one GetRun page, about (fewer turns, at least one)",
 }
 
 

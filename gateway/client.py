@@ -65,9 +65,30 @@ class GatewayClient:
         result: pb.Run = self._call("StartRun", pb.StartRunRequest(**fields))
         return result
 
-    def get_run(self, run_id: str) -> pb.Run:
-        result: pb.Run = self._call("GetRun", pb.GetRunRequest(run_id=run_id))
+    def get_run(self, run_id: str, *, page_size: int = 0, page_token: str = "") -> pb.Run:
+        """The run and one page of its turns and their calls: the latest ones (page_size 0:
+        the sidecar's default, 50), or the older ones `page_token` (the previous answer's
+        `next_page_token`) leads to."""
+        result: pb.Run = self._call("GetRun", pb.GetRunRequest(
+            run_id=run_id, page_size=page_size, page_token=page_token))
         return result
+
+    def whole_run(self, run_id: str, *, page_size: int = 0) -> pb.Run:
+        """The run with every turn and call, oldest first, gathered page by page (the
+        summary is the latest page's). Each answer stays bounded; the result is not."""
+        pages = [self.get_run(run_id, page_size=page_size)]
+        while pages[-1].next_page_token:
+            pages.append(self.get_run(run_id, page_size=page_size,
+                                      page_token=pages[-1].next_page_token))
+        whole = pb.Run()
+        whole.CopyFrom(pages[0])
+        del whole.turns[:]
+        del whole.calls[:]
+        for page in reversed(pages):
+            whole.turns.extend(page.turns)
+            whole.calls.extend(page.calls)
+        whole.next_page_token = ""
+        return whole
 
     def submit_turn(self, **fields: Any) -> pb.TurnOutcome:
         result: pb.TurnOutcome = self._call("SubmitTurn", pb.SubmitTurnRequest(**fields))

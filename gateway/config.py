@@ -71,6 +71,8 @@ class ServeConfig(BaseModel):
     max_conversation_bytes: int = Field(default=_LIMITS.max_conversation_bytes, ge=2)
     max_output_bytes: int = Field(default=_LIMITS.max_output_bytes, ge=4)
     max_policy_history_bytes: int = Field(default=_LIMITS.max_policy_history_bytes, ge=0)
+    max_run_page_turns: int = Field(default=_LIMITS.max_run_page_turns, ge=1)
+    max_run_page_bytes: int = Field(default=_LIMITS.max_run_page_bytes, ge=1)
     # the audit key (masks and seals); None: `<db>-audit.key` beside a SQLite store
     audit_key_file: Path | None = None
 

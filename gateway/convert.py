@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway import pb
+from gateway import pb, run_pages
 from gateway.approval_desk import ApprovalPage, ListRequest
 from gateway.approvals import DecideRequest
 from gateway.audit.reader import AuditQuery
@@ -21,6 +21,7 @@ from gateway.model import (
     Decision,
     EventKind,
     NextAction,
+    RunPage,
     RunRecord,
     RunState,
     RunView,
@@ -178,6 +179,15 @@ def run_to(r: RunRecord, view: RunView | None = None, conversation_json: str = "
     if view is not None:
         run.calls.extend(call_record_to(c) for c in view.calls)
         run.turns.extend(turn_record_to(t) for t in view.turns)
+    return run
+
+
+def run_page_to(page: RunPage, conversation_json: str = "") -> pb.Run:
+    """GetRun's answer: the run, one page of its turns and their calls, and the token of the
+    next (older) page."""
+    run = run_to(page.view.run, page.view, conversation_json)
+    run.next_page_token = run_pages.next_page_token(page)
+    run.turn_count = page.turn_count
     return run
 
 

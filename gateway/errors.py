@@ -65,6 +65,7 @@ class RequestCode(StrEnum):
     MALFORMED_RESPONSE = "malformed_response"
     DUPLICATE_CALL_ID = "duplicate_call_id"
     INVALID_ARGUMENT = "invalid_argument"
+    INVALID_PAGE_TOKEN = "invalid_page_token"
     LIMIT_EXCEEDED = "limit_exceeded"
     UNIMPLEMENTED = "unimplemented"
     STORE_UNAVAILABLE = "store_unavailable"

@@ -37,6 +37,8 @@ class Limits:
     max_conversation_bytes: int = 1 * MIB
     max_output_bytes: int = 128 * KIB
     max_policy_history_bytes: int = 64 * KIB
+    max_run_page_turns: int = 500
+    max_run_page_bytes: int = 1 * MIB
 
 
 DEFAULT_LIMITS = Limits()

@@ -419,6 +419,28 @@ class RunView:
 
 
 @dataclass(frozen=True)
+class RunPage:
+    """A run with one page of its turns, read at one moment: `view` holds the run, the
+    page's turns (oldest first) and their calls. Turns are numbered 1, 2, ... (`seq`) with no
+    gaps, so `turn_count` is the latest turn's number; `older` says whether turns before the
+    page's first one exist (the next page of a caller paging backwards)."""
+
+    view: RunView
+    turn_count: int
+    older: bool
+
+    @property
+    def first_seq(self) -> int:
+        """The seq of the page's oldest turn (0 for an empty page)."""
+        return self.view.turns[0].seq if self.view.turns else 0
+
+    @property
+    def whole(self) -> bool:
+        """Whether the page holds every turn of the run."""
+        return not self.older and len(self.view.turns) == self.turn_count
+
+
+@dataclass(frozen=True)
 class RunSnapshot:
     """A run with its latest turn and that turn's calls, read at one moment."""
 

@@ -47,6 +47,7 @@ from gateway.model import (
     EventKind,
     Identity,
     NextAction,
+    RunPage,
     RunRecord,
     RunView,
     ToolCall,
@@ -186,10 +187,14 @@ class ProviderTurns:
             return outcome
         return replace(outcome, provider_input_json=items)
 
-    async def get_run(self, identity: Identity, run_id: str) -> tuple[RunView, str]:
-        """The run and its provider-shaped conversation ("" when it cannot be rebuilt)."""
-        view = await self.runner.get_run(identity, run_id)
-        return view, conversation(view)
+    async def get_run(self, identity: Identity, run_id: str, *, page_size: int = 0,
+                      page_token: str = "") -> tuple[RunPage, str]:
+        """One page of the run, and its provider-shaped conversation when the page holds the
+        whole run ("" otherwise, or when it cannot be rebuilt): rebuilding it reads every
+        turn, which only a page holding them all has read."""
+        page = await self.runner.get_run(identity, run_id, page_size=page_size,
+                                         page_token=page_token)
+        return page, conversation(page.view) if page.whole else ""
 
     async def submit_response(self, identity: Identity, req: ProviderTurnRequest,
                               response_json: str) -> TurnOutcome:

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from gateway import approvals as ap
-from gateway import batch, resolution
+from gateway import batch, resolution, run_pages
 from gateway.approval_gate import ApprovalGate
 from gateway.audit import events
 from gateway.errors import (
@@ -46,9 +46,9 @@ from gateway.model import (
     EventKind,
     Identity,
     NextAction,
+    RunPage,
     RunRecord,
     RunState,
-    RunView,
     ToolCall,
     TurnContext,
     TurnInput,
@@ -188,12 +188,18 @@ class Runner:
             raise PermissionDenied(f"run {run_id} belongs to another subject")
         return run
 
-    async def get_run(self, identity: Identity, run_id: str) -> RunView:
+    async def get_run(self, identity: Identity, run_id: str, *, page_size: int = 0,
+                      page_token: str = "") -> RunPage:
+        """The run with one page of its turns (`gateway.run_pages`): the latest ones, or
+        those before the page `page_token` continues from."""
+        limit = run_pages.page_turns(page_size, self.limits.max_run_page_turns)
         await self.owned_run(identity, run_id)
-        view = await self.store.get_view(run_id)
-        if view is None:
+        before = run_pages.page_before(run_id, page_token)
+        page = await self.store.run_page(run_id, before=before, limit=limit)
+        if page is None:
             raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {run_id!r}")
-        return view
+        run_pages.check_in_run(run_id, before, page)
+        return run_pages.within_bytes(page, self.limits.max_run_page_bytes)
 
     async def cancel_run(self, identity: Identity, run_id: str) -> RunRecord:
         async def locked() -> RunRecord:

@@ -51,6 +51,7 @@ GRPC_STATUS: dict[RequestCode, grpc.StatusCode] = {
     RequestCode.MALFORMED_RESPONSE: _S.INVALID_ARGUMENT,
     RequestCode.DUPLICATE_CALL_ID: _S.INVALID_ARGUMENT,
     RequestCode.INVALID_ARGUMENT: _S.INVALID_ARGUMENT,
+    RequestCode.INVALID_PAGE_TOKEN: _S.INVALID_ARGUMENT,
     RequestCode.LIMIT_EXCEEDED: _S.INVALID_ARGUMENT,
     RequestCode.UNIMPLEMENTED: _S.UNIMPLEMENTED,
     RequestCode.STORE_UNAVAILABLE: _S.UNAVAILABLE,
@@ -195,8 +196,9 @@ class ToolGatewayService(pb.ToolGatewayServicer):
     async def GetRun(self, request: pb.GetRunRequest,
                      context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
         async def go(who: Identity) -> pb.Run:
-            view, conversation = await self.turns.get_run(who, request.run_id)
-            return convert.run_to(view.run, view, conversation)
+            page, conversation = await self.turns.get_run(
+                who, request.run_id, page_size=request.page_size, page_token=request.page_token)
+            return convert.run_page_to(page, conversation)
         return await self._guard(context, go, request)
 
     async def SubmitTurn(self, request: pb.SubmitTurnRequest,

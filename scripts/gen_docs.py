@@ -62,7 +62,12 @@ REQUEST_MEANINGS: dict[str, str] = {
                         "call without `call_id`, an ID longer than 256 characters or not "
                         "printable, a `conversation_json` that is not a JSON array, an empty "
                         "stream, a decision without a reason, a `page_token` callgate did not "
-                        "give out, a `QueryAudit` time that is not RFC 3339",
+                        "give out (ListApprovals), a negative `page_size`, a `QueryAudit` time "
+                        "that is not RFC 3339",
+    "invalid_page_token": "a GetRun `page_token` that is not a `next_page_token` GetRun gave "
+                          "out for this `run_id` (garbage, changed, or from another run): "
+                          "pass it back unchanged with the same `run_id`, or send none to "
+                          "start again from the latest turns",
     "unimplemented": "an RPC this sidecar does not know (a client built from a newer proto)",
     "store_unavailable": "the run store cannot be read or written (locked past "
                          "`--db-busy-timeout`, disk error); nothing ran after the failed "

@@ -7,6 +7,7 @@ Every entry says why it is alive. Anything else vulture reports is dead code: de
 from adapters.base import ProviderAdapter
 from adapters.events import ErrorKind
 from gateway.app import Sidecar
+from gateway.client import GatewayClient
 from gateway.errors import CallCode
 from gateway.model import ApprovalStatus
 from gateway.policy.base import PolicyEngine
@@ -14,6 +15,7 @@ from gateway.policy.bundle import Bundle
 from gateway.policy.opa.client import _Client
 from gateway.policy.testing import TestResult
 from gateway.server import ToolGatewayService
+from gateway.store.base import RunStore
 from gateway.store.sqlite import SQLiteStore
 from gateway.testing import run_serve_expecting_failure
 from gateway.tools import Registry
@@ -49,6 +51,8 @@ PolicyEngine.allows  # the boolean grants (may_approve, may_resolve, may_read_au
 Bundle.packages
 TestResult.duration_s
 SQLiteStore.audit_rows
+GatewayClient.whole_run  # a Python client's every page of a run (docs/api.md, GetRun)
+RunStore.get_view  # a whole run in one read (GetRun reads pages): the store tests compare with it
 Registry.from_manifests
 run_serve_expecting_failure
 

@@ -28,8 +28,8 @@ def test_adapters_never_import_gateway() -> None:
 CORE = ["runner.py", "judge.py", "batch.py", "execute.py", "settle.py", "resolution.py",
         "watch.py", "policy_input.py", "model.py", "arguments.py", "approvals.py",
         "approval_gate.py", "approval_desk.py", "expiry.py", "request_checks.py", "jsontext.py",
-        "limits.py", "audit/events.py", "audit/keys.py", "audit/at_rest.py", "audit/chain.py",
-        "audit/reader.py", "audit/export.py"]
+        "limits.py", "run_pages.py", "audit/events.py", "audit/keys.py", "audit/at_rest.py",
+        "audit/chain.py", "audit/reader.py", "audit/export.py"]
 FORBIDDEN_IN_CORE = ("gateway._proto", "gateway.pb", "gateway.server", "gateway.store.sqlite",
                      "gateway.store.postgres", "adapters")
 

@@ -39,6 +39,7 @@ from gateway.model import (
     AuditRecord,
     CallRecord,
     PastCall,
+    RunPage,
     RunRecord,
     RunSnapshot,
     RunView,
@@ -86,6 +87,14 @@ class RunStore(Protocol):
 
     async def snapshot(self, run_id: str) -> RunSnapshot | None:
         """The run, its latest turn and that turn's calls, from one consistent read."""
+        ...
+
+    async def run_page(self, run_id: str, *, before: int | None, limit: int) -> RunPage | None:
+        """The run and one page of its turns: the latest `limit` numbered below `before`
+        (None: the run's latest turns), oldest first, with their calls (in the order they were
+        recorded), the run's turn count and whether older turns exist, from one consistent
+        read; None when there is no such run. Reads only the page's rows (an index on the
+        turns' (run_id, seq)), however long the run."""
         ...
 
     async def get_turn(self, run_id: str, turn_id: str) -> TurnRecord | None: ...

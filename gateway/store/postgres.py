@@ -41,6 +41,7 @@ from gateway.model import (
     AuditRecord,
     CallRecord,
     PastCall,
+    RunPage,
     RunRecord,
     RunSnapshot,
     RunView,
@@ -307,6 +308,24 @@ class PostgresStore(Notifying):
             calls = (await self._calls(conn, "run_id = %s AND turn_id = %s",
                                        (run_id, turn.turn_id), "ORDER BY idx") if turn else [])
         return RunSnapshot(rows.run_from_row(row), turn, tuple(calls))
+
+    async def run_page(self, run_id: str, *, before: int | None, limit: int) -> RunPage | None:
+        bound = rows.ABOVE_EVERY_SEQ if before is None else before
+        async with self._tx(snapshot=True) as conn:
+            row = await self._one(conn, _select(rows.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
+                                  (run_id,))
+            if row is None:
+                return None
+            turns = [rows.turn_from_row(r) for r in
+                     await self._all(conn, rows.page_turns("%s"), (run_id, bound, limit))][::-1]
+            latest = await self._one(conn, rows.latest_seq_below("%s"),
+                                     (run_id, rows.ABOVE_EVERY_SEQ))
+            older = bool(turns) and await self._one(conn, rows.latest_seq_below("%s"),
+                                                    (run_id, turns[0].seq)) is not None
+            calls = [rows.call_from_row(r) for r in await self._all(
+                conn, rows.page_calls("%s", "calls.pos"), (run_id, bound, limit, run_id))]
+        view = RunView(rows.run_from_row(row), tuple(turns), tuple(calls))
+        return RunPage(view, int(latest[0]) if latest else 0, older)
 
     async def get_turn(self, run_id: str, turn_id: str) -> TurnRecord | None:
         async with self._tx() as conn:

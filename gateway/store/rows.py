@@ -13,6 +13,8 @@ Schema history (each store migrates forward on open):
        a record written since covers every column; its seal is an HMAC of that hash), indexes
        for reading a tenant's or a subject's records; audit_checkpoints (where the chain
        continues after `callgate audit prune`)
+    5  turns gain an index on (run_id, seq): GetRun reads one page of a run's turns, and a
+       turn's latest predecessor is found, without reading the run's other turns
 
 Every row is `storable`: a text value any store could not encode (a lone surrogate) is made
 encodable here, so no value can make a write fail again and again.
@@ -138,9 +140,35 @@ def migrations(column: Callable[[str], str]) -> dict[int, list[str]]:
     """MIGRATIONS[v]: the statements that upgrade a store at version v to v + 1, given how a
     store declares a column (`column(name)`)."""
     return {version - 1: [*(f"ALTER TABLE {table} ADD COLUMN {column(name)}"
-                            for table, name in added), *tables(column, version),
-                          *INDEXES.get(version, ())]
-            for version, added in ADDED_COLUMNS.items()}
+                            for table, name in ADDED_COLUMNS.get(version, ())),
+                          *tables(column, version), *INDEXES.get(version, ())]
+            for version in range(2, SCHEMA_VERSION + 1)}
+
+
+# One page of a run's turns: those numbered below a boundary, newest first (the index on
+# (run_id, seq) answers it without reading the run's other turns).
+ABOVE_EVERY_SEQ = 2 ** 62  # the boundary of the first page: above every turn's seq
+
+
+def page_turns(mark: str) -> str:
+    """Up to a number of a run's turns below a seq, newest first (run_id, seq, limit)."""
+    return (f"SELECT {', '.join(TURN_COLUMNS)} FROM turns WHERE run_id = {mark} "
+            f"AND seq < {mark} ORDER BY seq DESC LIMIT {mark}")
+
+
+def page_calls(mark: str, order: str) -> str:
+    """The calls of the turns `page_turns` reads (run_id, seq, limit, run_id again), in
+    `order`: each turn's calls found by the calls' primary key, never the run's other calls."""
+    return (f"SELECT {', '.join('calls.' + c for c in CALL_COLUMNS)} FROM (SELECT turn_id "
+            f"FROM turns WHERE run_id = {mark} AND seq < {mark} ORDER BY seq DESC "
+            f"LIMIT {mark}) AS page JOIN calls ON calls.run_id = {mark} "
+            f"AND calls.turn_id = page.turn_id ORDER BY {order}")
+
+
+def latest_seq_below(mark: str) -> str:
+    """The seq of a run's latest turn below a seq (run_id, seq); no row when there is none."""
+    return (f"SELECT seq FROM turns WHERE run_id = {mark} AND seq < {mark} "
+            "ORDER BY seq DESC LIMIT 1")
 
 
 def placeholders(columns: Sequence[str], mark: str) -> str:

@@ -33,6 +33,7 @@ from gateway.model import (
     AuditRecord,
     CallRecord,
     PastCall,
+    RunPage,
     RunRecord,
     RunSnapshot,
     RunView,
@@ -285,6 +286,24 @@ class SQLiteStore(Notifying):
             calls = (self._calls("run_id = ? AND turn_id = ?", (run_id, turn.turn_id),
                                  "ORDER BY idx") if turn else [])
             return RunSnapshot(rows.run_from_row(row), turn, tuple(calls))
+        return await self._run(lambda: self._read(read))
+
+    async def run_page(self, run_id: str, *, before: int | None, limit: int) -> RunPage | None:
+        def read() -> RunPage | None:
+            row = self._one(f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs WHERE run_id = ?",
+                            (run_id,))
+            if row is None:
+                return None
+            bound = rows.ABOVE_EVERY_SEQ if before is None else before
+            turns = [rows.turn_from_row(r) for r in
+                     self._all(rows.page_turns("?"), (run_id, bound, limit))][::-1]
+            latest = self._one(rows.latest_seq_below("?"), (run_id, rows.ABOVE_EVERY_SEQ))
+            older = bool(turns) and self._one(rows.latest_seq_below("?"),
+                                              (run_id, turns[0].seq)) is not None
+            calls = [rows.call_from_row(r) for r in self._all(
+                rows.page_calls("?", "calls.rowid"), (run_id, bound, limit, run_id))]
+            view = RunView(rows.run_from_row(row), tuple(turns), tuple(calls))
+            return RunPage(view, int(latest[0]) if latest else 0, older)
         return await self._run(lambda: self._read(read))
 
     async def get_turn(self, run_id: str, turn_id: str) -> TurnRecord | None:

@@ -30,7 +30,8 @@ from tests.support.effects import effects
 LIMITS = {"--max-calls-per-turn": 3, "--max-arguments-bytes": 500, "--max-labels": 2,
           "--max-label-bytes": 16, "--max-conversation-bytes": 1000,
           "--max-stream-events": 10, "--max-stream-bytes": 4096, "--max-output-bytes": 150,
-          "--max-message-bytes": 200_000}
+          "--max-message-bytes": 200_000, "--max-run-page-turns": 4,
+          "--max-run-page-bytes": 5000}
 
 
 @pytest.fixture(scope="module")
@@ -143,3 +144,33 @@ def test_tool_output_bytes(client: GatewayClient, small: SidecarProcess, run_id:
     marker = json.loads(w.output_json)["output_too_large"]
     assert marker["bytes"] > 300 and len(marker["sha256"]) == 64
     assert len(effects(effects_db, f"{run_id}-w:w")) == 1  # the write happened once
+
+
+def test_run_page_turns(client: GatewayClient, run_id: str) -> None:
+    """A page_size over the limit, and the default page where the limit is below it, are
+    served as many turns as the limit allows; the token leads on to the rest."""
+    client.start_run(run_id=run_id)
+    for n in range(1, 8):
+        client.submit_turn(run_id=run_id, turn_id=f"t{n}", paused=pb.Paused(reason="working"))
+    for size in (0, 5, 1000):
+        page = client.get_run(run_id, page_size=size)
+        assert [t.turn_id for t in page.turns] == ["t4", "t5", "t6", "t7"]
+        rest = client.get_run(run_id, page_size=size, page_token=page.next_page_token)
+        assert [t.turn_id for t in rest.turns] == ["t1", "t2", "t3"]
+        assert not rest.next_page_token
+    assert len(client.whole_run(run_id, page_size=1000).turns) == 7
+
+
+def test_run_page_bytes(client: GatewayClient, run_id: str) -> None:
+    """Turns with large records make a page of fewer turns (at least one); the token leads
+    on, and every turn is read once."""
+    client.start_run(run_id=run_id)
+    for n in range(1, 6):
+        raw = json.dumps({"id": f"t{n}", "pad": "x" * (1000 if n != 4 else 9000)})
+        client.submit_turn(run_id=run_id, turn_id=f"t{n}", paused=pb.Paused(reason="working"),
+                           raw_response_json=raw)
+    pages = [client.get_run(run_id)]
+    while pages[-1].next_page_token:
+        pages.append(client.get_run(run_id, page_token=pages[-1].next_page_token))
+    assert [[t.turn_id for t in p.turns] for p in pages] == [["t5"], ["t4"], ["t1", "t2", "t3"]]
+    assert {p.turn_count for p in pages} == {5}

@@ -86,6 +86,35 @@ async def test_fixture_loads_and_migrates(fixture: Path, tmp_path: Path,
     assert stored_version(db) == rows.SCHEMA_VERSION
 
 
+def indexes_of_turns(db: str) -> set[str]:
+    if db.startswith("postgresql://"):
+        with psycopg.connect(db) as conn:
+            found = conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'turns' "
+                                 "AND schemaname = current_schema()").fetchall()
+    else:
+        conn = sqlite3.connect(db)
+        found = conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
+                             "AND tbl_name = 'turns'").fetchall()
+        conn.close()
+    return {str(r[0]) for r in found}
+
+
+@pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
+async def test_fixture_gets_the_turns_index_and_pages(fixture: Path, tmp_path: Path,
+                                                      pg_database: str) -> None:
+    """Schema 5 indexes turns by (run_id, seq): a store of any earlier version gains it when
+    it migrates, and GetRun's page read answers on it."""
+    db = restore(fixture, tmp_path, pg_database)
+    assert ("turns_seq" in indexes_of_turns(db)) == (version_of(fixture) >= 5)
+    store = await open_store(db)
+    page = await store.run_page("run-v1", before=None, limit=50)
+    await store.close()
+    assert "turns_seq" in indexes_of_turns(db)
+    assert page is not None and page.whole and page.turn_count == 1
+    assert [t.turn_id for t in page.view.turns] == ["resp_1"]
+    assert [c.call_id for c in page.view.calls] == ["r1", "w1"]
+
+
 @pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
 async def test_fixture_audit_chain_verifies(fixture: Path, tmp_path: Path,
                                             pg_database: str) -> None:

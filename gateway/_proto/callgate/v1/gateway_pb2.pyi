@@ -246,7 +246,7 @@ class TurnRecord(_message.Message):
     def __init__(self, turn_id: _Optional[str] = ..., provider: _Optional[str] = ..., api_version: _Optional[str] = ..., model: _Optional[str] = ..., event: _Optional[_Union[EventKind, str]] = ..., next: _Optional[_Union[NextAction, str]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., raw_response_json: _Optional[str] = ..., created_at: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Run(_message.Message):
-    __slots__ = ("run_id", "state", "subject", "tenant", "turns_used", "tool_calls_used", "usage_total", "budget", "calls", "turns", "pause_reason", "provider", "api_version", "labels", "created_at", "updated_at", "retries_in_row", "conversation_json")
+    __slots__ = ("run_id", "state", "subject", "tenant", "turns_used", "tool_calls_used", "usage_total", "budget", "calls", "turns", "pause_reason", "provider", "api_version", "labels", "created_at", "updated_at", "retries_in_row", "conversation_json", "next_page_token", "turn_count")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -272,6 +272,8 @@ class Run(_message.Message):
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     RETRIES_IN_ROW_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_JSON_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TURN_COUNT_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     state: RunState
     subject: str
@@ -290,7 +292,9 @@ class Run(_message.Message):
     updated_at: str
     retries_in_row: int
     conversation_json: str
-    def __init__(self, run_id: _Optional[str] = ..., state: _Optional[_Union[RunState, str]] = ..., subject: _Optional[str] = ..., tenant: _Optional[str] = ..., turns_used: _Optional[int] = ..., tool_calls_used: _Optional[int] = ..., usage_total: _Optional[_Union[Usage, _Mapping]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., calls: _Optional[_Iterable[_Union[CallRecord, _Mapping]]] = ..., turns: _Optional[_Iterable[_Union[TurnRecord, _Mapping]]] = ..., pause_reason: _Optional[str] = ..., provider: _Optional[str] = ..., api_version: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., created_at: _Optional[str] = ..., updated_at: _Optional[str] = ..., retries_in_row: _Optional[int] = ..., conversation_json: _Optional[str] = ...) -> None: ...
+    next_page_token: str
+    turn_count: int
+    def __init__(self, run_id: _Optional[str] = ..., state: _Optional[_Union[RunState, str]] = ..., subject: _Optional[str] = ..., tenant: _Optional[str] = ..., turns_used: _Optional[int] = ..., tool_calls_used: _Optional[int] = ..., usage_total: _Optional[_Union[Usage, _Mapping]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., calls: _Optional[_Iterable[_Union[CallRecord, _Mapping]]] = ..., turns: _Optional[_Iterable[_Union[TurnRecord, _Mapping]]] = ..., pause_reason: _Optional[str] = ..., provider: _Optional[str] = ..., api_version: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., created_at: _Optional[str] = ..., updated_at: _Optional[str] = ..., retries_in_row: _Optional[int] = ..., conversation_json: _Optional[str] = ..., next_page_token: _Optional[str] = ..., turn_count: _Optional[int] = ...) -> None: ...
 
 class TurnOutcome(_message.Message):
     __slots__ = ("run_id", "turn_id", "next", "results", "reason", "run_state", "provider_input_json")
@@ -334,10 +338,14 @@ class StartRunRequest(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., provider: _Optional[str] = ..., api_version: _Optional[str] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., conversation_json: _Optional[str] = ...) -> None: ...
 
 class GetRunRequest(_message.Message):
-    __slots__ = ("run_id",)
+    __slots__ = ("run_id", "page_size", "page_token")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     run_id: str
-    def __init__(self, run_id: _Optional[str] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, run_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ToolRequest(_message.Message):
     __slots__ = ("calls",)
