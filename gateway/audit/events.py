@@ -22,7 +22,6 @@ from datetime import datetime
 from typing import Any
 
 from gateway.approvals import error_code_of
-from gateway.arguments import parse_arguments
 from gateway.errors import CallCode
 from gateway.model import (
     ApprovalRecord,
@@ -52,7 +51,7 @@ class _Shown:
 
     def __init__(self, registry: Registry, tool: str, arguments_json: str) -> None:
         self.key = registry.audit_key
-        self.masked: Masked | None = registry.masked(tool, parse_arguments(arguments_json))
+        self.masked: Masked | None = registry.masked_text(tool, arguments_json)
 
     @property
     def changed(self) -> bool:

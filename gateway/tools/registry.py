@@ -7,12 +7,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from jsonschema.protocols import Validator
 from pydantic import ValidationError as ModelError
 
+from gateway.arguments import parse_arguments
 from gateway.audit.keys import AuditKey, is_mask
 from gateway.errors import CallCode, ConfigError
 from gateway.executors import (
@@ -187,6 +189,9 @@ class _Collector:
         return Registry(self.tools, self.clients, audit_key=audit_key)
 
 
+_SHOWN_CACHE_CHARS = 4096
+
+
 class Registry:
     """The loaded tools, by name; owns the http client their executors share, and the audit
     key their arguments are masked with (a key of this process only unless one is given)."""
@@ -196,6 +201,18 @@ class Registry:
         self._tools = {t.name: t for t in tools}
         self._clients = clients or HttpClients()
         self.audit_key = audit_key or AuditKey.ephemeral()
+        # a call's arguments are shown in several audit records (decision, execution): masked
+        # once; the result is shared, so never changed
+        self._shown = lru_cache(maxsize=1024)(self._masked_text)
+
+    def masked_text(self, tool_name: str, arguments_json: str) -> Masked | None:
+        """`masked` for arguments as the call carried them (JSON text)."""
+        if len(arguments_json) > _SHOWN_CACHE_CHARS:
+            return self._masked_text(tool_name, arguments_json)
+        return self._shown(tool_name, arguments_json)
+
+    def _masked_text(self, tool_name: str, arguments_json: str) -> Masked | None:
+        return self.masked(tool_name, parse_arguments(arguments_json))
 
     def masked(self, tool_name: str, args: dict[str, Any] | None) -> Masked | None:
         """The arguments of a call of tool_name, masked (credential-looking values only when
