@@ -279,10 +279,6 @@ def _processes(tmp: Path, profile_dir: Path | None) -> Iterator[Processes]:
             tools=ROOT / "examples" / "travel" / "tools", policies=ROOT / "policies",
             auth=ROOT / "examples" / "auth.yaml", db=tmp / "callgate.db",
             env={"CALLGATE_TRAVEL_URL": travel.ready_value, "PYTHONPATH": str(ROOT)})
-        if os.environ.get("STUBMOD"):
-            module = sidecar.args.index("gateway.cli")
-            sidecar.args[module] = os.environ["STUBMOD"]
-            sidecar.env["PYTHONPATH"] = str(ROOT) + ":/work/probe/stub"
         if profile_dir is not None:  # the same `serve` arguments, under cProfile
             module = sidecar.args.index("gateway.cli")
             sidecar.args[module:module + 1] = ["bench.profile_sidecar", str(profile_dir), "--"]
