@@ -47,6 +47,7 @@ from gateway.policy.decision import (
 )
 from gateway.policy.engine import add_policy, is_panic, new_engine
 from gateway.policy.failures import CallIndex, describe
+from gateway.policy.reads import reads_history
 
 __all__ = [
     "DEFAULT_PREFIX", "UNDEFINED", "EmbeddedEngine", "PolicyEvalError", "PolicyUndefined",
@@ -188,6 +189,7 @@ class EmbeddedEngine:
         self._rule_paths = frozenset(r.path for r in bundle.rules if not r.function)
         engine = build_regorus_engine(bundle) if checked else analyze(bundle)
         self._calls = CallIndex(engine, dict(bundle.named_sources()))
+        self._reads_history = reads_history(engine)
         _THREAD_ENGINES.put(self, engine)
 
     # -- PolicyEngine -------------------------------------------------------------------------
@@ -210,10 +212,19 @@ class EmbeddedEngine:
 
     def decide(self, input: dict[str, Any]) -> Decision:
         try:
-            text = input_json(input)
+            text = input_json(self.visible(input))
         except (TypeError, ValueError) as exc:
             return error_decision(f"input is not JSON: {exc}", self.revision)
         return self.decide_json(text)
+
+    def visible(self, input: dict[str, Any]) -> dict[str, Any]:
+        """A `decision` input as this revision is given it: without the run's recent calls
+        (`input.run.calls`) when no rule can observe them (gateway.policy.reads), since
+        handing them to the engine costs more than most evaluations."""
+        run = input.get("run")
+        if self._reads_history or not isinstance(run, dict) or "calls" not in run:
+            return input
+        return {**input, "run": {k: v for k, v in run.items() if k != "calls"}}
 
     def decide_json(self, text: str) -> Decision:
         """`decide` for an input already serialized with `input_json`."""

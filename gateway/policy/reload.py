@@ -152,15 +152,19 @@ class ReloadingEngine:
         return self._current.loaded_at
 
     async def decide(self, input: dict[str, Any]) -> Decision:
+        engine = self._current
         try:
-            text = input_json(input)
+            text = input_json(engine.visible(input))
         except (TypeError, ValueError) as exc:
-            return error_decision(f"input is not JSON: {exc}", self._current.revision)
-        return self.decide_json(text)
+            return error_decision(f"input is not JSON: {exc}", engine.revision)
+        return self._decided(engine, text)
 
     def decide_json(self, text: str) -> Decision:
-        """`decide` for an input already serialized with `input_json`."""
-        decision = self._current.decide_json(text)
+        """`decide` for an input already serialized with `input_json` (as it is)."""
+        return self._decided(self._current, text)
+
+    def _decided(self, engine: EmbeddedEngine, text: str) -> Decision:
+        decision = engine.decide_json(text)
         if self._log_inputs:
             self._log_input(text, decision)
         return decision
