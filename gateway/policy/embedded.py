@@ -21,6 +21,7 @@ import logging
 import re
 import threading
 import weakref
+from collections import OrderedDict
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
@@ -47,7 +48,7 @@ from gateway.policy.decision import (
 )
 from gateway.policy.engine import add_policy, is_panic, new_engine
 from gateway.policy.failures import CallIndex, describe
-from gateway.policy.reads import reads_history
+from gateway.policy.reads import InputView
 
 __all__ = [
     "DEFAULT_PREFIX", "UNDEFINED", "EmbeddedEngine", "PolicyEvalError", "PolicyUndefined",
@@ -125,6 +126,13 @@ def input_json(input: dict[str, Any]) -> str:
                           ensure_ascii=False)
 
 
+def _require_json(input: dict[str, Any]) -> None:
+    try:
+        orjson.dumps(input)
+    except TypeError:  # as in input_json: json has the last word
+        json.dumps(input, allow_nan=False)
+
+
 def input_sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -165,6 +173,40 @@ _THREAD_ENGINES = _ThreadEngines()
 
 
 # ---------------------------------------------------------------------------------------------
+# decisions already made
+
+
+class DecisionMemo:
+    """The latest decisions of a pure revision (gateway.policy.reads) by their exact input
+    text: the same input, the same bundle and no builtin that looks at the clock or the
+    world make the same decision, so it is not evaluated again. Inputs longer than
+    MAX_CHARS are not kept, so the memo holds at most SIZE × MAX_CHARS characters of keys.
+    Shared by every thread (a lock around the table)."""
+
+    SIZE = 1024
+    MAX_CHARS = 8192
+
+    def __init__(self) -> None:
+        self._decisions: OrderedDict[str, Decision] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> Decision | None:
+        with self._lock:
+            found = self._decisions.get(text)
+            if found is not None:
+                self._decisions.move_to_end(text)
+            return found
+
+    def put(self, text: str, decision: Decision) -> None:
+        if len(text) > self.MAX_CHARS:
+            return
+        with self._lock:
+            self._decisions[text] = decision
+            if len(self._decisions) > self.SIZE:
+                self._decisions.popitem(last=False)
+
+
+# ---------------------------------------------------------------------------------------------
 # the engine
 
 
@@ -189,7 +231,8 @@ class EmbeddedEngine:
         self._rule_paths = frozenset(r.path for r in bundle.rules if not r.function)
         engine = build_regorus_engine(bundle) if checked else analyze(bundle)
         self._calls = CallIndex(engine, dict(bundle.named_sources()))
-        self._reads_history = reads_history(engine)
+        self._view = InputView.of(engine)
+        self._memo = DecisionMemo() if self._view.pure else None
         _THREAD_ENGINES.put(self, engine)
 
     # -- PolicyEngine -------------------------------------------------------------------------
@@ -212,28 +255,39 @@ class EmbeddedEngine:
 
     def decide(self, input: dict[str, Any]) -> Decision:
         try:
-            text = input_json(self.visible(input))
+            text = self.input_text(input)
         except (TypeError, ValueError) as exc:
             return error_decision(f"input is not JSON: {exc}", self.revision)
         return self.decide_json(text)
 
     def visible(self, input: dict[str, Any]) -> dict[str, Any]:
-        """A `decision` input as this revision is given it: without the run's recent calls
-        (`input.run.calls`) when no rule can observe them (gateway.policy.reads), since
-        handing them to the engine costs more than most evaluations."""
-        run = input.get("run")
-        if self._reads_history or not isinstance(run, dict) or "calls" not in run:
-            return input
-        return {**input, "run": {k: v for k, v in run.items() if k != "calls"}}
+        """A `decision` input as this revision is given it: only what its rules can observe
+        (gateway.policy.reads)."""
+        return self._view.project(input)
+
+    def input_text(self, input: dict[str, Any]) -> str:
+        """The JSON text of `visible(input)`. The whole input must be JSON all the same
+        (TypeError or ValueError): a part no rule reads is no excuse for an input callgate
+        cannot have meant to build."""
+        seen = self.visible(input)
+        if seen is not input:
+            _require_json(input)
+        return input_json(seen)
 
     def decide_json(self, text: str) -> Decision:
         """`decide` for an input already serialized with `input_json`."""
+        memo = self._memo
+        if memo is not None and (known := memo.get(text)) is not None:
+            return known
         digest = input_sha256(text)
         try:
             value = self._value("decision", text, null_is_undefined=True)
         except PolicyEvalError as exc:
             return _with_input(error_decision(exc.message, self.revision), digest)
-        return _with_input(decision_from_value(value, self.revision), digest)
+        decision = _with_input(decision_from_value(value, self.revision), digest)
+        if memo is not None:
+            memo.put(text, decision)
+        return decision
 
     def allows(self, rule: str, input: dict[str, Any]) -> bool:
         try:

@@ -1,15 +1,20 @@
-"""Which parts of `input` a compiled bundle can observe, read off regorus's AST.
+"""What a compiled bundle can observe of its input, read off regorus's syntax tree.
 
-Used for one question: can any rule reach `input.run.calls`, the run's recent calls? That list
-is the largest part of a decision's input, and handing it to the engine (`set_input_json`)
-costs more than evaluating the default policy. A bundle that cannot reach it is given the
-input without it.
+Two questions, answered once per revision:
 
-The answer errs towards "yes". Every reference rooted at `input` is followed outwards through
-`.field` and `["literal"]` steps; the reference observes the history unless its static path
-leaves `run.calls` for somewhere else (`input.call.args`, `input.run.turn`). `input` or
-`input.run` used whole (passed to a function, iterated, imported, compared), a computed index
-(`input[k]`, `input.run[k]`) or an AST this module does not recognise all count as observing.
+- Which parts of `input` can any rule reach? Every reference rooted at `input` is followed
+  outwards through `.field` and `["literal"]` steps; what lies below the last such step (a
+  computed index, the end of the reference) may be observed whole. The input is handed to the
+  engine with the rest left out: the run's recent calls (`input.run.calls`) are most of a
+  decision's input, and `set_input_json` on them cost more than evaluating the default policy;
+  the decision time and call IDs, which the default policy never reads, would make every input
+  unique.
+- Is a decision a function of that input and the bundle alone? Not when a rule calls a builtin
+  whose answer depends on the moment or the world (`time.now_ns`, `http.send`, ...).
+
+Both answers err towards observing: `input` used whole (passed to a function, iterated,
+imported), a syntax tree this module does not recognise or an engine that answers no tree all
+mean the whole input is observed and nothing is assumed pure.
 """
 
 from __future__ import annotations
@@ -17,49 +22,116 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.policy.engine import add_policy, new_engine
-
-HISTORY = ("run", "calls")
+from gateway.policy.syntax import dotted, walk
 
 _STEPS = ("RefDot", "RefBrack")
 _LITERAL_INDEX = ("String", "RawString")
 
+# Builtins whose answer is not a function of their arguments (or that have effects).
+IMPURE = frozenset({
+    "time.now_ns", "rand.intn", "uuid.rfc4122", "http.send", "opa.runtime",
+    "net.lookup_ip_addr", "io.jwt.decode_verify", "crypto.x509.parse_and_verify_certificates",
+    "crypto.x509.parse_and_verify_certificates_with_options", "print", "trace",
+})
 
-def reads_history(engine: Any) -> bool:
-    """Whether any rule of the compiled regorus `engine` can observe `input.run.calls`."""
-    if not _understood():
-        return True
-    try:
-        modules = json.loads(engine.get_ast_as_json())
-    except (RuntimeError, ValueError):
-        return True
-    return reads_path(modules, HISTORY)
+# A path tree: key → subtree, or True where everything below is kept.
+Tree = dict[str, "Tree | bool"]
 
 
-def reads_path(modules: Any, path: tuple[str, ...]) -> bool:
-    """Whether any reference in the modules' ASTs (regorus `get_ast_as_json`) can observe
-    `input.<path>`."""
-    if not isinstance(modules, list) or not modules:
-        return True
-    for module in modules:
-        if not isinstance(module, dict) or not isinstance(module.get("ast"), dict):
+@dataclass(frozen=True)
+class InputView:
+    """The parts of `input` a revision's rules can observe (`paths`, None for all of it) and
+    whether its decisions depend on nothing else (`pure`)."""
+
+    paths: frozenset[tuple[str, ...]] | None
+    pure: bool
+
+    @classmethod
+    def whole(cls) -> InputView:
+        return cls(None, False)
+
+    @classmethod
+    def of(cls, engine: Any) -> InputView:
+        """The view of a compiled regorus engine's policies."""
+        if not _understood():
+            return cls.whole()
+        try:
+            modules = json.loads(engine.get_ast_as_json())
+        except (RuntimeError, ValueError):
+            return cls.whole()
+        return cls.of_modules(modules)
+
+    @classmethod
+    def of_modules(cls, modules: Any) -> InputView:
+        """The view of modules as `get_ast_as_json` lists them."""
+        if not isinstance(modules, list) or not modules:
+            return cls.whole()
+        paths: set[tuple[str, ...]] = set()
+        pure = True
+        for module in modules:
+            ast = module.get("ast") if isinstance(module, dict) else None
+            if not isinstance(ast, dict):
+                return cls.whole()
+            paths.update(tuple(p) for p in _input_refs(ast))
+            pure = pure and not _calls_impure(ast)
+        if () in paths:
+            return cls(None, pure)
+        return cls(frozenset(paths), pure)
+
+    def reads(self, *path: str) -> bool:
+        """Whether `input.<path>` can be observed."""
+        if self.paths is None:
             return True
-        for steps in _input_refs(module["ast"]):
-            if _overlaps(steps, path):
-                return True
+        return any(all(a == b for a, b in zip(p, path, strict=False)) for p in self.paths)
+
+    def project(self, input: dict[str, Any]) -> dict[str, Any]:
+        """The input with what no rule can observe left out (the input itself is not
+        changed; what is kept is shared, not copied)."""
+        if self.paths is None:
+            return input
+        kept = _project(input, _tree(self.paths))
+        return kept if isinstance(kept, dict) else input
+
+
+@functools.cache
+def _tree(paths: frozenset[tuple[str, ...]]) -> Tree:
+    tree: Tree = {}
+    for path in sorted(paths, key=len):
+        node: Tree | bool = tree
+        for i, key in enumerate(path):
+            assert isinstance(node, dict)
+            below = node.get(key)
+            if below is True:
+                break
+            if i == len(path) - 1:
+                node[key] = True
+                break
+            if below is None:
+                below = node[key] = {}
+            node = below
+    return tree
+
+
+def _project(value: Any, tree: Tree | bool) -> Any:
+    if tree is True or not isinstance(value, dict) or not isinstance(tree, dict):
+        return value
+    return {key: _project(value[key], below) for key, below in tree.items() if key in value}
+
+
+def _calls_impure(ast: dict[str, Any]) -> bool:
+    for node in walk(ast):
+        call = node.get("Call")
+        if isinstance(call, dict) and dotted(call.get("fcn")) in IMPURE:
+            return True
     return False
 
 
-def _overlaps(steps: list[str], path: tuple[str, ...]) -> bool:
-    """A reference `input.<steps>` (its static part) can observe `input.<path>` unless the
-    two part ways."""
-    return all(a == b for a, b in zip(steps, path, strict=False))
-
-
 def _input_refs(node: Any) -> Iterator[list[str]]:
-    """The static path of each reference rooted at `input`."""
+    """The static path of each reference rooted at `input` ([] for `input` itself)."""
     if isinstance(node, list):
         for item in node:
             yield from _input_refs(item)
@@ -77,11 +149,11 @@ def _input_refs(node: Any) -> Iterator[list[str]]:
 
 
 def _chain(step: dict[str, Any]) -> Iterator[list[str]]:
-    """One chain of `.field` / `[index]` steps: the path if it is rooted at `input`, then
+    """One chain of `.field` / `[index]` steps: its path if it is rooted at `input`, then
     whatever the indexes themselves refer to."""
     fields: list[str | None] = []
     indexes: list[Any] = []
-    node: Any = step
+    node: dict[str, Any] = step
     kind = "RefDot"
     while True:
         if kind == "RefDot":
@@ -123,24 +195,23 @@ def _static(fields: list[str | None]) -> list[str]:
 
 @functools.cache
 def _understood() -> bool:
-    """The AST reads as this module expects (checked once on known policies); otherwise every
-    bundle is taken to read the history."""
-    probes = {
-        "x if input.run.calls[_].tool == \"a\"": True,
-        "x if input[\"run\"].calls": True,
-        "x if { r := input.run; r.calls }": True,
-        "x if walk(input, _)": True,
-        "x if { k := \"calls\"; input.run[k] }": True,
-        "x if input.call.args.n > input.run.turn": False,
-        "x if input[\"call\"].tool == \"a\"": False,
+    """The syntax tree reads as this module expects (checked once, on known policies);
+    otherwise every bundle observes its whole input and none is pure."""
+    probes: dict[str, tuple[frozenset[tuple[str, ...]] | None, bool]] = {
+        "x if input.run.calls[_].tool == \"a\"": (frozenset({("run", "calls")}), True),
+        "x if input[\"run\"].turn": (frozenset({("run", "turn")}), True),
+        "x if { k := \"calls\"; input.run[k] }": (frozenset({("run",)}), True),
+        "x if walk(input, _)": (None, True),
+        "x if input.call.args.n > 1\ny := time.now_ns()": (
+            frozenset({("call", "args", "n")}), False),
     }
     for rule, expected in probes.items():
         engine = new_engine()
         try:
             add_policy(engine, "probe.rego", f"package probe\n{rule}\n")
-            modules = json.loads(engine.get_ast_as_json())
+            view = InputView.of_modules(json.loads(engine.get_ast_as_json()))
         except (RuntimeError, ValueError):
             return False
-        if reads_path(modules, HISTORY) is not expected:
+        if (view.paths, view.pure) != expected:
             return False
     return True

@@ -24,7 +24,7 @@ from gateway.model import Decision
 from gateway.policy.base import RejectedReload
 from gateway.policy.bundle import Bundle, PolicyConfigError, load_bundle
 from gateway.policy.decision import error_decision
-from gateway.policy.embedded import EmbeddedEngine, analyze, input_json
+from gateway.policy.embedded import EmbeddedEngine, analyze
 from gateway.policy.testing import run_tests
 
 log = logging.getLogger("callgate.policy")
@@ -154,7 +154,7 @@ class ReloadingEngine:
     async def decide(self, input: dict[str, Any]) -> Decision:
         engine = self._current
         try:
-            text = input_json(engine.visible(input))
+            text = engine.input_text(input)
         except (TypeError, ValueError) as exc:
             return error_decision(f"input is not JSON: {exc}", engine.revision)
         return self._decided(engine, text)

@@ -1,4 +1,5 @@
-"""The run's recent calls reach every policy that can read them, and only those."""
+"""Each revision is given the parts of its input it can observe; a pure one decides an input
+it has seen before without evaluating it again."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import pytest
 
 from gateway.model import Verdict
 from gateway.policy import EmbeddedEngine, load_engine
-from gateway.policy.embedded import input_json
+from gateway.policy.embedded import DecisionMemo, input_json
 from gateway.policy.engine import add_policy, new_engine
-from gateway.policy.reads import HISTORY, reads_path
+from gateway.policy.reads import InputView
 from gateway.policy.reload import ReloadingEngine
 from tests.gateway.policy.inputs import WriteBundle, call_input, identity
 
@@ -26,10 +27,14 @@ else := {"allow": false, "reasons": ["history seen"]}
 """
 
 
-def reads(body: str) -> bool:
+def view(body: str) -> InputView:
     engine = new_engine()
     add_policy(engine, "p.rego", f"package callgate\n\n{body}\n")
-    return reads_path(json.loads(engine.get_ast_as_json()), HISTORY)
+    return InputView.of(engine)
+
+
+def reads(body: str) -> bool:
+    return view(body).reads("run", "calls")
 
 
 @pytest.mark.parametrize("body", [
@@ -67,10 +72,32 @@ def test_references_elsewhere_do_not(body: str) -> None:
     assert not reads(body)
 
 
-def test_the_default_bundle_does_not_read_the_history(default_engine: EmbeddedEngine) -> None:
-    assert "calls" not in default_engine.visible(READ)["run"]
-    assert default_engine.visible(READ)["run"]["turn"] == READ["run"]["turn"]
-    assert READ["run"]["calls"], "the caller's input itself is left alone"
+def test_the_default_bundle_sees_the_call_the_caller_and_the_approval(
+        default_engine: EmbeddedEngine) -> None:
+    seen = default_engine.visible(READ)
+    assert set(seen) == {"call", "tool", "identity", "approval"}
+    assert seen["call"] == {k: READ["call"][k] for k in ("tool", "effect", "args",
+                                                        "args_sha256")}
+    assert seen["identity"] == {k: READ["identity"][k] for k in ("subject", "roles", "tenant")}
+    assert READ["run"]["calls"] and READ["now"], "the caller's input itself is left alone"
+
+
+def test_paths_end_where_a_reference_stops_being_static() -> None:
+    seen = view("x if input.run.labels[k] == \"a\"\ny := input.call.tool\n"
+                "z := input.call").paths
+    assert seen == {("run", "labels"), ("call", "tool"), ("call",)}
+    projected = view("x if input.call.args[k]\ny := input.now").project(READ)
+    assert projected == {"call": {"args": READ["call"]["args"]}, "now": READ["now"]}
+    assert view("x := object.keys(input)").project(READ) is READ
+
+
+def test_only_what_looks_at_the_clock_or_the_world_is_impure() -> None:
+    assert view("x := sprintf(\"%v\", [input.call.tool])").pure
+    assert view("f(v) := v + 1\nx := f(2)").pure
+    for body in ("x := time.now_ns()", "x := http.send({\"method\": \"get\", \"url\": "
+                 "\"http://127.0.0.1:1\"})", "x := uuid.rfc4122(\"a\")",
+                 "x := rand.intn(\"a\", 3)"):
+        assert not view(body).pure, body
 
 
 @pytest.mark.parametrize("ref", ["input.run.calls", "object.get(input.run, \"calls\", [])",
@@ -79,7 +106,7 @@ def test_a_policy_that_reads_the_history_is_given_it(write_bundle: WriteBundle,
                                                      ref: str) -> None:
     engine = load_engine(write_bundle({"p.rego": "package callgate\n"
                                        + NEEDS_EMPTY_HISTORY % ref}))
-    assert engine.visible(READ) is READ
+    assert engine.visible(READ)["run"]["calls"] == READ["run"]["calls"]
     decision = engine.decide(READ)
     assert decision.verdict is Verdict.DENY and decision.reasons == ("history seen",)
     empty = {**READ, "run": {**READ["run"], "calls": []}}
@@ -95,8 +122,7 @@ async def test_the_digest_and_log_name_the_input_as_evaluated(
     evaluated = input_json(engine.visible(READ))
     assert decision.input_sha256 == hashlib.sha256(evaluated.encode()).hexdigest()
     logged = json.loads(caplog.records[-1].getMessage())
-    assert logged["input"] == engine.visible(READ)
-    assert "calls" not in logged["input"]["run"]
+    assert logged["input"] == engine.visible(READ) == {}, "the rule reads no input"
 
 
 async def test_a_reload_to_a_reading_revision_gets_the_history_at_once(
@@ -108,3 +134,43 @@ async def test_a_reload_to_a_reading_revision_gets_the_history_at_once(
         {"p.rego": "package callgate\n" + NEEDS_EMPTY_HISTORY % "input.run.calls"},
         name="second")))
     assert (await serving.decide(READ)).reasons == ("history seen",)
+
+
+def test_a_pure_revision_decides_an_input_seen_before_from_its_memo(
+        default_engine: EmbeddedEngine) -> None:
+    first = default_engine.decide(READ)
+    again = default_engine.decide({**READ, "now": "2026-12-01T00:00:00Z",
+                                   "call": {**READ["call"], "id": "call-2"}})
+    assert again is first, "what the policy cannot observe did not make a new input"
+    other = default_engine.decide({**READ, "call": {**READ["call"],
+                                                    "args": {"train_number": "TGV9"}}})
+    assert other is not first and other.verdict is Verdict.DENY
+
+
+def test_a_revision_that_reads_the_clock_is_evaluated_every_time(
+        write_bundle: WriteBundle) -> None:
+    engine = load_engine(write_bundle({"p.rego": "package callgate\n"
+                                       "decision := {\"allow\": true, \"reasons\": "
+                                       "[sprintf(\"%d\", [time.now_ns()])]}\n"}))
+    decisions = {engine.decide(READ).reasons for _ in range(3)}
+    assert len(decisions) == 3
+
+
+def test_errors_are_not_remembered(write_bundle: WriteBundle) -> None:
+    engine = load_engine(write_bundle({"p.rego": "package callgate\n"
+                                       "decision := {\"allow\": true, \"reasons\": "
+                                       "[sprintf(\"%d\", [1 / input.call.args.n])]}\n"}))
+    zero = call_input("t", "read", {"n": 0}, READ["identity"])
+    first = engine.decide(zero)
+    assert first.is_policy_error
+    assert engine.decide(zero) is not first
+
+
+def test_the_memo_is_bounded() -> None:
+    memo = DecisionMemo()
+    decision = ReloadingEngine  # any object stands in for a Decision here
+    for i in range(DecisionMemo.SIZE + 10):
+        memo.put(f"input {i}", decision)  # type: ignore[arg-type]
+    assert memo.get("input 0") is None and memo.get(f"input {DecisionMemo.SIZE + 9}")
+    memo.put("x" * (DecisionMemo.MAX_CHARS + 1), decision)  # type: ignore[arg-type]
+    assert memo.get("x" * (DecisionMemo.MAX_CHARS + 1)) is None

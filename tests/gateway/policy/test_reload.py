@@ -249,14 +249,14 @@ async def test_reload_requires_tests(write_bundle: WriteBundle) -> None:
 
 async def test_decision_inputs_are_logged_for_replay(write_bundle: WriteBundle,
                                                caplog: pytest.LogCaptureFixture) -> None:
-    root = write_bundle({"p.rego": policy("rev-a")})
+    root = write_bundle({"p.rego": policy("rev-a") + "tool := input.call.tool\n"})
     engine = ReloadingEngine(EmbeddedEngine(prepare(root, "data.callgate"), checked=True),
                              log_inputs=True)
     with caplog.at_level(logging.INFO, logger="callgate.decision_input"):
         decision = await engine.decide(CALL)
     line = json.loads(caplog.records[-1].getMessage())
-    # as evaluated: this revision reads no input.run.calls, so it was not given them
-    evaluated = {**CALL, "run": {k: v for k, v in CALL["run"].items() if k != "calls"}}
+    # as evaluated: only what the revision's rules can observe (here input.call.tool)
+    evaluated = {"call": {"tool": CALL["call"]["tool"]}}
     assert line["input"] == evaluated
     assert line["policy_revision"] == decision.policy_revision and line["verdict"] == "ALLOW"
     text = json.dumps(evaluated, sort_keys=True, separators=(",", ":"))
