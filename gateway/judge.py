@@ -9,7 +9,7 @@ APPROVAL_REQUIRED decision for the batch planner.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +23,7 @@ from gateway.arguments import (
 from gateway.errors import CallCode
 from gateway.jsontext import JsonTextError
 from gateway.limits import FLAGS, Limits, utf8_len
+from gateway.memo import Memo
 from gateway.model import CallRecord, CallStatus, Decision, Identity, ToolCall, Verdict
 from gateway.policy.base import PolicyEngine
 from gateway.policy_input import RunContext, call_input
@@ -61,6 +62,8 @@ class Judge:
     registry: Registry
     policy: PolicyEngine
     limits: Limits = Limits()
+    # arguments text → its arguments_sha256 ("" when it has none): repeated calls repeat it
+    _hashes: Memo[str] = field(default_factory=Memo, compare=False, repr=False)
 
     def propose(self, run_id: str, turn_id: str, index: int, call: ToolCall,
                 now: datetime) -> CallRecord:
@@ -76,7 +79,9 @@ class Judge:
             run_id=run_id, turn_id=turn_id, call_id=call.call_id, index=index, tool=call.name,
             status=CallStatus.PROPOSED, arguments_json=text,
             tool_version=tool.version if tool else "", effect=tool.effect.value if tool else "",
-            arguments_sha256=_sha256_or_empty(text, self.limits.max_json_depth), created_at=now)
+            arguments_sha256=self._hashes.get_or(
+                text, lambda: _sha256_or_empty(text, self.limits.max_json_depth)),
+            created_at=now)
         if oversize:
             return rejected(rec, CallCode.INVALID_ARGUMENTS,
                             _too_large(size, self.limits.max_arguments_bytes), now=now)
@@ -105,7 +110,7 @@ class Judge:
                 canonical_sha256(args)
             except ArgumentsError as exc:
                 return rejected(rec, CallCode.INVALID_ARGUMENTS, str(exc), now=now)
-        problem = tool.validate_arguments(args)
+        problem = tool.validate_arguments(args, rec.arguments_json)
         if problem is not None:
             return rejected(rec, CallCode.INVALID_ARGUMENTS,
                             f"arguments do not match the {tool.name} schema: {problem}", now=now)

@@ -21,7 +21,6 @@ import logging
 import re
 import threading
 import weakref
-from collections import OrderedDict
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
@@ -29,6 +28,7 @@ from typing import Any, Final
 import orjson
 
 from gateway.errors import ConfigError
+from gateway.memo import Memo
 from gateway.model import Decision, now_utc
 from gateway.policy.bundle import (
     Bundle,
@@ -176,34 +176,11 @@ _THREAD_ENGINES = _ThreadEngines()
 # decisions already made
 
 
-class DecisionMemo:
+def decision_memo() -> Memo[Decision]:
     """The latest decisions of a pure revision (gateway.policy.reads) by their exact input
-    text: the same input, the same bundle and no builtin that looks at the clock or the
-    world make the same decision, so it is not evaluated again. Inputs longer than
-    MAX_CHARS are not kept, so the memo holds at most SIZE × MAX_CHARS characters of keys.
-    Shared by every thread (a lock around the table)."""
-
-    SIZE = 1024
-    MAX_CHARS = 8192
-
-    def __init__(self) -> None:
-        self._decisions: OrderedDict[str, Decision] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, text: str) -> Decision | None:
-        with self._lock:
-            found = self._decisions.get(text)
-            if found is not None:
-                self._decisions.move_to_end(text)
-            return found
-
-    def put(self, text: str, decision: Decision) -> None:
-        if len(text) > self.MAX_CHARS:
-            return
-        with self._lock:
-            self._decisions[text] = decision
-            if len(self._decisions) > self.SIZE:
-                self._decisions.popitem(last=False)
+    text: the same input, the same bundle and no builtin that looks at the clock or the world
+    make the same decision, so it is not evaluated again."""
+    return Memo(size=1024, max_key_chars=8192)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,7 +209,7 @@ class EmbeddedEngine:
         engine = build_regorus_engine(bundle) if checked else analyze(bundle)
         self._calls = CallIndex(engine, dict(bundle.named_sources()))
         self._view = InputView.of(engine)
-        self._memo = DecisionMemo() if self._view.pure else None
+        self._memo = decision_memo() if self._view.pure else None
         _THREAD_ENGINES.put(self, engine)
 
     # -- PolicyEngine -------------------------------------------------------------------------

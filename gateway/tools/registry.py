@@ -28,6 +28,7 @@ from gateway.executors import (
 from gateway.executors.outcome import failed, kept_output
 from gateway.jsontext import JsonTextError, read_json
 from gateway.limits import DEFAULT_LIMITS, MAX_JSON_DEPTH_CAP, Limits
+from gateway.memo import Memo
 from gateway.model import CallStatus, Effect
 from gateway.tools.environment import expand_env
 from gateway.tools.files import manifest_entries, manifest_files
@@ -63,6 +64,7 @@ class Tool:
         self._schemas = schemas
         self._redact = [pointer_tokens(p) for p in manifest.redact]
         self._limits = limits
+        self._validated: Memo[str] = Memo()  # arguments text → "" (valid) or the problems
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, version={self.version!r}, effect={self.effect.value})"
@@ -79,10 +81,16 @@ class Tool:
     def enforced_by_target(self) -> bool:
         return self.manifest.idempotency.enforced_by_target
 
-    def validate_arguments(self, args: dict[str, Any]) -> str | None:
+    def validate_arguments(self, args: dict[str, Any], text: str = "") -> str | None:
         """None when args satisfy input_schema; else e.g. "/train_number: 'x!' does not match
-        '^[A-Z]{1,4}[0-9]{1,5}$'" (up to five problems, best first, joined by "; ")."""
-        return schema_problems(self._schemas.input, args)
+        '^[A-Z]{1,4}[0-9]{1,5}$'" (up to five problems, best first, joined by "; ").
+        `text`, the JSON text args were read from, lets a text this tool has seen before be
+        answered without validating again."""
+        if not text:
+            return schema_problems(self._schemas.input, args)
+        found = self._validated.get_or(
+            text, lambda: schema_problems(self._schemas.input, args) or "")
+        return found or None
 
     def validate_output(self, output: Any) -> str | None:
         """None when output satisfies output_schema (or there is none); else the problems."""

@@ -11,7 +11,7 @@ import pytest
 
 from gateway.model import Verdict
 from gateway.policy import EmbeddedEngine, load_engine
-from gateway.policy.embedded import DecisionMemo, input_json
+from gateway.policy.embedded import decision_memo, input_json
 from gateway.policy.engine import add_policy, new_engine
 from gateway.policy.reads import InputView
 from gateway.policy.reload import ReloadingEngine
@@ -167,10 +167,9 @@ def test_errors_are_not_remembered(write_bundle: WriteBundle) -> None:
 
 
 def test_the_memo_is_bounded() -> None:
-    memo = DecisionMemo()
-    decision = ReloadingEngine  # any object stands in for a Decision here
-    for i in range(DecisionMemo.SIZE + 10):
-        memo.put(f"input {i}", decision)  # type: ignore[arg-type]
-    assert memo.get("input 0") is None and memo.get(f"input {DecisionMemo.SIZE + 9}")
-    memo.put("x" * (DecisionMemo.MAX_CHARS + 1), decision)  # type: ignore[arg-type]
-    assert memo.get("x" * (DecisionMemo.MAX_CHARS + 1)) is None
+    memo = decision_memo()
+    for i in range(memo.size + 10):
+        memo.put(f"input {i}", f"decision {i}")  # type: ignore[arg-type]
+    assert memo.get("input 0") is None and memo.get(f"input {memo.size + 9}")
+    memo.put("x" * (memo.max_key_chars + 1), "long")  # type: ignore[arg-type]
+    assert memo.get("x" * (memo.max_key_chars + 1)) is None
