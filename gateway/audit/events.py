@@ -58,7 +58,7 @@ class _Shown:
         return self.masked is not None and self.masked.changed
 
     def summary(self) -> str:
-        return json.dumps(self.masked.value) if self.masked is not None else ""
+        return self.masked.value_json if self.masked is not None else ""
 
     def text(self, text: str) -> str:
         return (self.masked or Masked({})).scrub(text, self.key.mask) if text else text

@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 Mask = Callable[[Any], str]
@@ -91,11 +91,25 @@ class Masked:
     def changed(self) -> bool:
         return bool(self.pointers)
 
+    @cached_property
+    def value_json(self) -> str:
+        """`value` as JSON text (the audit trail's arguments summary)."""
+        return json.dumps(self.value)
+
     def scrub(self, text: str, mask: Mask) -> str:
         """text with every masked value it quotes, and every credential-shaped part, masked."""
+        if not self.found:  # reasons and messages repeat call after call
+            return _shapes_masked(text, mask) if len(text) <= 1024 else _shapes(text, mask)
         for secret, replacement in sorted(self.found, key=lambda f: -len(f[0])):
             text = text.replace(secret, replacement)
-        return _SHAPES.sub(lambda m: mask(m.group(0)), text)
+        return _shapes(text, mask)
+
+
+def _shapes(text: str, mask: Mask) -> str:
+    return _SHAPES.sub(lambda m: mask(m.group(0)), text)
+
+
+_shapes_masked = lru_cache(maxsize=4096)(_shapes)
 
 
 class _Masking:
