@@ -75,16 +75,19 @@ def kept_output(result: ExecutionResult, *, effect: Effect, max_bytes: int,
     if result.status is not CallStatus.SUCCEEDED or not text:
         return result
     size = utf8_len(text)
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     if size > max_bytes:
-        return too_large(effect, size, max_bytes, result.attempts, digest)
+        return too_large(effect, size, max_bytes, result.attempts, _digest(text))
     try:
         read_json(text, max_depth=max_depth, big_integers=True)
     except JsonTextError as exc:
         return not_kept(effect, CallCode.OUTPUT_INVALID, f"the output breaks a rule of JSON "
                         f"({exc.rule}): {exc.message}", result.attempts,
-                        {"bytes": size, "sha256": digest})
+                        {"bytes": size, "sha256": _digest(text)})
     return result
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def too_large(effect: Effect, size: int, limit: int, attempts: int,

@@ -65,6 +65,7 @@ class Tool:
         self._redact = [pointer_tokens(p) for p in manifest.redact]
         self._limits = limits
         self._validated: Memo[str] = Memo()  # arguments text → "" (valid) or the problems
+        self._passed: Memo[bool] = Memo()  # output texts kept as they were
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, version={self.version!r}, effect={self.effect.value})"
@@ -110,7 +111,17 @@ class Tool:
 
     def _checked(self, result: ExecutionResult) -> ExecutionResult:
         """Keep only an output within the size limit that is strict JSON (`kept_output`);
-        then apply output_schema: a read that violates it FAILS, a write keeps a note."""
+        then apply output_schema: a read that violates it FAILS, a write keeps a note. An
+        output text this tool returned before and that passed is let through at once."""
+        plain = result.status is CallStatus.SUCCEEDED and not result.error_code
+        if plain and self._passed.get(result.output_json):
+            return result
+        checked = self._checked_anew(result)
+        if plain and checked is result:
+            self._passed.put(result.output_json, True)
+        return checked
+
+    def _checked_anew(self, result: ExecutionResult) -> ExecutionResult:
         result = kept_output(result, effect=self.effect,
                              max_bytes=self._limits.max_output_bytes,
                              max_depth=self._limits.max_json_depth)
