@@ -10,16 +10,19 @@ workshop service's own database.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
 import signal
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
 from examples.travel.service import TravelService
@@ -85,6 +88,32 @@ class Workers:
             c.close()
 
 
+class AuditFollower:
+    """Reads a QueryAudit stream that follows a run, on a thread."""
+
+    def __init__(self, client: GatewayClient, run_id: str) -> None:
+        self.call = client.query_audit(run_id=run_id, follow=True)
+        self.kinds: list[str] = []
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(grpc.RpcError):  # cancelled at the end
+            for record in self.call:
+                with self._changed:
+                    self.kinds.append(record.kind)
+                    self._changed.notify_all()
+
+    def wait_for(self, done: Callable[[list[str]], bool], timeout_s: float = 30) -> None:
+        with self._changed:
+            assert self._changed.wait_for(lambda: done(self.kinds), timeout_s), self.kinds
+
+    def cancel(self) -> None:
+        self.call.cancel()
+        self._thread.join(30)
+
+
 def start_workers(db: str, travel: TravelService, tools_dir: Path, effects_db: Path,
                   workshop: WorkshopService, policies: Path = POLICIES) -> SidecarProcess:
     return SidecarProcess(tools=tools_dir, policies=policies, db=db, auth=AUTH,
@@ -141,12 +170,16 @@ def test_watch_on_one_worker_sees_an_approval_decided_on_the_other(
     paused = book(loop, run_id, "t1", seats=3)  # more than two seats: an owner decides
     assert paused.next == pb.NEXT_ACTION_PAUSED_FOR_APPROVAL
     watcher = Watcher(loop, run_id)
+    follower = AuditFollower(workers.client_on(first, "audrey-token"), run_id)
     try:
         assert watcher.wait_for(1) == [paused]
+        follower.wait_for(lambda kinds: "approval" in kinds)  # the request, already there
         answer = owner.decide_approval(by_id(paused)["w1"].approval_id, approve=True,
                                        reason="checked")
         assert answer.result.status == pb.CALL_STATUS_SUCCEEDED
         settled = watcher.wait_for(2)[1]  # committed by the other worker, seen by this one
+        # and the audit records the other worker appended reach a follower on this one
+        follower.wait_for(lambda kinds: kinds.count("approval") == 2 and "execution" in kinds)
         assert (settled.next, by_id(settled)["w1"].status) == (pb.NEXT_ACTION_CONTINUE,
                                                               pb.CALL_STATUS_SUCCEEDED)
         assert len(fresh_workshop.reservations(f"{run_id}:w1")) == 1
@@ -155,6 +188,7 @@ def test_watch_on_one_worker_sees_an_approval_decided_on_the_other(
         assert watcher.wait_ended() and watcher.error is None
     finally:
         watcher.cancel()
+        follower.cancel()
 
 
 def test_a_killed_worker_is_started_again_and_sigterm_stops_them_all(
