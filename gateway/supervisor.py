@@ -99,7 +99,8 @@ class Supervisor:
         self._line = b""
         self._stop = asyncio.Event()
         self._failure = ""
-        self._tasks: list[asyncio.Task[None]] = []
+        self._keepers: list[asyncio.Task[None]] = []
+        self._relays: list[asyncio.Task[None]] = []
 
     async def run(self) -> int:
         """Serve until SIGTERM/SIGINT (0) or until the workers cannot be kept running."""
@@ -116,7 +117,8 @@ class Supervisor:
             print(f"{READY}{listen}", flush=True)
             log.info("%d workers serving on %s: pids %s", self.count, listen,
                      ", ".join(str(w.proc.pid) for w in self.workers.values()))
-            self._tasks = [asyncio.create_task(self._keep(w)) for w in self.workers.values()]
+            self._keepers = [asyncio.create_task(self._keep(w))
+                             for w in self.workers.values()]
             await self._stop.wait()
         finally:
             await self._stop_all()
@@ -166,7 +168,7 @@ class Supervisor:
             return None
         if not ready.result():
             return await proc.wait()
-        self._tasks.append(asyncio.create_task(self._relay(proc)))
+        self._relays.append(asyncio.create_task(self._relay(proc)))
         return worker
 
     @staticmethod
@@ -226,6 +228,9 @@ class Supervisor:
 
     async def _stop_all(self) -> None:
         self._stop.set()
+        for task in self._keepers:  # no worker is started from now on
+            task.cancel()
+        await asyncio.gather(*self._keepers, return_exceptions=True)
         self._signal_all(signal.SIGTERM)
         procs = [w.proc for w in self.workers.values()]
         try:
@@ -235,9 +240,9 @@ class Supervisor:
                         STOP_TIMEOUT_S)
             self._signal_all(signal.SIGKILL)
             await asyncio.gather(*(p.wait() for p in procs))
-        for task in self._tasks:
+        for task in self._relays:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._relays, return_exceptions=True)
 
 
 def supervise(config: ServeConfig, count: int) -> int:
