@@ -34,6 +34,7 @@ from gateway.store.peers import directory_of
 from gateway.supervisor import READY, Backoff, Supervisor
 from gateway.testing import SidecarProcess, run_serve_expecting_failure
 from tests.conftest import AUTH, POLICIES, NewDb, sidecar_env
+from tests.scenarios.test_approvals import short_ttl_policies
 from tests.support.sidecars import Watcher, by_id, key_for
 
 SERVING = re.compile(r"callgate\.supervisor: 2 workers serving on \S+: pids (\d+), (\d+)")
@@ -224,6 +225,40 @@ def test_a_killed_worker_is_started_again_and_sigterm_stops_them_all(
             os.kill(pid, 0)
     assert os.listdir(directory_of(db)) == []
     assert "exited with status -9; starting it again" in proc.output
+
+
+def test_an_approval_expires_once_though_its_worker_was_killed(
+        tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path,
+        fresh_workshop: WorkshopService) -> None:
+    """The worker that created the approval dies; the worker watching the run (it armed the
+    expiry when it looked at the paused run) and the one started in its place (it arms every
+    pending approval at start) may both try: exactly one expires it, and the watch hears."""
+    policies = short_ttl_policies(tmp_path / "policies", 3)
+    db = str(tmp_path / "cg.db")
+    with start_workers(db, travel, tools_dir, effects_db, fresh_workshop, policies) as proc:
+        pool = Workers(proc)
+        try:
+            first, second = pool.pids()
+            run_id = f"exp-{uuid.uuid4().hex[:8]}"
+            asker = pool.client_on(first, "mia-token")
+            asker.start_run(run_id=run_id)
+            paused = book(asker, run_id, "t1", seats=3)
+            watcher = Watcher(pool.client_on(second, "mia-token"), run_id)
+            try:
+                assert watcher.wait_for(1) == [paused]
+                os.kill(first, signal.SIGKILL)
+                expired = watcher.wait_for(2, timeout_s=60)[1]
+            finally:
+                watcher.cancel()
+            w1 = by_id(expired)["w1"]
+            assert (w1.status, w1.error.code) == (pb.CALL_STATUS_REJECTED, "approval_expired")
+            auditor = pool.client_on(second, "audrey-token")
+            ends = [r.error_code for r in auditor.query_audit(run_id=run_id, timeout_s=30)
+                    if r.kind == "approval"]
+            assert ends == ["approval_required", "approval_expired"]
+        finally:
+            pool.close()
+    assert fresh_workshop.reservations() == []
 
 
 def broken_policies(into: Path) -> Path:
