@@ -6,7 +6,9 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import signal
+import sys
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -47,8 +49,11 @@ ServingPolicy = ReloadingEngine | OpaEngine | ShadowEngine
 
 
 class Sidecar:
-    def __init__(self, config: ServeConfig) -> None:
+    def __init__(self, config: ServeConfig, *, worker: bool = False) -> None:
+        """`worker`: one of the processes of `serve --workers` (gateway.supervisor): it shares
+        its port (SO_REUSEPORT) and its SQLite store's notifications with the others."""
         self.config = config
+        self.worker = worker
         self.server: grpc.aio.Server | None = None
         self.store: RunStore | None = None
         self.registry: Registry | None = None
@@ -77,7 +82,8 @@ class Sidecar:
         policy = await self._load_policy()
         self.store = await open_store(cfg.db, busy_timeout_s=cfg.db_busy_timeout_s,
                                       min_free_bytes=cfg.db_min_free_bytes, audit_key=key,
-                                      stored=RedactStored(self.registry))
+                                      stored=RedactStored(self.registry),
+                                      share_notifications=self.worker)
         if isinstance(policy, ShadowEngine):
             store = self.store
             policy.record = lambda found: store.append_audit([audit_event(found)])
@@ -85,7 +91,9 @@ class Sidecar:
                               approval_ttl_s=cfg.approval_ttl_s, limits=cfg.limits())
         self._desk = ApprovalDesk(self._runner)
         server = grpc.aio.server(options=[
-            ("grpc.so_reuseport", 0),  # one owner per address: a second serve fails to bind
+            # one owner per address, so a second serve fails to bind; the workers of one
+            # `serve --workers` share it (the supervisor checked that nobody else has it)
+            ("grpc.so_reuseport", 1 if self.worker else 0),
             ("grpc.max_receive_message_length", cfg.max_message_bytes)])
         add_to_server(
             ToolGatewayService(self._runner, self._desk, auth, StatusInfo(
@@ -272,9 +280,10 @@ def _tune_collector() -> None:
     gc.set_threshold(GC_THRESHOLD, 20, 20)
 
 
-async def serve(config: ServeConfig) -> None:
-    """Run in the foreground until SIGINT/SIGTERM."""
-    sidecar = Sidecar(config)
+async def serve(config: ServeConfig, *, worker: bool = False) -> None:
+    """Run in the foreground until SIGINT/SIGTERM (a worker also stops when its standard
+    input closes: its supervisor is gone)."""
+    sidecar = Sidecar(config, worker=worker)
     try:
         bound = await sidecar.start()
     except BaseException:
@@ -287,5 +296,17 @@ async def serve(config: ServeConfig) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     loop.add_signal_handler(signal.SIGHUP, sidecar.reload_policies)
+    if worker:
+        loop.add_reader(sys.stdin.fileno(), _stop_at_end_of_input, stop)
     await stop.wait()
     await sidecar.stop()
+
+
+def _stop_at_end_of_input(stop: asyncio.Event) -> None:
+    try:
+        data = os.read(sys.stdin.fileno(), 4096)
+    except BlockingIOError:
+        return
+    if not data:
+        asyncio.get_running_loop().remove_reader(sys.stdin.fileno())
+        stop.set()

@@ -80,6 +80,9 @@ def _serve_parser(sub: SubParsers) -> None:
     option(p, "--approval-ttl", parse=whole_seconds, default=DEFAULT_APPROVAL_TTL_S,
            metavar="SECONDS", help="how long an approval stays open when the policy's "
            "decision gives no approval_ttl_s")
+    option(p, "--workers", parse=positive_int, default=1, metavar="N",
+           help="serving processes on the one port, sharing the store (Linux, SO_REUSEPORT; "
+           "docs/workers.md); 1 serves in this process")
     option(p, "--audit-key-file", parse=Path, metavar="FILE",
            help="the audit key (masks of redacted values, seals of the audit chain), created "
            "with mode 0600 when it does not exist; default <sqlite file>-audit.key, required "
@@ -166,6 +169,9 @@ def _serve(ns: argparse.Namespace) -> int:
     from gateway.app import serve
 
     config = _serve_config(ns)
+    if ns.workers > 1:
+        from gateway.supervisor import supervise
+        return supervise(config, ns.workers)
     asyncio.run(serve(config))
     return 0
 
@@ -321,7 +327,7 @@ def build_parser() -> Parser:
     return parser
 
 
-def _quiet_engine_backtraces() -> None:
+def quiet_engine_backtraces() -> None:
     """regorus error texts carry a ~2.5 KB Rust backtrace when RUST_BACKTRACE is set, and a
     contained engine panic prints one to stderr: one policy input could flood the log. Set
     for this process only, before the first engine is used."""
@@ -329,15 +335,17 @@ def _quiet_engine_backtraces() -> None:
     os.environ["RUST_BACKTRACE"] = "0"
 
 
-def configure_logging() -> None:
-    """One line per event on stderr: time, level, logger, message."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
-                        "%(message)s")
+def configure_logging(tag: str = "") -> None:
+    """One line per event on stderr: time, level, [tag,] logger, message (a worker of
+    `serve --workers` tags its lines with its number and pid)."""
+    where = f"[{tag}] " if tag else ""
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s {where}"
+                        "%(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # no log line per tool request
 
 
 def main(argv: list[str] | None = None) -> int:
-    _quiet_engine_backtraces()
+    quiet_engine_backtraces()
     args = sys.argv[1:] if argv is None else list(argv)
     configure_logging()
     # parsing is guarded too: --help and --version write to a pipe that may be closed

@@ -40,10 +40,13 @@ class GatewayClient:
     loopback default), presenting a client certificate when it names one."""
 
     def __init__(self, target: str, token: str = "", *, timeout_s: float = 60.0,
-                 tls: ClientTLS | None = None) -> None:
+                 tls: ClientTLS | None = None, own_connection: bool = False) -> None:
+        # own_connection: never share a connection with other clients of this process (each
+        # client then reaches any of the workers of `serve --workers`)
+        options = [("grpc.use_local_subchannel_pool", 1)] if own_connection else []
         self.channel = (grpc.secure_channel(target, tls.channel_credentials(),
-                                            options=tls.channel_options())
-                        if tls is not None else grpc.insecure_channel(target))
+                                            options=[*tls.channel_options(), *options])
+                        if tls is not None else grpc.insecure_channel(target, options=options))
         self.stub = pb.ToolGatewayStub(self.channel)
         self.metadata = [("authorization", f"Bearer {token}")] if token else []
         self.timeout_s = timeout_s

@@ -7,7 +7,8 @@ The sidecar is the real `callgate serve` in a child process, listening on 127.0.
 unix socket); the bound address is read from its first line of output. `tls=ServeTLS(cert,
 key, client_ca)` makes it listen with TLS (mutual TLS with a client CA); `client(token,
 tls=ClientTLS(...))` connects with the caller's own trust roots and certificate. `audit_key`
-is its `--audit-key-file` (required with a PostgreSQL store; replicas share one).
+is its `--audit-key-file` (required with a PostgreSQL store; replicas share one). `workers=N`
+runs `serve --workers N` (the ready line is the supervisor's, once every worker is ready).
 """
 
 from __future__ import annotations
@@ -54,12 +55,13 @@ class SidecarProcess:
     def __init__(self, *, tools: Path, policies: Path, db: Path | str, auth: Path | None = None,
                  listen: str = "127.0.0.1:0", extra_args: Sequence[str] = (),
                  env: dict[str, str] | None = None, ready_timeout_s: float = 60.0,
-                 tls: ServeTLS | None = None, audit_key: Path | None = None) -> None:
+                 tls: ServeTLS | None = None, audit_key: Path | None = None,
+                 workers: int = 1) -> None:
         self.args = [sys.executable, "-m", "gateway.cli", "serve", "--listen", listen,
                      "--tools", str(tools), "--policies", str(policies), "--db", str(db),
                      *(["--auth", str(auth)] if auth else []), *(tls.args() if tls else []),
                      *(["--audit-key-file", str(audit_key)] if audit_key else []),
-                     *extra_args]
+                     *(["--workers", str(workers)] if workers != 1 else []), *extra_args]
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.db = db
         self.ready_timeout_s = ready_timeout_s

@@ -32,10 +32,13 @@ def sqlite_path(db: str) -> Path | None:
 
 async def open_store(db: str, *, busy_timeout_s: float = 5.0, min_free_bytes: int = 0,
                      audit_key: AuditKey | None = None,
-                     stored: StoredForm | None = None) -> RunStore:
+                     stored: StoredForm | None = None,
+                     share_notifications: bool = False) -> RunStore:
     """Open (creating or migrating its schema) the store `--db` names; its audit records are
     sealed with audit_key, and records are written in their `stored` form. `min_free_bytes`:
-    a SQLite store refuses writes while its filesystem has less room than this."""
+    a SQLite store refuses writes while its filesystem has less room than this.
+    `share_notifications`: a SQLite store's settlements also wake the watchers of the other
+    processes that opened it so (`serve --workers`; PostgreSQL always does)."""
     path = sqlite_path(db)
     if path is None:
         from gateway.store.postgres import PostgresStore
@@ -44,4 +47,4 @@ async def open_store(db: str, *, busy_timeout_s: float = 5.0, min_free_bytes: in
     from gateway.store.sqlite import SQLiteStore
     return await SQLiteStore.open(path, busy_timeout_s=busy_timeout_s,
                                   min_free_bytes=min_free_bytes, audit_key=audit_key,
-                                  stored=stored)
+                                  stored=stored, share_notifications=share_notifications)

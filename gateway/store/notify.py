@@ -4,14 +4,15 @@ A store publishes a run's ID after a commit that settles something of that run (
 `base.settles`); every subscription to that run wakes up and re-reads the run. Wake-ups
 coalesce: a subscriber learns "something settled since you last looked", never what, so a
 burst of settlements costs one re-read. Audit appends are published the same way, under
-`AUDIT_FEED`. The SQLite store publishes its own commits; the
-PostgreSQL store also publishes what `LISTEN` hears from other replicas.
+`AUDIT_FEED`. The SQLite store publishes its own commits (and, for `serve --workers`, relays
+them to the other workers: `gateway.store.peers`); the PostgreSQL store also publishes what
+`LISTEN` hears from other replicas.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 # The subscription key of audit appends (never a run ID: those are printable).
@@ -52,6 +53,8 @@ class SettleHub:
     def __init__(self) -> None:
         self._subs: dict[str, set[Subscription]] = {}
         self._closed = False
+        # also told of every publish (the other processes sharing the store), if set
+        self.relay: Callable[[str], None] | None = None
 
     @asynccontextmanager
     async def subscribe(self, run_id: str) -> AsyncIterator[Subscription]:
@@ -69,6 +72,12 @@ class SettleHub:
                     del self._subs[run_id]
 
     def publish(self, run_id: str) -> None:
+        self.wake(run_id)
+        if self.relay is not None:
+            self.relay(run_id)
+
+    def wake(self, run_id: str) -> None:
+        """Wake this process's subscriptions of the run (what another process published)."""
         for sub in list(self._subs.get(run_id, ())):
             sub.wake()
 

@@ -6,7 +6,9 @@ translated here into `StoreUnavailable` (cause chained).
 
 Several processes may share one file: writes serialize on SQLite's own lock, drive locks are
 record locks on `<file>-runs.lock` (see `locks.FileRangeLocks`). Settlement and audit
-notifications reach the watchers of this process only. Before every write transaction the
+notifications reach the watchers of this process only, unless the store is opened with
+`share_notifications` (`serve --workers`): then also those of the other processes that opened
+it so (`peers.PeerLink`). Before every write transaction the
 `FileGuard` checks that the file is still the one opened and its filesystem has room; if not,
 the write is refused (`StoreUnavailable`) and health reports NOT_SERVING.
 """
@@ -47,6 +49,7 @@ from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.guard import FileGuard
 from gateway.store.locks import FileRangeLocks, run_lock_key
 from gateway.store.notify import AUDIT_FEED, Notifying, SettleHub
+from gateway.store.peers import PeerLink
 
 T = TypeVar("T")
 log = logging.getLogger("callgate.store")
@@ -136,6 +139,7 @@ class SQLiteStore(Notifying):
         self._audit_queue: list[tuple[Sequence[AuditEvent], asyncio.Future[None]]] = []
         self._audit_flush: asyncio.Task[None] | None = None
         self._hub = SettleHub()
+        self._peers: PeerLink | None = None
         self._drive_locks: FileRangeLocks | None = None
         self._closed = False
         # the audit chain's last hash as this connection last committed it (None: not known);
@@ -148,10 +152,17 @@ class SQLiteStore(Notifying):
     @classmethod
     async def open(cls, path: Path, *, busy_timeout_s: float = 5.0,
                    min_free_bytes: int = 0, audit_key: AuditKey | None = None,
-                   stored: StoredForm | None = None) -> SQLiteStore:
+                   stored: StoredForm | None = None,
+                   share_notifications: bool = False) -> SQLiteStore:
         store = cls(path, busy_timeout_s=busy_timeout_s, min_free_bytes=min_free_bytes,
                     audit_key=audit_key, stored=stored)
         await store._run(store._open)
+        if share_notifications:
+            try:
+                store._peers = PeerLink.open(path, store._hub)
+            except BaseException:
+                await store.close()
+                raise
         return store
 
     def _open(self) -> None:
@@ -626,6 +637,8 @@ class SQLiteStore(Notifying):
         if self._closed:
             return
         self._closed = True
+        if self._peers is not None:
+            self._peers.close()
         await self._run(close)
         self._pool.shutdown(wait=True)
         if self._drive_locks is not None:
