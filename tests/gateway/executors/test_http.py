@@ -157,6 +157,19 @@ async def test_read_output_schema_violation_fails(
     assert "/status: 'late' is not one of ['on_time', 'delayed']" in result.error_message
 
 
+async def test_an_output_seen_before_is_judged_the_same_way_again(
+        make_tool: ToolFactory, ctx: ExecutionContext, target: Target) -> None:
+    good, bad = Reply(200, {"status": "on_time"}), Reply(200, {"status": "late"})
+    target.script("/r", good, bad, good, bad)
+    tool = make_tool(executor=http(f"{target.url}/r"), output_schema={
+        "type": "object", "properties": {"status": {"enum": ["on_time", "delayed"]}}})
+    results = [await tool.run({}, ctx) for _ in range(4)]
+    assert [(r.status, r.error_code) for r in results] == [
+        (CallStatus.SUCCEEDED, ""), (CallStatus.FAILED, "output_invalid")] * 2
+    assert results[2].output_json == results[0].output_json == '{"status": "on_time"}'
+    assert results[3].error_message == results[1].error_message
+
+
 # --------------------------------------------------------------------------- writes
 
 
