@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import tempfile
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -37,6 +38,28 @@ def writes(sql: str) -> bool:
     if word in _WRITES:
         return True
     return word == "WITH" and _WRITE_WORD.search(sql.upper()) is not None
+
+
+_TARGET = re.compile(r"\b(INSERT INTO|UPDATE|DELETE FROM|FROM)\s+(\w+)")
+_FUNCTION = re.compile(r"^SELECT\s+(\w+)\s*\(")
+
+
+def kind(sql: str) -> str:
+    """What a statement does, in a few words: `BEGIN`, `INSERT audit`, `SELECT runs`,
+    `SELECT pg_advisory_xact_lock` (the first table a SELECT reads)."""
+    word = first_word(sql)
+    if word in (*_BEGIN, *_COMMIT, *_ROLLBACK, *_SAVEPOINT):
+        return word
+    upper = " ".join(sql.split()).upper()
+    if word != "SELECT" or "INSERT INTO" in upper:  # a write, or WITH ... a write
+        found = _TARGET.search(upper)
+        if found and found.group(1) != "FROM":
+            return f"{found.group(1).split()[0]} {found.group(2).lower()}"
+    function = _FUNCTION.match(upper)
+    if function and " FROM " not in upper:
+        return f"SELECT {function.group(1).lower()}"
+    found = _TARGET.search(upper)
+    return f"{word} {found.group(2).lower()}" if found else word
 
 
 @dataclass
@@ -80,6 +103,9 @@ class Tally:
                 else:  # autocommit: the statement is its own transaction
                     self.commits += 1
                     self.writing_commits += 1
+
+    def kinds(self) -> Counter[str]:
+        return Counter(kind(s) for s in self.texts)
 
     def __iadd__(self, other: Tally) -> Tally:
         for name in ("data", "writes", "begins", "commit_statements", "commits",

@@ -110,3 +110,28 @@ def cpu_seconds(pid: int) -> float:
     stat = Path(f"/proc/{pid}/stat").read_text()
     fields = stat[stat.rindex(")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+
+
+def children(pid: int) -> list[int]:
+    """The pids of a process's children (from every thread's `children` list)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return sorted(set(found))
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of a process and its live descendants (a supervisor and its workers)."""
+    total = 0.0
+    stack = [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            total += cpu_seconds(p)
+            stack += children(p)
+        except OSError:
+            continue
+    return total
