@@ -123,15 +123,26 @@ def children(pid: int) -> list[int]:
     return sorted(set(found))
 
 
+def descendants(pid: int) -> list[int]:
+    """The pids of a process's live children, their children, and so on."""
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        try:
+            below = children(stack.pop())
+        except OSError:  # gone meanwhile
+            continue
+        found += below
+        stack += below
+    return found
+
+
 def tree_cpu_seconds(pid: int) -> float:
     """CPU time of a process and its live descendants (a supervisor and its workers)."""
     total = 0.0
-    stack = [pid]
-    while stack:
-        p = stack.pop()
+    for p in (pid, *descendants(pid)):
         try:
             total += cpu_seconds(p)
-            stack += children(p)
         except OSError:
             continue
     return total

@@ -51,7 +51,7 @@ from bench.counts import count_postgres, count_sqlite
 from bench.inproc import PROVIDER, StoreOpener, in_process
 from bench.opa import NOT_FOUND, LiveOpa, live_opa
 from bench.prepare import grow_runs, write_manifests, write_policy_data
-from bench.procs import ROOT, Child, ChildFailed, children, memory, tree_cpu_seconds
+from bench.procs import ROOT, Child, ChildFailed, descendants, memory, tree_cpu_seconds
 from bench.profile_sidecar import SNAPSHOT_DONE, phase_report
 from bench.report import (
     MB,
@@ -63,7 +63,6 @@ from bench.report import (
     WorkersResult,
     evaluate,
     render,
-    scenario_table,
 )
 from bench.workloads import (
     TOOL_PATHS,
@@ -295,6 +294,8 @@ async def part_main(b: Bench) -> None:
             workloads, marks = await _drive_main(b, procs, channels)
             if ns.profile_sidecar is None:
                 await _one_at_a_time(b, procs.sidecar, channels)
+            else:
+                b.results.skipped["sequential"] = "not run under --profile-sidecar"
         finally:
             await channels.close()
         side_mem, echo_mem = memory(_pid(procs.sidecar)), memory(procs.echo.pid)
@@ -488,8 +489,17 @@ def serve_has_workers() -> bool:
 
 
 def _workers_of(pid: int) -> list[int]:
-    """The serving processes: a supervisor's children, or the process itself."""
-    return children(pid) or [pid]
+    """The serving processes: a supervisor's descendants but multiprocessing's helper
+    processes (its resource tracker, its fork server), or the process itself."""
+    return [p for p in descendants(pid) if not _helper(p)] or [pid]
+
+
+def _helper(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True
+    return b"resource_tracker" in cmdline or b"forkserver" in cmdline
 
 
 async def part_workers(b: Bench) -> None:
@@ -586,9 +596,6 @@ async def bench(ns: argparse.Namespace) -> tuple[str, str]:
         b.sections.append(("Flat cost (large over small, same run)", [
             f"{p.large.name} / {p.small.name}: server CPU/req {p.cpu_ratio:.2f}x, "
             f"p50 {p.p50_ratio:.2f}x" for p in flat]))
-    if b.results.workers is not None:
-        b.sections.append(("Workers", scenario_table(
-            [s for s in b.scenarios if "--workers" in s.name])))
     report = render(info=info, scenarios=b.scenarios, echo_ratios=b.echo_ratios,
                     memory_rows=b.memory_rows, sections=b.sections,
                     goals=evaluate(b.results), notes=[*NOTES, *b.notes])
