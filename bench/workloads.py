@@ -89,8 +89,17 @@ def submit_turn_call(stub: pb.ToolGatewayStub, run_ids: Sequence[str],
                                                        timeout=TIMEOUT_S)
         if (answer.next != pb.NEXT_ACTION_CONTINUE or len(answer.results) != 2
                 or any(r.status != pb.CALL_STATUS_SUCCEEDED for r in answer.results)):
-            raise UnexpectedAnswer("SubmitTurn", answer)
+            raise UnexpectedAnswer("SubmitTurn", _outcome_summary(answer))
     return call
+
+
+def _outcome_summary(answer: pb.TurnOutcome) -> str:
+    """What a turn's answer said, without the outputs (so a failed call's error shows)."""
+    results = "; ".join(
+        f"{r.call_id} {pb.CallStatus.Name(r.status)} {r.error.code} {r.error.message}".strip()
+        for r in answer.results)
+    head = " ".join(p for p in (pb.NextAction.Name(answer.next), answer.reason) if p)
+    return f"{head} [{results}]"
 
 
 def get_run_call(stub: pb.ToolGatewayStub, run_id: str, turns: int, page: int) -> Call:
