@@ -110,3 +110,39 @@ def cpu_seconds(pid: int) -> float:
     stat = Path(f"/proc/{pid}/stat").read_text()
     fields = stat[stat.rindex(")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+
+
+def children(pid: int) -> list[int]:
+    """The pids of a process's children (from every thread's `children` list)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return sorted(set(found))
+
+
+def descendants(pid: int) -> list[int]:
+    """The pids of a process's live children, their children, and so on."""
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        try:
+            below = children(stack.pop())
+        except OSError:  # gone meanwhile
+            continue
+        found += below
+        stack += below
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of a process and its live descendants (a supervisor and its workers)."""
+    total = 0.0
+    for p in (pid, *descendants(pid)):
+        try:
+            total += cpu_seconds(p)
+        except OSError:
+            continue
+    return total

@@ -1,183 +1,97 @@
-"""`make bench`: the sidecar's Authorize and SubmitTurn against a bare grpc.aio echo server.
+"""`make bench`: what the sidecar costs against a bare grpc.aio echo server, and its targets.
 
-    .venv/bin/python -m bench.run [--duration S] [--rounds N] [--warmup S] [--concurrency N]
+    .venv/bin/python -m bench.run [--only PARTS] [--no-postgres] [--duration S] [--rounds N]
+                                  [--warmup S] [--concurrency N] [--pair-duration S]
                                   [--no-save] [--profile-sidecar DIR]
 
-Starts three child processes on 127.0.0.1 (the echo server, the example travel tool service and
-the real `callgate serve`), drives each scenario with the same asyncio client harness, prints
-the report and writes it to bench/results/latest.txt. Exits 0 whether or not the targets are
-met; non-zero only when the benchmark itself failed (a process did not start, a request failed
-or answered something unexpected). See bench/README.md.
+Parts (all by default; `--only main,counts` runs some):
+
+  main     echo, Authorize and SubmitTurn (two HTTP reads) at 8 in flight, interleaved; then
+           SubmitTurn one at a time against each tool's own time asked directly over HTTP
+  counts   SQL statements and commits per SubmitTurn, in-process, on SQLite and PostgreSQL
+  pages    GetRun (summary + the default page) of a run with 600 turns, one at a time
+  long     SubmitTurn on runs at their 10th turn vs a run at its 5,000th, one at a time
+  tools    Authorize with 10 vs 10,000 tool manifests loaded (two sidecars)
+  data     Authorize with 100 vs 100,000 entries in the policy data (two sidecars)
+  workers  `serve --workers 1` vs `--workers 2` (when serve has the option)
+
+Child processes on 127.0.0.1: the echo server, the example travel tool service and real
+`callgate serve` sidecars. Prints the report with every target met or not and writes it to
+bench/results/latest.txt. Exits 0 whether or not the targets are met; non-zero only when the
+benchmark itself failed (a process did not start, a request failed or answered something
+unexpected). See bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import platform
 import signal
+import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
+import aiohttp
 import grpc
-from google.protobuf import text_format
-from google.protobuf.message import Message
+import psycopg
 
 from bench import echo_server
-from bench.load import Call, Load, Phase
+from bench.audit import PG_DSN, pg_schema
+from bench.counts import count_postgres, count_sqlite
+from bench.inproc import PROVIDER, StoreOpener, in_process
 from bench.opa import NOT_FOUND, LiveOpa, live_opa
-from bench.procs import ROOT, Child, ChildFailed, cpu_seconds, memory
+from bench.prepare import grow_runs, write_manifests, write_policy_data
+from bench.procs import ROOT, Child, ChildFailed, descendants, memory, tree_cpu_seconds
 from bench.profile_sidecar import SNAPSHOT_DONE, phase_report
-from bench.report import Scenario, render, targets
+from bench.report import (
+    MB,
+    OneAtATime,
+    Pair,
+    Results,
+    Scenario,
+    StoreCounts,
+    WorkersResult,
+    evaluate,
+    render,
+)
+from bench.workloads import (
+    TOOL_PATHS,
+    BenchFailed,
+    Workload,
+    authorize_call,
+    direct_tool_call,
+    echo_call,
+    get_run_call,
+    interleaved,
+    start_runs,
+    submit_turn_call,
+)
 from gateway import pb
-from gateway.client import tool_call
+from gateway.audit.keys import AuditKey
+from gateway.store.base import RunStore, StoredForm
+from gateway.store.sqlite import SQLiteStore
 from gateway.testing import SidecarFailed, SidecarProcess
 
 RESULTS = ROOT / "bench" / "results" / "latest.txt"
-TOKEN = "alice-demo-token"
-METADATA = (("authorization", f"Bearer {TOKEN}"),)
-TRAIN = {"train_number": "ICE123", "date": "2026-12-01"}
-WEATHER = {"city": "Berlin", "date": "2026-12-01"}
-PROVIDER = "openai.responses"
-TIMEOUT_S = 10.0
-
-
-class UnexpectedAnswer(Exception):
-    def __init__(self, rpc: str, answer: Message) -> None:
-        text = text_format.MessageToString(answer, as_one_line=True)
-        super().__init__(f"{rpc} answered {text[:600]}")
-
-
-class BenchFailed(RuntimeError):
-    pass
-
-
-# ---------------------------------------------------------------------- the three workloads
-
-
-def echo_call(channel: grpc.aio.Channel) -> Call:
-    method = channel.unary_unary(echo_server.METHOD)
-    # the same bytes an Authorize request carries, so both move the same request payload
-    payload = pb.AuthorizeRequest(calls=[tool_call("c1", "get_train_status", TRAIN)])
-    body = payload.SerializeToString()
-
-    async def call(worker: int, seq: int) -> None:
-        answer = await method(body, metadata=METADATA, timeout=TIMEOUT_S)
-        if answer != body:
-            raise UnexpectedAnswer("Echo", pb.AuthorizeRequest.FromString(answer))
-    return call
-
-
-def authorize_call(stub: pb.ToolGatewayStub) -> Call:
-    request = pb.AuthorizeRequest(calls=[tool_call("c1", "get_train_status", TRAIN)])
-
-    async def call(worker: int, seq: int) -> None:
-        answer: pb.AuthorizeResponse = await stub.Authorize(request, metadata=METADATA,
-                                                            timeout=TIMEOUT_S)
-        d = answer.decisions
-        if len(d) != 1 or d[0].decision.verdict != pb.VERDICT_ALLOW or d[0].error.code:
-            raise UnexpectedAnswer("Authorize", answer)
-    return call
-
-
-async def start_runs(stub: pb.ToolGatewayStub, workers: int) -> list[str]:
-    """One long-lived run per worker, no budget limits (every Budget field 0)."""
-    prefix = f"bench-{uuid.uuid4().hex[:8]}"
-    run_ids = [f"{prefix}-w{i}" for i in range(workers)]
-    for run_id in run_ids:
-        await stub.StartRun(pb.StartRunRequest(run_id=run_id, provider=PROVIDER,
-                                               budget=pb.Budget()),
-                            metadata=METADATA, timeout=TIMEOUT_S)
-    return run_ids
-
-
-def submit_turn_call(stub: pb.ToolGatewayStub, run_ids: list[str]) -> Call:
-    async def call(worker: int, seq: int) -> None:
-        turn = f"resp_{seq}"
-        request = pb.SubmitTurnRequest(
-            run_id=run_ids[worker], turn_id=turn, provider=PROVIDER,
-            tool_request=pb.ToolRequest(calls=[
-                tool_call(f"{turn}_train", "get_train_status", TRAIN),
-                tool_call(f"{turn}_weather", "get_weather", WEATHER)]))
-        answer: pb.TurnOutcome = await stub.SubmitTurn(request, metadata=METADATA,
-                                                       timeout=TIMEOUT_S)
-        if (answer.next != pb.NEXT_ACTION_CONTINUE or len(answer.results) != 2
-                or any(r.status != pb.CALL_STATUS_SUCCEEDED for r in answer.results)):
-            raise UnexpectedAnswer("SubmitTurn", answer)
-    return call
-
-
-# ---------------------------------------------------------------------- running scenarios
-
-Hook = Callable[[], None]
-
-
-@dataclass
-class Workload:
-    """One scenario across the whole benchmark: its load, and what its measured rounds saw."""
-
-    name: str
-    call: Call
-    server_pid: int
-    concurrency: int
-    tools_pid: int | None = None  # the tool service the server calls, if any
-    load: Load = field(init=False)
-    phase: Phase = field(default_factory=Phase)
-    server_cpu_s: float = 0.0
-    client_cpu_s: float = 0.0
-    tools_cpu_s: float = 0.0
-    requests_before: int = 0  # requests issued by all workers before the first measured round
-    warmup_errors: str = ""
-
-    def __post_init__(self) -> None:
-        self.load = Load(self.call, self.concurrency)
-
-    async def warm_up(self, seconds: float) -> None:
-        print(f"  {self.name}: {seconds:g}s warm-up", flush=True)
-        warm = await self.load.run(seconds)
-        if warm.errors and not warm.count:
-            raise BenchFailed(f"{self.name}: every request failed during warm-up; first: "
-                              f"{warm.first_error}")
-        if warm.errors:  # e.g. first connections timing out; tolerated, but reported
-            self.warmup_errors = (f"{warm.errors} requests failed, first: "
-                                  f"{warm.first_error[:300]}")
-        self.requests_before = sum(self.load.seq)
-
-    async def measure(self, seconds: float, before: Hook | None = None,
-                      after: Hook | None = None) -> None:
-        print(f"  {self.name}: {seconds:g}s measured", flush=True)
-        if before is not None:
-            before()
-        server0, client0, tools0 = (cpu_seconds(self.server_pid), time.process_time(),
-                                    self._tools_cpu())
-        phase = await self.load.run(seconds)
-        server1, client1, tools1 = (cpu_seconds(self.server_pid), time.process_time(),
-                                    self._tools_cpu())
-        if after is not None:
-            after()
-        if phase.errors:
-            raise BenchFailed(f"{self.name}: {phase.errors} of {phase.errors + phase.count} "
-                              f"requests failed; first: {phase.first_error}")
-        self.phase.add(phase)
-        self.server_cpu_s += server1 - server0
-        self.client_cpu_s += client1 - client0
-        self.tools_cpu_s += tools1 - tools0
-
-    def _tools_cpu(self) -> float:
-        return cpu_seconds(self.tools_pid) if self.tools_pid is not None else 0.0
-
-    def scenario(self) -> Scenario:
-        return Scenario(self.name, self.phase, self.server_cpu_s, self.client_cpu_s,
-                        self.tools_cpu_s if self.tools_pid is not None else None)
+PARTS = ("main", "counts", "pages", "long", "tools", "data", "workers")
+TOOLS_DIR = ROOT / "examples" / "travel" / "tools"
+POLICIES = ROOT / "policies"
+AUTH = ROOT / "examples" / "auth.yaml"
+COUNTED_TURNS = 20
+PAGE_TURNS, DEFAULT_PAGE = 600, 50
+SHORT_RUNS, SHORT_AT, LONG_AT = 40, 10, 5_000  # runs at their 10th turn, one at its 5,000th
+FEW_TOOLS, MANY_TOOLS = 10, 10_000
+FEW_ENTRIES, MANY_ENTRIES = 100, 100_000
 
 
 class Snapshots:
@@ -199,7 +113,7 @@ class Snapshots:
             time.sleep(0.02)
 
 
-# ---------------------------------------------------------------------- the whole run
+# ---------------------------------------------------------------------- shared state
 
 
 def _cpu_model() -> str:
@@ -216,97 +130,9 @@ def _loadavg() -> str:
     return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
-def _info(ns: argparse.Namespace, load_start: str, turns: Workload,
-          opa: LiveOpa | None) -> list[tuple[str, str]]:
-    cores = os.cpu_count() or 0
-    per_round = ns.duration / ns.rounds
-    runs = ns.concurrency
-    first = turns.requests_before / runs
-    last = sum(turns.load.seq) / runs
-    return [
-        ("date", datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
-        ("machine", f"{cores} cores, {_cpu_model()}, {platform.system()} {platform.release()}"),
-        ("load average", f"{load_start} at start, {_loadavg()} at end (1/5/15 min; other "
-                         "processes on the machine add noise)"),
-        ("python", f"{platform.python_implementation()} {platform.python_version()}"),
-        ("grpcio", version("grpcio")),
-        ("protobuf", version("protobuf")),
-        ("client", f"{ns.concurrency} concurrent asyncio workers, grpc.aio, one channel per "
-                   "target, TCP 127.0.0.1, one process"),
-        ("schedule", f"per scenario {ns.warmup:g}s warm-up, then {ns.rounds} measured rounds of "
-                     f"{per_round:g}s, scenarios interleaved round by round"),
-        ("echo", "bare grpc.aio server, one generic bytes-in/bytes-out unary method, child "
-                 "process; payload = the Authorize request's bytes"),
-        ("Authorize", "one get_train_status call, valid arguments, ALLOW; no run_id"),
-        ("SubmitTurn", f"get_train_status + get_weather executed over HTTP; {runs} long-lived "
-                       f"runs ({PROVIDER}, no budget limits), one per worker, a new turn_id and "
-                       f"call IDs per request; runs grew from ~{first:.0f} to ~{last:.0f} turns "
-                       "during measurement"),
-        ("sidecar", "`callgate serve` child process: SQLite store in a temp directory, embedded "
-                    "policy engine, policies/, examples/travel/tools, examples/auth.yaml"),
-        ("tools", "examples.travel.service in its own child process"),
-        ("Authorize (OPA engine)", NOT_FOUND if opa is None else
-         f"the same Authorize through a second sidecar, `--engine opa --opa-policies push`, "
-         f"deciding with {opa.what}; its tools CPU column is OPA's process"),
-    ]
-
-
-NOTES = [
-    "server CPU: user+system CPU time of the serving process (all threads) during the measured",
-    "rounds, per request; server cores: that CPU time over the measured time (1.00 = one core",
-    "busy all the time); client CPU: the same for the benchmark's client process; tools CPU:",
-    "the travel tool service's process. MB = 10^6 bytes.",
-]
-
-
-@dataclass
-class Processes:
-    echo: Child
-    travel: Child
-    sidecar: SidecarProcess
-    opa_sidecar: SidecarProcess | None
-    opa: LiveOpa | None
-
-
-@contextmanager
-def _processes(tmp: Path, profile_dir: Path | None) -> Iterator[Processes]:
-    echo = Child("echo server", ["-m", "bench.echo_server", "--listen", "127.0.0.1:0"],
-                 echo_server.READY)
-    travel = Child("travel service", ["-m", "examples.travel.service", "--host", "127.0.0.1",
-                                      "--port", "0", "--quiet"], "travel service listening on ")
-    with echo, travel:
-        sidecar = SidecarProcess(
-            tools=ROOT / "examples" / "travel" / "tools", policies=ROOT / "policies",
-            auth=ROOT / "examples" / "auth.yaml", db=tmp / "callgate.db",
-            env={"CALLGATE_TRAVEL_URL": travel.ready_value, "PYTHONPATH": str(ROOT)})
-        if profile_dir is not None:  # the same `serve` arguments, under cProfile
-            module = sidecar.args.index("gateway.cli")
-            sidecar.args[module:module + 1] = ["bench.profile_sidecar", str(profile_dir), "--"]
-        with sidecar, live_opa() as opa, _opa_sidecar(tmp, opa) as opa_sidecar:
-            yield Processes(echo, travel, sidecar, opa_sidecar, opa)
-
-
-@contextmanager
-def _opa_sidecar(tmp: Path, opa: LiveOpa | None) -> Iterator[SidecarProcess | None]:
-    if opa is None:
-        yield None
-        return
-    with SidecarProcess(tools=ROOT / "examples" / "travel" / "tools",
-                        policies=ROOT / "policies", auth=ROOT / "examples" / "auth.yaml",
-                        db=tmp / "callgate-opa.db", env={"PYTHONPATH": str(ROOT)},
-                        extra_args=["--engine", "opa", "--opa-url", opa.url]) as sidecar:
-        yield sidecar
-
-
 def _pid(sidecar: SidecarProcess) -> int:
     assert sidecar.proc is not None
     return sidecar.proc.pid
-
-
-@dataclass
-class Outcome:
-    report: str
-    profile: str = ""
 
 
 class _Channels:
@@ -318,35 +144,113 @@ class _Channels:
         self.open.append(channel)
         return channel
 
+    def stub(self, sidecar: SidecarProcess) -> pb.ToolGatewayStub:
+        return pb.ToolGatewayStub(self(sidecar.target))
+
     async def close(self) -> None:
         while self.open:
             await self.open.pop().close()
 
 
+@dataclass
+class Bench:
+    """One benchmark run: its options, the travel service, and what it found so far."""
+
+    ns: argparse.Namespace
+    tmp: Path
+    travel: Child
+    results: Results = field(default_factory=Results)
+    scenarios: list[Scenario] = field(default_factory=list)
+    echo_ratios: list[Scenario] = field(default_factory=list)
+    memory_rows: list[tuple[str, int, int]] = field(default_factory=list)
+    sections: list[tuple[str, list[str]]] = field(default_factory=list)
+    info: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    profile: str = ""
+
+    @property
+    def travel_url(self) -> str:
+        return self.travel.ready_value
+
+    def sidecar(self, name: str, *, tools: Path = TOOLS_DIR, policies: Path = POLICIES,
+                extra_args: Sequence[str] = (), db: Path | None = None) -> SidecarProcess:
+        """A `callgate serve` with the example tools, policies and tokens, calling the travel
+        service, on a fresh SQLite store (or `db`) in the temp directory."""
+        return SidecarProcess(
+            tools=tools, policies=policies, auth=AUTH, db=db or self.tmp / f"{name}.db",
+            env={"CALLGATE_TRAVEL_URL": self.travel_url, "PYTHONPATH": str(ROOT)},
+            extra_args=extra_args, ready_timeout_s=600.0)
+
+    async def pair(self, workloads: Sequence[Workload]) -> list[Scenario]:
+        ns = self.ns
+        found = await interleaved(workloads, ns.pair_warmup, ns.pair_rounds, ns.pair_duration)
+        self.scenarios += found
+        for w in workloads:
+            if w.warmup_errors:
+                self.notes.append(f"warm-up of {w.name}: {w.warmup_errors}")
+        return found
+
+
+# ---------------------------------------------------------------------- main
+
+
+@dataclass
+class Processes:
+    echo: Child
+    sidecar: SidecarProcess
+    opa_sidecar: SidecarProcess | None
+    opa: LiveOpa | None
+
+
+@contextmanager
+def _main_processes(b: Bench) -> Iterator[Processes]:
+    echo = Child("echo server", ["-m", "bench.echo_server", "--listen", "127.0.0.1:0"],
+                 echo_server.READY)
+    with echo:
+        sidecar = b.sidecar("callgate")
+        if b.ns.profile_sidecar is not None:  # the same `serve` arguments, under cProfile
+            module = sidecar.args.index("gateway.cli")
+            sidecar.args[module:module + 1] = ["bench.profile_sidecar",
+                                               str(b.ns.profile_sidecar), "--"]
+        with sidecar, live_opa() as opa, _opa_sidecar(b.tmp, opa) as opa_sidecar:
+            yield Processes(echo, sidecar, opa_sidecar, opa)
+
+
+@contextmanager
+def _opa_sidecar(tmp: Path, opa: LiveOpa | None) -> Iterator[SidecarProcess | None]:
+    if opa is None:
+        yield None
+        return
+    with SidecarProcess(tools=TOOLS_DIR, policies=POLICIES, auth=AUTH,
+                        db=tmp / "callgate-opa.db", env={"PYTHONPATH": str(ROOT)},
+                        extra_args=["--engine", "opa", "--opa-url", opa.url]) as sidecar:
+        yield sidecar
+
+
 Marks = dict[str, tuple[int, int]]  # scenario → its first and last profile snapshot
 
 
-async def _drive_all(ns: argparse.Namespace, procs: Processes,
-                     channels: _Channels) -> tuple[list[Workload], Marks]:
+async def _drive_main(b: Bench, procs: Processes, channels: _Channels
+                      ) -> tuple[list[Workload], Marks]:
     """Warm every scenario up, then measure them round by round; answers the workloads (echo,
     Authorize, SubmitTurn, and Authorize on the OPA engine when there is a live OPA) and, when
     profiling, each one's first and last snapshot."""
-    echo, travel, sidecar = procs.echo, procs.travel, procs.sidecar
-    pid = _pid(sidecar)
-    stub = pb.ToolGatewayStub(channels(sidecar.target))
-    echo_w = Workload("echo (bare grpc.aio)", echo_call(channels(echo.ready_value)), echo.pid,
-                      ns.concurrency)
+    ns = b.ns
+    pid = _pid(procs.sidecar)
+    stub = channels.stub(procs.sidecar)
+    echo_w = Workload("echo (bare grpc.aio)", echo_call(channels(procs.echo.ready_value)),
+                      procs.echo.pid, ns.concurrency)
     auth_w = Workload("Authorize", authorize_call(stub), pid, ns.concurrency)
     runs = await start_runs(stub, ns.concurrency)
     turn_w = Workload("SubmitTurn (2 reads)", submit_turn_call(stub, runs), pid, ns.concurrency,
-                      tools_pid=travel.pid)
+                      tools_pid=b.travel.pid)
     workloads = [echo_w, auth_w, turn_w]
     if procs.opa_sidecar is not None and procs.opa is not None:
-        opa_stub = pb.ToolGatewayStub(channels(procs.opa_sidecar.target))
-        workloads.append(Workload("Authorize (OPA engine)", authorize_call(opa_stub),
+        workloads.append(Workload("Authorize (OPA engine)",
+                                  authorize_call(channels.stub(procs.opa_sidecar)),
                                   _pid(procs.opa_sidecar), ns.concurrency,
                                   tools_pid=procs.opa.pid))
-    snaps = Snapshots(sidecar) if ns.profile_sidecar else None
+    snaps = Snapshots(procs.sidecar) if ns.profile_sidecar else None
     marks: Marks = {}
     for w in workloads:
         await w.warm_up(ns.warmup)
@@ -361,78 +265,412 @@ async def _drive_all(ns: argparse.Namespace, procs: Processes,
     return workloads, marks
 
 
-async def bench(ns: argparse.Namespace) -> Outcome:
-    load_start = _loadavg()
-    print("callgate benchmark: starting the echo server, the travel service and the sidecar",
-          flush=True)
-    with tempfile.TemporaryDirectory(prefix="callgate-bench-") as tmp, \
-            _processes(Path(tmp), ns.profile_sidecar) as procs:
+async def _one_at_a_time(b: Bench, sidecar: SidecarProcess, channels: _Channels) -> None:
+    """SubmitTurn with one request in flight, interleaved with each of its two tools asked
+    directly over HTTP with the same arguments: the sidecar's own share of a turn is SubmitTurn's
+    p50 minus the slower tool's p50 (the two reads run at the same time)."""
+    ns = b.ns
+    stub = channels.stub(sidecar)
+    (run,) = await start_runs(stub, 1)
+    turn_w = Workload("SubmitTurn (2 reads), 1 in flight", submit_turn_call(stub, [run]),
+                      _pid(sidecar), 1, tools_pid=b.travel.pid)
+    async with aiohttp.ClientSession() as session:
+        tools = [Workload(f"{name} direct HTTP, 1 in flight",
+                          direct_tool_call(session, b.travel_url + path, body), b.travel.pid, 1)
+                 for name, (path, body) in TOOL_PATHS.items()]
+        found = await interleaved([turn_w, *tools], 1.0, ns.rounds, ns.sequential_duration)
+    b.scenarios += found
+    b.results.one_at_a_time = OneAtATime(
+        found[0].p50_ms, {name: s.p50_ms for name, s in zip(TOOL_PATHS, found[1:],
+                                                            strict=True)})
+
+
+async def part_main(b: Bench) -> None:
+    ns = b.ns
+    print("main: the echo server, the sidecar; echo, Authorize, SubmitTurn", flush=True)
+    with _main_processes(b) as procs:
         channels = _Channels()
         try:
-            workloads, marks = await _drive_all(ns, procs, channels)
+            workloads, marks = await _drive_main(b, procs, channels)
+            if ns.profile_sidecar is None:
+                await _one_at_a_time(b, procs.sidecar, channels)
+            else:
+                b.results.skipped["sequential"] = "not run under --profile-sidecar"
         finally:
             await channels.close()
         side_mem, echo_mem = memory(_pid(procs.sidecar)), memory(procs.echo.pid)
     echo_w, auth_w, turn_w = workloads[:3]
-    scenarios = [w.scenario() for w in workloads]
-    report = render(
-        info=_info(ns, load_start, turn_w, procs.opa), scenarios=scenarios,
-        memory_rows=[("sidecar (after all load)", side_mem.hwm_kib, side_mem.rss_kib),
-                     ("echo server", echo_mem.hwm_kib, echo_mem.rss_kib)],
-        goals=targets(scenarios[0], scenarios[1], side_mem.hwm_kib),
-        notes=[*NOTES, *(f"warm-up of {w.name}: {w.warmup_errors}" for w in workloads
-                         if w.warmup_errors)])
-    profile = ""
+    main = [w.scenario() for w in workloads]
+    b.scenarios[:0] = main
+    b.echo_ratios = main
+    b.results.echo, b.results.authorize, b.results.submit = main[:3]
+    b.memory_rows += [("sidecar (after all load of main)", side_mem.hwm_kib, side_mem.rss_kib),
+                      ("echo server", echo_mem.hwm_kib, echo_mem.rss_kib)]
+    first = turn_w.requests_before / ns.concurrency
+    last = sum(turn_w.load.seq) / ns.concurrency
+    b.info += [
+        ("echo", "bare grpc.aio server, one generic bytes-in/bytes-out unary method, child "
+                 "process; payload = the Authorize request's bytes"),
+        ("Authorize", "one get_train_status call, valid arguments, ALLOW; no run_id"),
+        ("SubmitTurn", f"get_train_status + get_weather executed over HTTP; {ns.concurrency} "
+                       f"long-lived runs ({PROVIDER}, no budget limits), one per worker, a new "
+                       f"turn_id and call IDs per request; runs grew from ~{first:.0f} to "
+                       f"~{last:.0f} turns during measurement"),
+        ("Authorize (OPA engine)", NOT_FOUND if procs.opa is None else
+         f"the same Authorize through a second sidecar, `--engine opa --opa-policies push`, "
+         f"deciding with {procs.opa.what}; its tools CPU column is OPA's process"),
+    ]
+    b.notes += [f"warm-up of {w.name}: {w.warmup_errors}" for w in workloads if w.warmup_errors]
     if ns.profile_sidecar is not None:
-        profile = "\n".join(
-            phase_report(ns.profile_sidecar, first, last, w.phase.count, w.name)
-            for w in (auth_w, turn_w) for first, last in [marks[w.name]])
-    return Outcome(report, profile)
+        b.profile = "\n".join(
+            phase_report(ns.profile_sidecar, first_snap, last_snap, w.phase.count, w.name)
+            for w in (auth_w, turn_w) for first_snap, last_snap in [marks[w.name]])
+    else:
+        one = b.results.one_at_a_time
+        assert one is not None
+        b.sections.append(("SubmitTurn one at a time (p50 ms)", [
+            f"SubmitTurn {one.submit_p50_ms:.2f}; "
+            + "; ".join(f"{t} alone {ms:.2f}" for t, ms in one.tool_p50_ms.items())
+            + f"; SubmitTurn minus the slower tool: {one.overhead_ms:.2f}"]))
+
+
+# ---------------------------------------------------------------------- counts
+
+
+async def part_counts(b: Bench) -> None:
+    print("counts: SQL statements per SubmitTurn, in-process", flush=True)
+    found = [await count_sqlite(b.tmp / "counts.db", b.travel_url, COUNTED_TURNS)]
+    if b.ns.no_postgres:
+        b.results.skipped["counts-postgresql"] = "--no-postgres"
+    else:
+        try:
+            with pg_schema() as url:
+                found.append(await count_postgres(url, b.travel_url, COUNTED_TURNS))
+        except psycopg.OperationalError as exc:
+            why = f"no PostgreSQL at {PG_DSN.split('@')[-1]} ({str(exc).splitlines()[0]})"
+            b.results.skipped["counts-postgresql"] = why
+    lines = []
+    for c in found:
+        t = c.tally
+        b.results.counts.append(StoreCounts(c.store, c.statements, c.per_turn(t.begins),
+                                            c.per_turn(t.commit_statements), c.commits))
+        lines.append(f"{c.store:<11} {c.summary()}")
+        kinds = sorted(t.kinds().items(), key=lambda kv: (-kv[1], kv[0]))
+        lines += [f"{'':<11} {', '.join(f'{k} {n / c.turns:g}' for k, n in kinds[i:i + 5])}"
+                  for i in range(0, len(kinds), 5)]
+    b.sections.append(("SQL statements per SubmitTurn (two HTTP reads; the real runner "
+                       "in-process; what they are, per turn)", lines))
+
+
+# ---------------------------------------------------------------------- prepared runs
+
+
+def _sqlite_opener(db: Path) -> StoreOpener:
+    async def open_sqlite(key: AuditKey, stored: StoredForm) -> RunStore:
+        return await SQLiteStore.open(db, audit_key=key, stored=stored)
+    return open_sqlite
+
+
+async def _prepare(b: Bench, db: Path, lengths: dict[str, int]) -> None:
+    """Each run started and given one real turn by the in-process runner, then grown to its
+    length by copies of that turn."""
+    async with in_process(_sqlite_opener(db), b.travel_url) as proc:
+        for run_id in lengths:
+            await proc.start_run(run_id)
+            await proc.turn(run_id, "first")
+    grow_runs(db, lengths)
+
+
+async def part_pages(b: Bench) -> None:
+    print(f"pages: GetRun of a run with {PAGE_TURNS} turns", flush=True)
+    db = b.tmp / "pages.db"
+    await _prepare(b, db, {"pages-run": PAGE_TURNS})
+    with b.sidecar("pages", db=db) as sidecar:
+        channels = _Channels()
+        try:
+            w = Workload(f"GetRun, {PAGE_TURNS}-turn run, default page, 1 in flight",
+                         get_run_call(channels.stub(sidecar), "pages-run", PAGE_TURNS,
+                                      DEFAULT_PAGE), _pid(sidecar), 1)
+            (found,) = await interleaved([w], 1.0, 1, b.ns.pair_duration / 2)
+        finally:
+            await channels.close()
+    b.scenarios.append(found)
+    b.results.getrun_p50_ms = found.p50_ms
+
+
+async def part_long(b: Bench) -> None:
+    print(f"long: SubmitTurn at turn {SHORT_AT} vs {LONG_AT}", flush=True)
+    db = b.tmp / "long.db"
+    short = [f"short-{i}" for i in range(SHORT_RUNS)]
+    await _prepare(b, db, {**{r: SHORT_AT - 1 for r in short}, "long-run": LONG_AT - 1})
+    with b.sidecar("long", db=db) as sidecar:
+        channels = _Channels()
+        try:
+            stub = channels.stub(sidecar)
+            pid = _pid(sidecar)
+            small, large = await b.pair([
+                Workload(f"SubmitTurn, {SHORT_RUNS} runs from turn {SHORT_AT}, 1 in flight",
+                         submit_turn_call(stub, short, per_worker=False), pid, 1,
+                         tools_pid=b.travel.pid),
+                Workload(f"SubmitTurn, a run from turn {LONG_AT:,}, 1 in flight",
+                         submit_turn_call(stub, ["long-run"]), pid, 1,
+                         tools_pid=b.travel.pid)])
+        finally:
+            await channels.close()
+    b.results.long = Pair(small, large)
+
+
+# ---------------------------------------------------------------------- flat cost
+
+
+@asynccontextmanager
+async def _two_sidecars(b: Bench, names: tuple[str, str], small: SidecarProcess,
+                        large: SidecarProcess) -> AsyncIterator[tuple[Workload, Workload]]:
+    """Two sidecars (started one after the other), and an Authorize workload on each."""
+    channels = _Channels()
+    started = time.perf_counter()
+    with small:
+        ready_small = time.perf_counter() - started
+        started = time.perf_counter()
+        with large:
+            ready_large = time.perf_counter() - started
+            b.notes.append(f"sidecar ready in {ready_small:.1f} s ({names[0]}), "
+                           f"{ready_large:.1f} s ({names[1]})")
+            try:
+                yield (Workload(names[0], authorize_call(channels.stub(small)), _pid(small),
+                                b.ns.concurrency),
+                       Workload(names[1], authorize_call(channels.stub(large)), _pid(large),
+                                b.ns.concurrency))
+            finally:
+                await channels.close()
+            b.memory_rows.append((f"sidecar, {names[1]}", *_hwm_rss(_pid(large))))
+
+
+def _hwm_rss(pid: int) -> tuple[int, int]:
+    m = memory(pid)
+    return m.hwm_kib, m.rss_kib
+
+
+async def part_tools(b: Bench) -> None:
+    print(f"tools: Authorize with {FEW_TOOLS} vs {MANY_TOOLS:,} manifests", flush=True)
+    few, many = b.tmp / "tools-few", b.tmp / "tools-many"
+    started = time.perf_counter()
+    write_manifests(few, FEW_TOOLS - 2)
+    write_manifests(many, MANY_TOOLS - 2)
+    b.notes.append(f"{MANY_TOOLS:,} manifests written in {time.perf_counter() - started:.1f} s")
+    names = (f"Authorize, {FEW_TOOLS} tools", f"Authorize, {MANY_TOOLS:,} tools")
+    async with _two_sidecars(b, names, b.sidecar("tools-few", tools=few),
+                             b.sidecar("tools-many", tools=many)) as pair:
+        small, large = await b.pair(pair)
+    b.results.tools = Pair(small, large)
+
+
+async def part_data(b: Bench) -> None:
+    print(f"data: Authorize with {FEW_ENTRIES} vs {MANY_ENTRIES:,} policy data entries",
+          flush=True)
+    few = write_policy_data(b.tmp / "policies-few", FEW_ENTRIES)
+    many = write_policy_data(b.tmp / "policies-many", MANY_ENTRIES)
+    names = (f"Authorize, {FEW_ENTRIES} tenants in data",
+             f"Authorize, {MANY_ENTRIES:,} tenants in data")
+    async with _two_sidecars(b, names, b.sidecar("data-few", policies=few),
+                             b.sidecar("data-many", policies=many)) as pair:
+        small, large = await b.pair(pair)
+    b.results.data = Pair(small, large)
+
+
+# ---------------------------------------------------------------------- workers
+
+
+def serve_has_workers() -> bool:
+    out = subprocess.run([sys.executable, "-m", "gateway.cli", "serve", "--help"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return "--workers" in out.stdout
+
+
+def _workers_of(pid: int) -> list[int]:
+    """The serving processes: a supervisor's descendants but multiprocessing's helper
+    processes (its resource tracker, its fork server), or the process itself."""
+    return [p for p in descendants(pid) if not _helper(p)] or [pid]
+
+
+def _helper(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True
+    return b"resource_tracker" in cmdline or b"forkserver" in cmdline
+
+
+async def part_workers(b: Bench) -> None:
+    if not serve_has_workers():
+        b.results.skipped["workers"] = "serve has no --workers"
+        return
+    print("workers: --workers 1 vs --workers 2", flush=True)
+    rates: dict[str, tuple[float, float]] = {}
+    rss: list[list[float]] = []
+    found: dict[int, list[Scenario]] = {}
+    with b.sidecar("workers-1", extra_args=["--workers", "1"]) as one, \
+            b.sidecar("workers-2", extra_args=["--workers", "2"]) as two:
+        channels = _Channels()
+        try:
+            workloads = []
+            for n, sidecar in ((1, one), (2, two)):
+                pid = _pid(sidecar)
+                stub = channels.stub(sidecar)
+                runs = await start_runs(stub, b.ns.concurrency)
+                cpu = functools.partial(tree_cpu_seconds, pid)
+                workloads += [
+                    Workload(f"Authorize, --workers {n}", authorize_call(stub), pid,
+                             b.ns.concurrency, server_cpu=cpu),
+                    Workload(f"SubmitTurn (2 reads), --workers {n}",
+                             submit_turn_call(stub, runs), pid, b.ns.concurrency,
+                             tools_pid=b.travel.pid,
+                             server_cpu=cpu)]
+            measured = await b.pair(workloads)
+            found = {1: measured[:2], 2: measured[2:]}
+        finally:
+            await channels.close()
+        for sidecar in (one, two):
+            rss.append([memory(p).hwm_kib * 1024 / MB for p in _workers_of(_pid(sidecar))])
+    for i, scenario in enumerate(("Authorize", "SubmitTurn")):
+        rates[scenario] = (found[1][i].phase.throughput, found[2][i].phase.throughput)
+    b.results.workers = WorkersResult(rates, (rss[0], rss[1]))
+
+
+# ---------------------------------------------------------------------- the whole run
+
+PART_RUNNERS = {"main": part_main, "counts": part_counts, "pages": part_pages,
+                "long": part_long, "tools": part_tools, "data": part_data,
+                "workers": part_workers}
+
+NOTES = [
+    "server CPU: user+system CPU time of the serving process (all threads; with --workers, the",
+    "supervisor and its workers) during the measured rounds, per request; server cores: that",
+    "CPU time over the measured time (1.00 = one core busy all the time); client CPU: the same",
+    "for the benchmark's client process; tools CPU: the travel tool service's process.",
+    "Flat-cost targets (tools, data, long) are judged on server CPU per request, large over",
+    "small; the p50 ratio is shown beside it. MB = 10^6 bytes.",
+]
+
+
+def _base_info(ns: argparse.Namespace, load_start: str) -> list[tuple[str, str]]:
+    cores = os.cpu_count() or 0
+    return [
+        ("date", datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
+        ("machine", f"{cores} cores, {_cpu_model()}, {platform.system()} {platform.release()}"),
+        ("load average", f"{load_start} at start, {_loadavg()} at end (1/5/15 min; other "
+                         "processes on the machine add noise)"),
+        ("python", f"{platform.python_implementation()} {platform.python_version()}"),
+        ("grpcio", version("grpcio")),
+        ("protobuf", version("protobuf")),
+        ("parts", ", ".join(ns.only)),
+        ("client", f"{ns.concurrency} concurrent asyncio workers (1 where a scenario says "
+                   "so), grpc.aio, one channel per target, TCP 127.0.0.1, one process"),
+        ("schedule", f"main: per scenario {ns.warmup:g}s warm-up, then {ns.rounds} measured "
+                     f"rounds of {ns.duration / ns.rounds:g}s, interleaved; pairs (long, "
+                     f"tools, data, workers): {ns.pair_warmup:g}s warm-up, {ns.pair_rounds} "
+                     f"rounds of {ns.pair_duration / ns.pair_rounds:g}s, interleaved"),
+        ("sidecars", "`callgate serve` child processes: SQLite store in a temp directory, "
+                     "embedded policy engine, policies/, examples/travel/tools, "
+                     "examples/auth.yaml (unless a part says otherwise)"),
+        ("tools", "examples.travel.service in its own child process"),
+    ]
+
+
+async def bench(ns: argparse.Namespace) -> tuple[str, str]:
+    load_start = _loadavg()
+    print("callgate benchmark: starting the travel service", flush=True)
+    travel = Child("travel service", ["-m", "examples.travel.service", "--host", "127.0.0.1",
+                                      "--port", "0", "--quiet"], "travel service listening on ")
+    with tempfile.TemporaryDirectory(prefix="callgate-bench-") as tmp, travel:
+        b = Bench(ns, Path(tmp), travel)
+        for part in PARTS:
+            if part in ns.only:
+                await PART_RUNNERS[part](b)
+            else:
+                b.results.skipped.setdefault(part, "not run (--only)")
+    info = [*_base_info(ns, load_start), *b.info]
+    flat = [p for p in (b.results.tools, b.results.data, b.results.long) if p is not None]
+    if flat:
+        b.sections.append(("Flat cost (large over small, same run)", [
+            f"{p.large.name} / {p.small.name}: server CPU/req {p.cpu_ratio:.2f}x, "
+            f"p50 {p.p50_ratio:.2f}x" for p in flat]))
+    report = render(info=info, scenarios=b.scenarios, echo_ratios=b.echo_ratios,
+                    memory_rows=b.memory_rows, sections=b.sections,
+                    goals=evaluate(b.results), notes=[*NOTES, *b.notes])
+    return report, b.profile
+
+
+def parts(text: str) -> tuple[str, ...]:
+    chosen = tuple(p.strip() for p in text.split(",") if p.strip())
+    unknown = [p for p in chosen if p not in PARTS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"unknown part(s) {', '.join(unknown) or '(none)'}; "
+                                         f"choose from {','.join(PARTS)}")
+    return chosen
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", type=parts, default=PARTS, metavar="PARTS",
+                   help=f"comma-separated parts to run (default all: {','.join(PARTS)})")
+    p.add_argument("--no-postgres", action="store_true",
+                   help="count statements on SQLite only")
     p.add_argument("--duration", type=float, default=12.0,
-                   help="seconds measured per scenario, over all rounds (default 12)")
+                   help="main: seconds measured per scenario, over all rounds (default 12)")
     p.add_argument("--rounds", type=int, default=3,
-                   help="measured rounds per scenario, interleaved (default 3)")
+                   help="main: measured rounds per scenario, interleaved (default 3)")
     p.add_argument("--warmup", type=float, default=3.0,
-                   help="seconds of warm-up per scenario, not measured (default 3)")
+                   help="main: seconds of warm-up per scenario, not measured (default 3)")
+    p.add_argument("--sequential-duration", type=float, default=6.0,
+                   help="main: seconds measured for SubmitTurn one at a time and for each "
+                        "tool alone (default 6)")
+    p.add_argument("--pair-duration", type=float, default=8.0,
+                   help="long, tools, data, workers: seconds measured per scenario "
+                        "(default 8)")
+    p.add_argument("--pair-rounds", type=int, default=4,
+                   help="long, tools, data, workers: rounds (default 4)")
+    p.add_argument("--pair-warmup", type=float, default=2.0,
+                   help="long, tools, data, workers: warm-up seconds (default 2)")
     p.add_argument("--concurrency", type=int, default=8,
                    help="concurrent client workers (default 8)")
     p.add_argument("--output", type=Path, default=RESULTS,
                    help=f"where to write the report (default {RESULTS.relative_to(ROOT)})")
     p.add_argument("--no-save", action="store_true", help="print the report only")
     p.add_argument("--profile-sidecar", type=Path, metavar="DIR",
-                   help="run the sidecar under cProfile (one profile per thread, snapshots in "
-                        "DIR) and print where its time went per request in each measured "
-                        "phase; slows the sidecar, implies --no-save and --rounds 1")
+                   help="run the main sidecar under cProfile (one profile per thread, "
+                        "snapshots in DIR) and print where its time went per request in each "
+                        "measured phase; slows the sidecar, implies --only main, --no-save "
+                        "and --rounds 1")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     ns = _parser().parse_args(argv)
-    if ns.duration <= 0 or ns.warmup < 0 or ns.concurrency < 1 or ns.rounds < 1:
-        print("bench: --duration must be > 0, --warmup >= 0, --concurrency and --rounds >= 1",
+    if (ns.duration <= 0 or ns.pair_duration <= 0 or ns.sequential_duration <= 0
+            or ns.warmup < 0 or ns.pair_warmup < 0 or ns.concurrency < 1 or ns.rounds < 1
+            or ns.pair_rounds < 1):
+        print("bench: durations must be > 0, warm-ups >= 0, --concurrency and rounds >= 1",
               file=sys.stderr)
         return 2
     if ns.profile_sidecar is not None:
-        ns.rounds, ns.no_save = 1, True
+        ns.rounds, ns.no_save, ns.only = 1, True, ("main",)
     try:
-        outcome = asyncio.run(bench(ns))
+        report, profile = asyncio.run(bench(ns))
     except (BenchFailed, ChildFailed, SidecarFailed, grpc.RpcError, OSError) as exc:
         print(f"bench: FAILED: {exc}", file=sys.stderr)
         return 1
     print()
-    print(outcome.report, end="")
-    if outcome.profile:
+    print(report, end="")
+    if profile:
         print("\nPROFILED RUN: the sidecar ran under cProfile; its numbers above are inflated."
               "\n")
-        print(outcome.profile, end="")
+        print(profile, end="")
     if not ns.no_save:
         ns.output.parent.mkdir(parents=True, exist_ok=True)
-        ns.output.write_text(outcome.report)
+        ns.output.write_text(report)
         print(f"\nwritten to {ns.output}")
     return 0
 
