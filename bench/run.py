@@ -244,7 +244,9 @@ async def _drive_main(b: Bench, procs: Processes, channels: _Channels
     runs = await start_runs(stub, ns.concurrency)
     turn_w = Workload("SubmitTurn (2 reads)", submit_turn_call(stub, runs), pid, ns.concurrency,
                       tools_pid=b.travel.pid)
-    workloads = [echo_w, auth_w, turn_w]
+    fresh_w = Workload("Authorize, new arguments each request",
+                       authorize_call(stub, fresh=True), pid, ns.concurrency)
+    workloads = [echo_w, auth_w, turn_w, fresh_w]
     if procs.opa_sidecar is not None and procs.opa is not None:
         workloads.append(Workload("Authorize (OPA engine)",
                                   authorize_call(channels.stub(procs.opa_sidecar)),
@@ -311,7 +313,11 @@ async def part_main(b: Bench) -> None:
     b.info += [
         ("echo", "bare grpc.aio server, one generic bytes-in/bytes-out unary method, child "
                  "process; payload = the Authorize request's bytes"),
-        ("Authorize", "one get_train_status call, valid arguments, ALLOW; no run_id"),
+        ("Authorize", "one get_train_status call, valid arguments, ALLOW; no run_id; the "
+                      "same request every time (the targets' scenario: a repeated call, whose "
+                      "arguments check and decision the sidecar remembers)"),
+        ("Authorize, new arguments", "the same call with a date no earlier request had: "
+                                     "nothing remembered answers it"),
         ("SubmitTurn", f"get_train_status + get_weather executed over HTTP; {ns.concurrency} "
                        f"long-lived runs ({PROVIDER}, no budget limits), one per worker, a new "
                        f"turn_id and call IDs per request; runs grew from ~{first:.0f} to "
@@ -437,10 +443,11 @@ async def _two_sidecars(b: Bench, names: tuple[str, str], small: SidecarProcess,
             b.notes.append(f"sidecar ready in {ready_small:.1f} s ({names[0]}), "
                            f"{ready_large:.1f} s ({names[1]})")
             try:
-                yield (Workload(names[0], authorize_call(channels.stub(small)), _pid(small),
-                                b.ns.concurrency),
-                       Workload(names[1], authorize_call(channels.stub(large)), _pid(large),
-                                b.ns.concurrency))
+                # new arguments each request: every decision is evaluated against the data
+                yield (Workload(names[0], authorize_call(channels.stub(small), fresh=True),
+                                _pid(small), b.ns.concurrency),
+                       Workload(names[1], authorize_call(channels.stub(large), fresh=True),
+                                _pid(large), b.ns.concurrency))
             finally:
                 await channels.close()
             b.memory_rows.append((f"sidecar, {names[1]}", *_hwm_rss(_pid(large))))

@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 
 import aiohttp
 import grpc
@@ -27,6 +28,7 @@ from gateway.client import tool_call
 TOKEN = "alice-demo-token"
 METADATA = (("authorization", f"Bearer {TOKEN}"),)
 TIMEOUT_S = 10.0
+FIRST_DAY = date(2000, 1, 1)
 
 
 class UnexpectedAnswer(Exception):
@@ -53,16 +55,27 @@ def echo_call(channel: grpc.aio.Channel) -> Call:
     return call
 
 
-def authorize_call(stub: pb.ToolGatewayStub) -> Call:
+def authorize_call(stub: pb.ToolGatewayStub, *, fresh: bool = False) -> Call:
+    """Authorize of one get_train_status call; `fresh`: with a date no request had before, so
+    nothing the sidecar remembers of earlier calls (arguments hash, schema check, decision)
+    answers it."""
     request = pb.AuthorizeRequest(calls=[tool_call("c1", "get_train_status", TRAIN)])
 
     async def call(worker: int, seq: int) -> None:
-        answer: pb.AuthorizeResponse = await stub.Authorize(request, metadata=METADATA,
+        asked = (pb.AuthorizeRequest(calls=[tool_call("c1", "get_train_status",
+                                                      {**TRAIN, "date": fresh_date(worker, seq)})])
+                 if fresh else request)
+        answer: pb.AuthorizeResponse = await stub.Authorize(asked, metadata=METADATA,
                                                             timeout=TIMEOUT_S)
         d = answer.decisions
         if len(d) != 1 or d[0].decision.verdict != pb.VERDICT_ALLOW or d[0].error.code:
             raise UnexpectedAnswer("Authorize", answer)
     return call
+
+
+def fresh_date(worker: int, seq: int) -> str:
+    """A date of its own for each (worker, seq) (seq below 100,000)."""
+    return (FIRST_DAY + timedelta(days=worker * 100_000 + seq % 100_000)).isoformat()
 
 
 async def start_runs(stub: pb.ToolGatewayStub, count: int) -> list[str]:

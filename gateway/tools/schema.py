@@ -10,6 +10,8 @@ the value (`{"$ref": "#"}`: validating would never end), or when it combines
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -242,11 +244,29 @@ def compile_schema(schema: dict[str, Any], field: FieldPath) -> Validator:
 
 
 def _check_against_metaschema(schema: dict[str, Any]) -> None:
-    """Draft202012Validator.check_schema, with patterns checked as ECMA-262 (`FORMATS`)."""
-    meta = Draft202012Validator(Draft202012Validator.META_SCHEMA, format_checker=FORMATS)
-    error = best_match(meta.iter_errors(schema))
+    """Draft202012Validator.check_schema, with patterns checked as ECMA-262 (`FORMATS`).
+    About a millisecond a schema: a schema met before (manifests often share their schemas)
+    is known to pass."""
+    try:
+        text = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):
+        text = None
+    if text is not None and text in _PASSED:
+        return
+    error = best_match(_meta_validator().iter_errors(schema))
     if error is not None:
         raise SchemaError.create_from(error)
+    if text is not None and len(_PASSED) < _PASSED_MAX:
+        _PASSED.add(text)
+
+
+_PASSED: set[str] = set()  # schemas (JSON, keys sorted) that passed the metaschema
+_PASSED_MAX = 100_000
+
+
+@functools.cache
+def _meta_validator() -> Validator:
+    return Draft202012Validator(Draft202012Validator.META_SCHEMA, format_checker=FORMATS)
 
 
 def _pointer(path: Iterable[Any]) -> str:
