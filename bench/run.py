@@ -73,6 +73,7 @@ from bench.workloads import (
     echo_call,
     get_run_call,
     interleaved,
+    per_worker,
     start_runs,
     submit_turn_call,
 )
@@ -139,13 +140,16 @@ class _Channels:
     def __init__(self) -> None:
         self.open: list[grpc.aio.Channel] = []
 
-    def __call__(self, target: str) -> grpc.aio.Channel:
-        channel = grpc.aio.insecure_channel(target)
+    def __call__(self, target: str, *, own_connection: bool = False) -> grpc.aio.Channel:
+        # channels to one target share a connection unless each keeps its own subchannels
+        options = [("grpc.use_local_subchannel_pool", 1)] if own_connection else []
+        channel = grpc.aio.insecure_channel(target, options=options)
         self.open.append(channel)
         return channel
 
-    def stub(self, sidecar: SidecarProcess) -> pb.ToolGatewayStub:
-        return pb.ToolGatewayStub(self(sidecar.target))
+    def stub(self, sidecar: SidecarProcess, *, own_connection: bool = False
+             ) -> pb.ToolGatewayStub:
+        return pb.ToolGatewayStub(self(sidecar.target, own_connection=own_connection))
 
     async def close(self) -> None:
         while self.open:
@@ -524,16 +528,19 @@ async def part_workers(b: Bench) -> None:
             workloads = []
             for n, sidecar in ((1, one), (2, two)):
                 pid = _pid(sidecar)
-                stub = channels.stub(sidecar)
-                runs = await start_runs(stub, b.ns.concurrency)
+                # a connection per client worker: the kernel spreads connections (not
+                # requests) over the processes sharing the port
+                stubs = [channels.stub(sidecar, own_connection=True)
+                         for _ in range(b.ns.concurrency)]
+                runs = await start_runs(stubs[0], b.ns.concurrency)
                 cpu = functools.partial(tree_cpu_seconds, pid)
                 workloads += [
-                    Workload(f"Authorize, --workers {n}", authorize_call(stub), pid,
+                    Workload(f"Authorize, --workers {n}",
+                             per_worker([authorize_call(s) for s in stubs]), pid,
                              b.ns.concurrency, server_cpu=cpu),
                     Workload(f"SubmitTurn (2 reads), --workers {n}",
-                             submit_turn_call(stub, runs), pid, b.ns.concurrency,
-                             tools_pid=b.travel.pid,
-                             server_cpu=cpu)]
+                             per_worker([submit_turn_call(s, runs) for s in stubs]), pid,
+                             b.ns.concurrency, tools_pid=b.travel.pid, server_cpu=cpu)]
             measured = await b.pair(workloads)
             found = {1: measured[:2], 2: measured[2:]}
         finally:

@@ -73,6 +73,13 @@ def authorize_call(stub: pb.ToolGatewayStub, *, fresh: bool = False) -> Call:
     return call
 
 
+def per_worker(calls: Sequence[Call]) -> Call:
+    """One call per client worker (each on its own connection, say)."""
+    async def call(worker: int, seq: int) -> None:
+        await calls[worker % len(calls)](worker, seq)
+    return call
+
+
 def fresh_date(worker: int, seq: int) -> str:
     """A date of its own for each (worker, seq) (seq below 100,000)."""
     return (FIRST_DAY + timedelta(days=worker * 100_000 + seq % 100_000)).isoformat()

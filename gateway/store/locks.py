@@ -144,3 +144,35 @@ class FileRangeLocks:
         if not waited.cancelled() and waited.exception() is None:
             self._unlock(slot)
         local.release()
+
+
+class WriterLock:
+    """One SQLite writer at a time among the processes sharing a store, taken before
+    `BEGIN IMMEDIATE`. SQLite's own busy handler retries after sleeping 1, 2, 5, 10 ... up to
+    100 ms, so under contention a write waits far longer than the transaction it waits for;
+    this lock is retried every `POLL_S` instead (an `flock` on a file beside the database,
+    dropped by the kernel when its holder dies), for at most `timeout_s`."""
+
+    POLL_S = 0.0002
+
+    def __init__(self, path: Path, timeout_s: float) -> None:
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._timeout_s = timeout_s
+
+    def acquire(self) -> bool:
+        """Whether the lock was taken within the timeout."""
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False
+            time.sleep(self.POLL_S)
+
+    def release(self) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        os.close(self._fd)

@@ -47,7 +47,7 @@ from gateway.model import (
 from gateway.store import rows
 from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.guard import FileGuard
-from gateway.store.locks import FileRangeLocks, run_lock_key
+from gateway.store.locks import FileRangeLocks, WriterLock, run_lock_key
 from gateway.store.notify import AUDIT_FEED, Notifying, SettleHub
 from gateway.store.peers import PeerLink
 
@@ -141,6 +141,7 @@ class SQLiteStore(Notifying):
         self._hub = SettleHub()
         self._peers: PeerLink | None = None
         self._drive_locks: FileRangeLocks | None = None
+        self._writer: WriterLock | None = None
         self._closed = False
         # the audit chain's last hash as this connection last committed it (None: not known);
         # an append checks it in its INSERT, so another process's append is never missed
@@ -175,6 +176,7 @@ class SQLiteStore(Notifying):
         self._conn = conn
         self._migrate(conn)
         self._drive_locks = FileRangeLocks.for_file(Path(f"{self.path}-runs.lock"))
+        self._writer = WriterLock(Path(f"{self.path}-write.lock"), self._busy_timeout_s)
         self._guard.opened()
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
@@ -220,18 +222,26 @@ class SQLiteStore(Notifying):
         if problem:
             raise StoreUnavailable(f"the run store cannot persist: {problem}")
         self._next_head = None
-        conn.execute("BEGIN IMMEDIATE")
+        writer = self._writer
+        if writer is not None and not writer.acquire():
+            raise StoreUnavailable(f"the run store stayed busy for {self._busy_timeout_s:g} s "
+                                   "(another process kept writing to it)")
         try:
-            result = fn(conn)
-        except BaseException:
-            self._audit_head = None
-            conn.execute("ROLLBACK")
-            raise
-        try:
-            conn.execute("COMMIT")
-        except BaseException:
-            self._audit_head = None
-            raise
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+            except BaseException:
+                self._audit_head = None
+                conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                self._audit_head = None
+                raise
+        finally:
+            if writer is not None:
+                writer.release()
         if self._next_head is not None:
             self._audit_head = self._next_head
         return result
@@ -644,3 +654,6 @@ class SQLiteStore(Notifying):
         if self._drive_locks is not None:
             self._drive_locks.close()
             self._drive_locks = None
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None

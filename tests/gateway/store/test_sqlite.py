@@ -9,6 +9,8 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from gateway.errors import StoreUnavailable
 from gateway.model import (
     AuditEvent,
@@ -100,3 +102,38 @@ async def test_a_drive_lock_excludes_other_processes_until_they_die(tmp_path: Pa
         if child.stdin is not None:
             child.stdin.close()
     await store.close()
+
+
+def test_the_writer_lock_admits_one_holder_and_gives_up_at_its_timeout(tmp_path: Path) -> None:
+    from gateway.store.locks import WriterLock
+
+    first, second = (WriterLock(tmp_path / "w.lock", timeout_s=0.05) for _ in range(2))
+    try:
+        assert first.acquire()
+        assert not second.acquire()  # held by another open file: waits 50 ms, then no
+        first.release()
+        assert second.acquire()
+        assert not first.acquire()
+        second.release()
+    finally:
+        first.close()
+        second.close()
+
+
+async def test_a_write_waits_for_the_writer_lock_and_fails_cleanly_when_it_stays_taken(
+        tmp_path: Path) -> None:
+    from gateway.store.locks import WriterLock
+
+    store = await SQLiteStore.open(tmp_path / "s.db", busy_timeout_s=0.1)
+    other = WriterLock(Path(f"{tmp_path / 's.db'}-write.lock"), timeout_s=1)
+    event = AuditEvent(kind="authorize", subject="a", run_id="r1", call_id="c1", time=NOW)
+    try:
+        assert other.acquire()
+        with pytest.raises(StoreUnavailable, match="another process kept writing"):
+            await store.append_audit([event])
+        other.release()
+        await store.append_audit([event])  # nothing was half-written: the chain continues
+        assert [r["call_id"] for r in await store.audit_rows("r1")] == ["c1"]
+    finally:
+        other.close()
+        await store.close()
