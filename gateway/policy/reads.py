@@ -93,11 +93,14 @@ class InputView:
         changed; what is kept is shared, not copied)."""
         if self.paths is None:
             return input
-        kept = _project(input, _tree(self.paths))
+        kept = _project(input, self._tree)
         return kept if isinstance(kept, dict) else input
 
+    @functools.cached_property
+    def _tree(self) -> Tree:
+        return _tree(self.paths or frozenset())
 
-@functools.cache
+
 def _tree(paths: frozenset[tuple[str, ...]]) -> Tree:
     tree: Tree = {}
     for path in sorted(paths, key=len):
