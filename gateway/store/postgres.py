@@ -100,6 +100,36 @@ MIGRATIONS[3].append("UPDATE audit SET verdict = decision_json::json ->> 'verdic
 MIGRATIONS[2].append("ALTER TABLE approvals ADD COLUMN pos BIGSERIAL")
 
 
+_RUN_AND_TURNS = (
+    f"SELECT {', '.join('r.' + c for c in rows.RUN_COLUMNS)}, "
+    f"{', '.join('t.' + c for c in rows.TURN_COLUMNS)} FROM runs r LEFT JOIN turns t "
+    "ON t.run_id = r.run_id AND (t.turn_id = %s OR t.seq = r.turns_used) WHERE r.run_id = %s")
+# (used?, pos, the past call): the run's last calls, then those of some IDs already used
+_RECENT_AND_USED = (
+    f"(SELECT false, pos, {', '.join(rows.PAST_CALL_COLUMNS)} FROM calls WHERE run_id = %s "
+    "ORDER BY pos DESC LIMIT %s) UNION ALL "
+    f"(SELECT true, pos, {', '.join(rows.PAST_CALL_COLUMNS)} FROM calls WHERE run_id = %s "
+    f"AND call_id = ANY(%s) AND {rows.NOT_DUPLICATE})")
+
+
+_MAX_PARAMETERS = 30_000  # per statement (PostgreSQL takes up to 65,535)
+
+
+async def _insert_rows(conn: Conn, table: str, columns: Sequence[str],
+                       values: Sequence[Sequence[Any]], *, wrap: tuple[str, str] = ("", ""),
+                       extra: Sequence[Any] = ()) -> None:
+    """The rows in as few multi-row INSERTs as the parameter limit allows, in their order
+    (a serial column numbers them in it); `wrap` goes around each INSERT, `extra` after its
+    values."""
+    per = max(1, _MAX_PARAMETERS // len(columns))
+    for start in range(0, len(values), per):
+        chunk = values[start:start + per]
+        insert = (f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+                  + ", ".join([f"({_marks(columns)})"] * len(chunk)))
+        await conn.execute(wrap[0] + insert + wrap[1],  # type: ignore[arg-type]
+                           [v for row in chunk for v in row] + list(extra))
+
+
 def _marks(columns: Sequence[str]) -> str:
     return rows.placeholders(columns, "%s")
 
@@ -361,27 +391,25 @@ class PostgresStore(Notifying):
 
     async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
                            recent: int) -> TurnContext | None:
+        """Two statements, as on SQLite: the run with the turn of this ID and its last turn
+        (seq = the run's turn count), then its recent calls with those of call_ids already
+        used."""
         async with self._tx() as conn:
-            row = await self._one(conn, _select(rows.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
-                                  (run_id,))
-            if row is None:
+            found = await self._all(conn, _RUN_AND_TURNS, (turn_id, run_id))
+            if not found:
                 return None
-            run = rows.run_from_row(row)
-            # the turn with this ID and the last one (its seq is the run's turn count)
-            turns = [rows.turn_from_row(r) for r in await self._all(
-                conn, _select(rows.TURN_COLUMNS, "turns") + " WHERE run_id = %s "
-                "AND (turn_id = %s OR seq = %s)", (run_id, turn_id, run.turns_used))]
-            used: set[str] = set()
-            if call_ids:
-                used = {r[0] for r in await self._all(
-                    conn, "SELECT call_id FROM calls WHERE run_id = %s AND call_id = ANY(%s) "
-                          f"AND {rows.NOT_DUPLICATE}", (run_id, list(call_ids)))}
-            latest = await self._recent(conn, run_id, recent)
+            run = rows.run_from_row(found[0][:len(rows.RUN_COLUMNS)])
+            turns = [rows.turn_from_row(r[len(rows.RUN_COLUMNS):]) for r in found
+                     if r[len(rows.RUN_COLUMNS)] is not None]
+            calls = await self._all(conn, _RECENT_AND_USED,
+                                    (run_id, recent, run_id, list(call_ids)))
+            used = frozenset(rows.past_call_from_row(r[2:]).call_id for r in calls if r[0])
+            latest = sorted((r for r in calls if not r[0]), key=lambda r: r[1])
             last = next((t for t in turns if t.seq == run.turns_used), None)
             if last is None and run.turns_used:  # counted otherwise (never, so far): look
                 last = await self._last_turn(conn, run_id)
         return TurnContext(run, next((t for t in turns if t.turn_id == turn_id), None), last,
-                           frozenset(used), tuple(latest))
+                           used, tuple(rows.past_call_from_row(r[2:]) for r in latest))
 
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
@@ -390,12 +418,8 @@ class PostgresStore(Notifying):
             await conn.execute(  # type: ignore[arg-type]
                 f"INSERT INTO turns ({', '.join(rows.TURN_COLUMNS)}) "
                 f"VALUES ({_marks(rows.TURN_COLUMNS)})", rows.turn_row(turn))
-            if calls:
-                async with conn.cursor() as cur:
-                    await cur.executemany(  # type: ignore[arg-type]
-                        f"INSERT INTO calls ({', '.join(rows.CALL_COLUMNS)}) "
-                        f"VALUES ({_marks(rows.CALL_COLUMNS)})",
-                        [rows.call_row(self._stored.call(c)) for c in calls])
+            await _insert_rows(conn, "calls", rows.CALL_COLUMNS,
+                               [rows.call_row(self._stored.call(c)) for c in calls])
             await self._update_run(conn, run)
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
             await self._append_audit(conn, audit)
@@ -435,18 +459,38 @@ class PostgresStore(Notifying):
     @staticmethod
     async def _update_calls(conn: Conn, calls: Sequence[CallRecord],
                             guards: rows.Guards) -> None:
-        update = (f"UPDATE calls SET {_sets(rows.CALL_COLUMNS[3:])} "
-                  "WHERE run_id = %s AND turn_id = %s AND call_id = %s")
+        """One UPDATE for every call (from a VALUES list, as on SQLite); a guarded call
+        changes only while its row has the expected status and execution count, else
+        `StoreConflict` (and the transaction rolls back)."""
+        if not calls:
+            return
+        cols = rows.CALL_COLUMNS[3:]
+        names = ("k_run", "k_turn", "k_call", "x_status", "x_count", *cols)
+        types = ("TEXT", "TEXT", "TEXT", "TEXT", "BIGINT",
+                 *("BIGINT" if c in rows.INTEGER_COLUMNS else "TEXT" for c in cols))
+        values: list[Any] = []
         for c in calls:
-            values = (*rows.call_row(c)[3:], c.run_id, c.turn_id, c.call_id)
+            guard = guards.get((c.turn_id, c.call_id))
+            values.extend((c.run_id, c.turn_id, c.call_id, *(guard or (None, None)),
+                           *rows.call_row(c)[3:]))
+        row = "(" + ", ".join(f"%s::{t}" for t in types) + ")"
+        cur = await conn.execute(  # type: ignore[arg-type]
+            f"WITH v ({', '.join(names)}) AS (VALUES {', '.join([row] * len(calls))}) "
+            f"UPDATE calls SET {', '.join(f'{c} = v.{c}' for c in cols)} FROM v "
+            "WHERE calls.run_id = v.k_run AND calls.turn_id = v.k_turn "
+            "AND calls.call_id = v.k_call AND (v.x_status IS NULL OR "
+            "(calls.status = v.x_status AND calls.execution_count = v.x_count))", values)
+        if cur.rowcount == len(calls):
+            return
+        for c in calls:  # which guard failed: its row does not hold the new record
             expected = guards.get((c.turn_id, c.call_id))
-            if expected is None:
-                await conn.execute(update, values)  # type: ignore[arg-type]
-                continue
-            cur = await conn.execute(  # type: ignore[arg-type]
-                update + " AND status = %s AND execution_count = %s", (*values, *expected))
-            if cur.rowcount != 1:
+            now = await PostgresStore._one(
+                conn, "SELECT status, execution_count FROM calls WHERE run_id = %s "
+                      "AND turn_id = %s AND call_id = %s", (c.run_id, c.turn_id, c.call_id))
+            if expected is not None and now != (c.status.value, c.execution_count):
                 raise rows.conflict(c, expected)
+        raise rows.conflict(calls[0], guards.get((calls[0].turn_id, calls[0].call_id))
+                            or ("", 0))
 
     @staticmethod
     async def _save_approvals(conn: Conn, approvals: Sequence[ApprovalRecord],
@@ -474,14 +518,15 @@ class PostgresStore(Notifying):
                or await self._one(conn, "SELECT hash FROM audit_checkpoints ORDER BY seq DESC "
                                         "LIMIT 1"))
         prev = row[0] if row else ""
-        # each insert also notifies the followers of every replica (delivered at commit,
-        # once per transaction), without a round trip of its own
-        insert = (f"WITH added AS (INSERT INTO audit ({', '.join(rows.AUDIT_COLUMNS)}) "
-                  f"VALUES ({_marks(rows.AUDIT_COLUMNS)}) RETURNING seq) "
-                  "SELECT pg_notify(%s, '') FROM added")
+        chained = []
         for event in events:
-            values, prev = rows.audit_row(event, prev, self._audit_key)
-            await conn.execute(insert, (*values, self._audit_channel))  # type: ignore[arg-type]
+            row, prev = rows.audit_row(event, prev, self._audit_key)
+            chained.append(row)
+        # seq follows the rows' order, which is the chain's; each statement also notifies the
+        # followers of every replica (delivered at commit, once per transaction)
+        await _insert_rows(conn, "audit", rows.AUDIT_COLUMNS, chained,
+                           wrap=("WITH added AS (", " RETURNING seq) SELECT pg_notify(%s, '') "
+                                 "FROM added"), extra=(self._audit_channel,))
 
     async def _lock_audit(self, conn: Conn) -> None:
         await conn.execute("SELECT pg_advisory_xact_lock(%s)",

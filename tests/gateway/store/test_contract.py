@@ -177,6 +177,23 @@ async def test_a_guarded_update_applies_only_to_the_expected_row(store: RunStore
     assert await store.turn_calls("r1", "t1") == [executing]
 
 
+async def test_one_stale_guard_among_several_calls_changes_none_of_them(
+        store: RunStore) -> None:
+    """The calls of one save are written together (one statement on both stores): a guard
+    that no longer holds rolls every one of them back."""
+    await with_turn(store, a_call("t1", "c1"), a_call("t1", "c2"), a_call("t1", "c3"))
+    before = await store.turn_calls("r1", "t1")
+    first, second, third = before
+    taken = second.moved(CallStatus.EXECUTING, started_at=NOW)
+    await store.save(calls=[taken], expect=[second])
+    moved = [c.moved(CallStatus.EXECUTING, started_at=NOW) for c in before]
+    with pytest.raises(StoreConflict):
+        await store.save(calls=moved, expect=before)  # the second is no longer PROPOSED
+    assert await store.turn_calls("r1", "t1") == [first, taken, third]
+    await store.save(calls=[moved[0], moved[2]], expect=[first, third])
+    assert [c.status for c in await store.turn_calls("r1", "t1")] == [CallStatus.EXECUTING] * 3
+
+
 async def test_the_claim_to_execute_is_won_once(store: RunStore, other: RunStore) -> None:
     """Two replicas claim the same call at the same moment: exactly one wins, and the loser's
     whole commit (its run counter too) rolls back."""
