@@ -100,10 +100,7 @@ MIGRATIONS[3].append("UPDATE audit SET verdict = decision_json::json ->> 'verdic
 MIGRATIONS[2].append("ALTER TABLE approvals ADD COLUMN pos BIGSERIAL")
 
 
-_RUN_AND_TURNS = (
-    f"SELECT {', '.join('r.' + c for c in rows.RUN_COLUMNS)}, "
-    f"{', '.join('t.' + c for c in rows.TURN_COLUMNS)} FROM runs r LEFT JOIN turns t "
-    "ON t.run_id = r.run_id AND (t.turn_id = %s OR t.seq = r.turns_used) WHERE r.run_id = %s")
+_RUN_AND_TURNS = rows.run_and_turns("%s")
 # (used?, pos, the past call): the run's last calls, then those of some IDs already used
 _RECENT_AND_USED = (
     f"(SELECT false, pos, {', '.join(rows.PAST_CALL_COLUMNS)} FROM calls WHERE run_id = %s "
@@ -464,22 +461,9 @@ class PostgresStore(Notifying):
         `StoreConflict` (and the transaction rolls back)."""
         if not calls:
             return
-        cols = rows.CALL_COLUMNS[3:]
-        names = ("k_run", "k_turn", "k_call", "x_status", "x_count", *cols)
-        types = ("TEXT", "TEXT", "TEXT", "TEXT", "BIGINT",
-                 *("BIGINT" if c in rows.INTEGER_COLUMNS else "TEXT" for c in cols))
-        values: list[Any] = []
-        for c in calls:
-            guard = guards.get((c.turn_id, c.call_id))
-            values.extend((c.run_id, c.turn_id, c.call_id, *(guard or (None, None)),
-                           *rows.call_row(c)[3:]))
-        row = "(" + ", ".join(f"%s::{t}" for t in types) + ")"
-        cur = await conn.execute(  # type: ignore[arg-type]
-            f"WITH v ({', '.join(names)}) AS (VALUES {', '.join([row] * len(calls))}) "
-            f"UPDATE calls SET {', '.join(f'{c} = v.{c}' for c in cols)} FROM v "
-            "WHERE calls.run_id = v.k_run AND calls.turn_id = v.k_turn "
-            "AND calls.call_id = v.k_call AND (v.x_status IS NULL OR "
-            "(calls.status = v.x_status AND calls.execution_count = v.x_count))", values)
+        update = rows.calls_update(len(calls), "%s", typed=True)
+        values = rows.calls_update_values(calls, guards)
+        cur = await conn.execute(update, values)  # type: ignore[arg-type]
         if cur.rowcount == len(calls):
             return
         for c in calls:  # which guard failed: its row does not hold the new record

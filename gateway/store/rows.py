@@ -189,6 +189,43 @@ def guards(expect: Sequence[CallRecord]) -> Guards:
     return {(c.turn_id, c.call_id): (c.status.value, c.execution_count) for c in expect}
 
 
+def run_and_turns(mark: str) -> str:
+    """The run joined with its turn of one ID and its last turn (seq = its turn count);
+    parameters: the turn ID, the run ID."""
+    return (f"SELECT {', '.join('r.' + c for c in RUN_COLUMNS)}, "
+            f"{', '.join('t.' + c for c in TURN_COLUMNS)} FROM runs r LEFT JOIN turns t "
+            f"ON t.run_id = r.run_id AND (t.turn_id = {mark} OR t.seq = r.turns_used) "
+            f"WHERE r.run_id = {mark}")
+
+
+_CALL_KEYS = ("k_run", "k_turn", "k_call", "x_status", "x_count")
+
+
+def calls_update(count: int, mark: str, *, typed: bool = False) -> str:
+    """One UPDATE of `count` calls from a VALUES list (values: `calls_update_values`): a call
+    with a guard changes only while its row has the expected status and execution count.
+    `typed` casts every value (PostgreSQL reads an untyped NULL in a VALUES list as text)."""
+    names = (*_CALL_KEYS, *CALL_COLUMNS[3:])
+    integers = {"x_count", *INTEGER_COLUMNS}
+    marks = [f"{mark}::{'BIGINT' if n in integers else 'TEXT'}" if typed else mark
+             for n in names]
+    row = f"({', '.join(marks)})"
+    return (f"WITH v ({', '.join(names)}) AS (VALUES {', '.join([row] * count)}) "
+            f"UPDATE calls SET {', '.join(f'{c} = v.{c}' for c in CALL_COLUMNS[3:])} FROM v "
+            "WHERE calls.run_id = v.k_run AND calls.turn_id = v.k_turn "
+            "AND calls.call_id = v.k_call AND (v.x_status IS NULL OR "
+            "(calls.status = v.x_status AND calls.execution_count = v.x_count))")
+
+
+def calls_update_values(calls: Sequence[CallRecord], guards: Guards) -> list[Any]:
+    values: list[Any] = []
+    for c in calls:
+        guard = guards.get((c.turn_id, c.call_id))
+        values.extend((c.run_id, c.turn_id, c.call_id, *(guard or (None, None)),
+                       *call_row(c)[3:]))
+    return values
+
+
 def conflict(c: CallRecord, expected: tuple[str, int]) -> StoreConflict:
     return StoreConflict(
         f"call {c.call_id} of run {c.run_id} is no longer {expected[0]} (execution count "

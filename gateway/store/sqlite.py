@@ -81,10 +81,7 @@ MIGRATIONS[3].append("UPDATE audit SET verdict = json_extract(decision_json, '$.
                      "WHERE decision_json IS NOT NULL")
 
 
-_RUN_AND_TURNS = (
-    f"SELECT {', '.join('r.' + c for c in rows.RUN_COLUMNS)}, "
-    f"{', '.join('t.' + c for c in rows.TURN_COLUMNS)} FROM runs r LEFT JOIN turns t "
-    "ON t.run_id = r.run_id AND (t.turn_id = ? OR t.seq = r.turns_used) WHERE r.run_id = ?")
+_RUN_AND_TURNS = rows.run_and_turns("?")
 # the audit chain's last hash: the newest record's, or (all pruned) the latest checkpoint's
 _CHAIN_HEAD = ("COALESCE((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), "
                "(SELECT hash FROM audit_checkpoints ORDER BY seq DESC LIMIT 1), '')")
@@ -438,22 +435,8 @@ class SQLiteStore(Notifying):
         its row has the expected status and execution count, else `StoreConflict`."""
         if not calls:
             return
-        cols = rows.CALL_COLUMNS[3:]
-        names = ("k_run", "k_turn", "k_call", "x_status", "x_count", *cols)
-        values: list[Any] = []
-        for c in calls:
-            guard = guards.get((c.turn_id, c.call_id))
-            values.extend((c.run_id, c.turn_id, c.call_id, *(guard or (None, None)),
-                           *rows.call_row(c)[3:]))
-        row = f"({_placeholders(names)})"
         before = conn.total_changes  # (rowcount is not kept for a statement that starts WITH)
-        conn.execute(
-            f"WITH v ({', '.join(names)}) AS (VALUES {', '.join([row] * len(calls))}) "
-            f"UPDATE calls SET {', '.join(f'{c} = v.{c}' for c in cols)} FROM v "
-            "WHERE calls.run_id = v.k_run AND calls.turn_id = v.k_turn "
-            "AND calls.call_id = v.k_call AND (v.x_status IS NULL OR "
-            "(calls.status = v.x_status AND calls.execution_count = v.x_count))",
-            values)
+        conn.execute(rows.calls_update(len(calls), "?"), rows.calls_update_values(calls, guards))
         if conn.total_changes - before == len(calls):
             return
         for c in calls:  # which guard failed: its row does not hold the new record
