@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.counting import PgTraces, SQLiteCounter, Tally
-from bench.inproc import in_process
+from bench.inproc import InProcess, in_process
 from gateway.audit.keys import AuditKey
 from gateway.store.base import RunStore, StoredForm
 from gateway.store.postgres import PostgresStore
@@ -56,15 +56,21 @@ class TurnCounts:
                 f"ROLLBACK per turn, over {self.turns} turns")
 
 
+async def _warmed_run(proc: InProcess) -> str:
+    """A new run that has had its uncounted turns."""
+    run_id = f"count-{uuid.uuid4().hex[:8]}"
+    await proc.start_run(run_id)
+    for i in range(WARM_TURNS):
+        await proc.turn(run_id, f"warm_{i}")
+    return run_id
+
+
 async def count_sqlite(db: Path, travel_url: str, turns: int) -> TurnCounts:
     async def open_sqlite(key: AuditKey, stored: StoredForm) -> RunStore:
         return await SQLiteStore.open(db, audit_key=key, stored=stored)
 
     async with in_process(open_sqlite, travel_url) as proc:
-        run_id = f"count-{uuid.uuid4().hex[:8]}"
-        await proc.start_run(run_id)
-        for i in range(WARM_TURNS):
-            await proc.turn(run_id, f"warm_{i}")
+        run_id = await _warmed_run(proc)
         assert isinstance(proc.store, SQLiteStore)
         with SQLiteCounter(proc.store.conn) as tally:
             for i in range(turns):
@@ -90,10 +96,7 @@ async def count_postgres(url: str, travel_url: str, turns: int) -> TurnCounts:
         return await TracedPostgres.open(url, audit_key=key, stored=stored)
 
     async with in_process(open_pg, travel_url) as proc:
-        run_id = f"count-{uuid.uuid4().hex[:8]}"
-        await proc.start_run(run_id)
-        for i in range(WARM_TURNS):
-            await proc.turn(run_id, f"warm_{i}")
+        run_id = await _warmed_run(proc)
         assert isinstance(proc.store, TracedPostgres)
         proc.store.traces.start()
         try:

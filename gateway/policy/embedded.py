@@ -126,13 +126,6 @@ def input_json(input: dict[str, Any]) -> str:
                           ensure_ascii=False)
 
 
-def _require_json(input: dict[str, Any]) -> None:
-    try:
-        orjson.dumps(input)
-    except TypeError:  # as in input_json: json has the last word
-        json.dumps(input, allow_nan=False)
-
-
 def input_sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -248,7 +241,7 @@ class EmbeddedEngine:
         cannot have meant to build."""
         seen = self.visible(input)
         if seen is not input:
-            _require_json(input)
+            input_json(input)  # raises for what is not JSON anywhere in it
         return input_json(seen)
 
     def decide_json(self, text: str) -> Decision:
