@@ -10,6 +10,10 @@ of it in the database:
 - the claim to execute a call: guarded UPDATEs (expected status and execution count in the
   WHERE clause; anything but one row rolls the commit back with `StoreConflict`).
 - the audit chain: appended under a transaction advisory lock, so `seq` order is chain order.
+  Records are chained after the head this replica last committed and inserted only while it
+  is still the head (another replica's append makes it read the head and insert again).
+- a transaction's writes: one statement of data-modifying CTEs (`pgwrite`) after the chain's
+  lock, so a turn's phase costs two round trips, not one per table.
 - settlement notifications: `NOTIFY` on this schema's channel inside the settling transaction;
   every replica `LISTEN`s on one connection and wakes its own watchers. Audit appends notify
   a second channel the same way (QueryAudit followers).
@@ -50,10 +54,11 @@ from gateway.model import (
     audit_time,
     now_utc,
 )
-from gateway.store import rows
+from gateway.store import pgwrite, rows
 from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.locks import KeyedLocks, run_lock_key
 from gateway.store.notify import AUDIT_FEED, Notifying, SettleHub
+from gateway.store.pgwrite import Head, Write
 
 log = logging.getLogger("callgate.store")
 
@@ -109,24 +114,6 @@ _RECENT_AND_USED = (
     f"AND call_id = ANY(%s) AND {rows.NOT_DUPLICATE})")
 
 
-_MAX_PARAMETERS = 30_000  # per statement (PostgreSQL takes up to 65,535)
-
-
-async def _insert_rows(conn: Conn, table: str, columns: Sequence[str],
-                       values: Sequence[Sequence[Any]], *, wrap: tuple[str, str] = ("", ""),
-                       extra: Sequence[Any] = ()) -> None:
-    """The rows in as few multi-row INSERTs as the parameter limit allows, in their order
-    (a serial column numbers them in it); `wrap` goes around each INSERT, `extra` after its
-    values."""
-    per = max(1, _MAX_PARAMETERS // len(columns))
-    for start in range(0, len(values), per):
-        chunk = values[start:start + per]
-        insert = (f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
-                  + ", ".join([f"({_marks(columns)})"] * len(chunk)))
-        await conn.execute(wrap[0] + insert + wrap[1],  # type: ignore[arg-type]
-                           [v for row in chunk for v in row] + list(extra))
-
-
 def _marks(columns: Sequence[str]) -> str:
     return rows.placeholders(columns, "%s")
 
@@ -174,6 +161,7 @@ class PostgresStore(Notifying):
         self._audit_channel = ""
         self._listening = asyncio.Event()
         self._listener: asyncio.Task[None] | None = None
+        self._head: Head | None = None  # the audit chain's, as this store last committed it
 
     # ------------------------------------------------------------------ opening
 
@@ -411,70 +399,133 @@ class PostgresStore(Notifying):
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
                          approvals: Sequence[ApprovalRecord] = ()) -> None:
+        """One statement for the turn, its calls, the run and the audit records (plus the
+        chain's lock, and the approvals when there are any)."""
+        writes = [Write(f"INSERT INTO turns ({', '.join(rows.TURN_COLUMNS)}) "
+                        f"VALUES ({_marks(rows.TURN_COLUMNS)})", rows.turn_row(turn)),
+                  self._run_update(run)]
+        values = [rows.call_row(self._stored.call(c)) for c in calls]
+        writes += [pgwrite.insert("calls", rows.CALL_COLUMNS, chunk)
+                   for chunk in pgwrite.chunks(values, len(rows.CALL_COLUMNS))]
         async with self._tx() as conn:
-            await conn.execute(  # type: ignore[arg-type]
-                f"INSERT INTO turns ({', '.join(rows.TURN_COLUMNS)}) "
-                f"VALUES ({_marks(rows.TURN_COLUMNS)})", rows.turn_row(turn))
-            await _insert_rows(conn, "calls", rows.CALL_COLUMNS,
-                               [rows.call_row(self._stored.call(c)) for c in calls])
-            await self._update_run(conn, run)
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
-            await self._append_audit(conn, audit)
-        self._appended(audit)
+            _, head = await self._write(conn, writes, audit)
+        self._committed(head, audit)
 
-    async def _update_run(self, conn: Conn, run: RunRecord) -> None:
-        await conn.execute(  # type: ignore[arg-type]
-            f"UPDATE runs SET {_sets(rows.RUN_COLUMNS[1:])} WHERE run_id = %s",
-            (*rows.run_row(run)[1:], run.run_id))
+    @staticmethod
+    def _run_update(run: RunRecord) -> Write:
+        return Write(f"UPDATE runs SET {_sets(rows.RUN_COLUMNS[1:])} WHERE run_id = %s",
+                     (*rows.run_row(run)[1:], run.run_id))
 
     async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
                    calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
                    audit: Sequence[AuditEvent] = (),
                    expect: Sequence[CallRecord] = (),
                    expect_approvals: Sequence[ApprovalRecord] = ()) -> None:
+        """One statement for the run, the turn, the calls (one guarded UPDATE), the audit
+        records and the settlement's notification (plus the chain's lock, and the approvals
+        when there are any)."""
         changed = run or turn
-        notify = changed is not None and settles(run, turn)
+        settled = changed.run_id if changed is not None and settles(run, turn) else ""
+        writes = [] if run is None else [self._run_update(run)]
+        if turn is not None:
+            writes.append(Write(f"UPDATE turns SET {_sets(rows.TURN_COLUMNS[2:])} "
+                                "WHERE run_id = %s AND turn_id = %s",
+                                (*rows.turn_row(turn)[2:], turn.run_id, turn.turn_id)))
+        stored = [self._stored.call(c) for c in calls]
+        guards = rows.guards(expect)
+        if stored:  # counted: a guard that failed leaves its row out
+            writes.append(Write(rows.calls_update(len(stored), "%s", typed=True) + " RETURNING 1",
+                                rows.calls_update_values(stored, guards), counted=True))
         async with self._tx() as conn:
-            if run is not None:
-                await self._update_run(conn, run)
-            if turn is not None:
-                await conn.execute(  # type: ignore[arg-type]
-                    f"UPDATE turns SET {_sets(rows.TURN_COLUMNS[2:])} "
-                    "WHERE run_id = %s AND turn_id = %s",
-                    (*rows.turn_row(turn)[2:], turn.run_id, turn.turn_id))
-            await self._update_calls(conn, [self._stored.call(c) for c in calls],
-                                     rows.guards(expect))
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals],
                                        rows.approval_guards(expect_approvals))
-            await self._append_audit(conn, audit)
-            if notify and changed is not None:  # delivered to every replica at commit
-                await conn.execute("SELECT pg_notify(%s, %s)", (self._channel, changed.run_id))
-        self._appended(audit)
-        if notify and changed is not None:
-            self._hub.publish(changed.run_id)
+            counts, head = await self._write(conn, writes, audit, settled=settled)
+            if stored and counts[0] != len(stored):
+                raise await self._conflict(conn, stored, guards)
+        self._committed(head, audit)
+        if settled:
+            self._hub.publish(settled)
+
+    async def _write(self, conn: Conn, writes: Sequence[Write], events: Sequence[AuditEvent],
+                     *, settled: str = "") -> tuple[list[int], Head | None]:
+        """The writes, the events' audit records and the settlement's notification in one
+        statement when they fit in it (else one statement each); answers the counted writes'
+        counts and the chain's new head. The audit records are chained after the head this
+        store last committed, under the chain's lock (which every replica takes, held until
+        the transaction ends); when another writer appended since, the head is read and they
+        are inserted again."""
+        audit = last = None
+        if events:
+            await self._lock_audit(conn)
+            if self._head is not None:
+                chained, last = self._chained(events, self._head.hash)
+                audit = pgwrite.audit_insert(chained, guard=self._head.hash)
+        notify = [(self._channel, settled)] if settled else []
+        if pgwrite.fits(*writes, *([audit] if audit else [])):
+            query, args = pgwrite.statement(writes, audit, notify=notify,
+                                            audit_channel=self._audit_channel)
+            row = await self._one(conn, query, args)
+            assert row is not None
+            counted = sum(w.counted for w in writes)
+            counts, added = list(row[:counted]), row[counted] if audit else None
+        else:  # each write alone (as large as it may be); then the records, the head read
+            counts, added = [], None
+            for w in writes:
+                cur = await conn.execute(w.sql, w.args)  # type: ignore[arg-type]
+                if w.counted:
+                    counts.append(cur.rowcount)
+            if notify:
+                await conn.execute("SELECT pg_notify(%s, %s)", notify[0])
+        if not events:
+            return counts, None
+        if added is not None and last is not None:
+            return counts, Head(added, last)
+        return counts, await self._append_read(conn, events)
+
+    async def _append_read(self, conn: Conn, events: Sequence[AuditEvent]) -> Head:
+        """The events chained after the head read now (the chain's lock is held)."""
+        row = await self._one(conn, f"SELECT {pgwrite.CHAIN_HEAD}")
+        assert row is not None
+        chained, last = self._chained(events, row[0])
+        seq = 0
+        for chunk in pgwrite.chunks(chained, len(rows.AUDIT_COLUMNS)):
+            query, args = pgwrite.statement([], pgwrite.audit_insert(chunk),
+                                            audit_channel=self._audit_channel)
+            found = await self._one(conn, query, args)
+            assert found is not None
+            seq = found[0]
+        return Head(seq, last)
+
+    def _chained(self, events: Sequence[AuditEvent], prev: str
+                 ) -> tuple[list[tuple[Any, ...]], str]:
+        chained = []
+        for event in events:
+            row, prev = rows.audit_row(event, prev, self._audit_key)
+            chained.append(row)
+        return chained, prev
+
+    def _committed(self, head: Head | None, events: Sequence[AuditEvent]) -> None:
+        """After a commit: remember the chain's head; wake this replica's audit followers at
+        once (the others hear the NOTIFY)."""
+        if head is not None:
+            self._head = head.later(self._head)
+        if events:
+            self._hub.publish(AUDIT_FEED)
 
     @staticmethod
-    async def _update_calls(conn: Conn, calls: Sequence[CallRecord],
-                            guards: rows.Guards) -> None:
-        """One UPDATE for every call (from a VALUES list, as on SQLite); a guarded call
-        changes only while its row has the expected status and execution count, else
-        `StoreConflict` (and the transaction rolls back)."""
-        if not calls:
-            return
-        update = rows.calls_update(len(calls), "%s", typed=True)
-        values = rows.calls_update_values(calls, guards)
-        cur = await conn.execute(update, values)  # type: ignore[arg-type]
-        if cur.rowcount == len(calls):
-            return
-        for c in calls:  # which guard failed: its row does not hold the new record
+    async def _conflict(conn: Conn, calls: Sequence[CallRecord],
+                        guards: rows.Guards) -> Exception:
+        """Which guard failed: its row does not hold the new record."""
+        for c in calls:
             expected = guards.get((c.turn_id, c.call_id))
             now = await PostgresStore._one(
                 conn, "SELECT status, execution_count FROM calls WHERE run_id = %s "
                       "AND turn_id = %s AND call_id = %s", (c.run_id, c.turn_id, c.call_id))
             if expected is not None and now != (c.status.value, c.execution_count):
-                raise rows.conflict(c, expected)
-        raise rows.conflict(calls[0], guards.get((calls[0].turn_id, calls[0].call_id))
-                            or ("", 0))
+                return rows.conflict(c, expected)
+        return rows.conflict(calls[0], guards.get((calls[0].turn_id, calls[0].call_id))
+                             or ("", 0))
 
     @staticmethod
     async def _save_approvals(conn: Conn, approvals: Sequence[ApprovalRecord],
@@ -492,42 +543,16 @@ class PostgresStore(Notifying):
 
     # ------------------------------------------------------------------ audit and approvals
 
-    async def _append_audit(self, conn: Conn, events: Sequence[AuditEvent]) -> None:
-        """Chain events after the store's last record, under a lock every replica takes, so
-        the chain has one order (held until this transaction ends)."""
-        if not events:
-            return
-        await self._lock_audit(conn)
-        row = (await self._one(conn, "SELECT hash FROM audit ORDER BY seq DESC LIMIT 1")
-               or await self._one(conn, "SELECT hash FROM audit_checkpoints ORDER BY seq DESC "
-                                        "LIMIT 1"))
-        prev = row[0] if row else ""
-        chained = []
-        for event in events:
-            row, prev = rows.audit_row(event, prev, self._audit_key)
-            chained.append(row)
-        # seq follows the rows' order, which is the chain's; each statement also notifies the
-        # followers of every replica (delivered at commit, once per transaction)
-        await _insert_rows(conn, "audit", rows.AUDIT_COLUMNS, chained,
-                           wrap=("WITH added AS (", " RETURNING seq) SELECT pg_notify(%s, '') "
-                                 "FROM added"), extra=(self._audit_channel,))
-
     async def _lock_audit(self, conn: Conn) -> None:
         await conn.execute("SELECT pg_advisory_xact_lock(%s)",
                            (run_lock_key(self._schema, "\0audit"),))
-
-    def _appended(self, events: Sequence[AuditEvent]) -> None:
-        """After a commit: wake this replica's audit followers at once (the others hear the
-        NOTIFY)."""
-        if events:
-            self._hub.publish(AUDIT_FEED)
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
         if not events:
             return
         async with self._tx() as conn:
-            await self._append_audit(conn, events)
-        self._appended(events)
+            _, head = await self._write(conn, (), events)
+        self._committed(head, events)
 
     async def query_audit(self, which: AuditFilter, *, after: int, limit: int,
                           newest: bool = False) -> list[AuditRecord]:
@@ -566,8 +591,9 @@ class PostgresStore(Notifying):
                 f"INSERT INTO audit_checkpoints ({', '.join(rows.CHECKPOINT_COLUMNS)}) "
                 f"VALUES ({_marks(rows.CHECKPOINT_COLUMNS)})",
                 (point.seq, point.hash, point.time, point.removed, point.before))
-            await self._append_audit(conn, [record(point)])
-        self._hub.publish(AUDIT_FEED)
+            events = [record(point)]
+            _, head = await self._write(conn, (), events)
+        self._committed(head, events)
         return point
 
     async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:

@@ -176,6 +176,13 @@ def placeholders(columns: Sequence[str], mark: str) -> str:
     return ", ".join(mark for _ in columns)
 
 
+def typed_placeholders(columns: Sequence[str], mark: str,
+                       integers: frozenset[str] = INTEGER_COLUMNS) -> str:
+    """`mark::BIGINT, mark::TEXT, ...`: PostgreSQL reads an untyped value (a NULL) in a VALUES
+    list that is not an INSERT's own as text."""
+    return ", ".join(f"{mark}::{'BIGINT' if c in integers else 'TEXT'}" for c in columns)
+
+
 def assignments(columns: Sequence[str], mark: str) -> str:
     """`a = mark, b = mark, ...` for an UPDATE of these columns."""
     return ", ".join(f"{c} = {mark}" for c in columns)
@@ -206,10 +213,8 @@ def calls_update(count: int, mark: str, *, typed: bool = False) -> str:
     with a guard changes only while its row has the expected status and execution count.
     `typed` casts every value (PostgreSQL reads an untyped NULL in a VALUES list as text)."""
     names = (*_CALL_KEYS, *CALL_COLUMNS[3:])
-    integers = {"x_count", *INTEGER_COLUMNS}
-    marks = [f"{mark}::{'BIGINT' if n in integers else 'TEXT'}" if typed else mark
-             for n in names]
-    row = f"({', '.join(marks)})"
+    row = (f"({typed_placeholders(names, mark, INTEGER_COLUMNS | {'x_count'})})" if typed
+           else f"({placeholders(names, mark)})")
     return (f"WITH v ({', '.join(names)}) AS (VALUES {', '.join([row] * count)}) "
             f"UPDATE calls SET {', '.join(f'{c} = v.{c}' for c in CALL_COLUMNS[3:])} FROM v "
             "WHERE calls.run_id = v.k_run AND calls.turn_id = v.k_turn "

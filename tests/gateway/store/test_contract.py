@@ -31,7 +31,7 @@ from gateway.model import (
     RunState,
     TurnRecord,
 )
-from gateway.store import RunStore, open_store, rows, sqlite_path
+from gateway.store import RunStore, open_store, pgwrite, rows, sqlite_path
 from gateway.store.notify import WatchClosed
 from tests.conftest import NewDb
 
@@ -285,8 +285,62 @@ async def test_replicas_appending_at_once_keep_one_chain(store: RunStore,
                            for i, s in enumerate([store, other] * 10)))
     recs = await store.audit_rows("r1")
     assert sorted(r["call_id"] for r in recs) == sorted(f"c{i}" for i in range(20))
+    assert_one_chain(recs)
+
+
+def assert_one_chain(recs: list[dict[str, object]]) -> None:
     assert recs[0]["prev_hash"] == ""
     assert all(r["prev_hash"] == p["hash"] for p, r in zip(recs, recs[1:], strict=False))
+
+
+def audit(kind: str, call_id: str) -> AuditEvent:
+    return AuditEvent(kind=kind, subject="alice", run_id="r1", call_id=call_id, time=NOW)
+
+
+async def test_turns_written_by_replicas_in_turn_keep_one_chain(store: RunStore,
+                                                                other: RunStore) -> None:
+    """Each instance chains its records after the head it last committed; when the other
+    appended since, its insert finds another head, adds nothing, and it reads the head: no
+    fork in the chain, no record lost."""
+    run = await store.create_run(a_run())
+    for i in range(4):
+        writer = (store, other)[i % 2]
+        turn = a_turn(f"t{i}", i + 1)
+        await writer.begin_turn(run, turn, [a_call(f"t{i}", f"c{i}")],
+                                audit=[audit("decision", f"c{i}")])
+        (call,) = await writer.turn_calls("r1", f"t{i}")
+        await writer.save(turn=replace(turn, next=NextAction.CONTINUE),
+                          calls=[call.moved(CallStatus.EXECUTING, started_at=NOW)],
+                          expect=[call], audit=[audit("result", f"c{i}")])
+    recs = await store.audit_rows("r1")
+    assert [(r["kind"], r["call_id"]) for r in recs] == [
+        (kind, f"c{i}") for i in range(4) for kind in ("decision", "result")]
+    assert_one_chain(recs)
+
+
+async def test_a_phase_too_large_for_one_statement_is_written_one_by_one(
+        store: RunStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL writes a phase in one statement while it fits in the parameters a statement
+    may have; past that, each write alone and the records in pieces, in the same order."""
+    if store.name != "postgresql":
+        pytest.skip("SQLite writes each table with a statement of its own")
+    monkeypatch.setattr(pgwrite, "MAX_PARAMETERS", 60)  # 3 calls or 2 records a statement
+    run = await store.create_run(a_run())
+    calls = [a_call("t1", f"c{i}", index=i) for i in range(7)]
+    await store.begin_turn(run, a_turn("t1", 1), calls,
+                           audit=[audit("decision", c.call_id) for c in calls])
+    stored = await store.turn_calls("r1", "t1")
+    assert [c.call_id for c in stored] == [c.call_id for c in calls]
+    done = [c.moved(CallStatus.EXECUTING, started_at=NOW) for c in stored]
+    await store.save(calls=done, expect=stored,
+                     audit=[audit("result", c.call_id) for c in calls])
+    with pytest.raises(StoreConflict):  # the guard still holds the whole phase back
+        await store.save(calls=done, expect=stored, audit=[audit("again", "c0")])
+    assert await store.turn_calls("r1", "t1") == done
+    recs = await store.audit_rows("r1")
+    assert [(r["kind"], r["call_id"]) for r in recs] == [
+        (kind, c.call_id) for kind in ("decision", "result") for c in calls]
+    assert_one_chain(recs)
 
 
 # ------------------------------------------------------------------------------ watches
