@@ -112,6 +112,29 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
 
 
+THREAD_KINDS = ("event loop", "store", "other Python", "native")
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds so far of a process's threads by kind: "event loop" (the main thread),
+    "store" (callgate-sqlite), "other Python" (threads Python started and did not name for the
+    system, such as gRPC's poller), "native" (threads of C libraries: gRPC's core). A thread
+    that has ended is no longer counted."""
+    found = dict.fromkeys(THREAD_KINDS, 0.0)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            comm = (task / "comm").read_text().strip()
+            stat = (task / "stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        kind = ("event loop" if task.name == str(pid) else "store"
+                if comm.startswith("callgate-sqlite") else "other Python"
+                if comm.startswith("python") else "native")
+        found[kind] += (int(fields[11]) + int(fields[12])) / _TICKS
+    return found
+
+
 def children(pid: int) -> list[int]:
     """The pids of a process's children (from every thread's `children` list)."""
     found: list[int] = []

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bench.load import Phase
+from bench.procs import THREAD_KINDS
 
 MB = 1_000_000
 
@@ -18,6 +19,8 @@ class Scenario:
     server_cpu_s: float  # CPU time of the serving process during the measured phase
     client_cpu_s: float  # CPU time of the benchmark's client process during the measured phase
     tools_cpu_s: float | None = None  # CPU time of the tool service the server called
+    # the serving process's CPU time by kind of thread (bench.procs.thread_cpu)
+    threads_cpu_s: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def p50_ms(self) -> float:
@@ -260,6 +263,17 @@ def scenario_table(scenarios: Sequence[Scenario]) -> list[str]:
                    "server cores", "client CPU us/req", "tools CPU us/req"], rows)
 
 
+def thread_table(scenarios: Sequence[Scenario]) -> list[str]:
+    """Server CPU per request by kind of thread, for the scenarios that measured it."""
+    measured = [s for s in scenarios if s.threads_cpu_s]
+    kinds = [k for k in THREAD_KINDS if any(s.threads_cpu_s.get(k) for s in measured)]
+    if not measured or not kinds:
+        return []
+    return _table(["scenario", *kinds], [
+        [s.name, *(f"{s.cpu_us_per_request(s.threads_cpu_s.get(k, 0.0)):.0f}" for k in kinds)]
+        for s in measured])
+
+
 def render(*, info: Sequence[tuple[str, str]], scenarios: Sequence[Scenario],
            echo_ratios: Sequence[Scenario], memory_rows: Sequence[tuple[str, int, int]],
            sections: Sequence[tuple[str, Sequence[str]]], goals: Sequence[Target],
@@ -272,6 +286,10 @@ def render(*, info: Sequence[tuple[str, str]], scenarios: Sequence[Scenario],
     if scenarios:
         out += ["", "Latency and throughput (client-side wall time per request)", ""]
         out += scenario_table(scenarios)
+        by_thread = thread_table(scenarios)
+        if by_thread:
+            out += ["", "Server CPU by thread (us per request; the event loop is the main "
+                    "thread)", "", *by_thread]
     if echo_ratios:
         echo = echo_ratios[0]
         out += ["", "Ratios to the echo server (same run)", ""]

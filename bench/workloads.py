@@ -20,7 +20,7 @@ from google.protobuf.message import Message
 from bench import echo_server
 from bench.inproc import PROVIDER, TRAIN, WEATHER, two_reads
 from bench.load import Call, Load, Phase
-from bench.procs import cpu_seconds
+from bench.procs import cpu_seconds, thread_cpu
 from bench.report import Scenario
 from gateway import pb
 from gateway.client import tool_call
@@ -164,6 +164,7 @@ class Workload:
     server_cpu_s: float = 0.0
     client_cpu_s: float = 0.0
     tools_cpu_s: float = 0.0
+    threads_cpu_s: dict[str, float] = field(default_factory=dict)  # by kind (server_pid's)
     requests_before: int = 0  # requests issued by all workers before the first measured round
     warmup_errors: str = ""
 
@@ -190,11 +191,13 @@ class Workload:
         print(f"  {self.name}: {seconds:g}s measured", flush=True)
         if before is not None:
             before()
+        threads0 = self._threads_cpu()
         server0, client0, tools0 = (self._server_cpu(), time.process_time(),
                                     self._tools_cpu())
         phase = await self.load.run(seconds)
         server1, client1, tools1 = (self._server_cpu(), time.process_time(),
                                     self._tools_cpu())
+        threads1 = self._threads_cpu()
         if after is not None:
             after()
         if phase.errors:
@@ -204,13 +207,20 @@ class Workload:
         self.server_cpu_s += server1 - server0
         self.client_cpu_s += client1 - client0
         self.tools_cpu_s += tools1 - tools0
+        for kind, used in threads1.items():
+            self.threads_cpu_s[kind] = self.threads_cpu_s.get(kind, 0.0) + used - threads0[kind]
+
+    def _threads_cpu(self) -> dict[str, float]:
+        """By kind of thread; none when the serving side is not the one server_pid."""
+        return thread_cpu(self.server_pid) if self.server_cpu is None else {}
 
     def _tools_cpu(self) -> float:
         return cpu_seconds(self.tools_pid) if self.tools_pid is not None else 0.0
 
     def scenario(self) -> Scenario:
         return Scenario(self.name, self.phase, self.server_cpu_s, self.client_cpu_s,
-                        self.tools_cpu_s if self.tools_pid is not None else None)
+                        self.tools_cpu_s if self.tools_pid is not None else None,
+                        dict(self.threads_cpu_s))
 
 
 async def interleaved(workloads: Sequence[Workload], warmup_s: float, rounds: int,

@@ -50,6 +50,7 @@ from gateway.store.guard import FileGuard
 from gateway.store.locks import FileRangeLocks, WriterLock, run_lock_key
 from gateway.store.notify import AUDIT_FEED, Notifying, SettleHub
 from gateway.store.peers import PeerLink
+from gateway.threadname import name_os_thread
 
 T = TypeVar("T")
 log = logging.getLogger("callgate.store")
@@ -131,7 +132,8 @@ class SQLiteStore(Notifying):
         self._problem = ""
         self._audit_key = audit_key
         self._stored = stored or AsGiven()
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="callgate-sqlite")
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="callgate-sqlite",
+                                        initializer=name_os_thread)
         self._conn: sqlite3.Connection | None = None
         self._audit_queue: list[tuple[Sequence[AuditEvent], asyncio.Future[None]]] = []
         self._audit_flush: asyncio.Task[None] | None = None
