@@ -161,7 +161,9 @@ class PostgresStore(Notifying):
         self._audit_channel = ""
         self._listening = asyncio.Event()
         self._listener: asyncio.Task[None] | None = None
-        self._head: Head | None = None  # the audit chain's, as this store last committed it
+        # the audit chain's head as this store last wrote it under the chain's lock (its
+        # transaction may yet roll back: then the next guarded insert misses, and reads it)
+        self._head: Head | None = None
 
     # ------------------------------------------------------------------ opening
 
@@ -409,8 +411,8 @@ class PostgresStore(Notifying):
                    for chunk in pgwrite.chunks(values, len(rows.CALL_COLUMNS))]
         async with self._tx() as conn:
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
-            _, head = await self._write(conn, writes, audit)
-        self._committed(head, audit)
+            await self._write(conn, writes, audit)
+        self._appended(audit)
 
     @staticmethod
     def _run_update(run: RunRecord) -> Write:
@@ -440,21 +442,22 @@ class PostgresStore(Notifying):
         async with self._tx() as conn:
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals],
                                        rows.approval_guards(expect_approvals))
-            counts, head = await self._write(conn, writes, audit, settled=settled)
+            counts = await self._write(conn, writes, audit, settled=settled)
             if stored and counts[0] != len(stored):
                 raise await self._conflict(conn, stored, guards)
-        self._committed(head, audit)
+        self._appended(audit)
         if settled:
             self._hub.publish(settled)
 
     async def _write(self, conn: Conn, writes: Sequence[Write], events: Sequence[AuditEvent],
-                     *, settled: str = "") -> tuple[list[int], Head | None]:
+                     *, settled: str = "") -> list[int]:
         """The writes, the events' audit records and the settlement's notification in one
         statement when they fit in it (else one statement each); answers the counted writes'
-        counts and the chain's new head. The audit records are chained after the head this
-        store last committed, under the chain's lock (which every replica takes, held until
-        the transaction ends); when another writer appended since, the head is read and they
-        are inserted again."""
+        counts. The audit records are chained after the head this store last wrote, under the
+        chain's lock (which every replica takes, held until the transaction ends); when
+        another writer appended since, the head is read and they are inserted again. The new
+        head is remembered at once, while the lock is held, so that the next transaction of
+        this store, waiting for the lock, finds it."""
         audit = last = None
         if events:
             await self._lock_audit(conn)
@@ -477,11 +480,11 @@ class PostgresStore(Notifying):
                     counts.append(cur.rowcount)
             if notify:
                 await conn.execute("SELECT pg_notify(%s, %s)", notify[0])
-        if not events:
-            return counts, None
-        if added is not None and last is not None:
-            return counts, Head(added, last)
-        return counts, await self._append_read(conn, events)
+        if events:
+            head = (Head(added, last) if added is not None and last is not None
+                    else await self._append_read(conn, events))
+            self._head = head.later(self._head)
+        return counts
 
     async def _append_read(self, conn: Conn, events: Sequence[AuditEvent]) -> Head:
         """The events chained after the head read now (the chain's lock is held)."""
@@ -505,11 +508,9 @@ class PostgresStore(Notifying):
             chained.append(row)
         return chained, prev
 
-    def _committed(self, head: Head | None, events: Sequence[AuditEvent]) -> None:
-        """After a commit: remember the chain's head; wake this replica's audit followers at
-        once (the others hear the NOTIFY)."""
-        if head is not None:
-            self._head = head.later(self._head)
+    def _appended(self, events: Sequence[AuditEvent]) -> None:
+        """After a commit: wake this replica's audit followers at once (the others hear the
+        NOTIFY)."""
         if events:
             self._hub.publish(AUDIT_FEED)
 
@@ -551,8 +552,8 @@ class PostgresStore(Notifying):
         if not events:
             return
         async with self._tx() as conn:
-            _, head = await self._write(conn, (), events)
-        self._committed(head, events)
+            await self._write(conn, (), events)
+        self._appended(events)
 
     async def query_audit(self, which: AuditFilter, *, after: int, limit: int,
                           newest: bool = False) -> list[AuditRecord]:
@@ -592,8 +593,8 @@ class PostgresStore(Notifying):
                 f"VALUES ({_marks(rows.CHECKPOINT_COLUMNS)})",
                 (point.seq, point.hash, point.time, point.removed, point.before))
             events = [record(point)]
-            _, head = await self._write(conn, (), events)
-        self._committed(head, events)
+            await self._write(conn, (), events)
+        self._appended(events)
         return point
 
     async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:

@@ -318,6 +318,21 @@ async def test_turns_written_by_replicas_in_turn_keep_one_chain(store: RunStore,
     assert_one_chain(recs)
 
 
+async def test_records_of_a_commit_rolled_back_are_not_chained_after(store: RunStore) -> None:
+    """A transaction that appended records and then rolled back (a stale guard) leaves none
+    behind, and the next append chains after the last record committed."""
+    await with_turn(store)
+    (proposed,) = await store.turn_calls("r1", "t1")
+    taken = proposed.moved(CallStatus.EXECUTING, started_at=NOW)
+    await store.save(calls=[taken], expect=[proposed], audit=[audit("claim", "c1")])
+    with pytest.raises(StoreConflict):
+        await store.save(calls=[taken], expect=[proposed], audit=[audit("lost", "c1")])
+    await store.append_audit([audit("after", "c1")])
+    recs = await store.audit_rows("r1")
+    assert [r["kind"] for r in recs] == ["claim", "after"]
+    assert_one_chain(recs)
+
+
 async def test_a_phase_too_large_for_one_statement_is_written_one_by_one(
         store: RunStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """PostgreSQL writes a phase in one statement while it fits in the parameters a statement
