@@ -52,7 +52,7 @@ from gateway.model import (
     Verdict,
 )
 from gateway.policy.embedded import EmbeddedEngine
-from gateway.policy.reload import prepare
+from gateway.policy.reload import ReloadingEngine, prepare
 from gateway.runner import Runner
 from gateway.store import RunStore, open_store, rows
 from gateway.store.postgres import PostgresStore
@@ -178,10 +178,15 @@ def ms(samples: Sequence[float]) -> str:
             f"{ordered[-1] * 1000:7.2f}")
 
 
-def acme_runs(n: int) -> list[str]:
-    """n random runs of tenant acme (the auditor's)."""
+def acme_runs(n: int, records: int) -> list[str]:
+    """n random runs of tenant acme (the auditor's) that hold records (record i, counting from
+    1, belongs to run i % RUNS)."""
+    step = len(TENANTS)
+    held = range(0, RUNS, step) if records >= RUNS else range(step, records + 1, step)
+    if not held:
+        raise SystemExit(f"--records {records}: too few for a run of tenant acme (at least {step})")
     rng = random.Random(7)
-    return [run_of(rng.randrange(0, RUNS, len(TENANTS)))[0] for _ in range(n)]
+    return [run_of(rng.choice(held))[0] for _ in range(n)]
 
 
 async def store_queries(db: str, runs: list[str]) -> list[float]:
@@ -231,7 +236,8 @@ class QuietPostgres(Quiet, PostgresStore):
 async def decisions(store: RunStore, n: int, concurrency: int) -> float:
     """Seconds per decision of Runner.authorize against store."""
     registry = Registry.load(ROOT / "examples" / "travel" / "tools")
-    policy = EmbeddedEngine(prepare(ROOT / "policies", "data.callgate"), checked=True)
+    policy = ReloadingEngine(EmbeddedEngine(prepare(ROOT / "policies", "data.callgate"),
+                                            checked=True))
     runner = Runner(store=store, registry=registry, policy=policy)
     alice = Identity("alice", "acme", ("traveler",))
     calls = [ToolCall("c1", "get_train_status", json.dumps(TRAIN))]
@@ -287,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-save", action="store_true")
     args = p.parse_args(argv)
     key = AuditKey.ephemeral()
-    runs = acme_runs(args.queries)
+    runs = acme_runs(args.queries, args.records)
     report = ["callgate audit benchmark", "",
               f"date          {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC",
               f"machine       {os.cpu_count()} cores, {platform.processor() or platform.machine()}"

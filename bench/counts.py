@@ -87,7 +87,7 @@ class TracedPostgres(PostgresStore):
     def __init__(self, conninfo: str, **kwargs: object) -> None:
         super().__init__(conninfo, **kwargs)  # type: ignore[arg-type]
         self.traces = PgTraces()
-        for pool in (self._pool, self._lock_pool):
+        for pool in (self._pool, self._locks.pool):
             pool.connection_class = self.traces.connection_class(pool.connection_class)
 
 

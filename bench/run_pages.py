@@ -41,7 +41,7 @@ from gateway.model import (
     Usage,
 )
 from gateway.policy.embedded import EmbeddedEngine
-from gateway.policy.reload import prepare
+from gateway.policy.reload import ReloadingEngine, prepare
 from gateway.runner import Runner
 from gateway.store import RunStore, open_store
 from gateway.tools import Registry
@@ -100,7 +100,8 @@ async def measure(db: str, turns: int, repeat: int) -> list[str]:
     try:
         await fill(store, turns)
         registry = Registry.load(ROOT / "examples" / "travel" / "tools")
-        policy = EmbeddedEngine(prepare(ROOT / "policies", "data.callgate"), checked=True)
+        policy = ReloadingEngine(EmbeddedEngine(prepare(ROOT / "policies", "data.callgate"),
+                                                checked=True))
         runner = Runner(store=store, registry=registry, policy=policy)
 
         async def page(size: int = 0, token: str = "") -> pb.Run:

@@ -4,30 +4,26 @@ The tables live in the connection's current schema (pick one with
 `?options=-csearch_path%3Dname` on the URL; it must exist). How the replicas coordinate, all
 of it in the database:
 
-- drive locks: a session advisory lock per run (`pg_advisory_lock`), held on a connection of a
-  small pool of its own for as long as the run is driven. A replica that dies loses its
-  session, and the database releases its locks.
+- drive locks and settlement notifications: `pgcoord` (a session advisory lock per run; one
+  connection per replica `LISTEN`s for what the others commit). A settlement's `NOTIFY` goes
+  in the settling transaction; audit appends notify a second channel the same way (QueryAudit
+  followers).
 - the claim to execute a call: guarded UPDATEs (expected status and execution count in the
   WHERE clause; anything but one row rolls the commit back with `StoreConflict`).
 - the audit chain: appended under a transaction advisory lock, so `seq` order is chain order.
-  Records are chained after the head this replica last committed and inserted only while it
-  is still the head (another replica's append makes it read the head and insert again).
+  Records are chained after the head this replica last wrote and inserted only while it is
+  still the head (another replica's append makes it read the head and insert again).
 - a transaction's writes: one statement of data-modifying CTEs (`pgwrite`) after the chain's
   lock, so a turn's phase costs two round trips, not one per table.
-- settlement notifications: `NOTIFY` on this schema's channel inside the settling transaction;
-  every replica `LISTEN`s on one connection and wakes its own watchers. Audit appends notify
-  a second channel the same way (QueryAudit followers).
 
 psycopg and pool errors are translated here into `StoreUnavailable` (cause chained).
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -56,18 +52,12 @@ from gateway.model import (
 )
 from gateway.store import pgwrite, rows
 from gateway.store.base import AsGiven, StoredForm, settles
-from gateway.store.locks import KeyedLocks, run_lock_key
+from gateway.store.locks import run_lock_key
 from gateway.store.notify import AUDIT_FEED, Notifying, SettleHub
+from gateway.store.pgcoord import Conn, DriveLocks, Listener, unavailable
 from gateway.store.pgwrite import Head, Write
 
-log = logging.getLogger("callgate.store")
-
 POOL_SIZE = 8  # connections for statements
-LOCK_POOL_SIZE = 32  # connections holding drive locks: runs driven at once by this replica
-LOCK_WAIT_S = 60.0  # how long a drive waits for a free lock connection
-LISTEN_RETRY_S = (0.1, 5.0)  # first and longest pause before the listener reconnects
-
-Conn = AsyncConnection[tuple[Any, ...]]
 
 
 def _column(name: str) -> str:
@@ -135,10 +125,6 @@ def describe(conninfo: str) -> str:
     return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
-def _unavailable(exc: BaseException) -> StoreUnavailable:
-    return StoreUnavailable(f"the run store could not be used: {exc}")
-
-
 class PostgresStore(Notifying):
     name = "postgresql"
 
@@ -151,16 +137,12 @@ class PostgresStore(Notifying):
         self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
             conninfo, min_size=1, max_size=POOL_SIZE, open=False, timeout=timeout_s,
             configure=self._configure, name="callgate")
-        self._lock_pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-            conninfo, min_size=1, max_size=LOCK_POOL_SIZE, open=False, timeout=LOCK_WAIT_S,
-            kwargs={"autocommit": True}, name="callgate-locks")
-        self._local = KeyedLocks()
+        self._locks = DriveLocks(conninfo)
         self._hub = SettleHub()
         self._schema = ""
         self._channel = ""
         self._audit_channel = ""
-        self._listening = asyncio.Event()
-        self._listener: asyncio.Task[None] | None = None
+        self._listener: Listener | None = None
         # the audit chain's head as this store last wrote it under the chain's lock (its
         # transaction may yet roll back: then the next guarded insert misses, and reads it)
         self._head: Head | None = None
@@ -190,7 +172,7 @@ class PostgresStore(Notifying):
             self._schema = await self._current_schema(conn, where)
             await self._migrate(conn, where)
         except psycopg.Error as exc:
-            raise _unavailable(exc) from exc
+            raise unavailable(exc) from exc
         finally:
             await conn.close()
         digest = hashlib.sha256(self._schema.encode()).hexdigest()[:16]
@@ -198,12 +180,13 @@ class PostgresStore(Notifying):
         self._audit_channel = f"callgate_audit_{digest}"
         try:
             await self._pool.open(wait=True, timeout=self._timeout_s)
-            await self._lock_pool.open(wait=True, timeout=self._timeout_s)
+            await self._locks.open(self._schema, self._timeout_s)
         except PoolTimeout as exc:
             raise StoreUnavailable(f"cannot open connections to PostgreSQL at {where}") from exc
-        self._listener = asyncio.create_task(self._listen(), name="callgate-listen")
+        self._listener = Listener(self._conninfo, self._hub, settled=self._channel,
+                                  audit=self._audit_channel)
         try:
-            await asyncio.wait_for(self._listening.wait(), self._timeout_s)
+            await self._listener.start(self._timeout_s)
         except TimeoutError as exc:
             raise StoreUnavailable(f"cannot LISTEN for settlements at {where}") from exc
 
@@ -261,7 +244,7 @@ class PostgresStore(Notifying):
                         "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 yield conn
         except (psycopg.Error, PoolTimeout) as exc:
-            raise _unavailable(exc) from exc
+            raise unavailable(exc) from exc
 
     @staticmethod
     async def _one(conn: Conn, query: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
@@ -627,78 +610,15 @@ class PostgresStore(Notifying):
 
     # ------------------------------------------------------------------ drive locks
 
-    @asynccontextmanager
-    async def drive_lock(self, run_id: str) -> AsyncIterator[None]:
-        key = run_lock_key(self._schema, run_id)
-        async with self._local.hold(run_id):
-            try:
-                conn = await self._lock_pool.getconn()
-            except PoolTimeout as exc:
-                raise StoreUnavailable(f"no connection free to lock run {run_id} within "
-                                       f"{LOCK_WAIT_S:g} s: too many runs driven at once") from exc
-            except psycopg.Error as exc:  # the pool is closed or cannot connect
-                raise _unavailable(exc) from exc
-            try:
-                await self._lock(conn, key)
-                try:
-                    yield
-                finally:
-                    await self._unlock(conn, key)
-            finally:
-                await self._lock_pool.putconn(conn)
-
-    @staticmethod
-    async def _lock(conn: Conn, key: int) -> None:
-        try:
-            await conn.execute("SELECT pg_advisory_lock(%s)", (key,))
-        except BaseException as exc:
-            # the lock may have been granted as the wait was abandoned: it ends with the session
-            await conn.close()
-            if isinstance(exc, psycopg.Error):
-                raise _unavailable(exc) from exc
-            raise
-
-    @staticmethod
-    async def _unlock(conn: Conn, key: int) -> None:
-        try:
-            await conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-        except BaseException:
-            await conn.close()  # the session, and the lock with it, ends here
-            raise
-
-    # ------------------------------------------------------------------ settlement listener
-
-    async def _listen(self) -> None:
-        """Wake local watchers for every settlement any replica commits; reconnect when the
-        listening connection breaks (and wake everyone: something may have been missed)."""
-        pause = LISTEN_RETRY_S[0]
-        while True:
-            try:
-                conn = await AsyncConnection.connect(self._conninfo, autocommit=True)
-                try:
-                    for channel in (self._channel, self._audit_channel):
-                        await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
-                    self._listening.set()
-                    self._hub.publish_all()
-                    pause = LISTEN_RETRY_S[0]
-                    async for note in conn.notifies():
-                        self._hub.publish(AUDIT_FEED if note.channel == self._audit_channel
-                                          else note.payload)
-                finally:
-                    self._listening.clear()
-                    await conn.close()
-            except psycopg.Error as exc:
-                log.warning("listening for settlements failed (%s); reconnecting in %.1f s",
-                            exc, pause)
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, LISTEN_RETRY_S[1])
+    def drive_lock(self, run_id: str) -> AbstractAsyncContextManager[None]:
+        return self._locks.hold(run_id)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def healthy(self) -> bool:
         """Whether the store can persist: its notification listener runs and a real write
         (a no-op update) commits."""
-        if not self._listening.is_set():
+        if self._listener is None or not self._listener.listening:
             return False
         try:
             async with self._tx() as conn:
@@ -711,11 +631,6 @@ class PostgresStore(Notifying):
         """Idempotent."""
         self._hub.close()
         if self._listener is not None:
-            self._listener.cancel()
-            try:
-                await self._listener
-            except asyncio.CancelledError:
-                pass
-            self._listener = None
-        await self._lock_pool.close()
+            await self._listener.close()
+        await self._locks.close()
         await self._pool.close()
