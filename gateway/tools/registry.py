@@ -170,7 +170,7 @@ class _Collector:
         self.clients = HttpClients(max_body_bytes=limits.max_output_bytes)
         self.env = env
         self.limits = limits
-        self.tools: list[Tool] = []
+        self.tools: dict[str, Tool] = {}  # by name, in the order they were defined
         self.problems: list[str] = []
 
     def add(self, raw: Any, source: Path, prefix: FieldPath) -> None:
@@ -194,18 +194,18 @@ class _Collector:
             self.add(raw, path, prefix)
 
     def _keep(self, tool: Tool, prefix: FieldPath) -> None:
-        first = next((t for t in self.tools if t.name == tool.name), None)
+        first = self.tools.get(tool.name)
         if first is not None:
             self.problems.append(problem_line(str(tool.source), (*prefix, "name"),
                                        f"duplicate tool name {tool.name!r} "
                                        f"(already defined in {first.source})"))
             return
-        self.tools.append(tool)
+        self.tools[tool.name] = tool
 
     def registry(self, audit_key: AuditKey | None) -> Registry:
         if self.problems:
             raise ConfigError("\n".join(self.problems))
-        return Registry(self.tools, self.clients, audit_key=audit_key)
+        return Registry(self.tools.values(), self.clients, audit_key=audit_key)
 
 
 _SHOWN_CACHE_CHARS = 4096
