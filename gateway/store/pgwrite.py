@@ -5,9 +5,10 @@ turn's phase (its turn and calls, the run, its audit records) costs one round tr
 one per table. The SELECT answers how many rows the counted writes changed (a guarded update
 checks it) and what the audit insert added.
 
-The audit records are chained in Python after the head the store last committed; their
-INSERT is guarded by that head (it inserts nothing when another writer appended since), so a
-stale head costs a re-read, never a fork in the chain. The guard is only sound in a statement
+The audit records are chained in Python after the head the store last wrote; their INSERT is
+guarded by that head (it inserts nothing when another writer appended since, or when the
+transaction that wrote it rolled back), so a stale head costs a re-read, never a fork in the
+chain. The guard is only sound in a statement
 that starts after the chain's lock is held (its snapshot then holds every earlier append).
 """
 
@@ -37,7 +38,7 @@ class Write:
 
 @dataclass(frozen=True)
 class Head:
-    """The audit chain's last record as this store committed it."""
+    """The audit chain's last record as this store last wrote it."""
 
     seq: int
     hash: str
