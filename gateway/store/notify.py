@@ -12,7 +12,7 @@ them to the other workers: `gateway.store.peers`); the PostgreSQL store also pub
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 # The subscription key of audit appends (never a run ID: those are printable).
@@ -114,3 +114,9 @@ class Notifying:
 
     def watchers(self) -> int:
         return self._hub.watchers()
+
+    def _appended(self, events: Sequence[object]) -> None:
+        """After a commit: wake this process's audit followers at once when it appended
+        records (other processes and replicas hear of it their own way)."""
+        if events:
+            self._hub.publish(AUDIT_FEED)

@@ -22,11 +22,6 @@ from gateway.store import rows
 
 MAX_PARAMETERS = 30_000  # per statement (PostgreSQL takes up to 65,535)
 
-# the chain's head: its last record, else the checkpoint that replaced the pruned ones
-CHAIN_HEAD = ("COALESCE((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), "
-              "(SELECT hash FROM audit_checkpoints ORDER BY seq DESC LIMIT 1), '')")
-
-
 @dataclass(frozen=True)
 class Write:
     """One INSERT or UPDATE; a counted one ends with RETURNING (its rows are counted)."""
@@ -68,7 +63,7 @@ def audit_insert(chained: Sequence[Sequence[Any]], guard: str | None = None) -> 
         return insert("audit", rows.AUDIT_COLUMNS, chained, " RETURNING seq")
     row = f"({rows.typed_placeholders(rows.AUDIT_COLUMNS, '%s')})"
     return Write(f"INSERT INTO audit ({', '.join(rows.AUDIT_COLUMNS)}) SELECT * FROM (VALUES "
-                 + ", ".join([row] * len(chained)) + f") v WHERE {CHAIN_HEAD} = %s "
+                 + ", ".join([row] * len(chained)) + f") v WHERE {rows.CHAIN_HEAD} = %s "
                  "RETURNING seq", [*(v for r in chained for v in r), guard])
 
 

@@ -53,7 +53,7 @@ from gateway.model import (
 from gateway.store import pgwrite, rows
 from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.locks import run_lock_key
-from gateway.store.notify import AUDIT_FEED, Notifying, SettleHub
+from gateway.store.notify import Notifying, SettleHub
 from gateway.store.pgcoord import Conn, DriveLocks, Listener, unavailable
 from gateway.store.pgwrite import Head, Write
 
@@ -445,7 +445,7 @@ class PostgresStore(Notifying):
         if events:
             await self._lock_audit(conn)
             if self._head is not None:
-                chained, last = self._chained(events, self._head.hash)
+                chained, last = rows.chained(events, self._head.hash, self._audit_key)
                 audit = pgwrite.audit_insert(chained, guard=self._head.hash)
         notify = [(self._channel, settled)] if settled else []
         if pgwrite.fits(*writes, *([audit] if audit else [])):
@@ -471,9 +471,9 @@ class PostgresStore(Notifying):
 
     async def _append_read(self, conn: Conn, events: Sequence[AuditEvent]) -> Head:
         """The events chained after the head read now (the chain's lock is held)."""
-        row = await self._one(conn, f"SELECT {pgwrite.CHAIN_HEAD}")
+        row = await self._one(conn, f"SELECT {rows.CHAIN_HEAD}")
         assert row is not None
-        chained, last = self._chained(events, row[0])
+        chained, last = rows.chained(events, row[0], self._audit_key)
         seq = 0
         for chunk in pgwrite.chunks(chained, len(rows.AUDIT_COLUMNS)):
             query, args = pgwrite.statement([], pgwrite.audit_insert(chunk),
@@ -482,20 +482,6 @@ class PostgresStore(Notifying):
             assert found is not None
             seq = found[0]
         return Head(seq, last)
-
-    def _chained(self, events: Sequence[AuditEvent], prev: str
-                 ) -> tuple[list[tuple[Any, ...]], str]:
-        chained = []
-        for event in events:
-            row, prev = rows.audit_row(event, prev, self._audit_key)
-            chained.append(row)
-        return chained, prev
-
-    def _appended(self, events: Sequence[AuditEvent]) -> None:
-        """After a commit: wake this replica's audit followers at once (the others hear the
-        NOTIFY)."""
-        if events:
-            self._hub.publish(AUDIT_FEED)
 
     @staticmethod
     async def _conflict(conn: Conn, calls: Sequence[CallRecord],

@@ -440,6 +440,22 @@ def _audit_body(values: Sequence[Any], layout: int | None) -> list[Any]:
             v["key_id"]]
 
 
+# the chain's head as SQL: its last record's hash, else that of the checkpoint that replaced
+# the pruned ones, else "" (an empty chain)
+CHAIN_HEAD = ("COALESCE((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), "
+              "(SELECT hash FROM audit_checkpoints ORDER BY seq DESC LIMIT 1), '')")
+
+
+def chained(events: Sequence[AuditEvent], prev_hash: str, key: AuditKey | None
+            ) -> tuple[list[tuple[Any, ...]], str]:
+    """The events' audit rows chained one after the other from prev_hash, and the last hash."""
+    values = []
+    for event in events:
+        row, prev_hash = audit_row(event, prev_hash, key)
+        values.append(row)
+    return values, prev_hash
+
+
 def chain_hash(prev_hash: str, body: Sequence[Any]) -> str:
     return hashlib.sha256((prev_hash + json.dumps(list(body))).encode()).hexdigest()
 

@@ -84,8 +84,6 @@ MIGRATIONS[3].append("UPDATE audit SET verdict = json_extract(decision_json, '$.
 
 _RUN_AND_TURNS = rows.run_and_turns("?")
 # the audit chain's last hash: the newest record's, or (all pruned) the latest checkpoint's
-_CHAIN_HEAD = ("COALESCE((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), "
-               "(SELECT hash FROM audit_checkpoints ORDER BY seq DESC LIMIT 1), '')")
 _ROWS_PER_INSERT = 200  # well under SQLite's limit of 32,766 parameters per statement
 
 
@@ -472,28 +470,16 @@ class SQLiteStore(Notifying):
         if not events:
             return
         if self._audit_head is not None:
-            values, last = self._chained(events, self._audit_head)
-            if _insert_rows(conn, "audit", rows.AUDIT_COLUMNS, values, guard=f"{_CHAIN_HEAD} = ?",
+            values, last = rows.chained(events, self._audit_head, self._audit_key)
+            if _insert_rows(conn, "audit", rows.AUDIT_COLUMNS, values,
+                            guard=f"{rows.CHAIN_HEAD} = ?",
                             guard_args=(self._audit_head,)):
                 self._next_head = last
                 return
-        head = conn.execute(f"SELECT {_CHAIN_HEAD}").fetchone()[0]
-        values, last = self._chained(events, head)
+        head = conn.execute(f"SELECT {rows.CHAIN_HEAD}").fetchone()[0]
+        values, last = rows.chained(events, head, self._audit_key)
         _insert_rows(conn, "audit", rows.AUDIT_COLUMNS, values)
         self._next_head = last
-
-    def _chained(self, events: Sequence[AuditEvent], prev: str
-                 ) -> tuple[list[tuple[Any, ...]], str]:
-        values = []
-        for event in events:
-            row, prev = rows.audit_row(event, prev, self._audit_key)
-            values.append(row)
-        return values, prev
-
-    def _appended(self, events: Sequence[AuditEvent]) -> None:
-        """After a commit: wake the audit's followers when it appended records."""
-        if events:
-            self._hub.publish(AUDIT_FEED)
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
         """Durable before it returns; appends arriving together share one commit (group
