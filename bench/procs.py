@@ -105,11 +105,15 @@ def memory(pid: int) -> Memory:
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time the process has used so far (all its threads)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
+def _stat_cpu(stat: str) -> float:
+    """User + system CPU seconds of a /proc stat line (a process's or one thread's)."""
     fields = stat[stat.rindex(")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far (all its threads)."""
+    return _stat_cpu(Path(f"/proc/{pid}/stat").read_text())
 
 
 THREAD_KINDS = ("event loop", "store", "other Python", "native")
@@ -127,11 +131,10 @@ def thread_cpu(pid: int) -> dict[str, float]:
             stat = (task / "stat").read_text()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
         kind = ("event loop" if task.name == str(pid) else "store"
                 if comm.startswith("callgate-sqlite") else "other Python"
                 if comm.startswith("python") else "native")
-        found[kind] += (int(fields[11]) + int(fields[12])) / _TICKS
+        found[kind] += _stat_cpu(stat)
     return found
 
 
