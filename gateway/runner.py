@@ -31,6 +31,7 @@ from gateway.errors import (
     StoreUnavailable,
 )
 from gateway.execute import ExecutionPhase, TurnWork, Unsaved
+from gateway.history import HistoryNeed, judged_with_history
 from gateway.judge import Judge, rejected
 from gateway.limits import DEFAULT_LIMITS, Limits
 from gateway.model import (
@@ -46,6 +47,7 @@ from gateway.model import (
     EventKind,
     Identity,
     NextAction,
+    PastCall,
     RunPage,
     RunRecord,
     RunState,
@@ -246,8 +248,9 @@ class Runner:
         return await self._exclusive(turn.run_id, lambda: self._submit(identity, turn))
 
     async def _submit(self, identity: Identity, turn: TurnInput) -> TurnOutcome:
+        need = HistoryNeed.of(self.policy)
         ctx = await self.store.turn_context(turn.run_id, turn.turn_id,
-                                            [c.call_id for c in turn.event.calls], RECENT_CALLS)
+                                            [c.call_id for c in turn.event.calls], need.limit)
         run = self._owned(identity, turn.run_id, ctx.run if ctx else None)
         assert ctx is not None
         self._check_turn_shape(run, turn)
@@ -263,7 +266,7 @@ class Runner:
                 return await self._drive(identity, run, existing)
             return await self._outcome(run, existing)
         self._check_accepting(run, ctx.last)
-        return await self._accept(identity, ctx, turn)
+        return await self._accept(identity, ctx, turn, need)
 
     def _check_turn_shape(self, run: RunRecord, turn: TurnInput) -> None:
         if not turn.turn_id:
@@ -289,8 +292,8 @@ class Runner:
             raise RequestError(RequestCode.RUN_PAUSED, f"turn {last.turn_id} of run "
                                f"{run.run_id} has not settled; call ResumeRun first")
 
-    async def _accept(self, identity: Identity, ctx: TurnContext,
-                      turn: TurnInput) -> TurnOutcome:
+    async def _accept(self, identity: Identity, ctx: TurnContext, turn: TurnInput,
+                      need: HistoryNeed) -> TurnOutcome:
         """A new turn: its calls are judged and planned, and the reads cleared to run are
         claimed (EXECUTING, counted), before anything is written; then the turn, its calls,
         their approval requests and decision records are committed together, and the claimed
@@ -314,7 +317,7 @@ class Runner:
                 for c in proposed if c.status == CallStatus.REJECTED])
             return await self._drive(identity, run, record, proposed)
         recent = [c for c in ctx.recent if c.turn_id != record.turn_id]
-        judged = await self._judged(identity, run, record, proposed, recent, now)
+        judged = await self._judged(identity, run, record, proposed, recent, now, need)
         phase = self._phase(judged.partial)
         run, calls, claimed = phase.claim_reads(run, judged.calls, now)
         audit = [events.decision(c, run, actor=identity, registry=self.registry, now=now,
@@ -397,29 +400,49 @@ class Runner:
         if not undecided:
             return calls, await self._partial_writes(identity, calls)
         now = self.clock()
-        recent = [c for c in await self.store.recent_calls(run.run_id, RECENT_CALLS)
+        need = HistoryNeed.of(self.policy)
+        recent = [c for c in await self._recent(run.run_id, need.limit)
                   if c.turn_id != turn.turn_id]
-        judged = await self._judged(identity, run, turn, calls, recent, now)
+        judged = await self._judged(identity, run, turn, calls, recent, now, need)
         await self.store.save(calls=judged.changed, approvals=judged.approvals,
                               audit=judged.audit, expect=calls)
         if judged.approvals:
             self.on_pending(judged.approvals)
         return judged.calls, judged.partial
 
+    async def _recent(self, run_id: str, limit: int) -> Sequence[PastCall]:
+        return await self.store.recent_calls(run_id, limit) if limit else []
+
+    def _context(self, run: RunRecord, turn_seq: int, turn_id: str
+                 ) -> Callable[[Sequence[HistoryEntry]], RunContext]:
+        def context(recent: Sequence[HistoryEntry]) -> RunContext:
+            return RunContext(run=run, turn_seq=turn_seq, turn_id=turn_id, recent=recent,
+                              history_bytes=self.limits.max_policy_history_bytes)
+        return context
+
     async def _judged(self, identity: Identity, run: RunRecord, turn: TurnRecord,
                       calls: Sequence[CallRecord], recent: Sequence[HistoryEntry],
-                      now: datetime) -> _Judged:
+                      now: datetime, need: HistoryNeed) -> _Judged:
         """The turn's undecided calls judged and the batch planned, with the approval requests
         and audit records that go with them (nothing written)."""
-        ctx = RunContext(run=run, turn_seq=turn.seq, turn_id=turn.turn_id, recent=recent,
-                         history_bytes=self.limits.max_policy_history_bytes)
         pending = {c.call_id for c in calls
                    if c.status == CallStatus.PROPOSED and c.decision is None}
         spent = batch.exceeded(run)
-        judged = [c if c.call_id not in pending
-                  else batch.budget_rejected(c, now) if spent
-                  else await self.judge.judge(c, identity=identity, run=ctx, batch=calls, now=now)
-                  for c in calls]
+
+        async def judge(c: CallRecord, ctx: RunContext) -> CallRecord:
+            if c.call_id not in pending:
+                return c
+            if spent:
+                return batch.budget_rejected(c, now)
+            return await self.judge.judge(c, identity=identity, run=ctx, batch=calls, now=now)
+
+        async def read_history() -> Sequence[HistoryEntry]:
+            return [c for c in await self.store.recent_calls(run.run_id, RECENT_CALLS)
+                    if c.turn_id != turn.turn_id]
+
+        judged = await judged_with_history(need, self.policy, calls, recent,
+                                           self._context(run, turn.seq, turn.turn_id), judge,
+                                           read_history)
         remaining = (None if run.budget.max_tool_calls == 0
                      else max(run.budget.max_tool_calls - run.tool_calls_used, 0))
         partial = await self._partial_writes(identity, judged)
@@ -663,14 +686,20 @@ class Runner:
         run = await self.owned_run(identity, run_id) if run_id else None
         now = self.clock()
         recs = [self.judge.propose(run_id, "", i, c, now) for i, c in enumerate(calls)]
-        ctx = None
-        if run is not None:
-            recent = await self.store.recent_calls(run.run_id, RECENT_CALLS)
-            ctx = RunContext(run=run, turn_seq=run.turns_used, turn_id="", recent=recent,
-                             history_bytes=self.limits.max_policy_history_bytes)
-        judged = [r if r.status != CallStatus.PROPOSED
-                  else await self.judge.judge(r, identity=identity, run=ctx, batch=recs, now=now)
-                  for r in recs]
+
+        async def judge(r: CallRecord, ctx: RunContext | None) -> CallRecord:
+            if r.status != CallStatus.PROPOSED:
+                return r
+            return await self.judge.judge(r, identity=identity, run=ctx, batch=recs, now=now)
+
+        if run is None:
+            judged = [await judge(r, None) for r in recs]
+        else:
+            need = HistoryNeed.of(self.policy)
+            judged = await judged_with_history(
+                need, self.policy, recs, await self._recent(run.run_id, need.limit),
+                self._context(run, run.turns_used, ""), judge,
+                lambda: self.store.recent_calls(run.run_id, RECENT_CALLS))
         await self.store.append_audit([events.authorize(r, identity, registry=self.registry,
                                                         now=now) for r in judged])
         return [AuthorizeDecision(r.call_id, r.decision or Decision(Verdict.UNSPECIFIED),

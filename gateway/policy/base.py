@@ -41,6 +41,11 @@ class PolicyEngine(Protocol):
     @property
     def loaded_at(self) -> datetime: ...
 
+    def reads(self, *path: str) -> bool:
+        """Whether any rule of the serving revision can observe `input.<path>` of a
+        `decision` (True unless that is certain not to be so)."""
+        ...
+
     async def decide(self, input: dict[str, Any]) -> Decision:
         """`decision` → ALLOW / DENY / APPROVAL_REQUIRED; any error → DENY policy_error."""
         ...

@@ -230,6 +230,9 @@ class EmbeddedEngine:
             return error_decision(f"input is not JSON: {exc}", self.revision)
         return self.decide_json(text)
 
+    def reads(self, *path: str) -> bool:
+        return self._view.reads(*path)
+
     def visible(self, input: dict[str, Any]) -> dict[str, Any]:
         """A `decision` input as this revision is given it: only what its rules can observe
         (gateway.policy.reads)."""

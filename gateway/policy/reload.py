@@ -151,6 +151,9 @@ class ReloadingEngine:
     def loaded_at(self) -> datetime:
         return self._current.loaded_at
 
+    def reads(self, *path: str) -> bool:
+        return self._current.reads(*path)
+
     async def decide(self, input: dict[str, Any]) -> Decision:
         engine = self._current
         try:

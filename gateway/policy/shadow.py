@@ -112,6 +112,9 @@ class ShadowEngine:
     def last_rejected(self) -> RejectedReload | None:
         return self.primary.last_rejected
 
+    def reads(self, *path: str) -> bool:
+        return True  # both engines are handed the whole input, to compare their answers
+
     async def decide(self, input: dict[str, Any]) -> Decision:
         try:
             text = input_json(input)

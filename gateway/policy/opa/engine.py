@@ -127,6 +127,9 @@ class OpaEngine:
     def last_rejected(self) -> RejectedReload | None:
         return self._rejected
 
+    def reads(self, *path: str) -> bool:
+        return True  # OPA is handed the whole input
+
     async def decide(self, input: dict[str, Any]) -> Decision:
         try:
             text = input_json(input)

@@ -52,6 +52,9 @@ class ScriptedPolicy:
     revision: str = "sha256:scripted"
     loaded_at: datetime = START
 
+    def reads(self, *path: str) -> bool:
+        return True  # it keeps every input whole
+
     async def decide(self, input: dict[str, Any]) -> Decision:
         self.inputs.append(input)
         tool = input["call"]["tool"]

@@ -160,6 +160,9 @@ async def test_the_turn_context_is_read_in_one_go(store: RunStore) -> None:
     fresh = await store.turn_context("r1", "t6", [], 50)
     assert fresh is not None and fresh.turn is None and fresh.last == ctx.last
     assert len(fresh.recent) == 5 and fresh.used == frozenset()
+    blind = await store.turn_context("r1", "t6", ["c4"], 0)  # a policy that reads no history
+    assert blind is not None and blind.recent == () and blind.used == {"c4"}
+    assert blind.last == ctx.last
     assert await store.turn_context("nope", "t1", ["c1"], 5) is None
 
 
