@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from datetime import datetime
@@ -280,6 +281,11 @@ def approval_where(f: ApprovalFilter, mark: str) -> tuple[str, list[Any]]:
 
 
 def storable(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """values with each text made storable (`storable_text`); the same tuple when every
+    text is ASCII without NUL, as nearly all are (one scan of them joined)."""
+    joined = "".join([v for v in values if isinstance(v, str)])
+    if joined.isascii() and "\x00" not in joined:
+        return values
     return tuple(storable_text(v) if isinstance(v, str) else v for v in values)
 
 
@@ -428,16 +434,22 @@ def approval_from_row(row: tuple[Any, ...]) -> ApprovalRecord:
 AUDIT_LAYOUT = 4  # the layout of records written now
 
 
+# the columns each layout's hash covers, picked from a row in AUDIT_COLUMNS order
+_BODY_V1 = operator.itemgetter(*(AUDIT_COLUMNS.index(c) for c in AUDIT_BODY_V1))
+_BODY_ADDED = operator.itemgetter(*(AUDIT_COLUMNS.index(c) for c in (*AUDIT_ADDED[:-3],
+                                                                      "key_id")))
+
+
 def _audit_body(values: Sequence[Any], layout: int | None) -> list[Any]:
     """What a record's hash covers: layout None (before schema 4) the first 17 columns;
     layout 4 the layout, those, and every column schema 4 added but the seal."""
-    v = dict(zip(AUDIT_COLUMNS, values, strict=True))
+    if len(values) != len(AUDIT_COLUMNS):
+        raise ValueError(f"an audit row has {len(AUDIT_COLUMNS)} columns, not {len(values)}")
     if layout is None:
-        return [v[c] for c in AUDIT_BODY_V1]
+        return list(_BODY_V1(values))
     if layout != AUDIT_LAYOUT:
         raise ValueError(f"unknown audit record layout {layout}")
-    return [layout, *(v[c] for c in AUDIT_BODY_V1), *(v[c] for c in AUDIT_ADDED[:-3]),
-            v["key_id"]]
+    return [layout, *_BODY_V1(values), *_BODY_ADDED(values)]
 
 
 # the chain's head as SQL: its last record's hash, else that of the checkpoint that replaced

@@ -13,6 +13,7 @@ from gateway.jsontext import (
     storable_text,
     write_json,
 )
+from gateway.store.rows import storable
 
 
 @pytest.mark.parametrize("text, rule", [
@@ -103,3 +104,15 @@ def test_texts_are_made_storable() -> None:
     assert storable_text("\ud83d\ude00") == "😀"
     assert storable_text("plain") == "plain"
     assert storable_text("a\x00b") == "a\ufffdb"  # PostgreSQL text holds no NUL
+
+
+@pytest.mark.parametrize("odd", ["a\x00b", "a\ud800b", "\ud83d\ude00"])
+def test_a_row_is_made_storable_whichever_text_needs_it(odd: str) -> None:
+    row = ("plain", 3, None, "ünïcode ✓", odd, "")
+    assert storable(row) == (*row[:4], storable_text(odd), "")
+
+
+def test_a_row_of_texts_that_need_nothing_is_kept_as_it_is() -> None:
+    assert storable(("plain", 3, None, "ünïcode ✓", "")) == ("plain", 3, None, "ünïcode ✓", "")
+    ascii_row = ("a", 1, "b")
+    assert storable(ascii_row) is ascii_row
