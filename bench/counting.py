@@ -1,6 +1,6 @@
 """Counting the SQL statements a store runs, from outside the store.
 
-SQLite: `sqlite3.Connection.set_trace_callback` on the store's connection (every statement the
+SQLite: `sqlite3.Connection.set_trace_callback` on the store's connections (every statement the
 engine starts, BEGIN and COMMIT included). PostgreSQL: libpq's protocol trace of every pooled
 connection (`PGconn.trace`): each simple `Query` and each extended-protocol `Execute` is one
 statement, its text taken from the `Parse` that prepared it. Either way the statements are
@@ -119,19 +119,22 @@ class Tally:
 
 
 class SQLiteCounter:
-    """Tallies the statements a connection runs while counting (`with counter:`)."""
+    """Tallies the statements connections run while counting (`with counter:`); the store
+    uses its two one at a time, so their statements do not interleave."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    def __init__(self, *conns: sqlite3.Connection) -> None:
+        self.conns = conns
         self.tally = Tally()
 
     def __enter__(self) -> Tally:
         self.tally = Tally()
-        self.conn.set_trace_callback(self.tally.add)
+        for conn in self.conns:
+            conn.set_trace_callback(self.tally.add)
         return self.tally
 
     def __exit__(self, *exc: object) -> None:
-        self.conn.set_trace_callback(None)
+        for conn in self.conns:
+            conn.set_trace_callback(None)
 
 
 # ---------------------------------------------------------------------- PostgreSQL (libpq)

@@ -72,7 +72,7 @@ async def count_sqlite(db: Path, travel_url: str, turns: int) -> TurnCounts:
     async with in_process(open_sqlite, travel_url) as proc:
         run_id = await _warmed_run(proc)
         assert isinstance(proc.store, SQLiteStore)
-        with SQLiteCounter(proc.store.conn) as tally:
+        with SQLiteCounter(*proc.store.connections) as tally:
             for i in range(turns):
                 await proc.turn(run_id, f"resp_{i}")
     return TurnCounts("sqlite", turns, tally)

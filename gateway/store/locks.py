@@ -159,15 +159,15 @@ class WriterLock:
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         self._timeout_s = timeout_s
 
-    def acquire(self) -> bool:
-        """Whether the lock was taken within the timeout."""
+    def acquire(self, *, wait: bool = True) -> bool:
+        """Whether the lock was taken within the timeout (at once, without `wait`)."""
         deadline = time.monotonic() + self._timeout_s
         while True:
             try:
                 fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return True
             except BlockingIOError:
-                if time.monotonic() >= deadline:
+                if not wait or time.monotonic() >= deadline:
                     return False
             time.sleep(self.POLL_S)
 

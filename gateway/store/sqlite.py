@@ -1,8 +1,16 @@
-"""SQLite RunStore: one file, WAL, synchronous=FULL, one writer thread.
+"""SQLite RunStore: one file, WAL, synchronous=FULL, two connections used one at a time.
 
-Every statement runs on a single dedicated thread that owns the connection, so blocking I/O
-never stalls the event loop and SQLite sees one connection per process. sqlite3 errors are
-translated here into `StoreUnavailable` (cause chained).
+A turn's own reads and writes (its context, its two commits, a run's creation and the small
+look-ups around them) run on the event loop's thread, on a connection that never waits: its
+busy timeout is zero and it does not checkpoint. When a lock it needs is held (another
+process writing, `serve --workers`, or any other program holding SQLite's lock) the same
+transaction runs on the store's own thread instead, on a connection that waits for the lock
+up to the busy timeout; so does everything that may take long (pages of a run, audit queries,
+pruning, the health probe, checkpoints) and the audit appends of `Authorize`, which share
+commits while the loop goes on. Handing each turn's statements to a thread cost more than the
+statements: under load the two threads traded the GIL for every statement. An asyncio lock
+keeps the connections' uses one at a time, in order, as a single connection's were. sqlite3
+errors are translated here into `StoreUnavailable` (cause chained).
 
 Several processes may share one file: writes serialize on SQLite's own lock, drive locks are
 record locks on `<file>-runs.lock` (see `locks.FileRangeLocks`). Settlement and audit
@@ -16,8 +24,10 @@ the write is refused (`StoreUnavailable`) and health reports NOT_SERVING.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
@@ -54,6 +64,14 @@ from gateway.threadname import name_os_thread
 
 T = TypeVar("T")
 log = logging.getLogger("callgate.store")
+
+# the loop's connection does not checkpoint; the store thread checkpoints after this many of
+# its commits (SQLite's own default is after 1,000 pages of WAL, a few dozen turns)
+CHECKPOINT_EVERY = 64
+
+
+class _Busy(Exception):
+    """A lock the loop's connection would have to wait for is held."""
 
 _DDL = [
     f"CREATE TABLE IF NOT EXISTS runs ({', '.join(rows.RUN_COLUMNS)}, PRIMARY KEY (run_id))",
@@ -132,7 +150,12 @@ class SQLiteStore(Notifying):
         self._stored = stored or AsGiven()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="callgate-sqlite",
                                         initializer=name_os_thread)
-        self._conn: sqlite3.Connection | None = None
+        self._conn: sqlite3.Connection | None = None  # the store thread's
+        self._fast: sqlite3.Connection | None = None  # the event loop's: never waits
+        self._thread_id = 0  # the store thread's
+        self._gate = asyncio.Lock()  # one use of a connection at a time
+        self._commits = 0  # on the loop's connection since the last checkpoint
+        self._checkpointing: asyncio.Task[None] | None = None
         self._audit_queue: list[tuple[Sequence[AuditEvent], asyncio.Future[None]]] = []
         self._audit_flush: asyncio.Task[None] | None = None
         self._hub = SettleHub()
@@ -171,7 +194,14 @@ class SQLiteStore(Notifying):
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         self._conn = conn
+        self._thread_id = threading.get_ident()
         self._migrate(conn)
+        fast = sqlite3.connect(self.path, timeout=0, isolation_level=None,
+                               check_same_thread=False)
+        fast.execute("PRAGMA synchronous=FULL")
+        fast.execute("PRAGMA foreign_keys=ON")
+        fast.execute("PRAGMA wal_autocheckpoint=0")
+        self._fast = fast
         self._drive_locks = FileRangeLocks.for_file(Path(f"{self.path}-runs.lock"))
         self._writer = WriterLock(Path(f"{self.path}-write.lock"), self._busy_timeout_s)
         self._guard.opened()
@@ -201,26 +231,76 @@ class SQLiteStore(Notifying):
             raise
 
     async def _run(self, fn: Callable[[], T]) -> T:
+        """fn on the store thread (its connection)."""
+        async with self._gate:
+            return await self._on_thread(fn)
+
+    async def _on_thread(self, fn: Callable[[], T]) -> T:
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._pool, fn)
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"the run store could not be used: {exc}") from exc
 
+    async def _here(self, fn: Callable[[], T]) -> T:
+        """fn on the event loop's thread (its connection), or on the store thread when a lock
+        it needs is held."""
+        async with self._gate:
+            if self._fast is None:
+                raise StoreUnavailable("the run store is closed")
+            try:
+                return fn()
+            except _Busy:
+                pass
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                    raise StoreUnavailable(f"the run store could not be used: {exc}") from exc
+            except sqlite3.Error as exc:
+                raise StoreUnavailable(f"the run store could not be used: {exc}") from exc
+            return await self._on_thread(fn)
+
+    async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """A write transaction, as `_here` runs it; the store thread checkpoints after every
+        CHECKPOINT_EVERY of them."""
+        result = await self._here(lambda: self._tx(fn))
+        self._commits += 1
+        if self._commits >= CHECKPOINT_EVERY and self._checkpointing is None:
+            self._commits = 0
+            self._checkpointing = asyncio.create_task(self._checkpoint_wal())
+        return result
+
+    async def _checkpoint_wal(self) -> None:
+        try:
+            await self._run(lambda: self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)"))
+        except StoreUnavailable as err:  # the next one may succeed; health reports the store
+            log.warning("WAL checkpoint failed: %s", err.message)
+        finally:
+            self._checkpointing = None
+
     @property
     def conn(self) -> sqlite3.Connection:
-        if self._conn is None:
+        """The connection of the calling thread: the store thread's, or the event loop's."""
+        conn = self._conn if threading.get_ident() == self._thread_id else self._fast
+        if conn is None:
             raise StoreUnavailable("the run store is closed")
-        return self._conn
+        return conn
+
+    @property
+    def connections(self) -> tuple[sqlite3.Connection, ...]:
+        """Both connections (the store thread's first), while the store is open."""
+        return tuple(c for c in (self._conn, self._fast) if c is not None)
 
     def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         conn = self.conn
+        waits = conn is self._conn  # the loop's connection never waits for a lock
         problem = self._guard.problem()
         if problem:
             raise StoreUnavailable(f"the run store cannot persist: {problem}")
         self._next_head = None
         writer = self._writer
-        if writer is not None and not writer.acquire():
+        if writer is not None and not writer.acquire(wait=waits):
+            if not waits:
+                raise _Busy()
             raise StoreUnavailable(f"the run store stayed busy for {self._busy_timeout_s:g} s "
                                    "(another process kept writing to it)")
         try:
@@ -235,6 +315,8 @@ class SQLiteStore(Notifying):
                 conn.execute("COMMIT")
             except BaseException:
                 self._audit_head = None
+                if conn.in_transaction:  # (never left open: the other connection would wait)
+                    conn.execute("ROLLBACK")
                 raise
         finally:
             if writer is not None:
@@ -268,10 +350,10 @@ class SQLiteStore(Notifying):
             row = conn.execute(f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs "
                                "WHERE run_id = ?", (run.run_id,)).fetchone()
             return rows.run_from_row(row)
-        return await self._run(lambda: self._tx(tx))
+        return await self._write(tx)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        row = await self._run(lambda: self._one(
+        row = await self._here(lambda: self._one(
             f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs WHERE run_id = ?", (run_id,)))
         return rows.run_from_row(row) if row else None
 
@@ -304,7 +386,7 @@ class SQLiteStore(Notifying):
             calls = (self._calls("run_id = ? AND turn_id = ?", (run_id, turn.turn_id),
                                  "ORDER BY idx") if turn else [])
             return RunSnapshot(rows.run_from_row(row), turn, tuple(calls))
-        return await self._run(lambda: self._read(read))
+        return await self._here(lambda: self._read(read))
 
     async def run_page(self, run_id: str, *, before: int | None, limit: int) -> RunPage | None:
         def read() -> RunPage | None:
@@ -325,7 +407,7 @@ class SQLiteStore(Notifying):
         return await self._run(lambda: self._read(read))
 
     async def get_turn(self, run_id: str, turn_id: str) -> TurnRecord | None:
-        row = await self._run(lambda: self._one(
+        row = await self._here(lambda: self._one(
             f"SELECT {', '.join(rows.TURN_COLUMNS)} FROM turns WHERE run_id = ? AND turn_id = ?",
             (run_id, turn_id)))
         return rows.turn_from_row(row) if row else None
@@ -336,16 +418,16 @@ class SQLiteStore(Notifying):
         return rows.turn_from_row(row) if row else None
 
     async def last_turn(self, run_id: str) -> TurnRecord | None:
-        return await self._run(lambda: self._last_turn(run_id))
+        return await self._here(lambda: self._last_turn(run_id))
 
     async def find_call(self, run_id: str, call_id: str) -> CallRecord | None:
-        found = await self._run(lambda: self._calls(
+        found = await self._here(lambda: self._calls(
             f"run_id = ? AND call_id = ? AND {rows.NOT_DUPLICATE}", (run_id, call_id),
             "ORDER BY rowid LIMIT 1"))
         return found[0] if found else None
 
     async def turn_calls(self, run_id: str, turn_id: str) -> list[CallRecord]:
-        return await self._run(lambda: self._calls(
+        return await self._here(lambda: self._calls(
             "run_id = ? AND turn_id = ?", (run_id, turn_id), "ORDER BY idx"))
 
     def _recent(self, run_id: str, limit: int) -> list[PastCall]:
@@ -355,7 +437,7 @@ class SQLiteStore(Notifying):
 
     async def recent_calls(self, run_id: str, limit: int) -> list[PastCall]:
         """The run's last `limit` calls, oldest first."""
-        return await self._run(lambda: self._recent(run_id, limit))
+        return await self._here(lambda: self._recent(run_id, limit))
 
     async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
                            recent: int) -> TurnContext | None:
@@ -383,7 +465,7 @@ class SQLiteStore(Notifying):
                 last = self._last_turn(run_id)
             return TurnContext(run, next((t for t in turns if t.turn_id == turn_id), None),
                                last, used, tuple(reversed(latest)))
-        return await self._run(read)
+        return await self._here(read)
 
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
@@ -396,7 +478,7 @@ class SQLiteStore(Notifying):
             self._update_run(conn, run)
             self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
             self._append_audit(conn, audit)
-        await self._run(lambda: self._tx(tx))
+        await self._write(tx)
         self._appended(audit)
 
     def _update_run(self, conn: sqlite3.Connection, run: RunRecord) -> None:
@@ -422,7 +504,7 @@ class SQLiteStore(Notifying):
             self._save_approvals(conn, [self._stored.approval(a) for a in approvals],
                                  rows.approval_guards(expect_approvals))
             self._append_audit(conn, audit)
-        await self._run(lambda: self._tx(tx))
+        await self._write(tx)
         self._appended(audit)
         changed = run or turn
         if changed is not None and settles(run, turn):
@@ -611,13 +693,17 @@ class SQLiteStore(Notifying):
     async def close(self) -> None:
         """Idempotent."""
         def close() -> None:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            for conn in self.connections:
+                conn.close()
+            self._conn = self._fast = None
         self._hub.close()
         if self._closed:
             return
         self._closed = True
+        if self._checkpointing is not None:
+            self._checkpointing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._checkpointing
         if self._peers is not None:
             self._peers.close()
         await self._run(close)

@@ -162,11 +162,13 @@ class Steps:
 
 async def sqlite_steps(store: SQLiteStore, run_id: str) -> int:
     steps = Steps()
-    store.conn.set_progress_handler(steps, 1)
+    for conn in store.connections:
+        conn.set_progress_handler(steps, 1)
     try:
         p = await page(store, None, 50, run_id)
     finally:
-        store.conn.set_progress_handler(None, 1)
+        for conn in store.connections:
+            conn.set_progress_handler(None, 1)
     assert len(p.view.turns) == 50
     return steps.count
 

@@ -5,6 +5,7 @@ The contract both stores keep is tested in test_contract.py."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +15,8 @@ import pytest
 from gateway.errors import StoreUnavailable
 from gateway.model import (
     AuditEvent,
+    RunRecord,
+    RunState,
 )
 from gateway.store.sqlite import SQLiteStore
 
@@ -136,4 +139,93 @@ async def test_a_write_waits_for_the_writer_lock_and_fails_cleanly_when_it_stays
         assert [r["call_id"] for r in await store.audit_rows("r1")] == ["c1"]
     finally:
         other.close()
+        await store.close()
+
+
+# ---------------------------------------------------------------------- the loop's connection
+
+
+def _run_record(run_id: str) -> RunRecord:
+    return RunRecord(run_id=run_id, state=RunState.ACTIVE, subject="a", tenant="t",
+                     provider="openai.responses", created_at=NOW, updated_at=NOW)
+
+
+async def _loop_turns_while(task: asyncio.Task[RunRecord]) -> int:
+    """How many times the event loop came round (each 1 ms) before the task ended."""
+    rounds = 0
+    while not task.done():
+        await asyncio.sleep(0.001)
+        rounds += 1
+    return rounds
+
+
+async def test_a_write_waiting_for_another_process_waits_off_the_event_loop(
+        tmp_path: Path) -> None:
+    """The loop's connection never waits: while another process holds the writer lock the
+    write is handed to the store thread, and the loop goes on serving."""
+    from gateway.store.locks import WriterLock
+
+    store = await SQLiteStore.open(tmp_path / "s.db", busy_timeout_s=5)
+    other = WriterLock(Path(f"{tmp_path / 's.db'}-write.lock"), timeout_s=1)
+    try:
+        assert other.acquire()
+        write = asyncio.create_task(store.create_run(_run_record("r1")))
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.2, other.release)
+        rounds = await _loop_turns_while(write)
+        assert (await write).run_id == "r1"
+        assert rounds >= 20, "the loop was not blocked while the write waited"
+    finally:
+        other.close()
+        await store.close()
+
+
+async def test_a_write_waiting_for_sqlites_own_lock_waits_off_the_event_loop(
+        tmp_path: Path) -> None:
+    """Any program holding SQLite's write lock (here a plain connection) makes the loop's
+    connection busy at once; the store thread waits for the lock instead."""
+    store = await SQLiteStore.open(tmp_path / "s.db", busy_timeout_s=5)
+    holder = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        write = asyncio.create_task(store.create_run(_run_record("r1")))
+        asyncio.get_running_loop().call_later(0.2, holder.execute, "COMMIT")
+        rounds = await _loop_turns_while(write)
+        assert (await write).run_id == "r1"
+        assert rounds >= 20, "the loop was not blocked while the write waited"
+        assert await store.get_run("r1") is not None
+    finally:
+        holder.close()
+        await store.close()
+
+
+async def test_the_store_thread_checkpoints_what_the_loops_connection_wrote(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop's connection leaves its commits in the WAL; after CHECKPOINT_EVERY of them the
+    store thread copies them into the database file."""
+    from gateway.store import sqlite as module
+
+    monkeypatch.setattr(module, "CHECKPOINT_EVERY", 5)
+    db = tmp_path / "s.db"
+    store = await SQLiteStore.open(db)
+
+    def runs_in_the_file() -> int:  # the database file alone, without its WAL
+        conn = sqlite3.connect(f"file:{db}?immutable=1", uri=True)
+        try:
+            if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs'").fetchone():
+                return 0  # not even the schema is in it yet
+            return int(conn.execute("SELECT count(*) FROM runs").fetchone()[0])
+        finally:
+            conn.close()
+
+    try:
+        for i in range(4):
+            await store.create_run(_run_record(f"r{i}"))
+        assert runs_in_the_file() == 0, "nothing was checkpointed yet"
+        await store.create_run(_run_record("r4"))
+        task = store._checkpointing
+        assert task is not None
+        await task
+        assert runs_in_the_file() == 5
+    finally:
         await store.close()
