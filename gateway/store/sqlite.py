@@ -253,7 +253,8 @@ class SQLiteStore(Notifying):
             except _Busy:
                 pass
             except sqlite3.OperationalError as exc:
-                if exc.sqlite_errorcode not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                # (the primary code: BUSY_RECOVERY, BUSY_SNAPSHOT... are busy too)
+                if exc.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                     raise StoreUnavailable(f"the run store could not be used: {exc}") from exc
             except sqlite3.Error as exc:
                 raise StoreUnavailable(f"the run store could not be used: {exc}") from exc
