@@ -323,8 +323,12 @@ class Runner:
         audit = [events.decision(c, run, actor=identity, registry=self.registry, now=now,
                                  provider=turn.provider)
                  for c in proposed if c.status == CallStatus.REJECTED]
+        # Reads only, all going out now: nothing leaves the sidecar before the settling commit,
+        # which syncs, and nothing here has an effect; this commit need not sync on its own.
+        reads_only = bool(claimed) and not judged.approvals and all(
+            c.status == CallStatus.REJECTED or c.call_id in claimed for c in calls)
         await self.store.begin_turn(run, record, calls, [*audit, *judged.audit],
-                                    judged.approvals)
+                                    judged.approvals, durable=not reads_only)
         if judged.approvals:
             self.on_pending(judged.approvals)
         return await self._execute(identity, run, record, calls, phase, claimed)

@@ -119,9 +119,13 @@ class RunStore(Protocol):
 
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
-                         approvals: Sequence[ApprovalRecord] = ()) -> None:
+                         approvals: Sequence[ApprovalRecord] = (), *,
+                         durable: bool = True) -> None:
         """Insert the turn, its calls and their approval requests, update the run and append
-        audit, atomically (one commit)."""
+        audit, atomically (one commit). `durable=False`: the commit may reach the disk with
+        the store's next durable commit rather than before this returns (safe only when
+        nothing leaves the sidecar before that next commit, and nothing it holds has an
+        effect); a store may commit durably all the same."""
         ...
 
     async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,

@@ -383,8 +383,10 @@ class PostgresStore(Notifying):
 
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
-                         approvals: Sequence[ApprovalRecord] = ()) -> None:
-        """One statement for the turn, its calls, the run and the audit records (plus the
+                         approvals: Sequence[ApprovalRecord] = (), *,
+                         durable: bool = True) -> None:
+        """Every commit is durable here (`durable` is not used). One statement for the turn,
+        its calls, the run and the audit records (plus the
         chain's lock, and the approvals when there are any)."""
         writes = [Write(f"INSERT INTO turns ({', '.join(rows.TURN_COLUMNS)}) "
                         f"VALUES ({_marks(rows.TURN_COLUMNS)})", rows.turn_row(turn)),

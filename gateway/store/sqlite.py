@@ -1,4 +1,4 @@
-"""SQLite RunStore: one file, WAL, synchronous=FULL, two connections used one at a time.
+"""SQLite RunStore: one file, WAL, synchronous=FULL, connections used one at a time.
 
 A turn's own reads and writes (its context, its two commits, a run's creation and the small
 look-ups around them) run on the event loop's thread, on a connection that never waits: its
@@ -9,8 +9,12 @@ up to the busy timeout; so does everything that may take long (pages of a run, a
 pruning, the health probe, checkpoints) and the audit appends of `Authorize`, which share
 commits while the loop goes on. Handing each turn's statements to a thread cost more than the
 statements: under load the two threads traded the GIL for every statement. An asyncio lock
-keeps the connections' uses one at a time, in order, as a single connection's were. sqlite3
-errors are translated here into `StoreUnavailable` (cause chained).
+keeps the connections' uses one at a time, in order, as a single connection's were.
+
+The loop has a second connection with synchronous=NORMAL for the first commit of a turn that
+only reads (`begin_turn(durable=False)`): its WAL frames reach the disk with the turn's
+settling commit, which syncs the WAL before the outcome leaves. sqlite3 errors are translated
+here into `StoreUnavailable` (cause chained).
 
 Several processes may share one file: writes serialize on SQLite's own lock, drive locks are
 record locks on `<file>-runs.lock` (see `locks.FileRangeLocks`). Settlement and audit
@@ -152,6 +156,7 @@ class SQLiteStore(Notifying):
                                         initializer=name_os_thread)
         self._conn: sqlite3.Connection | None = None  # the store thread's
         self._fast: sqlite3.Connection | None = None  # the event loop's: never waits
+        self._unsynced: sqlite3.Connection | None = None  # the same, synchronous=NORMAL
         self._thread_id = 0  # the store thread's
         self._gate = asyncio.Lock()  # one use of a connection at a time
         self._commits = 0  # on the loop's connection since the last checkpoint
@@ -196,15 +201,21 @@ class SQLiteStore(Notifying):
         self._conn = conn
         self._thread_id = threading.get_ident()
         self._migrate(conn)
-        fast = sqlite3.connect(self.path, timeout=0, isolation_level=None,
-                               check_same_thread=False)
-        fast.execute("PRAGMA synchronous=FULL")
-        fast.execute("PRAGMA foreign_keys=ON")
-        fast.execute("PRAGMA wal_autocheckpoint=0")
-        self._fast = fast
+        self._fast = self._loop_connection("FULL")
+        self._unsynced = self._loop_connection("NORMAL")
         self._drive_locks = FileRangeLocks.for_file(Path(f"{self.path}-runs.lock"))
         self._writer = WriterLock(Path(f"{self.path}-write.lock"), self._busy_timeout_s)
         self._guard.opened()
+
+    def _loop_connection(self, synchronous: str) -> sqlite3.Connection:
+        """A connection for the event loop's thread: it never waits for a lock and never
+        checkpoints."""
+        conn = sqlite3.connect(self.path, timeout=0, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute(f"PRAGMA synchronous={synchronous}")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+        return conn
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -260,10 +271,13 @@ class SQLiteStore(Notifying):
                 raise StoreUnavailable(f"the run store could not be used: {exc}") from exc
             return await self._on_thread(fn)
 
-    async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """A write transaction, as `_here` runs it; the store thread checkpoints after every
-        CHECKPOINT_EVERY of them."""
-        result = await self._here(lambda: self._tx(fn))
+    async def _write(self, fn: Callable[[sqlite3.Connection], T], *, sync: bool = True) -> T:
+        """A write transaction, as `_here` runs it (without `sync`, on the loop's unsynced
+        connection); the store thread checkpoints after every CHECKPOINT_EVERY of them."""
+        def tx() -> T:
+            conn = self.conn
+            return self._tx(fn, self._unsynced if not sync and conn is self._fast else conn)
+        result = await self._here(tx)
         self._commits += 1
         if self._commits >= CHECKPOINT_EVERY and self._checkpointing is None:
             self._commits = 0
@@ -288,12 +302,13 @@ class SQLiteStore(Notifying):
 
     @property
     def connections(self) -> tuple[sqlite3.Connection, ...]:
-        """Both connections (the store thread's first), while the store is open."""
-        return tuple(c for c in (self._conn, self._fast) if c is not None)
+        """Its connections (the store thread's first), while the store is open."""
+        return tuple(c for c in (self._conn, self._fast, self._unsynced) if c is not None)
 
-    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        conn = self.conn
-        waits = conn is self._conn  # the loop's connection never waits for a lock
+    def _tx(self, fn: Callable[[sqlite3.Connection], T],
+            conn: sqlite3.Connection | None = None) -> T:
+        conn = conn or self.conn
+        waits = conn is self._conn  # the loop's connections never wait for a lock
         problem = self._guard.problem()
         if problem:
             raise StoreUnavailable(f"the run store cannot persist: {problem}")
@@ -470,7 +485,11 @@ class SQLiteStore(Notifying):
 
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
-                         approvals: Sequence[ApprovalRecord] = ()) -> None:
+                         approvals: Sequence[ApprovalRecord] = (), *,
+                         durable: bool = True) -> None:
+        """`durable=False`: committed through the loop's connection with synchronous=NORMAL
+        (its WAL frames reach the disk with the next commit that syncs the WAL, which any
+        later synchronous=FULL commit does); on the store thread, durably all the same."""
         def tx(conn: sqlite3.Connection) -> None:
             conn.execute(f"INSERT INTO turns ({', '.join(rows.TURN_COLUMNS)}) "
                          f"VALUES ({_placeholders(rows.TURN_COLUMNS)})", rows.turn_row(turn))
@@ -479,7 +498,7 @@ class SQLiteStore(Notifying):
             self._update_run(conn, run)
             self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
             self._append_audit(conn, audit)
-        await self._write(tx)
+        await self._write(tx, sync=durable)
         self._appended(audit)
 
     def _update_run(self, conn: sqlite3.Connection, run: RunRecord) -> None:
@@ -696,7 +715,7 @@ class SQLiteStore(Notifying):
         def close() -> None:
             for conn in self.connections:
                 conn.close()
-            self._conn = self._fast = None
+            self._conn = self._fast = self._unsynced = None
         self._hub.close()
         if self._closed:
             return

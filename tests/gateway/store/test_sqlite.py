@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -227,5 +228,39 @@ async def test_the_store_thread_checkpoints_what_the_loops_connection_wrote(
         assert task is not None
         await task
         assert runs_in_the_file() == 5
+    finally:
+        await store.close()
+
+
+async def test_a_turn_begun_without_durable_commits_without_syncing(tmp_path: Path) -> None:
+    """begin_turn(durable=False) commits through the loop's synchronous=NORMAL connection; the
+    default, and every other write, through one with synchronous=FULL."""
+    from gateway.model import EventKind, TurnRecord
+
+    store = await SQLiteStore.open(tmp_path / "s.db")
+    wrote: list[tuple[str, int]] = []  # (what, the synchronous level of its connection)
+
+    def tracer(level: int) -> Callable[[str], None]:
+        def trace(statement: str) -> None:
+            for what in ("INSERT OR IGNORE INTO runs", "INSERT INTO turns", "UPDATE turns"):
+                if statement.startswith(what):
+                    wrote.append((what, level))
+        return trace
+
+    def turn(n: int) -> TurnRecord:
+        return TurnRecord(run_id="r1", turn_id=f"t{n}", seq=n, event=EventKind.TOOL_REQUEST,
+                          content_hash="h", created_at=NOW)
+
+    try:
+        for conn in store.connections:
+            level = int(conn.execute("PRAGMA synchronous").fetchone()[0])
+            conn.set_trace_callback(tracer(level))
+        run = await store.create_run(_run_record("r1"))
+        await store.begin_turn(run, turn(1), [], durable=False)
+        await store.save(turn=turn(1))
+        await store.begin_turn(run, turn(2), [])
+        normal, full = 1, 2
+        assert wrote == [("INSERT OR IGNORE INTO runs", full), ("INSERT INTO turns", normal),
+                         ("UPDATE turns", full), ("INSERT INTO turns", full)]
     finally:
         await store.close()
