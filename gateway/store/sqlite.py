@@ -247,9 +247,16 @@ class SQLiteStore(Notifying):
             return await self._on_thread(fn)
 
     async def _on_thread(self, fn: Callable[[], T]) -> T:
-        loop = asyncio.get_running_loop()
+        """fn on the store thread; a caller cancelled meanwhile still waits for it to end (so
+        the gate it holds is not released while its statements run)."""
+        done = asyncio.get_running_loop().run_in_executor(self._pool, fn)
         try:
-            return await loop.run_in_executor(self._pool, fn)
+            try:
+                return await asyncio.shield(done)
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception):
+                    await done
+                raise
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"the run store could not be used: {exc}") from exc
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -151,13 +152,18 @@ def _run_record(run_id: str) -> RunRecord:
                      provider="openai.responses", created_at=NOW, updated_at=NOW)
 
 
-async def _loop_turns_while(task: asyncio.Task[RunRecord]) -> int:
-    """How many times the event loop came round (each 1 ms) before the task ended."""
-    rounds = 0
-    while not task.done():
-        await asyncio.sleep(0.001)
-        rounds += 1
-    return rounds
+async def _after_rounds_of_the_loop(release: Callable[[], object], since: float,
+                                    rounds: int = 50) -> float:
+    """release() once the event loop has come round `rounds` times; answers the longest the
+    loop went without coming round from `since` (a write waiting on it for a lock: the busy
+    timeout)."""
+    longest, last = 0.0, since
+    for _ in range(rounds):
+        await asyncio.sleep(0)
+        now = time.monotonic()
+        longest, last = max(longest, now - last), now
+    release()
+    return longest
 
 
 async def test_a_write_waiting_for_another_process_waits_off_the_event_loop(
@@ -166,16 +172,15 @@ async def test_a_write_waiting_for_another_process_waits_off_the_event_loop(
     write is handed to the store thread, and the loop goes on serving."""
     from gateway.store.locks import WriterLock
 
-    store = await SQLiteStore.open(tmp_path / "s.db", busy_timeout_s=5)
+    store = await SQLiteStore.open(tmp_path / "s.db", busy_timeout_s=2)
     other = WriterLock(Path(f"{tmp_path / 's.db'}-write.lock"), timeout_s=1)
     try:
         assert other.acquire()
+        since = time.monotonic()
         write = asyncio.create_task(store.create_run(_run_record("r1")))
-        loop = asyncio.get_running_loop()
-        loop.call_later(0.2, other.release)
-        rounds = await _loop_turns_while(write)
+        release = asyncio.create_task(_after_rounds_of_the_loop(other.release, since))
         assert (await write).run_id == "r1"
-        assert rounds >= 20, "the loop was not blocked while the write waited"
+        assert await release < 1.0, "the loop went on while the write waited (2 s)"
     finally:
         other.close()
         await store.close()
@@ -185,15 +190,16 @@ async def test_a_write_waiting_for_sqlites_own_lock_waits_off_the_event_loop(
         tmp_path: Path) -> None:
     """Any program holding SQLite's write lock (here a plain connection) makes the loop's
     connection busy at once; the store thread waits for the lock instead."""
-    store = await SQLiteStore.open(tmp_path / "s.db", busy_timeout_s=5)
+    store = await SQLiteStore.open(tmp_path / "s.db", busy_timeout_s=2)
     holder = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
     try:
         holder.execute("BEGIN IMMEDIATE")
+        since = time.monotonic()
         write = asyncio.create_task(store.create_run(_run_record("r1")))
-        asyncio.get_running_loop().call_later(0.2, holder.execute, "COMMIT")
-        rounds = await _loop_turns_while(write)
+        release = asyncio.create_task(
+            _after_rounds_of_the_loop(lambda: holder.execute("COMMIT"), since))
         assert (await write).run_id == "r1"
-        assert rounds >= 20, "the loop was not blocked while the write waited"
+        assert await release < 1.0, "the loop went on while the write waited (2 s)"
         assert await store.get_run("r1") is not None
     finally:
         holder.close()
@@ -263,4 +269,31 @@ async def test_a_turn_begun_without_durable_commits_without_syncing(tmp_path: Pa
         assert wrote == [("INSERT OR IGNORE INTO runs", full), ("INSERT INTO turns", normal),
                          ("UPDATE turns", full), ("INSERT INTO turns", full)]
     finally:
+        await store.close()
+
+
+async def test_a_cancelled_caller_keeps_the_store_until_its_statements_end(
+        tmp_path: Path) -> None:
+    """A write waiting on the store thread goes on when its caller is cancelled; what comes
+    next waits for it, and sees what it wrote."""
+    from gateway.store.locks import WriterLock
+
+    store = await SQLiteStore.open(tmp_path / "s.db", busy_timeout_s=5)
+    other = WriterLock(Path(f"{tmp_path / 's.db'}-write.lock"), timeout_s=1)
+    try:
+        assert other.acquire()
+        write = asyncio.create_task(store.create_run(_run_record("r1")))
+        await asyncio.sleep(0)  # handed to the store thread, which waits for the lock
+        write.cancel()
+        read = asyncio.create_task(store.get_run("r1"))
+        for _ in range(100):  # ample rounds of the loop for a read that need not wait
+            await asyncio.sleep(0)
+        assert not read.done(), "the read waits for the cancelled write's statements"
+        other.release()
+        with pytest.raises(asyncio.CancelledError):
+            await write
+        found = await read
+        assert found is not None and found.run_id == "r1"
+    finally:
+        other.close()
         await store.close()
