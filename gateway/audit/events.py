@@ -69,8 +69,11 @@ class _Shown:
     def decision(self, d: Decision | None) -> Decision | None:
         if d is None:
             return None
-        return replace(d, reasons=tuple(self.text(r) for r in d.reasons),
-                       error=self.text(d.error), input_sha256=self.digest(d.input_sha256))
+        reasons = tuple(self.text(r) for r in d.reasons)
+        error, digest = self.text(d.error), self.digest(d.input_sha256)
+        if reasons == d.reasons and error == d.error and digest == d.input_sha256:
+            return d  # nothing to scrub: as it is (most decisions)
+        return replace(d, reasons=reasons, error=error, input_sha256=digest)
 
 
 def _call(kind: AuditKind, rec: CallRecord, *, owner: Identity, provider: str,

@@ -83,10 +83,8 @@ class InputView:
         return cls(frozenset(paths), pure)
 
     def reads(self, *path: str) -> bool:
-        """Whether `input.<path>` can be observed."""
-        if self.paths is None:
-            return True
-        return any(all(a == b for a, b in zip(p, path, strict=False)) for p in self.paths)
+        """Whether `input.<path>` can be observed (asked of every turn: remembered)."""
+        return _reads(self.paths, path)
 
     def project(self, input: dict[str, Any]) -> dict[str, Any]:
         """The input with what no rule can observe left out (the input itself is not
@@ -99,6 +97,13 @@ class InputView:
     @functools.cached_property
     def _tree(self) -> Tree:
         return _tree(self.paths or frozenset())
+
+
+@functools.lru_cache(maxsize=256)
+def _reads(paths: frozenset[tuple[str, ...]] | None, path: tuple[str, ...]) -> bool:
+    if paths is None:
+        return True
+    return any(all(a == b for a, b in zip(p, path, strict=False)) for p in paths)
 
 
 def _tree(paths: frozenset[tuple[str, ...]]) -> Tree:

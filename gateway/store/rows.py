@@ -26,7 +26,7 @@ import hashlib
 import json
 import operator
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
@@ -329,9 +329,18 @@ def decision_from_json(text: str | None) -> Decision | None:
                     error=d.get("error", ""), input_sha256=d.get("input_sha256", ""))
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind))
+                                        for kind in (Budget, EventDetail)}
+
+
+def _flat_json(value: Budget | EventDetail) -> str:
+    """`json.dumps(asdict(value))` for a dataclass of scalars, without asdict's deep copy."""
+    return json.dumps({name: getattr(value, name) for name in _FIELDS[type(value)]})
+
+
 def run_row(r: RunRecord) -> tuple[Any, ...]:
     return storable((r.run_id, r.state.value, r.subject, r.tenant, r.provider, r.api_version,
-            json.dumps(asdict(r.budget)), json.dumps(r.labels), r.conversation_json,
+            _flat_json(r.budget), json.dumps(r.labels), r.conversation_json,
             r.params_hash, r.turns_used, r.tool_calls_used, r.retries_in_row,
             r.usage_total.input_tokens, r.usage_total.output_tokens, r.pause_reason,
             _t(r.created_at), _t(r.updated_at), _texts_json(r.roles)))
@@ -354,7 +363,7 @@ def run_from_row(row: tuple[Any, ...]) -> RunRecord:
 def turn_row(t: TurnRecord) -> tuple[Any, ...]:
     return storable((t.run_id, t.turn_id, t.seq, t.event.value, t.content_hash, t.provider,
             t.api_version, t.model, t.usage.input_tokens, t.usage.output_tokens,
-            t.raw_response_json, json.dumps(asdict(t.detail)), t.next.value if t.next else None,
+            t.raw_response_json, _flat_json(t.detail), t.next.value if t.next else None,
             t.reason, _t(t.created_at)))
 
 
