@@ -1,20 +1,8 @@
-"""SQLite RunStore: one file, WAL, synchronous=FULL, connections used one at a time.
+"""SQLite RunStore: one file, WAL, synchronous=FULL.
 
-A turn's own reads and writes (its context, its two commits, a run's creation and the small
-look-ups around them) run on the event loop's thread, on a connection that never waits: its
-busy timeout is zero and it does not checkpoint. When a lock it needs is held (another
-process writing, `serve --workers`, or any other program holding SQLite's lock) the same
-transaction runs on the store's own thread instead, on a connection that waits for the lock
-up to the busy timeout; so does everything that may take long (pages of a run, audit queries,
-pruning, the health probe, checkpoints) and the audit appends of `Authorize`, which share
-commits while the loop goes on. Handing each turn's statements to a thread cost more than the
-statements: under load the two threads traded the GIL for every statement. An asyncio lock
-keeps the connections' uses one at a time, in order, as a single connection's were.
-
-The loop has a second connection with synchronous=NORMAL for the first commit of a turn that
-only reads (`begin_turn(durable=False)`): its WAL frames reach the disk with the turn's
-settling commit, which syncs the WAL before the outcome leaves. sqlite3 errors are translated
-here into `StoreUnavailable` (cause chained).
+Statements run on the event loop's thread or on the store's own, on connections used one at a
+time (`sqliteconn.Connections`: which work runs where, and why). sqlite3 errors are translated
+into `StoreUnavailable` (cause chained).
 
 Several processes may share one file: writes serialize on SQLite's own lock, drive locks are
 record locks on `<file>-runs.lock` (see `locks.FileRangeLocks`). Settlement and audit
@@ -28,12 +16,9 @@ the write is refused (`StoreUnavailable`) and health reports NOT_SERVING.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sqlite3
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -64,18 +49,10 @@ from gateway.store.guard import FileGuard
 from gateway.store.locks import FileRangeLocks, WriterLock, run_lock_key
 from gateway.store.notify import AUDIT_FEED, Notifying, SettleHub
 from gateway.store.peers import PeerLink
-from gateway.threadname import name_os_thread
+from gateway.store.sqliteconn import Busy, Connections
 
 T = TypeVar("T")
 log = logging.getLogger("callgate.store")
-
-# the loop's connection does not checkpoint; the store thread checkpoints after this many of
-# its commits (SQLite's own default is after 1,000 pages of WAL, a few dozen turns)
-CHECKPOINT_EVERY = 64
-
-
-class _Busy(Exception):
-    """A lock the loop's connection would have to wait for is held."""
 
 _DDL = [
     f"CREATE TABLE IF NOT EXISTS runs ({', '.join(rows.RUN_COLUMNS)}, PRIMARY KEY (run_id))",
@@ -152,15 +129,7 @@ class SQLiteStore(Notifying):
         self._problem = ""
         self._audit_key = audit_key
         self._stored = stored or AsGiven()
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="callgate-sqlite",
-                                        initializer=name_os_thread)
-        self._conn: sqlite3.Connection | None = None  # the store thread's
-        self._fast: sqlite3.Connection | None = None  # the event loop's: never waits
-        self._unsynced: sqlite3.Connection | None = None  # the same, synchronous=NORMAL
-        self._thread_id = 0  # the store thread's
-        self._gate = asyncio.Lock()  # one use of a connection at a time
-        self._commits = 0  # on the loop's connection since the last checkpoint
-        self._checkpointing: asyncio.Task[None] | None = None
+        self._db = Connections(path, busy_timeout_s)
         self._audit_queue: list[tuple[Sequence[AuditEvent], asyncio.Future[None]]] = []
         self._audit_flush: asyncio.Task[None] | None = None
         self._hub = SettleHub()
@@ -182,7 +151,7 @@ class SQLiteStore(Notifying):
                    share_notifications: bool = False) -> SQLiteStore:
         store = cls(path, busy_timeout_s=busy_timeout_s, min_free_bytes=min_free_bytes,
                     audit_key=audit_key, stored=stored)
-        await store._run(store._open)
+        await store._db.run(store._open)
         if share_notifications:
             try:
                 store._peers = PeerLink.open(path, store._hub)
@@ -192,30 +161,11 @@ class SQLiteStore(Notifying):
         return store
 
     def _open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=self._busy_timeout_s,
-                               isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        self._conn = conn
-        self._thread_id = threading.get_ident()
-        self._migrate(conn)
-        self._fast = self._loop_connection("FULL")
-        self._unsynced = self._loop_connection("NORMAL")
+        self._migrate(self._db.open_thread())
+        self._db.open_loop()
         self._drive_locks = FileRangeLocks.for_file(Path(f"{self.path}-runs.lock"))
         self._writer = WriterLock(Path(f"{self.path}-write.lock"), self._busy_timeout_s)
         self._guard.opened()
-
-    def _loop_connection(self, synchronous: str) -> sqlite3.Connection:
-        """A connection for the event loop's thread: it never waits for a lock and never
-        checkpoints."""
-        conn = sqlite3.connect(self.path, timeout=0, isolation_level=None,
-                               check_same_thread=False)
-        conn.execute(f"PRAGMA synchronous={synchronous}")
-        conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute("PRAGMA wal_autocheckpoint=0")
-        return conn
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -241,81 +191,27 @@ class SQLiteStore(Notifying):
             conn.execute("ROLLBACK")
             raise
 
-    async def _run(self, fn: Callable[[], T]) -> T:
-        """fn on the store thread (its connection)."""
-        async with self._gate:
-            return await self._on_thread(fn)
-
-    async def _on_thread(self, fn: Callable[[], T]) -> T:
-        """fn on the store thread; a caller cancelled meanwhile still waits for it to end (so
-        the gate it holds is not released while its statements run)."""
-        done = asyncio.get_running_loop().run_in_executor(self._pool, fn)
-        try:
-            try:
-                return await asyncio.shield(done)
-            except asyncio.CancelledError:
-                with contextlib.suppress(Exception):
-                    await done
-                raise
-        except sqlite3.Error as exc:
-            raise StoreUnavailable(f"the run store could not be used: {exc}") from exc
-
-    async def _here(self, fn: Callable[[], T]) -> T:
-        """fn on the event loop's thread (its connection), or on the store thread when a lock
-        it needs is held."""
-        async with self._gate:
-            if self._fast is None:
-                raise StoreUnavailable("the run store is closed")
-            try:
-                return fn()
-            except _Busy:
-                pass
-            except sqlite3.OperationalError as exc:
-                # (the primary code: BUSY_RECOVERY, BUSY_SNAPSHOT... are busy too)
-                if exc.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-                    raise StoreUnavailable(f"the run store could not be used: {exc}") from exc
-            except sqlite3.Error as exc:
-                raise StoreUnavailable(f"the run store could not be used: {exc}") from exc
-            return await self._on_thread(fn)
-
     async def _write(self, fn: Callable[[sqlite3.Connection], T], *, sync: bool = True) -> T:
-        """A write transaction, as `_here` runs it (without `sync`, on the loop's unsynced
-        connection); the store thread checkpoints after every CHECKPOINT_EVERY of them."""
-        def tx() -> T:
-            conn = self.conn
-            return self._tx(fn, self._unsynced if not sync and conn is self._fast else conn)
-        result = await self._here(tx)
-        self._commits += 1
-        if self._commits >= CHECKPOINT_EVERY and self._checkpointing is None:
-            self._commits = 0
-            self._checkpointing = asyncio.create_task(self._checkpoint_wal())
+        """A write transaction, on the event loop's thread unless it would wait (without
+        `sync`, on the loop's unsynced connection)."""
+        result = await self._db.here(lambda: self._tx(fn, self._db.for_write(sync)))
+        self._db.committed()
         return result
-
-    async def _checkpoint_wal(self) -> None:
-        try:
-            await self._run(lambda: self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)"))
-        except StoreUnavailable as err:  # the next one may succeed; health reports the store
-            log.warning("WAL checkpoint failed: %s", err.message)
-        finally:
-            self._checkpointing = None
 
     @property
     def conn(self) -> sqlite3.Connection:
         """The connection of the calling thread: the store thread's, or the event loop's."""
-        conn = self._conn if threading.get_ident() == self._thread_id else self._fast
-        if conn is None:
-            raise StoreUnavailable("the run store is closed")
-        return conn
+        return self._db.conn
 
     @property
     def connections(self) -> tuple[sqlite3.Connection, ...]:
         """Its connections (the store thread's first), while the store is open."""
-        return tuple(c for c in (self._conn, self._fast, self._unsynced) if c is not None)
+        return self._db.all
 
     def _tx(self, fn: Callable[[sqlite3.Connection], T],
             conn: sqlite3.Connection | None = None) -> T:
         conn = conn or self.conn
-        waits = conn is self._conn  # the loop's connections never wait for a lock
+        waits = self._db.waits(conn)  # the loop's connections never wait for a lock
         problem = self._guard.problem()
         if problem:
             raise StoreUnavailable(f"the run store cannot persist: {problem}")
@@ -323,7 +219,7 @@ class SQLiteStore(Notifying):
         writer = self._writer
         if writer is not None and not writer.acquire(wait=waits):
             if not waits:
-                raise _Busy()
+                raise Busy()
             raise StoreUnavailable(f"the run store stayed busy for {self._busy_timeout_s:g} s "
                                    "(another process kept writing to it)")
         try:
@@ -376,7 +272,7 @@ class SQLiteStore(Notifying):
         return await self._write(tx)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        row = await self._here(lambda: self._one(
+        row = await self._db.here(lambda: self._one(
             f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs WHERE run_id = ?", (run_id,)))
         return rows.run_from_row(row) if row else None
 
@@ -397,7 +293,7 @@ class SQLiteStore(Notifying):
                 return None
             calls = self._calls("run_id = ?", (run_id,), "ORDER BY rowid")
             return RunView(rows.run_from_row(row), tuple(self._turns(run_id)), tuple(calls))
-        return await self._run(lambda: self._read(read))
+        return await self._db.run(lambda: self._read(read))
 
     async def snapshot(self, run_id: str) -> RunSnapshot | None:
         def read() -> RunSnapshot | None:
@@ -409,7 +305,7 @@ class SQLiteStore(Notifying):
             calls = (self._calls("run_id = ? AND turn_id = ?", (run_id, turn.turn_id),
                                  "ORDER BY idx") if turn else [])
             return RunSnapshot(rows.run_from_row(row), turn, tuple(calls))
-        return await self._here(lambda: self._read(read))
+        return await self._db.here(lambda: self._read(read))
 
     async def run_page(self, run_id: str, *, before: int | None, limit: int) -> RunPage | None:
         def read() -> RunPage | None:
@@ -427,10 +323,10 @@ class SQLiteStore(Notifying):
                 rows.page_calls("?", "calls.rowid"), (run_id, bound, limit, run_id))]
             view = RunView(rows.run_from_row(row), tuple(turns), tuple(calls))
             return RunPage(view, int(latest[0]) if latest else 0, older)
-        return await self._run(lambda: self._read(read))
+        return await self._db.run(lambda: self._read(read))
 
     async def get_turn(self, run_id: str, turn_id: str) -> TurnRecord | None:
-        row = await self._here(lambda: self._one(
+        row = await self._db.here(lambda: self._one(
             f"SELECT {', '.join(rows.TURN_COLUMNS)} FROM turns WHERE run_id = ? AND turn_id = ?",
             (run_id, turn_id)))
         return rows.turn_from_row(row) if row else None
@@ -441,16 +337,16 @@ class SQLiteStore(Notifying):
         return rows.turn_from_row(row) if row else None
 
     async def last_turn(self, run_id: str) -> TurnRecord | None:
-        return await self._here(lambda: self._last_turn(run_id))
+        return await self._db.here(lambda: self._last_turn(run_id))
 
     async def find_call(self, run_id: str, call_id: str) -> CallRecord | None:
-        found = await self._here(lambda: self._calls(
+        found = await self._db.here(lambda: self._calls(
             f"run_id = ? AND call_id = ? AND {rows.NOT_DUPLICATE}", (run_id, call_id),
             "ORDER BY rowid LIMIT 1"))
         return found[0] if found else None
 
     async def turn_calls(self, run_id: str, turn_id: str) -> list[CallRecord]:
-        return await self._here(lambda: self._calls(
+        return await self._db.here(lambda: self._calls(
             "run_id = ? AND turn_id = ?", (run_id, turn_id), "ORDER BY idx"))
 
     def _recent(self, run_id: str, limit: int) -> list[PastCall]:
@@ -460,7 +356,7 @@ class SQLiteStore(Notifying):
 
     async def recent_calls(self, run_id: str, limit: int) -> list[PastCall]:
         """The run's last `limit` calls, oldest first."""
-        return await self._here(lambda: self._recent(run_id, limit))
+        return await self._db.here(lambda: self._recent(run_id, limit))
 
     async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
                            recent: int) -> TurnContext | None:
@@ -488,7 +384,7 @@ class SQLiteStore(Notifying):
                 last = self._last_turn(run_id)
             return TurnContext(run, next((t for t in turns if t.turn_id == turn_id), None),
                                last, used, tuple(reversed(latest)))
-        return await self._here(read)
+        return await self._db.here(read)
 
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
@@ -603,7 +499,7 @@ class SQLiteStore(Notifying):
 
     async def _commit_audit(self, events: list[AuditEvent]) -> StoreUnavailable | None:
         try:
-            await self._run(lambda: self._tx(lambda conn: self._append_audit(conn, events)))
+            await self._db.run(lambda: self._tx(lambda conn: self._append_audit(conn, events)))
         except StoreUnavailable as err:
             return err
         self._appended(events)
@@ -626,7 +522,7 @@ class SQLiteStore(Notifying):
 
     async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:
         cols = ("seq", *rows.AUDIT_COLUMNS)
-        found = await self._run(lambda: self._all(
+        found = await self._db.run(lambda: self._all(
             f"SELECT {', '.join(cols)} FROM audit WHERE run_id = ? ORDER BY seq", (run_id,)))
         return [dict(zip(cols, r, strict=True)) for r in found]
 
@@ -634,7 +530,7 @@ class SQLiteStore(Notifying):
                           newest: bool = False) -> list[AuditRecord]:
         where, args = rows.audit_where(which, "?")
         order = "DESC" if newest else ""
-        found = await self._run(lambda: self._all(
+        found = await self._db.run(lambda: self._all(
             f"SELECT seq, {', '.join(rows.AUDIT_COLUMNS)} FROM audit WHERE seq > ? AND {where} "
             f"ORDER BY seq {order} LIMIT ?", (after, *args, limit)))
         records = [rows.audit_from_row(r[0], r[1:]) for r in found]
@@ -646,7 +542,7 @@ class SQLiteStore(Notifying):
         return AuditCheckpoint(*row) if row else None
 
     async def audit_checkpoint(self) -> AuditCheckpoint | None:
-        return await self._run(self._checkpoint)
+        return await self._db.run(self._checkpoint)
 
     async def prune_audit(self, before: str,
                           record: Callable[[AuditCheckpoint], AuditEvent]
@@ -665,19 +561,19 @@ class SQLiteStore(Notifying):
                          (point.seq, point.hash, point.time, point.removed, point.before))
             self._append_audit(conn, [record(point)])
             return point
-        point = await self._run(lambda: self._tx(tx))
+        point = await self._db.run(lambda: self._tx(tx))
         if point is not None:
             self._hub.publish(AUDIT_FEED)
         return point
 
     async def approvals_for_run(self, run_id: str) -> list[ApprovalRecord]:
-        found = await self._run(lambda: self._all(
+        found = await self._db.run(lambda: self._all(
             f"SELECT {', '.join(rows.APPROVAL_COLUMNS)} FROM approvals WHERE run_id = ? "
             "ORDER BY created_at", (run_id,)))
         return [rows.approval_from_row(r) for r in found]
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
-        row = await self._run(lambda: self._one(
+        row = await self._db.run(lambda: self._one(
             f"SELECT {', '.join(rows.APPROVAL_COLUMNS)} FROM approvals WHERE approval_id = ?",
             (approval_id,)))
         return rows.approval_from_row(row) if row else None
@@ -685,7 +581,7 @@ class SQLiteStore(Notifying):
     async def list_approvals(self, which: ApprovalFilter, *, after: int,
                              limit: int) -> list[tuple[int, ApprovalRecord]]:
         where, args = rows.approval_where(which, "?")
-        found = await self._run(lambda: self._all(
+        found = await self._db.run(lambda: self._all(
             f"SELECT rowid, {', '.join(rows.APPROVAL_COLUMNS)} FROM approvals "
             f"WHERE rowid > ? AND {where} ORDER BY rowid LIMIT ?", (after, *args, limit)))
         return [(int(r[0]), rows.approval_from_row(r[1:])) for r in found]
@@ -703,7 +599,7 @@ class SQLiteStore(Notifying):
         """Whether the store can persist: the file guard, then a real write (a no-op update
         committed durably)."""
         try:
-            await self._run(lambda: self._tx(
+            await self._db.run(lambda: self._tx(
                 lambda conn: conn.execute("UPDATE schema_version SET version = version")))
         except StoreUnavailable as err:
             problem = err.message
@@ -719,22 +615,13 @@ class SQLiteStore(Notifying):
 
     async def close(self) -> None:
         """Idempotent."""
-        def close() -> None:
-            for conn in self.connections:
-                conn.close()
-            self._conn = self._fast = self._unsynced = None
         self._hub.close()
         if self._closed:
             return
         self._closed = True
-        if self._checkpointing is not None:
-            self._checkpointing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._checkpointing
         if self._peers is not None:
             self._peers.close()
-        await self._run(close)
-        self._pool.shutdown(wait=True)
+        await self._db.close()
         if self._drive_locks is not None:
             self._drive_locks.close()
             self._drive_locks = None

@@ -35,6 +35,6 @@ def test_a_thread_gets_its_python_name_cut_to_what_the_kernel_keeps() -> None:
 async def test_the_sqlite_stores_thread_is_named(tmp_path: Path) -> None:
     store = await SQLiteStore.open(tmp_path / "s.db")
     try:
-        assert await store._run(os_name) == "callgate-sqlite"
+        assert await store._db.run(os_name) == "callgate-sqlite"
     finally:
         await store.close()

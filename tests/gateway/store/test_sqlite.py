@@ -210,7 +210,7 @@ async def test_the_store_thread_checkpoints_what_the_loops_connection_wrote(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The loop's connection leaves its commits in the WAL; after CHECKPOINT_EVERY of them the
     store thread copies them into the database file."""
-    from gateway.store import sqlite as module
+    from gateway.store import sqliteconn as module
 
     monkeypatch.setattr(module, "CHECKPOINT_EVERY", 5)
     db = tmp_path / "s.db"
@@ -230,7 +230,7 @@ async def test_the_store_thread_checkpoints_what_the_loops_connection_wrote(
             await store.create_run(_run_record(f"r{i}"))
         assert runs_in_the_file() == 0, "nothing was checkpointed yet"
         await store.create_run(_run_record("r4"))
-        task = store._checkpointing
+        task = store._db.checkpointing
         assert task is not None
         await task
         assert runs_in_the_file() == 5
