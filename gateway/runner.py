@@ -405,8 +405,7 @@ class Runner:
             return calls, await self._partial_writes(identity, calls)
         now = self.clock()
         need = HistoryNeed.of(self.policy)
-        recent = [c for c in await self._recent(run.run_id, need.limit)
-                  if c.turn_id != turn.turn_id]
+        recent = await self._history(run.run_id, turn.turn_id, need.limit)
         judged = await self._judged(identity, run, turn, calls, recent, now, need)
         await self.store.save(calls=judged.changed, approvals=judged.approvals,
                               audit=judged.audit, expect=calls)
@@ -414,8 +413,11 @@ class Runner:
             self.on_pending(judged.approvals)
         return judged.calls, judged.partial
 
-    async def _recent(self, run_id: str, limit: int) -> Sequence[PastCall]:
-        return await self.store.recent_calls(run_id, limit) if limit else []
+    async def _history(self, run_id: str, turn_id: str, limit: int) -> Sequence[PastCall]:
+        """The run's last `limit` calls but those of turn_id (none read when limit is 0)."""
+        if not limit:
+            return []
+        return [c for c in await self.store.recent_calls(run_id, limit) if c.turn_id != turn_id]
 
     def _context(self, run: RunRecord, turn_seq: int, turn_id: str
                  ) -> Callable[[Sequence[HistoryEntry]], RunContext]:
@@ -440,13 +442,9 @@ class Runner:
                 return batch.budget_rejected(c, now)
             return await self.judge.judge(c, identity=identity, run=ctx, batch=calls, now=now)
 
-        async def read_history() -> Sequence[HistoryEntry]:
-            return [c for c in await self.store.recent_calls(run.run_id, RECENT_CALLS)
-                    if c.turn_id != turn.turn_id]
-
-        judged = await judged_with_history(need, self.policy, calls, recent,
-                                           self._context(run, turn.seq, turn.turn_id), judge,
-                                           read_history)
+        judged = await judged_with_history(
+            need, self.policy, calls, recent, self._context(run, turn.seq, turn.turn_id), judge,
+            lambda: self._history(run.run_id, turn.turn_id, RECENT_CALLS))
         remaining = (None if run.budget.max_tool_calls == 0
                      else max(run.budget.max_tool_calls - run.tool_calls_used, 0))
         partial = await self._partial_writes(identity, judged)
@@ -701,9 +699,9 @@ class Runner:
         else:
             need = HistoryNeed.of(self.policy)
             judged = await judged_with_history(
-                need, self.policy, recs, await self._recent(run.run_id, need.limit),
+                need, self.policy, recs, await self._history(run.run_id, "", need.limit),
                 self._context(run, run.turns_used, ""), judge,
-                lambda: self.store.recent_calls(run.run_id, RECENT_CALLS))
+                lambda: self._history(run.run_id, "", RECENT_CALLS))
         await self.store.append_audit([events.authorize(r, identity, registry=self.registry,
                                                         now=now) for r in judged])
         return [AuthorizeDecision(r.call_id, r.decision or Decision(Verdict.UNSPECIFIED),
