@@ -51,6 +51,7 @@ PolicyEngine.allows  # the boolean grants (may_approve, may_resolve, may_read_au
 Bundle.packages
 TestResult.duration_s
 SQLiteStore.audit_rows
+SQLiteStore.connections  # the statement counts (bench) and the tests trace every connection
 GatewayClient.whole_run  # a Python client's every page of a run (docs/api.md, GetRun)
 RunStore.get_view  # a whole run in one read (GetRun reads pages): the store tests compare with it
 Registry.from_manifests
