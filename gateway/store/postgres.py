@@ -365,7 +365,7 @@ class PostgresStore(Notifying):
         (seq = the run's turn count), then its recent calls with those of call_ids already
         used."""
         async with self._tx() as conn:
-            found = await self._all(conn, _RUN_AND_TURNS, (turn_id, run_id))
+            found = await self._all(conn, _RUN_AND_TURNS, (turn_id, run_id, run_id))
             if not found:
                 return None
             run = rows.run_from_row(found[0][:len(rows.RUN_COLUMNS)])

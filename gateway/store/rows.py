@@ -198,12 +198,16 @@ def guards(expect: Sequence[CallRecord]) -> Guards:
 
 
 def run_and_turns(mark: str) -> str:
-    """The run joined with its turn of one ID and its last turn (seq = its turn count);
-    parameters: the turn ID, the run ID."""
-    return (f"SELECT {', '.join('r.' + c for c in RUN_COLUMNS)}, "
-            f"{', '.join('t.' + c for c in TURN_COLUMNS)} FROM runs r LEFT JOIN turns t "
-            f"ON t.run_id = r.run_id AND (t.turn_id = {mark} OR t.seq = r.turns_used) "
-            f"WHERE r.run_id = {mark}")
+    """The run with its turn of one ID and its last turn (seq = its turn count), each found
+    by an index whatever the run's length (an OR of the two in one join condition scans the
+    run's turns); parameters: the turn ID, the run ID, the run ID. The first row always has
+    the run (with no turn when none has that ID); the last turn may come twice."""
+    run = ', '.join('r.' + c for c in RUN_COLUMNS)
+    turn = ', '.join('t.' + c for c in TURN_COLUMNS)
+    return (f"SELECT {run}, {turn} FROM runs r LEFT JOIN turns t "
+            f"ON t.run_id = r.run_id AND t.turn_id = {mark} WHERE r.run_id = {mark} "
+            f"UNION ALL SELECT {run}, {turn} FROM runs r JOIN turns t "
+            f"ON t.run_id = r.run_id AND t.seq = r.turns_used WHERE r.run_id = {mark}")
 
 
 _CALL_KEYS = ("k_run", "k_turn", "k_call", "x_status", "x_count")

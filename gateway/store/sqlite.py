@@ -364,7 +364,7 @@ class SQLiteStore(Notifying):
         run's turn count), then its recent calls with those of call_ids already used. (The run
         is driven by one holder of its lock at a time, so nothing changes in between.)"""
         def read() -> TurnContext | None:
-            found = self._all(_RUN_AND_TURNS, (turn_id, run_id))
+            found = self._all(_RUN_AND_TURNS, (turn_id, run_id, run_id))
             if not found:
                 return None
             run = rows.run_from_row(found[0][:len(rows.RUN_COLUMNS)])

@@ -163,6 +163,8 @@ async def test_the_turn_context_is_read_in_one_go(store: RunStore) -> None:
     blind = await store.turn_context("r1", "t6", ["c4"], 0)  # a policy that reads no history
     assert blind is not None and blind.recent == () and blind.used == {"c4"}
     assert blind.last == ctx.last
+    again = await store.turn_context("r1", "t5", [], 0)  # the last turn's ID sent again
+    assert again is not None and again.turn == again.last == ctx.last
     assert await store.turn_context("nope", "t1", ["c1"], 5) is None
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -160,17 +160,24 @@ class Steps:
         return 0
 
 
-async def sqlite_steps(store: SQLiteStore, run_id: str) -> int:
+async def sqlite_steps(store: SQLiteStore, read: Callable[[], Awaitable[object]]) -> int:
+    """The steps of SQLite's virtual machine while `read` runs, on every connection."""
     steps = Steps()
     for conn in store.connections:
         conn.set_progress_handler(steps, 1)
     try:
-        p = await page(store, None, 50, run_id)
+        await read()
     finally:
         for conn in store.connections:
             conn.set_progress_handler(None, 1)
-    assert len(p.view.turns) == 50
     return steps.count
+
+
+async def page_steps(store: SQLiteStore, run_id: str) -> int:
+    async def read() -> None:
+        p = await page(store, None, 50, run_id)
+        assert len(p.view.turns) == 50
+    return await sqlite_steps(store, read)
 
 
 def explain_rows(plan: dict[str, Any]) -> int:
@@ -199,7 +206,7 @@ async def test_a_page_of_a_long_run_reads_no_more_than_one_of_a_short_run(
     await record_turns(store, 1, 60, run_id="short")
     await record_turns(store, 1, 600, run_id="long")
     if isinstance(store, SQLiteStore):
-        short, long = await sqlite_steps(store, "short"), await sqlite_steps(store, "long")
+        short, long = await page_steps(store, "short"), await page_steps(store, "long")
         assert long <= short * 1.1, (short, long)
         path = sqlite_path(db_url)
         assert path is not None
