@@ -215,7 +215,6 @@ class SQLiteStore(Notifying):
         problem = self._guard.problem()
         if problem:
             raise StoreUnavailable(f"the run store cannot persist: {problem}")
-        self._next_head = None
         writer = self._writer
         if writer is not None and not writer.acquire(wait=waits):
             if not waits:
@@ -240,8 +239,9 @@ class SQLiteStore(Notifying):
         finally:
             if writer is not None:
                 writer.release()
-        if self._next_head is not None:
-            self._audit_head = self._next_head
+            head, self._next_head = self._next_head, None  # what fn appended, if it did
+        if head is not None:
+            self._audit_head = head
         return result
 
     def _read(self, fn: Callable[[], T]) -> T:
