@@ -193,7 +193,7 @@ class SQLiteStore(Notifying):
 
     async def _write(self, fn: Callable[[sqlite3.Connection], T], *, sync: bool = True) -> T:
         """A write transaction, on the event loop's thread unless it would wait (without
-        `sync`, on the loop's unsynced connection)."""
+        `sync`, the loop's connection commits it with synchronous=NORMAL)."""
         result = await self._db.here(lambda: self._tx(fn, self._db.for_write(sync)))
         self._db.committed()
         return result
@@ -211,7 +211,7 @@ class SQLiteStore(Notifying):
     def _tx(self, fn: Callable[[sqlite3.Connection], T],
             conn: sqlite3.Connection | None = None) -> T:
         conn = conn or self.conn
-        waits = self._db.waits(conn)  # the loop's connections never wait for a lock
+        waits = self._db.waits(conn)  # the loop's connection never waits for a lock
         problem = self._guard.problem()
         if problem:
             raise StoreUnavailable(f"the run store cannot persist: {problem}")
@@ -390,7 +390,7 @@ class SQLiteStore(Notifying):
                          audit: Sequence[AuditEvent] = (),
                          approvals: Sequence[ApprovalRecord] = (), *,
                          durable: bool = True) -> None:
-        """`durable=False`: committed through the loop's connection with synchronous=NORMAL
+        """`durable=False`: committed by the loop's connection with synchronous=NORMAL
         (its WAL frames reach the disk with the next commit that syncs the WAL, which any
         later synchronous=FULL commit does); on the store thread, durably all the same."""
         def tx(conn: sqlite3.Connection) -> None:

@@ -11,9 +11,12 @@ the loop goes on. Handing each turn's statements to a thread cost more than the 
 under load the two threads traded the GIL for every statement. An asyncio lock (the gate)
 keeps the connections' uses one at a time, in order, as a single connection's were.
 
-The loop has a second connection with synchronous=NORMAL for a commit that need not sync on
-its own (the first commit of a turn that only reads: its WAL frames reach the disk with the
-turn's settling commit, which syncs the WAL before the outcome leaves).
+A commit that need not sync on its own (the first commit of a turn that only reads: its WAL
+frames reach the disk with the turn's settling commit, which syncs the WAL before the outcome
+leaves) is made on the same loop connection, switched to synchronous=NORMAL for it. One
+connection, not one per level: SQLite drops a connection's page cache whenever another
+connection has written since its last transaction, so two connections taking turns read
+every page of a turn's statements from the file again (about 50 reads per turn).
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ from gateway.threadname import name_os_thread
 T = TypeVar("T")
 log = logging.getLogger("callgate.store")
 
-# the loop's connections do not checkpoint; the store thread checkpoints after this many of
-# their commits (SQLite's own default is after 1,000 pages of WAL, a few dozen turns)
+# the loop's connection does not checkpoint; the store thread checkpoints after this many of
+# its commits (SQLite's own default is after 1,000 pages of WAL, a few dozen turns)
 CHECKPOINT_EVERY = 64
 
 
@@ -49,8 +52,7 @@ def unusable(exc: sqlite3.Error) -> StoreUnavailable:
 
 class Connections:
     """A store file's connections and the thread that may wait: the store thread's
-    connection (`thread`), and the event loop's (`loop`, and `unsynced` with
-    synchronous=NORMAL)."""
+    connection (`thread`) and the event loop's (`loop`)."""
 
     def __init__(self, path: Path, busy_timeout_s: float) -> None:
         self.path = path
@@ -59,10 +61,10 @@ class Connections:
                                         initializer=name_os_thread)
         self.thread: sqlite3.Connection | None = None
         self.loop: sqlite3.Connection | None = None
-        self.unsynced: sqlite3.Connection | None = None
+        self._loop_syncs = True  # the loop connection's level: FULL (or NORMAL)
         self._thread_id = 0
         self._gate = asyncio.Lock()  # one use of a connection at a time
-        self._commits = 0  # on the loop's connections since the last checkpoint
+        self._commits = 0  # on the loop's connection since the last checkpoint
         self.checkpointing: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ opening, closing
@@ -80,17 +82,14 @@ class Connections:
         return conn
 
     def open_loop(self) -> None:
-        """The event loop's connections (once the schema is in place)."""
-        self.loop = self._loop_connection("FULL")
-        self.unsynced = self._loop_connection("NORMAL")
-
-    def _loop_connection(self, synchronous: str) -> sqlite3.Connection:
+        """The event loop's connection (once the schema is in place)."""
         conn = sqlite3.connect(self.path, timeout=0, isolation_level=None,
                                check_same_thread=False)
-        conn.execute(f"PRAGMA synchronous={synchronous}")
+        conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA wal_autocheckpoint=0")
-        return conn
+        self.loop = conn
+        self._loop_syncs = True
 
     async def close(self) -> None:
         if self.checkpointing is not None:
@@ -101,7 +100,7 @@ class Connections:
         def close() -> None:
             for conn in self.all:
                 conn.close()
-            self.thread = self.loop = self.unsynced = None
+            self.thread = self.loop = None
         await self.run(close)
         self._pool.shutdown(wait=True)
 
@@ -118,13 +117,17 @@ class Connections:
     @property
     def all(self) -> tuple[sqlite3.Connection, ...]:
         """Every connection open (the store thread's first)."""
-        return tuple(c for c in (self.thread, self.loop, self.unsynced) if c is not None)
+        return tuple(c for c in (self.thread, self.loop) if c is not None)
 
     def for_write(self, sync: bool) -> sqlite3.Connection:
-        """The calling thread's connection for a write; without `sync`, the loop's unsynced
-        one (the store thread's syncs all the same)."""
+        """The calling thread's connection for a write transaction (before its BEGIN: SQLite
+        changes the level only between transactions); without `sync`, the loop's is switched
+        to synchronous=NORMAL for it (the store thread's syncs all the same)."""
         conn = self.conn
-        return self.unsynced if not sync and conn is self.loop and self.unsynced else conn
+        if conn is self.loop and sync != self._loop_syncs:
+            conn.execute(f"PRAGMA synchronous={'FULL' if sync else 'NORMAL'}")
+            self._loop_syncs = sync
+        return conn
 
     def waits(self, conn: sqlite3.Connection) -> bool:
         """Whether conn may wait for a lock (only the store thread's)."""

@@ -239,18 +239,23 @@ async def test_the_store_thread_checkpoints_what_the_loops_connection_wrote(
 
 
 async def test_a_turn_begun_without_durable_commits_without_syncing(tmp_path: Path) -> None:
-    """begin_turn(durable=False) commits through the loop's synchronous=NORMAL connection; the
-    default, and every other write, through one with synchronous=FULL."""
+    """begin_turn(durable=False) commits with synchronous=NORMAL; the default, and every other
+    write, with synchronous=FULL. All of them on the event loop's one connection: a second
+    connection writing in between would make SQLite drop its page cache."""
     from gateway.model import EventKind, TurnRecord
 
     store = await SQLiteStore.open(tmp_path / "s.db")
-    wrote: list[tuple[str, int]] = []  # (what, the synchronous level of its connection)
+    # (what, the connection, its synchronous level when the statement ran)
+    wrote: list[tuple[str, sqlite3.Connection, int]] = []
+    level: dict[sqlite3.Connection, int] = {}
 
-    def tracer(level: int) -> Callable[[str], None]:
+    def tracer(conn: sqlite3.Connection) -> Callable[[str], None]:
         def trace(statement: str) -> None:
+            if statement.startswith("PRAGMA synchronous="):
+                level[conn] = {"NORMAL": 1, "FULL": 2}[statement.split("=")[1]]
             for what in ("INSERT OR IGNORE INTO runs", "INSERT INTO turns", "UPDATE turns"):
                 if statement.startswith(what):
-                    wrote.append((what, level))
+                    wrote.append((what, conn, level[conn]))
         return trace
 
     def turn(n: int) -> TurnRecord:
@@ -259,15 +264,19 @@ async def test_a_turn_begun_without_durable_commits_without_syncing(tmp_path: Pa
 
     try:
         for conn in store.connections:
-            level = int(conn.execute("PRAGMA synchronous").fetchone()[0])
-            conn.set_trace_callback(tracer(level))
+            level[conn] = int(conn.execute("PRAGMA synchronous").fetchone()[0])
+            conn.set_trace_callback(tracer(conn))
         run = await store.create_run(_run_record("r1"))
         await store.begin_turn(run, turn(1), [], durable=False)
         await store.save(turn=turn(1))
         await store.begin_turn(run, turn(2), [])
         normal, full = 1, 2
-        assert wrote == [("INSERT OR IGNORE INTO runs", full), ("INSERT INTO turns", normal),
-                         ("UPDATE turns", full), ("INSERT INTO turns", full)]
+        assert [(what, synced) for what, _, synced in wrote] == [
+            ("INSERT OR IGNORE INTO runs", full), ("INSERT INTO turns", normal),
+            ("UPDATE turns", full), ("INSERT INTO turns", full)]
+        assert len({id(conn) for _, conn, _ in wrote}) == 1
+        (loop,) = {conn for _, conn, _ in wrote}
+        assert level[loop] == int(loop.execute("PRAGMA synchronous").fetchone()[0]) == full
     finally:
         await store.close()
 
