@@ -41,7 +41,6 @@ from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
-import aiohttp
 import grpc
 import psycopg
 
@@ -79,6 +78,7 @@ from bench.workloads import (
 )
 from gateway import pb
 from gateway.audit.keys import AuditKey
+from gateway.executors.http1 import Http1Client
 from gateway.store.base import RunStore, StoredForm
 from gateway.store.sqlite import SQLiteStore
 from gateway.testing import SidecarFailed, SidecarProcess
@@ -280,11 +280,14 @@ async def _one_at_a_time(b: Bench, sidecar: SidecarProcess, channels: _Channels)
     (run,) = await start_runs(stub, 1)
     turn_w = Workload("SubmitTurn (2 reads), 1 in flight", submit_turn_call(stub, [run]),
                       _pid(sidecar), 1, tools_pid=b.travel.pid)
-    async with aiohttp.ClientSession() as session:
+    client = Http1Client()
+    try:
         tools = [Workload(f"{name} direct HTTP, 1 in flight",
-                          direct_tool_call(session, b.travel_url + path, body), b.travel.pid, 1)
+                          direct_tool_call(client, b.travel_url + path, body), b.travel.pid, 1)
                  for name, (path, body) in TOOL_PATHS.items()]
         found = await interleaved([turn_w, *tools], 1.0, ns.rounds, ns.sequential_duration)
+    finally:
+        await client.aclose()
     b.scenarios += found
     b.results.one_at_a_time = OneAtATime(
         found[0].p50_ms, {name: s.p50_ms for name, s in zip(TOOL_PATHS, found[1:],

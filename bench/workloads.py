@@ -6,13 +6,13 @@ round fails the benchmark.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-import aiohttp
 import grpc
 from google.protobuf import text_format
 from google.protobuf.message import Message
@@ -24,6 +24,7 @@ from bench.procs import cpu_seconds, thread_cpu
 from bench.report import Scenario
 from gateway import pb
 from gateway.client import tool_call
+from gateway.executors.http1 import Http1Client
 
 TOKEN = "alice-demo-token"
 METADATA = (("authorization", f"Bearer {TOKEN}"),)
@@ -134,14 +135,17 @@ def get_run_call(stub: pb.ToolGatewayStub, run_id: str, turns: int, page: int) -
     return call
 
 
-def direct_tool_call(session: aiohttp.ClientSession, url: str, body: dict[str, str]) -> Call:
-    """The tool's own HTTP endpoint, asked as the sidecar asks it (POST of the JSON
-    arguments, one kept-alive aiohttp session)."""
+def direct_tool_call(client: Http1Client, url: str, body: dict[str, str]) -> Call:
+    """The tool's own HTTP endpoint, asked as the sidecar asks it (POST of the JSON arguments
+    on a kept-alive connection, with the sidecar's own HTTP client)."""
+    data = json.dumps(body).encode()
+    headers = {"Accept": "application/json", "Content-Type": "application/json"}
+
     async def call(worker: int, seq: int) -> None:
-        async with session.post(url, json=body) as response:
-            text = await response.text()
-            if response.status != 200:
-                raise UnexpectedAnswer(url, f"HTTP {response.status}: {text}")
+        answer = await client.request("POST", url, headers=headers, body=data,
+                                      max_body_bytes=1 << 20, on_sent=lambda: None)
+        if answer.status != 200:
+            raise UnexpectedAnswer(url, f"HTTP {answer.status}: {answer.body[:200]!r}")
     return call
 
 

@@ -9,6 +9,7 @@ from adapters.events import ErrorKind
 from gateway.app import Sidecar
 from gateway.client import GatewayClient
 from gateway.errors import CallCode
+from gateway.executors.http1 import _Connection
 from gateway.model import ApprovalStatus
 from gateway.policy.base import PolicyEngine
 from gateway.policy.bundle import Bundle
@@ -56,6 +57,16 @@ GatewayClient.whole_run  # a Python client's every page of a run (docs/api.md, G
 RunStore.get_view  # a whole run in one read (GetRun reads pages): the store tests compare with it
 Registry.from_manifests
 run_serve_expecting_failure
+
+# asyncio calls a protocol's methods, and httptools its callbacks, by name.
+_Connection.connection_made
+_Connection.data_received
+_Connection.eof_received
+_Connection.connection_lost
+_Connection.on_header
+_Connection.on_headers_complete
+_Connection.on_body
+_Connection.on_message_complete
 
 # A reference that keeps a scheduled task alive (the event loop holds tasks only weakly).
 Sidecar._health_update

@@ -14,7 +14,7 @@ FUNCTION_PATTERN = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"
 RECONCILE_PLACEHOLDERS = ("idempotency_key", "run_id", "call_id")
 # Headers callgate sets itself on every request; a manifest may not override them.
 RESERVED_HEADERS = ("accept", "idempotency-key", "x-callgate-run-id", "x-callgate-call-id",
-                    "x-callgate-subject")
+                    "x-callgate-subject", "content-length", "transfer-encoding")
 
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 

@@ -2,8 +2,8 @@
 
 Every request carries `Idempotency-Key` (`<run_id>:<call_id>`), `X-Callgate-Run-Id`,
 `X-Callgate-Call-Id` and `X-Callgate-Subject`. Whether a request reached the target is taken
-from the connection trace (request headers started going out), so "nothing was sent" is exact:
-such a try is FAILED and is not counted in `attempts`.
+from the client (the request's bytes were handed to the connection), so "nothing was sent" is
+exact: such a try is FAILED and is not counted in `attempts`.
 
     outcome                            read                          write
     nothing sent (connect error,       FAILED tool_error (or         the same
@@ -34,12 +34,11 @@ from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import aiohttp
 from multidict import CIMultiDictProxy
-from yarl import URL
 
 from gateway.errors import CallCode
 from gateway.executors.base import ExecutionContext, ExecutionResult
+from gateway.executors.http1 import Http1Client, charset
 from gateway.executors.outcome import (
     KEPT_TEXT_CHARS,
     Attempt,
@@ -60,44 +59,31 @@ from gateway.model import Effect
 
 _RETRYABLE_READ_STATUS = frozenset({408, 425, 429})
 _UNKNOWN_WRITE_STATUS = frozenset({408, 409})
-_CHUNK = 64 * 1024
-
-
-async def _headers_sent(session: aiohttp.ClientSession, ctx: SimpleNamespace,
-                        params: aiohttp.TraceRequestHeadersSentParams) -> None:
-    ctx.trace_request_ctx.sent = True
 
 
 class HttpClients:
-    """The one pooled `aiohttp.ClientSession` every http tool of a registry shares.
-
-    Created on first use, inside the running event loop; closed by `aclose`. Redirects are not
-    followed, proxy settings from the environment are not used, and cookies are not kept.
-    (aiohttp, not httpx: measured on this path, a request costs about a quarter of the CPU.)
-    """
+    """The one `Http1Client` every http tool of a registry shares (kept-alive connections per
+    origin). Created on first use; closed by `aclose`. Redirects are not followed, proxy
+    settings from the environment are not used, and cookies are not kept."""
 
     def __init__(self, max_body_bytes: int = DEFAULT_LIMITS.max_output_bytes) -> None:
-        self._session: aiohttp.ClientSession | None = None
+        self._client: Http1Client | None = None
         self.max_body_bytes = max_body_bytes  # a larger body is not read past this
 
-    def get(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            trace = aiohttp.TraceConfig()
-            trace.on_request_headers_sent.append(_headers_sent)
-            self._session = aiohttp.ClientSession(
-                trust_env=False, cookie_jar=aiohttp.DummyCookieJar(), trace_configs=[trace],
-                timeout=aiohttp.ClientTimeout(total=None), skip_auto_headers=("User-Agent",))
-        return self._session
+    def get(self) -> Http1Client:
+        if self._client is None or self._client.closed:
+            self._client = Http1Client()
+        return self._client
 
     async def aclose(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
 
 
 @dataclass(frozen=True)
 class Reply:
-    """An answer as read: status, headers and the (decoded) body, at most the cap."""
+    """An answer as read: status, headers and the body (at most the cap)."""
 
     status_code: int
     headers: CIMultiDictProxy[str]
@@ -131,55 +117,34 @@ def _target(url: str) -> str:
     return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
 
 
-def _url(url: str) -> URL:
-    """The URL sent as written (its percent-escapes kept), unless it still needs escaping."""
-    printable = url.isascii() and url.isprintable() and " " not in url
-    return URL(url, encoded=printable)
-
-
-async def _capped(response: aiohttp.ClientResponse, cap: int) -> tuple[Reply, int]:
-    """The answer with its (decoded) body read, never past `cap` bytes: (reply, 0), or (the
-    reply without its body, the body's size as far as known) when it is larger."""
-    body = bytearray()
-    async for chunk in response.content.iter_chunked(_CHUNK):
-        body += chunk
-        if len(body) > cap:
-            break
-    try:
-        charset = response.charset
-    except (LookupError, ValueError):
-        charset = None
-    if len(body) <= cap:
-        return Reply(response.status, response.headers, bytes(body), charset), 0
-    declared = response.headers.get("content-length", "")
-    size = int(declared) if declared.isdigit() and int(declared) > cap else len(body)
-    return Reply(response.status, response.headers, b"", charset), size
-
-
-async def exchange(session: aiohttp.ClientSession, method: str, url: str, *,
+async def exchange(client: Http1Client, method: str, url: str, *,
                    headers: Mapping[str, str], timeout_s: float, body: Any = None,
                    max_body_bytes: int = DEFAULT_LIMITS.max_output_bytes) -> Exchange:
     """Send one request within timeout_s overall, reading at most max_body_bytes of the
     answer; never raises for transport problems."""
-    seen = SimpleNamespace(sent=False)  # set once the request headers went out
+    seen = SimpleNamespace(sent=False)  # set once the request went out
+
+    def sent() -> None:
+        seen.sent = True
     data = None
     if body is not None:
         data = json.dumps(body).encode()
-        headers = {**headers, "Content-Type": "application/json"}
+        headers = {**{k: v for k, v in headers.items() if k.lower() != "content-type"},
+                   "Content-Type": "application/json"}
     try:
         async with asyncio.timeout(timeout_s):
-            async with session.request(method, _url(url), data=data, headers=headers,
-                                       allow_redirects=False,
-                                       trace_request_ctx=seen) as response:
-                reply, oversize = await _capped(response, max_body_bytes)
+            answer = await client.request(method, url, headers=headers, body=data,
+                                          max_body_bytes=max_body_bytes, on_sent=sent)
     except TimeoutError:
         return Exchange(None, seen.sent, f"no response from {_target(url)} within "
                                          f"{timeout_s:g} s", timed_out=True)
-    except Exception as exc:  # aiohttp.ClientError and anything unexpected while sending
+    except Exception as exc:  # OSError, ssl.SSLError, BrokenAnswer, ValueError (unsendable)
         verb = "connection to" if seen.sent else "could not connect to"
         return Exchange(None, seen.sent, f"{verb} {_target(url)} failed: "
                                          f"{type(exc).__name__}: {error_text(exc)}")
-    return Exchange(reply, True, oversize=oversize)
+    reply = Reply(answer.status, answer.headers, answer.body,
+                  charset(answer.headers.get("Content-Type", "")))
+    return Exchange(reply, True, oversize=answer.oversize)
 
 
 def _body_output(response: Reply) -> tuple[str, str | None]:

@@ -28,7 +28,8 @@ def http(url: str, **extra: Any) -> dict[str, Any]:
 async def test_posts_arguments_with_callgate_headers(
         make_tool: ToolFactory, ctx: ExecutionContext, target: Target) -> None:
     target.script("/tool", Reply(200, {"ok": True}))
-    tool = make_tool(executor=http(f"{target.url}/tool", headers={"X-Api-Key": "k1"}))
+    tool = make_tool(executor=http(f"{target.url}/tool", headers={
+        "X-Api-Key": "k1", "content-type": "text/plain"}))  # the JSON body's type wins
     result = await tool.run({"city": "Zürich", "n": 2}, ctx)
     assert (result.status, result.output_json, result.attempts) == (
         CallStatus.SUCCEEDED, '{"ok": true}', 1)
@@ -39,7 +40,8 @@ async def test_posts_arguments_with_callgate_headers(
     assert seen.headers["X-Callgate-Call-Id"] == "call-1"
     assert seen.headers["X-Callgate-Subject"] == "alice"
     assert seen.headers["X-Api-Key"] == "k1"
-    assert seen.headers["Content-Type"] == "application/json"
+    assert [(k, v) for k, v in seen.headers.items() if k.lower() == "content-type"] == [
+        ("Content-Type", "application/json")]
 
 
 async def test_one_pooled_client_per_registry(ctx: ExecutionContext, target: Target) -> None:
