@@ -4,8 +4,9 @@ SQLite: `sqlite3.Connection.set_trace_callback` on the store's connections (ever
 engine starts, BEGIN and COMMIT included). PostgreSQL: libpq's protocol trace of every pooled
 connection (`PGconn.trace`): each simple `Query` and each extended-protocol `Execute` is one
 statement, its text taken from the `Parse` that prepared it. Either way the statements are
-tallied by `Tally`: transaction control (BEGIN, COMMIT, ROLLBACK, SAVEPOINT) apart from the
-data statements, and commits that ended a transaction which wrote apart from read-only ones.
+tallied by `Tally`: transaction control (BEGIN, COMMIT, ROLLBACK, SAVEPOINT) and connection
+settings (SQLite's PRAGMA, PostgreSQL's SET: no data is read or written) apart from the data
+statements, and commits that ended a transaction which wrote apart from read-only ones.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ _BEGIN = ("BEGIN", "START")
 _COMMIT = ("COMMIT", "END")
 _ROLLBACK = ("ROLLBACK", "ABORT")
 _SAVEPOINT = ("SAVEPOINT", "RELEASE")
+_SETTING = ("PRAGMA", "SET")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 _WRITE_WORD = re.compile(r"\b(INSERT|UPDATE|DELETE|REPLACE)\b")
 
@@ -48,7 +50,7 @@ def kind(sql: str) -> str:
     """What a statement does, in a few words: `BEGIN`, `INSERT audit`, `SELECT runs`,
     `SELECT pg_advisory_xact_lock` (the first table a SELECT reads)."""
     word = first_word(sql)
-    if word in (*_BEGIN, *_COMMIT, *_ROLLBACK, *_SAVEPOINT):
+    if word in (*_BEGIN, *_COMMIT, *_ROLLBACK, *_SAVEPOINT, *_SETTING):
         return word
     upper = " ".join(sql.split()).upper()
     if word != "SELECT" or "INSERT INTO" in upper:  # a write, or WITH ... a write
@@ -66,7 +68,7 @@ def kind(sql: str) -> str:
 class Tally:
     """Statements seen on one connection (their order matters: transactions are tracked)."""
 
-    data: int = 0  # every statement but transaction control
+    data: int = 0  # every statement but transaction control and settings
     writes: int = 0  # of those, the ones that change rows
     begins: int = 0
     commit_statements: int = 0  # COMMIT (or END) statements
@@ -74,6 +76,7 @@ class Tally:
     writing_commits: int = 0  # of those, the ones that made a write durable
     rollbacks: int = 0
     savepoints: int = 0
+    settings: int = 0  # PRAGMA (SQLite: the loop connection's synchronous level), SET
     texts: list[str] = field(default_factory=list)
     _open: bool = False
     _wrote: bool = False
@@ -94,6 +97,8 @@ class Tally:
             self._open = self._wrote = False
         elif word in _SAVEPOINT:
             self.savepoints += 1
+        elif word in _SETTING:
+            self.settings += 1
         else:
             self.data += 1
             if writes(sql):
@@ -109,7 +114,7 @@ class Tally:
 
     def __iadd__(self, other: Tally) -> Tally:
         for name in ("data", "writes", "begins", "commit_statements", "commits",
-                     "writing_commits", "rollbacks", "savepoints"):
+                     "writing_commits", "rollbacks", "savepoints", "settings"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.texts.extend(other.texts)
         return self

@@ -99,6 +99,7 @@ class StoreCounts:
     begins: float
     commit_statements: float
     commits: float  # COMMIT statements and writes outside a transaction
+    settings: float  # PRAGMA or SET: a connection's setting, no data read or written
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,8 @@ def _count_targets(r: Results) -> list[Target]:
         out += [
             at_most(f"{statements} ({store})", "<= 10", found.statements, 10,
                     f"{found.statements:.1f} (+ {found.begins:.1f} BEGIN, "
-                    f"{found.commit_statements:.1f} COMMIT)"),
+                    f"{found.commit_statements:.1f} COMMIT"
+                    + (f", {found.settings:.1f} PRAGMA/SET" if found.settings else "") + ")"),
             at_most(f"{commits} ({store})", "<= 3", found.commits, 3, f"{found.commits:.1f}"),
         ]
     return out

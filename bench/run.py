@@ -366,7 +366,8 @@ async def part_counts(b: Bench) -> None:
     for c in found:
         t = c.tally
         b.results.counts.append(StoreCounts(c.store, c.statements, c.per_turn(t.begins),
-                                            c.per_turn(t.commit_statements), c.commits))
+                                            c.per_turn(t.commit_statements), c.commits,
+                                            c.per_turn(t.settings)))
         lines.append(f"{c.store:<11} {c.summary()}")
         kinds = sorted(t.kinds().items(), key=lambda kv: (-kv[1], kv[0]))
         lines += [f"{'':<11} {', '.join(f'{k} {n / c.turns:g}' for k, n in kinds[i:i + 5])}"

@@ -25,12 +25,13 @@ def test_transactions_commits_and_writes_on_a_real_connection(tmp_path: Path) ->
         conn.execute("COMMIT")
         conn.execute("INSERT INTO t VALUES (2, 'c')")  # autocommit: a commit of its own
         conn.execute("SELECT count(*) FROM t").fetchone()
+        conn.execute("PRAGMA synchronous=NORMAL")  # a setting: no data read or written
     conn.execute("SELECT 1")  # after counting: not seen
     conn.close()
     assert (tally.data, tally.writes, tally.begins, tally.commit_statements) == (5, 3, 2, 2)
-    assert (tally.commits, tally.writing_commits, tally.rollbacks) == (3, 2, 0)
+    assert (tally.commits, tally.writing_commits, tally.rollbacks, tally.settings) == (3, 2, 0, 1)
     assert tally.kinds() == {"BEGIN": 2, "COMMIT": 2, "INSERT t": 2, "UPDATE t": 1,
-                             "SELECT t": 2}
+                             "SELECT t": 2, "PRAGMA": 1}
 
 
 def test_a_libpq_trace_counts_simple_and_extended_statements() -> None:
@@ -67,7 +68,7 @@ def test_kinds() -> None:
 
 def totals(t: Tally) -> tuple[int, ...]:
     return (t.data, t.writes, t.begins, t.commit_statements, t.commits, t.writing_commits,
-            t.rollbacks)
+            t.rollbacks, t.settings)
 
 
 async def test_sqlite_counts_are_per_turn_and_nothing_else(tmp_path: Path,

@@ -63,13 +63,18 @@ def test_counts_one_at_a_time_pages_and_pairs() -> None:
     small = scenario("small", p50_ms=10, count=100, seconds=1, cpu_us=1000)
     large = scenario("large", p50_ms=30, count=100, seconds=1, cpu_us=1150)
     results = Results(
-        counts=[StoreCounts("sqlite", 9.0, 2.0, 2.0, 2.0),
-                StoreCounts("postgresql", 11.0, 3.0, 3.0, 4.0)],
+        counts=[StoreCounts("sqlite", 9.0, 2.0, 2.0, 2.0, 2.0),
+                StoreCounts("postgresql", 11.0, 3.0, 3.0, 4.0, 0.0)],
         one_at_a_time=OneAtATime(7.5, {"get_train_status": 2.0, "get_weather": 3.6}),
         getrun_p50_ms=20.5, tools=Pair(small, large), data=Pair(large, small),
         skipped={"long": "not run (--only)"})
     verdicts = by_name(results)
     assert verdicts["SubmitTurn, two HTTP reads: SQL statements per turn (sqlite)"] == "yes"
+    shown = {t.name: t.measured for t in evaluate(results)}
+    assert shown["SubmitTurn, two HTTP reads: SQL statements per turn (sqlite)"] == (
+        "9.0 (+ 2.0 BEGIN, 2.0 COMMIT, 2.0 PRAGMA/SET)")
+    assert shown["SubmitTurn, two HTTP reads: SQL statements per turn (postgresql)"] == (
+        "11.0 (+ 3.0 BEGIN, 3.0 COMMIT)")
     assert verdicts["SubmitTurn commits per turn (sqlite)"] == "yes"
     assert verdicts["SubmitTurn, two HTTP reads: SQL statements per turn (postgresql)"] == "NO"
     assert verdicts["SubmitTurn commits per turn (postgresql)"] == "NO"
