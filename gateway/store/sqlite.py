@@ -1,4 +1,5 @@
-"""SQLite RunStore: one file, WAL, synchronous=FULL.
+"""SQLite RunStore: one file, WAL, every commit durable before it returns (synchronous=FULL,
+or on the event loop's connection a sync of the log right after the commit).
 
 Statements run on the event loop's thread or on the store's own, on connections used one at a
 time (`sqliteconn.Connections`: which work runs where, and why). sqlite3 errors are translated
@@ -192,9 +193,15 @@ class SQLiteStore(Notifying):
             raise
 
     async def _write(self, fn: Callable[[sqlite3.Connection], T], *, sync: bool = True) -> T:
-        """A write transaction, on the event loop's thread unless it would wait (without
-        `sync`, the loop's connection commits it with synchronous=NORMAL)."""
-        result = await self._db.here(lambda: self._tx(fn, self._db.for_write(sync)))
+        """A write transaction, on the event loop's thread unless it would wait; durable when
+        it returns, unless `sync` is False (then durable with the next one that is)."""
+        def tx() -> T:
+            conn = self.conn
+            result = self._tx(fn, conn)
+            if sync:
+                self._db.synced(conn)
+            return result
+        result = await self._db.here(tx)
         self._db.committed()
         return result
 
@@ -390,9 +397,9 @@ class SQLiteStore(Notifying):
                          audit: Sequence[AuditEvent] = (),
                          approvals: Sequence[ApprovalRecord] = (), *,
                          durable: bool = True) -> None:
-        """`durable=False`: committed by the loop's connection with synchronous=NORMAL
-        (its WAL frames reach the disk with the next commit that syncs the WAL, which any
-        later synchronous=FULL commit does); on the store thread, durably all the same."""
+        """`durable=False`: committed by the loop's connection without syncing its log (its
+        frames reach the disk with the next durable commit, whose sync covers the whole log,
+        or the next checkpoint); on the store thread, durably all the same."""
         def tx(conn: sqlite3.Connection) -> None:
             conn.execute(f"INSERT INTO turns ({', '.join(rows.TURN_COLUMNS)}) "
                          f"VALUES ({_placeholders(rows.TURN_COLUMNS)})", rows.turn_row(turn))

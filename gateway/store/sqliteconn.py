@@ -11,12 +11,15 @@ the loop goes on. Handing each turn's statements to a thread cost more than the 
 under load the two threads traded the GIL for every statement. An asyncio lock (the gate)
 keeps the connections' uses one at a time, in order, as a single connection's were.
 
-A commit that need not sync on its own (the first commit of a turn that only reads: its WAL
-frames reach the disk with the turn's settling commit, which syncs the WAL before the outcome
-leaves) is made on the same loop connection, switched to synchronous=NORMAL for it. One
-connection, not one per level: SQLite drops a connection's page cache whenever another
-connection has written since its last transaction, so two connections taking turns read
-every page of a turn's statements from the file again (about 50 reads per turn).
+The loop's connection commits with synchronous=NORMAL (into the write-ahead log, without
+syncing it), and a commit that must be durable is followed by an fdatasync of the log file, on
+the loop, before the caller goes on: what FULL does inside COMMIT. A commit that need not sync
+on its own (the first commit of a turn that only reads: its frames reach the disk with the
+turn's settling commit, whose sync covers the whole log) skips it. Neither of the simpler ways
+is as cheap: a second connection for the unsynced commits makes SQLite drop each connection's
+page cache whenever the other has written (about 50 page reads from the file per turn), and
+switching one connection's level with PRAGMA synchronous expires its prepared statements (every
+statement after it is compiled again).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -61,7 +65,7 @@ class Connections:
                                         initializer=name_os_thread)
         self.thread: sqlite3.Connection | None = None
         self.loop: sqlite3.Connection | None = None
-        self._loop_syncs = True  # the loop connection's level: FULL (or NORMAL)
+        self._log: int | None = None  # the write-ahead log's file descriptor, for fdatasync
         self._thread_id = 0
         self._gate = asyncio.Lock()  # one use of a connection at a time
         self._commits = 0  # on the loop's connection since the last checkpoint
@@ -82,14 +86,16 @@ class Connections:
         return conn
 
     def open_loop(self) -> None:
-        """The event loop's connection (once the schema is in place)."""
+        """The event loop's connection (once the schema is in place: the log exists while a
+        connection is open, and is never removed while this store's are)."""
         conn = sqlite3.connect(self.path, timeout=0, isolation_level=None,
                                check_same_thread=False)
-        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()  # the log is there
+        self._log = os.open(f"{self.path}-wal", os.O_RDONLY | os.O_CLOEXEC)
         self.loop = conn
-        self._loop_syncs = True
 
     async def close(self) -> None:
         if self.checkpointing is not None:
@@ -101,6 +107,9 @@ class Connections:
             for conn in self.all:
                 conn.close()
             self.thread = self.loop = None
+            if self._log is not None:
+                os.close(self._log)
+                self._log = None
         await self.run(close)
         self._pool.shutdown(wait=True)
 
@@ -119,15 +128,18 @@ class Connections:
         """Every connection open (the store thread's first)."""
         return tuple(c for c in (self.thread, self.loop) if c is not None)
 
-    def for_write(self, sync: bool) -> sqlite3.Connection:
-        """The calling thread's connection for a write transaction (before its BEGIN: SQLite
-        changes the level only between transactions); without `sync`, the loop's is switched
-        to synchronous=NORMAL for it (the store thread's syncs all the same)."""
-        conn = self.conn
-        if conn is self.loop and sync != self._loop_syncs:
-            conn.execute(f"PRAGMA synchronous={'FULL' if sync else 'NORMAL'}")
-            self._loop_syncs = sync
-        return conn
+    def synced(self, conn: sqlite3.Connection) -> None:
+        """After conn committed: make the commit durable. The loop's connection commits
+        without syncing (synchronous=NORMAL): its log file is synced now, which makes every
+        commit before it durable too. The store thread's synced inside COMMIT (FULL)."""
+        if conn is not self.loop or self._log is None:
+            return
+        try:
+            os.fdatasync(self._log)
+        except OSError as exc:
+            raise StoreUnavailable(f"the run store could not sync its log to disk: {exc} "
+                                   "(what was just committed may not survive a power loss)"
+                                   ) from exc
 
     def waits(self, conn: sqlite3.Connection) -> bool:
         """Whether conn may wait for a lock (only the store thread's)."""

@@ -6,6 +6,7 @@ The contract both stores keep is tested in test_contract.py."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -238,24 +239,33 @@ async def test_the_store_thread_checkpoints_what_the_loops_connection_wrote(
         await store.close()
 
 
-async def test_a_turn_begun_without_durable_commits_without_syncing(tmp_path: Path) -> None:
-    """begin_turn(durable=False) commits with synchronous=NORMAL; the default, and every other
-    write, with synchronous=FULL. All of them on the event loop's one connection: a second
-    connection writing in between would make SQLite drop its page cache."""
+async def test_a_turn_begun_without_durable_commits_without_syncing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """begin_turn(durable=False) commits without syncing the log; the default, and every
+    other write, syncs it (fdatasync of the -wal file) before returning. All of them on the
+    event loop's one connection: a second connection writing in between would make SQLite
+    drop its page cache."""
     from gateway.model import EventKind, TurnRecord
+    from gateway.store import sqliteconn
 
     store = await SQLiteStore.open(tmp_path / "s.db")
-    # (what, the connection, its synchronous level when the statement ran)
-    wrote: list[tuple[str, sqlite3.Connection, int]] = []
-    level: dict[sqlite3.Connection, int] = {}
+    done: list[str] = []  # each write's first statement and every sync, in order
+    conns: set[int] = set()
+    synced_log = os.path.realpath(tmp_path / "s.db-wal")
+
+    def fdatasync(fd: int) -> None:
+        assert os.path.realpath(f"/proc/self/fd/{fd}") == synced_log
+        done.append("sync")
+        real_fdatasync(fd)
+    real_fdatasync = os.fdatasync
+    monkeypatch.setattr(sqliteconn.os, "fdatasync", fdatasync)
 
     def tracer(conn: sqlite3.Connection) -> Callable[[str], None]:
         def trace(statement: str) -> None:
-            if statement.startswith("PRAGMA synchronous="):
-                level[conn] = {"NORMAL": 1, "FULL": 2}[statement.split("=")[1]]
             for what in ("INSERT OR IGNORE INTO runs", "INSERT INTO turns", "UPDATE turns"):
                 if statement.startswith(what):
-                    wrote.append((what, conn, level[conn]))
+                    done.append(what)
+                    conns.add(id(conn))
         return trace
 
     def turn(n: int) -> TurnRecord:
@@ -264,19 +274,36 @@ async def test_a_turn_begun_without_durable_commits_without_syncing(tmp_path: Pa
 
     try:
         for conn in store.connections:
-            level[conn] = int(conn.execute("PRAGMA synchronous").fetchone()[0])
             conn.set_trace_callback(tracer(conn))
         run = await store.create_run(_run_record("r1"))
         await store.begin_turn(run, turn(1), [], durable=False)
         await store.save(turn=turn(1))
         await store.begin_turn(run, turn(2), [])
-        normal, full = 1, 2
-        assert [(what, synced) for what, _, synced in wrote] == [
-            ("INSERT OR IGNORE INTO runs", full), ("INSERT INTO turns", normal),
-            ("UPDATE turns", full), ("INSERT INTO turns", full)]
-        assert len({id(conn) for _, conn, _ in wrote}) == 1
-        (loop,) = {conn for _, conn, _ in wrote}
-        assert level[loop] == int(loop.execute("PRAGMA synchronous").fetchone()[0]) == full
+        assert done == ["INSERT OR IGNORE INTO runs", "sync", "INSERT INTO turns",
+                        "UPDATE turns", "sync", "INSERT INTO turns", "sync"]
+        assert len(conns) == 1
+    finally:
+        await store.close()
+
+
+async def test_a_log_that_cannot_be_synced_fails_the_write_closed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk refusing to sync the log after a commit: the caller gets StoreUnavailable
+    (so no outcome leaves as if recorded), never an unexpected error."""
+    import errno
+
+    from gateway.store import sqliteconn
+
+    store = await SQLiteStore.open(tmp_path / "s.db")
+
+    def fdatasync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+    try:
+        monkeypatch.setattr(sqliteconn.os, "fdatasync", fdatasync)
+        with pytest.raises(StoreUnavailable, match="could not sync its log"):
+            await store.create_run(_run_record("r1"))
+        monkeypatch.undo()
+        assert await store.create_run(_run_record("r2")) is not None  # the store goes on
     finally:
         await store.close()
 
