@@ -63,6 +63,7 @@ _Connection.connection_made
 _Connection.data_received
 _Connection.eof_received
 _Connection.connection_lost
+_Connection.on_message_begin
 _Connection.on_header
 _Connection.on_headers_complete
 _Connection.on_body

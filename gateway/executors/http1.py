@@ -198,6 +198,10 @@ class _Connection(asyncio.Protocol):
 
     # ------------------------------------------------------------------ httptools' callbacks
 
+    def on_message_begin(self) -> None:
+        if self._answer is None or self._answer.done():
+            self.close()  # a second answer to one request: the connection is not to be trusted
+
     def on_header(self, name: bytes, value: bytes) -> None:
         self._headers.append((name.decode("latin-1"), value.decode("latin-1")))
 
@@ -291,7 +295,8 @@ class Http1Client:
         now = time.monotonic()
         while idle:
             conn = idle.pop()
-            if not conn.closed and now - conn.idle_since < IDLE_S:
+            closing = conn.transport is None or conn.transport.is_closing()
+            if not (conn.closed or closing) and now - conn.idle_since < IDLE_S:
                 return conn
             conn.close()
         return None

@@ -258,6 +258,16 @@ async def test_a_connection_is_reused_until_the_target_says_close(
     assert server.connections == 2
 
 
+async def test_a_connection_that_answered_twice_is_not_reused(
+        serve: Callable[..., Server], client: Http1Client) -> None:
+    """An answer followed by bytes of another nobody asked for (in the same packet): the
+    next request goes on a new connection and gets its own answer."""
+    server = serve(ok(b'{"n": 1}') + ok(b'{"unasked": 1}'), ok(b'{"n": 2}'))
+    assert (await ask(client, server))[0].body == b'{"n": 1}'
+    assert (await ask(client, server))[0].body == b'{"n": 2}'
+    assert server.connections == 2
+
+
 async def test_a_get_on_a_kept_connection_the_target_dropped_is_sent_again(
         serve: Callable[..., Server], client: Http1Client) -> None:
     """The second request finds the kept connection closed by the target without an answer:
