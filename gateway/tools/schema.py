@@ -25,6 +25,7 @@ from referencing.exceptions import Unresolvable, Unretrievable
 from referencing.jsonschema import DRAFT202012
 
 from gateway.executors.outcome import excerpt
+from gateway.tools.metaschema import flattened
 from gateway.tools.patterns import PatternError, compiled, search
 from gateway.tools.problems import FieldPath, ManifestProblem
 
@@ -245,8 +246,8 @@ def compile_schema(schema: dict[str, Any], field: FieldPath) -> Validator:
 
 def _check_against_metaschema(schema: dict[str, Any]) -> None:
     """Draft202012Validator.check_schema, with patterns checked as ECMA-262 (`FORMATS`).
-    About a millisecond a schema: a schema met before (manifests often share their schemas)
-    is known to pass."""
+    A fraction of a millisecond a schema; a schema met before (manifests often share their
+    schemas) is known to pass."""
     try:
         text = json.dumps(schema, sort_keys=True)
     except (TypeError, ValueError):
@@ -266,7 +267,9 @@ _PASSED_MAX = 100_000
 
 @functools.cache
 def _meta_validator() -> Validator:
-    return Draft202012Validator(Draft202012Validator.META_SCHEMA, format_checker=FORMATS)
+    """The 2020-12 metaschema's validator, on its flattened form (`metaschema.flattened`:
+    the same verdicts, five times faster)."""
+    return Draft202012Validator(flattened(), format_checker=FORMATS)
 
 
 def _pointer(path: Iterable[Any]) -> str:
