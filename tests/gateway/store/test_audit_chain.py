@@ -23,7 +23,6 @@ from gateway.model import (
     audit_time,
 )
 from gateway.store import RunStore, open_store, rows, sqlite_path
-from tests.conftest import NewDb
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 KEY = AuditKey(b"a" * 32)
@@ -37,11 +36,6 @@ def event(i: int, **changes: Any) -> AuditEvent:
         status=CallStatus.SUCCEEDED, time=T0 + timedelta(hours=i), actor="alice")
     fields.update(changes)
     return AuditEvent(**fields)
-
-
-@pytest.fixture
-def db_url(new_db: NewDb) -> str:
-    return new_db()
 
 
 @pytest.fixture

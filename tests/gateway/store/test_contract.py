@@ -33,7 +33,6 @@ from gateway.model import (
 )
 from gateway.store import RunStore, open_store, pgwrite, rows, sqlite_path
 from gateway.store.notify import WatchClosed
-from tests.conftest import NewDb
 
 NOW = datetime(2026, 11, 29, 21, 0, tzinfo=UTC)
 
@@ -53,18 +52,6 @@ def a_call(turn_id: str, call_id: str, error_code: str = "", run_id: str = "r1",
     return CallRecord(run_id=run_id, turn_id=turn_id, call_id=call_id, index=index, tool="t",
                       status=CallStatus.PROPOSED, arguments_json="{}", error_code=error_code,
                       created_at=NOW)
-
-
-@pytest.fixture
-def db_url(new_db: NewDb) -> str:
-    return new_db()
-
-
-@pytest.fixture
-async def store(db_url: str) -> AsyncIterator[RunStore]:
-    s = await open_store(db_url)
-    yield s
-    await s.close()
 
 
 @pytest.fixture

@@ -4,29 +4,14 @@ an index, never by walking the run's turns."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import psycopg
-import pytest
 
-from gateway.store import RunStore, open_store, rows
+from gateway.store import RunStore, rows
 from gateway.store.sqlite import SQLiteStore
-from tests.conftest import NewDb
 from tests.gateway.store.test_contract import a_call, a_run, a_turn
 from tests.gateway.store.test_run_pages import explain_rows, sqlite_steps
-
-
-@pytest.fixture
-def db_url(new_db: NewDb) -> str:
-    return new_db()
-
-
-@pytest.fixture
-async def store(db_url: str) -> AsyncIterator[RunStore]:
-    s = await open_store(db_url)
-    yield s
-    await s.close()
 
 
 async def run_of(store: RunStore, run_id: str, turns: int) -> None:

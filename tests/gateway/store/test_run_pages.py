@@ -9,31 +9,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
 import psycopg
-import pytest
 
 from gateway.errors import CallCode
 from gateway.model import CallStatus, RunPage
-from gateway.store import RunStore, open_store, rows, sqlite_path
+from gateway.store import RunStore, rows, sqlite_path
 from gateway.store.sqlite import SQLiteStore
-from tests.conftest import NewDb
 from tests.gateway.store.test_contract import a_call, a_run, a_turn
-
-
-@pytest.fixture
-def db_url(new_db: NewDb) -> str:
-    return new_db()
-
-
-@pytest.fixture
-async def store(db_url: str) -> AsyncIterator[RunStore]:
-    s = await open_store(db_url)
-    yield s
-    await s.close()
 
 
 async def record_turns(store: RunStore, first: int, last: int, run_id: str = "r1") -> None:
