@@ -30,7 +30,6 @@ import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -122,10 +121,11 @@ async def exchange(client: Http1Client, method: str, url: str, *,
                    max_body_bytes: int = DEFAULT_LIMITS.max_output_bytes) -> Exchange:
     """Send one request within timeout_s overall, reading at most max_body_bytes of the
     answer; never raises for transport problems."""
-    seen = SimpleNamespace(sent=False)  # set once the request went out
+    went_out = False  # set once the request went out
 
     def sent() -> None:
-        seen.sent = True
+        nonlocal went_out
+        went_out = True
     data = None
     if body is not None:
         data = json.dumps(body).encode()
@@ -136,11 +136,11 @@ async def exchange(client: Http1Client, method: str, url: str, *,
             answer = await client.request(method, url, headers=headers, body=data,
                                           max_body_bytes=max_body_bytes, on_sent=sent)
     except TimeoutError:
-        return Exchange(None, seen.sent, f"no response from {_target(url)} within "
+        return Exchange(None, went_out, f"no response from {_target(url)} within "
                                          f"{timeout_s:g} s", timed_out=True)
     except Exception as exc:  # OSError, ssl.SSLError, BrokenAnswer, ValueError (unsendable)
-        verb = "connection to" if seen.sent else "could not connect to"
-        return Exchange(None, seen.sent, f"{verb} {_target(url)} failed: "
+        verb = "connection to" if went_out else "could not connect to"
+        return Exchange(None, went_out, f"{verb} {_target(url)} failed: "
                                          f"{type(exc).__name__}: {error_text(exc)}")
     reply = Reply(answer.status, answer.headers, answer.body,
                   charset(answer.headers.get("Content-Type", "")))

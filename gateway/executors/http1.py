@@ -126,7 +126,7 @@ class _Connection(asyncio.Protocol):
         self._informational = False
         self._keep_alive = False
         self._to_eof = False  # the body ends when the connection does
-        self._received = False  # any byte of the answer
+        self.received = False  # any byte of the answer
 
     # ------------------------------------------------------------------ the request
 
@@ -137,10 +137,6 @@ class _Connection(asyncio.Protocol):
         self._answer = asyncio.get_running_loop().create_future()
         self.transport.write(data)
         return self._answer
-
-    @property
-    def received(self) -> bool:
-        return self._received
 
     @property
     def reusable(self) -> bool:
@@ -174,7 +170,7 @@ class _Connection(asyncio.Protocol):
         if self._answer is None or self._answer.done():
             self.close()  # bytes nobody asked for: the connection is not to be trusted
             return
-        self._received = True
+        self.received = True
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
