@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from gateway.arguments import parse_arguments
@@ -24,6 +24,7 @@ from gateway.batch import is_write, not_run
 from gateway.errors import CallCode
 from gateway.executors.base import ExecutionContext, ExecutionResult
 from gateway.model import AuditEvent, AuditKind, CallRecord, CallStatus, Identity, RunRecord
+from gateway.records import revised
 from gateway.store.base import RunStore
 from gateway.tools import Registry
 
@@ -158,7 +159,7 @@ class ExecutionPhase:
         if not reads:
             return run, list(calls), []
         moved = {r.call_id: self._started(r, now) for r in reads}
-        run = replace(run, tool_calls_used=run.tool_calls_used + len(reads), updated_at=now)
+        run = revised(run, tool_calls_used=run.tool_calls_used + len(reads), updated_at=now)
         return run, [moved.get(c.call_id, c) for c in calls], list(moved)
 
     @staticmethod
@@ -174,7 +175,7 @@ class ExecutionPhase:
         fresh = [r for r in recs if r.status != CallStatus.EXECUTING]
         moved = [self._started(r, now) if r.status != CallStatus.EXECUTING
                  else self._repeat(r, now) for r in recs]
-        run = replace(work.run, tool_calls_used=work.run.tool_calls_used + len(fresh),
+        run = revised(work.run, tool_calls_used=work.run.tool_calls_used + len(fresh),
                       updated_at=now)
         await self._save(work, run=run, calls=moved, expect=recs)
         work.run = run
@@ -187,7 +188,7 @@ class ExecutionPhase:
     def _repeat(rec: CallRecord, now: datetime) -> CallRecord:
         """A read found EXECUTING is run again; its lost attempt may have reached the target,
         so it counts as sent."""
-        return replace(rec, started_at=now, execution_count=rec.execution_count + 1)
+        return revised(rec, started_at=now, execution_count=rec.execution_count + 1)
 
     async def _execute(self, work: TurnWork, rec: CallRecord) -> CallRecord:
         tool = self.registry.get(rec.tool)
@@ -219,7 +220,7 @@ class ExecutionPhase:
         now = self.clock()
         count = rec.execution_count + res.attempts
         if res.status == rec.status:  # still UNKNOWN after a re-send
-            done = replace(rec, execution_count=count, error_message=res.error_message)
+            done = revised(rec, execution_count=count, error_message=res.error_message)
         else:
             done = rec.moved(res.status, output_json=res.output_json, error_code=res.error_code,
                              error_message=res.error_message, execution_count=count,

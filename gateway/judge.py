@@ -9,7 +9,7 @@ APPROVAL_REQUIRED decision for the batch planner.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -27,6 +27,7 @@ from gateway.memo import Memo
 from gateway.model import CallRecord, CallStatus, Decision, Identity, ToolCall, Verdict
 from gateway.policy.base import PolicyEngine
 from gateway.policy_input import RunContext, call_input
+from gateway.records import revised
 from gateway.tools import Registry, Tool
 
 
@@ -130,4 +131,4 @@ class Judge:
         if decision.verdict == Verdict.DENY:
             why = "; ".join(decision.reasons) or "the policy denied this call"
             return rejected(rec, CallCode.POLICY_DENIED, why, now=now, decision=decision)
-        return replace(rec, decision=decision, decided_at=now)
+        return revised(rec, decision=decision, decided_at=now)

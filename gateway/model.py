@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
+
+from gateway.records import revised
 
 MAX_COUNT = 2**63 - 1  # the largest counter the stores (and int64 fields) hold
 
@@ -270,7 +272,7 @@ class CallRecord:
     def moved(self, status: CallStatus, **changes: Any) -> CallRecord:
         """This record in a new status; raises IllegalTransition when the lifecycle forbids it."""
         check_transition(self.status, status)
-        return replace(self, status=status, **changes)
+        return revised(self, status=status, **changes)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -67,6 +67,7 @@ from gateway.policy_input import (
     batch_input,
     resolve_input,
 )
+from gateway.records import revised
 from gateway.request_checks import (
     check_budget,
     check_calls,
@@ -229,11 +230,11 @@ class Runner:
         pending = [a for a in await self.store.approvals_for_run(run.run_id)
                    if a.status == ApprovalStatus.PENDING]
         approvals = [ap.cancelled(a, now, "run cancelled") for a in pending]
-        cancelled = replace(run, state=RunState.CANCELLED, pause_reason="", updated_at=now)
+        cancelled = revised(run, state=RunState.CANCELLED, pause_reason="", updated_at=now)
         stopped = None
         if last is not None and last.next in (None, NextAction.PAUSED_FOR_APPROVAL,
                                                NextAction.PAUSED_UNKNOWN_OUTCOME):
-            stopped = replace(last, next=NextAction.HANDOFF, reason="the run was cancelled")
+            stopped = revised(last, next=NextAction.HANDOFF, reason="the run was cancelled")
         audit = [events.approval_ended(a, actor=by, policy_revision=self.policy.revision,
                                        registry=self.registry, now=now, provider=run.provider)
                  for a in approvals]
@@ -306,7 +307,7 @@ class Runner:
             api_version=turn.api_version, model=turn.model, usage=turn.usage,
             raw_response_json=turn.raw_response_json, detail=turn.event.detail(),
             created_at=now)
-        run = replace(ctx.run, turns_used=ctx.run.turns_used + 1,
+        run = revised(ctx.run, turns_used=ctx.run.turns_used + 1,
                       usage_total=ctx.run.usage_total + turn.usage, updated_at=now,
                       roles=identity.roles)
         proposed = self._proposed(run, turn, now, ctx.used)
@@ -360,7 +361,7 @@ class Runner:
         if turn.next is not None:
             # driven again (e.g. a paused turn resumed): it has no settled outcome until it
             # settles anew, so nobody reads a half-updated turn as settled
-            turn = replace(turn, next=None, reason="")
+            turn = revised(turn, next=None, reason="")
             await self.store.save(turn=turn)
         calls = (list(stored) if stored is not None
                  else await self.store.turn_calls(run.run_id, turn.turn_id))
@@ -453,7 +454,7 @@ class Runner:
         approvals = [ap.requested(identity, c, now, self.approval_ttl_s) for c in planned
                      if c.status == CallStatus.PENDING_APPROVAL and not c.approval_id]
         by_call = {a.call_id: a.approval_id for a in approvals}
-        planned = [replace(c, approval_id=by_call[c.call_id]) if c.call_id in by_call else c
+        planned = [revised(c, approval_id=by_call[c.call_id]) if c.call_id in by_call else c
                    for c in planned]
         changed = [c for c, before in zip(planned, calls, strict=True) if c != before]
         audit = [events.decision(c, run, actor=identity, registry=self.registry, now=now,
@@ -480,10 +481,10 @@ class Runner:
         state = STATE_AFTER[next_action]
         retries = run.retries_in_row + 1 if next_action == NextAction.RETRY_TURN else 0
         pause = reason if state.paused else ""
-        settled = replace(run, state=state, retries_in_row=retries, pause_reason=pause)
+        settled = revised(run, state=state, retries_in_row=retries, pause_reason=pause)
         changed = settled != run  # (`run` is as committed: a run unchanged is not rewritten)
-        run = replace(settled, updated_at=now) if changed else run
-        turn = replace(turn, next=next_action, reason=reason)
+        run = revised(settled, updated_at=now) if changed else run
+        turn = revised(turn, next=next_action, reason=reason)
         held = work.unsaved.take() if work is not None else Unsaved()
         await self.store.save(run=run if changed else None, turn=turn, calls=held.calls,
                               audit=held.audit, expect=held.expect)
@@ -584,7 +585,7 @@ class Runner:
         done = ap.decided(a, approver, req, now)
         event = events.approval_ended(done, actor=approver, policy_revision=self.policy.revision,
                                       registry=self.registry, now=now, provider=run.provider)
-        reopened = replace(turn, next=None, reason="")
+        reopened = revised(turn, next=None, reason="")
         try:
             await self.store.save(turn=reopened, approvals=[done], audit=[event],
                                   expect_approvals=[a])
@@ -671,7 +672,7 @@ class Runner:
         if run.state.terminal or turn is None or last is None or last.turn_id != turn.turn_id:
             await self.store.save(calls=[done], expect=[rec], audit=[audit])
             return CallResult.of(done)
-        reopened = replace(turn, next=None, reason="")
+        reopened = revised(turn, next=None, reason="")
         await self.store.save(turn=reopened, calls=[done], expect=[rec], audit=[audit])
         calls = await self.store.turn_calls(run.run_id, turn.turn_id)
         if turn.next is not None and any(c.status == CallStatus.UNKNOWN for c in calls):
