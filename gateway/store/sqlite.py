@@ -16,7 +16,6 @@ the write is refused (`StoreUnavailable`) and health reports NOT_SERVING.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -46,6 +45,7 @@ from gateway.model import (
 )
 from gateway.store import rows
 from gateway.store.base import AsGiven, StoredForm, settles
+from gateway.store.group import GroupCommit
 from gateway.store.guard import FileGuard
 from gateway.store.locks import FileRangeLocks, WriterLock, run_lock_key
 from gateway.store.notify import AUDIT_FEED, Notifying, SettleHub
@@ -131,8 +131,7 @@ class SQLiteStore(Notifying):
         self._audit_key = audit_key
         self._stored = stored or AsGiven()
         self._db = Connections(path, busy_timeout_s)
-        self._audit_queue: list[tuple[Sequence[AuditEvent], asyncio.Future[None]]] = []
-        self._audit_flush: asyncio.Task[None] | None = None
+        self._audits = GroupCommit(self._commit_audit)
         self._hub = SettleHub()
         self._peers: PeerLink | None = None
         self._drive_locks: FileRangeLocks | None = None
@@ -494,38 +493,14 @@ class SQLiteStore(Notifying):
         self._next_head = last
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
-        """Durable before it returns; appends arriving together share one commit (group
-        commit), so concurrent callers do not each pay a transaction and a thread hop."""
-        if not events:
-            return
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._audit_queue.append((events, done))
-        if self._audit_flush is None:
-            self._audit_flush = asyncio.create_task(self._flush_audit())
-        await done
+        """Durable before it returns. Appends arriving together share one commit on the event
+        loop's connection (`GroupCommit`): one transaction and one sync of the log for all."""
+        if events:
+            await self._audits.add(events)
 
-    async def _commit_audit(self, events: list[AuditEvent]) -> StoreUnavailable | None:
-        try:
-            await self._db.run(lambda: self._tx(lambda conn: self._append_audit(conn, events)))
-        except StoreUnavailable as err:
-            return err
+    async def _commit_audit(self, events: list[AuditEvent]) -> None:
+        await self._write(lambda conn: self._append_audit(conn, events))
         self._appended(events)
-        return None
-
-    async def _flush_audit(self) -> None:
-        try:
-            while self._audit_queue:
-                batch, self._audit_queue = self._audit_queue, []
-                error = await self._commit_audit([e for evs, _ in batch for e in evs])
-                for _, waiter in batch:
-                    if waiter.done():
-                        continue
-                    if error is None:
-                        waiter.set_result(None)
-                    else:
-                        waiter.set_exception(error)
-        finally:
-            self._audit_flush = None
 
     async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:
         cols = ("seq", *rows.AUDIT_COLUMNS)

@@ -40,6 +40,46 @@ async def test_concurrent_audit_appends_share_commits_and_keep_one_chain(tmp_pat
     await store.close()
 
 
+async def test_audit_appends_arriving_together_share_one_insert_and_one_sync(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Authorize's appends are committed on the event loop's connection (no thread between
+    the caller and the commit), all those that arrive together in one INSERT, durable by one
+    fdatasync of the log before any of their callers goes on."""
+    from gateway.store import sqliteconn
+
+    store = await SQLiteStore.open(tmp_path / "s.db")
+    done: list[str] = []
+    inserting: set[int] = set()
+
+    def fdatasync(fd: int) -> None:
+        done.append("sync")
+        real_fdatasync(fd)
+    real_fdatasync = os.fdatasync
+    monkeypatch.setattr(sqliteconn.os, "fdatasync", fdatasync)
+
+    def tracer(conn: sqlite3.Connection) -> Callable[[str], None]:
+        def trace(statement: str) -> None:
+            if statement.startswith("INSERT INTO audit"):
+                done.append("insert")
+                inserting.add(id(conn))
+        return trace
+
+    async def append(i: int) -> int:
+        await store.append_audit([AuditEvent(kind="authorize", subject="a", run_id="r1",
+                                             call_id=f"c{i}", time=NOW)])
+        return done.count("sync")  # syncs by the time this caller goes on
+
+    try:
+        for conn in store.connections:
+            conn.set_trace_callback(tracer(conn))
+        assert await asyncio.gather(*(append(i) for i in range(8))) == [1] * 8
+        assert done == ["insert", "sync"]
+        assert inserting == {id(store._db.loop)}
+        assert len(await store.audit_rows("r1")) == 8
+    finally:
+        await store.close()
+
+
 async def test_an_audit_append_that_cannot_commit_fails_every_waiter(tmp_path: Path) -> None:
     import asyncio
 

@@ -1,0 +1,87 @@
+"""Group commit: callers whose items arrive together share one commit.
+
+A durable SQLite commit costs mostly per commit, not per record: every page it touches goes to
+the write-ahead log in full, and the log is synced (about 150 µs of CPU on a small VM, the
+record itself about 15). Appends to the audit trail (`Authorize` makes one per request) are
+therefore queued, and each commit takes everything queued when it starts.
+
+When to commit: on the event loop's next pass, unless the last commit was shared. Then callers
+are arriving together, and the batch waits up to `hold_s` for as many of them as shared the
+last one, committing as soon as they are there. So a lone caller is never held, and under
+concurrent load a commit gathers the callers that arrive within a millisecond of each other
+rather than whichever one came first. Each caller returns once the commit that took its items
+has returned, and raises what it raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+# how long a batch waits for company after a shared commit (a lone caller is never held)
+HOLD_S = 0.001
+
+
+class GroupCommit(Generic[T]):
+    def __init__(self, commit: Callable[[list[T]], Awaitable[None]], *,
+                 hold_s: float = HOLD_S) -> None:
+        self._commit = commit
+        self._hold_s = hold_s
+        self._queue: list[tuple[Sequence[T], asyncio.Future[None]]] = []
+        self._flushing: asyncio.Task[None] | None = None
+        self._last_shared = 1  # callers in the last commit
+        self._company: asyncio.Future[None] | None = None  # set: stop waiting for company
+
+    async def add(self, items: Sequence[T]) -> None:
+        """Commit items with whatever else is queued; returns once they are committed."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.append((items, done))
+        if self._flushing is None:
+            self._flushing = asyncio.create_task(self._flush())
+        elif (self._company is not None and not self._company.done()
+              and len(self._queue) >= self._last_shared):
+            self._company.set_result(None)
+        await done
+
+    async def _flush(self) -> None:
+        try:
+            await self._wait_for_company()
+            while self._queue:
+                batch, self._queue = self._queue, []
+                self._last_shared = len(batch)
+                error: BaseException | None = None
+                try:
+                    await self._commit([item for items, _ in batch for item in items])
+                except Exception as exc:  # every caller of the batch gets it, none waits on
+                    error = exc
+                for _, waiter in batch:
+                    if waiter.done():  # its caller was cancelled
+                        continue
+                    if error is None:
+                        waiter.set_result(None)
+                    else:
+                        waiter.set_exception(error)
+        finally:
+            self._flushing = None
+
+    async def _wait_for_company(self) -> None:
+        """Until as many callers as the last commit had are queued, or the hold is out (at
+        once after a commit of one caller: the one queued is as many)."""
+        if len(self._queue) >= self._last_shared:
+            return
+        loop = asyncio.get_running_loop()
+        company = self._company = loop.create_future()
+        timer = loop.call_later(self._hold_s, _settle, company)
+        try:
+            await company
+        finally:
+            timer.cancel()
+            self._company = None
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

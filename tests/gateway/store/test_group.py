@@ -1,0 +1,105 @@
+"""Group commit: callers arriving together share a commit; after a shared commit the next
+waits (up to its hold) for as many callers, and a lone caller is never held."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from gateway.errors import StoreUnavailable
+from gateway.store.group import GroupCommit
+
+HOUR = 3600.0  # a hold no test waits out: what is committed early was not held
+BOUND_S = 30.0  # only a broken hold would take this long (the test then fails, not hangs)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.commits: list[list[str]] = []
+        self.fail_next: Exception | None = None
+
+    async def commit(self, items: list[str]) -> None:
+        if self.fail_next is not None:
+            error, self.fail_next = self.fail_next, None
+            raise error
+        self.commits.append(items)
+
+
+async def _passes(n: int = 20) -> None:
+    """Let the event loop run n passes (no time passes for a timer)."""
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+async def test_callers_arriving_together_share_one_commit() -> None:
+    rec = Recorder()
+    group = GroupCommit(rec.commit, hold_s=HOUR)
+    await asyncio.gather(*(group.add([f"a{i}", f"b{i}"]) for i in range(5)))
+    assert rec.commits == [[f"{x}{i}" for i in range(5) for x in "ab"]]
+
+
+async def test_a_lone_caller_is_committed_on_the_next_pass() -> None:
+    rec = Recorder()
+    group = GroupCommit(rec.commit, hold_s=HOUR)
+    for i in range(3):
+        await asyncio.wait_for(group.add([f"c{i}"]), BOUND_S)
+    assert rec.commits == [["c0"], ["c1"], ["c2"]]
+
+
+async def test_after_a_shared_commit_the_next_waits_for_as_many_callers() -> None:
+    rec = Recorder()
+    group = GroupCommit(rec.commit, hold_s=HOUR)
+    await asyncio.gather(*(group.add([f"first{i}"]) for i in range(3)))
+    first = asyncio.create_task(group.add(["x"]))
+    await _passes()
+    assert not first.done() and len(rec.commits) == 1, "held for company"
+    second = asyncio.create_task(group.add(["y"]))
+    await _passes()
+    assert not second.done(), "two of the three callers the last commit had"
+    # the third: committed at once, long before the hold is out
+    await asyncio.wait_for(asyncio.gather(group.add(["z"]), first, second), BOUND_S)
+    assert rec.commits[1:] == [["x", "y", "z"]]
+
+
+async def test_the_hold_ends_without_company() -> None:
+    rec = Recorder()
+    group = GroupCommit(rec.commit, hold_s=0.005)
+    await asyncio.gather(group.add(["a"]), group.add(["b"]))
+    await group.add(["alone"])  # held up to 5 ms, then committed by itself
+    assert rec.commits == [["a", "b"], ["alone"]]
+    await asyncio.wait_for(group.add(["next"]), BOUND_S)  # the last was not shared: not held
+    assert rec.commits[-1] == ["next"]
+
+
+async def test_a_failed_commit_fails_each_of_its_callers_and_the_next_goes_on() -> None:
+    rec = Recorder()
+    group = GroupCommit(rec.commit, hold_s=HOUR)
+    rec.fail_next = StoreUnavailable("the disk is full")
+    results = await asyncio.gather(*(group.add([f"c{i}"]) for i in range(3)),
+                                   return_exceptions=True)
+    assert all(isinstance(r, StoreUnavailable) for r in results)
+    await asyncio.gather(*(group.add([f"d{i}"]) for i in range(3)))
+    assert rec.commits == [["d0", "d1", "d2"]]
+
+
+async def test_an_unexpected_error_reaches_the_callers_rather_than_stranding_them() -> None:
+    rec = Recorder()
+    group = GroupCommit(rec.commit, hold_s=HOUR)
+    rec.fail_next = RuntimeError("a bug in the commit")
+    with pytest.raises(RuntimeError, match="a bug"):
+        await group.add(["a"])
+    await group.add(["b"])
+    assert rec.commits == [["b"]]
+
+
+async def test_a_cancelled_caller_does_not_stop_the_others() -> None:
+    rec = Recorder()
+    group = GroupCommit(rec.commit, hold_s=HOUR)
+    gone = asyncio.create_task(group.add(["gone"]))
+    stays = asyncio.create_task(group.add(["stays"]))
+    await asyncio.sleep(0)
+    gone.cancel()
+    await stays
+    assert rec.commits == [["gone", "stays"]]  # queued before the cancel: still committed
+    assert gone.cancelled()
