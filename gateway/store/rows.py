@@ -22,6 +22,7 @@ encodable here, so no value can make a write fail again and again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import operator
@@ -314,8 +315,11 @@ def _texts(text: str | None) -> tuple[str, ...]:
 
 
 def decision_to_json(d: Decision | None) -> str | None:
-    if d is None:
-        return None
+    return None if d is None else _decision_json(d)
+
+
+@functools.lru_cache(maxsize=1024)  # a remembered decision is stored again and again
+def _decision_json(d: Decision) -> str:
     body = {"verdict": d.verdict.value, "reasons": list(d.reasons),
             "policy_revision": d.policy_revision, "approval_ttl_s": d.approval_ttl_s,
             "error": d.error}
@@ -448,6 +452,7 @@ AUDIT_LAYOUT = 4  # the layout of records written now
 
 
 # the columns each layout's hash covers, picked from a row in AUDIT_COLUMNS order
+_HASH = AUDIT_COLUMNS.index("hash")
 _BODY_V1 = operator.itemgetter(*(AUDIT_COLUMNS.index(c) for c in AUDIT_BODY_V1))
 _BODY_ADDED = operator.itemgetter(*(AUDIT_COLUMNS.index(c) for c in (*AUDIT_ADDED[:-3],
                                                                       "key_id")))
@@ -499,7 +504,7 @@ def audit_row(e: AuditEvent, prev_hash: str, key: AuditKey | None = None
         key.key_id if key else "", ""]
     values = list(storable(tuple(values)))
     digest = chain_hash(prev_hash, _audit_body(values, AUDIT_LAYOUT))
-    values[AUDIT_COLUMNS.index("hash")] = digest
+    values[_HASH] = digest
     values[-1] = key.seal(digest) if key else ""
     return tuple(values), digest
 
