@@ -52,6 +52,7 @@ from gateway.model import (
 )
 from gateway.store import pgwrite, rows
 from gateway.store.base import AsGiven, StoredForm, settles
+from gateway.store.group import GroupCommit
 from gateway.store.locks import run_lock_key
 from gateway.store.notify import Notifying, SettleHub
 from gateway.store.pgcoord import Conn, DriveLocks, Listener, unavailable
@@ -140,6 +141,7 @@ class PostgresStore(Notifying):
         self._locks = DriveLocks(conninfo)
         self._hub = SettleHub()
         self._schema = ""
+        self._audits = GroupCommit(self._commit_audit)
         self._channel = ""
         self._audit_channel = ""
         self._listener: Listener | None = None
@@ -520,8 +522,12 @@ class PostgresStore(Notifying):
                            (run_lock_key(self._schema, "\0audit"),))
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
-        if not events:
-            return
+        """Durable before it returns. Appends arriving together share one transaction
+        (`GroupCommit`): one round trip and one turn of the audit chain's lock for all."""
+        if events:
+            await self._audits.add(events)
+
+    async def _commit_audit(self, events: list[AuditEvent]) -> None:
         async with self._tx() as conn:
             await self._write(conn, (), events)
         self._appended(events)

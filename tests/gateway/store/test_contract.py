@@ -280,6 +280,25 @@ async def test_replicas_appending_at_once_keep_one_chain(store: RunStore,
     assert_one_chain(recs)
 
 
+async def test_appends_arriving_together_share_one_commit(
+        store: RunStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Concurrent Authorize calls do not each pay a transaction (and, on PostgreSQL, a turn
+    of the chain's lock): their appends go in together, in the order they arrived."""
+    commits: list[list[str]] = []
+    commit = store._commit_audit  # type: ignore[attr-defined]
+
+    async def counted(events: list[AuditEvent]) -> None:
+        commits.append([e.call_id for e in events])
+        await commit(events)
+    monkeypatch.setattr(store._audits, "_commit", counted)  # type: ignore[attr-defined]
+    await asyncio.gather(*(store.append_audit([audit("authorize", f"c{i}")])
+                           for i in range(8)))
+    assert commits == [[f"c{i}" for i in range(8)]]
+    recs = await store.audit_rows("r1")
+    assert [r["call_id"] for r in recs] == [f"c{i}" for i in range(8)]
+    assert_one_chain(recs)
+
+
 def assert_one_chain(recs: list[dict[str, object]]) -> None:
     assert recs[0]["prev_hash"] == ""
     assert all(r["prev_hash"] == p["hash"] for p, r in zip(recs, recs[1:], strict=False))
