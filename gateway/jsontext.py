@@ -81,6 +81,14 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
+# one decoder per integer rule, made once (json.loads with hooks builds one, with its scanner,
+# on every call); decoding keeps no state between texts
+_DECODERS = {big: json.JSONDecoder(object_pairs_hook=_object, parse_constant=_reject_constant,
+                                   parse_float=_float,
+                                   parse_int=_exact_int if big else _safe_int)
+             for big in (False, True)}
+
+
 def read_json(text: str | bytes, *, max_depth: int = DEFAULT_MAX_DEPTH,
               big_integers: bool = False) -> Any:
     """The value of one strict JSON text; JsonTextError naming the rule it breaks."""
@@ -91,10 +99,10 @@ def read_json(text: str | bytes, *, max_depth: int = DEFAULT_MAX_DEPTH,
             raise JsonTextError("syntax", f"not UTF-8 text: {exc}") from exc
     if not text.isascii() and _SURROGATE.search(text):
         raise JsonTextError("lone_surrogate", "the text contains a lone UTF-16 surrogate")
+    if text.startswith("\ufeff"):  # (json.loads refuses it too; decode() alone does not)
+        raise JsonTextError("syntax", "not valid JSON: the text starts with a byte order mark")
     try:
-        value = json.loads(text, object_pairs_hook=_object, parse_constant=_reject_constant,
-                           parse_float=_float, parse_int=_exact_int if big_integers
-                           else _safe_int)
+        value = _DECODERS[big_integers].decode(text)
     except JsonTextError:
         raise
     except RecursionError as exc:

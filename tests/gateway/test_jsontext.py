@@ -36,6 +36,8 @@ from gateway.store.rows import storable
     ("{", "syntax"),
     ("[1,]", "syntax"),
     ("", "syntax"),
+    ("\ufeff{}", "syntax"),  # a byte order mark is not JSON text (RFC 8259 §8.1)
+    (b"\xef\xbb\xbf{}", "syntax"),  # the same, as bytes
 ])
 def test_rules(text: str, rule: str) -> None:
     with pytest.raises(JsonTextError) as info:
@@ -116,3 +118,8 @@ def test_a_row_of_texts_that_need_nothing_is_kept_as_it_is() -> None:
     assert storable(("plain", 3, None, "ünïcode ✓", "")) == ("plain", 3, None, "ünïcode ✓", "")
     ascii_row = ("a", 1, "b")
     assert storable(ascii_row) is ascii_row
+
+
+def test_a_byte_order_mark_is_named() -> None:
+    with pytest.raises(JsonTextError, match="byte order mark"):
+        read_json("\ufeff{}")
