@@ -40,41 +40,55 @@ async def test_concurrent_audit_appends_share_commits_and_keep_one_chain(tmp_pat
     await store.close()
 
 
+class WriteLog:
+    """What a store does, in order: each statement that starts with one of `prefixes` (as that
+    prefix) and each sync of a log ("sync"); the connections those statements ran on, and the
+    files synced."""
+
+    def __init__(self, store: SQLiteStore, monkeypatch: pytest.MonkeyPatch,
+                 prefixes: tuple[str, ...]) -> None:
+        from gateway.store import sqliteconn
+
+        self.done: list[str] = []
+        self.conns: set[int] = set()
+        self.synced: set[str] = set()
+        real_fdatasync = os.fdatasync
+
+        def fdatasync(fd: int) -> None:
+            self.synced.add(os.path.realpath(f"/proc/self/fd/{fd}"))
+            self.done.append("sync")
+            real_fdatasync(fd)
+        monkeypatch.setattr(sqliteconn.os, "fdatasync", fdatasync)
+        for conn in store.connections:
+            conn.set_trace_callback(self._tracer(conn, prefixes))
+
+    def _tracer(self, conn: sqlite3.Connection,
+                prefixes: tuple[str, ...]) -> Callable[[str], None]:
+        def trace(statement: str) -> None:
+            for what in prefixes:
+                if statement.startswith(what):
+                    self.done.append(what)
+                    self.conns.add(id(conn))
+        return trace
+
+
 async def test_audit_appends_arriving_together_share_one_insert_and_one_sync(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Authorize's appends are committed on the event loop's connection (no thread between
     the caller and the commit), all those that arrive together in one INSERT, durable by one
     fdatasync of the log before any of their callers goes on."""
-    from gateway.store import sqliteconn
-
     store = await SQLiteStore.open(tmp_path / "s.db")
-    done: list[str] = []
-    inserting: set[int] = set()
-
-    def fdatasync(fd: int) -> None:
-        done.append("sync")
-        real_fdatasync(fd)
-    real_fdatasync = os.fdatasync
-    monkeypatch.setattr(sqliteconn.os, "fdatasync", fdatasync)
-
-    def tracer(conn: sqlite3.Connection) -> Callable[[str], None]:
-        def trace(statement: str) -> None:
-            if statement.startswith("INSERT INTO audit"):
-                done.append("insert")
-                inserting.add(id(conn))
-        return trace
 
     async def append(i: int) -> int:
         await store.append_audit([AuditEvent(kind="authorize", subject="a", run_id="r1",
                                              call_id=f"c{i}", time=NOW)])
-        return done.count("sync")  # syncs by the time this caller goes on
+        return log.done.count("sync")  # syncs by the time this caller goes on
 
     try:
-        for conn in store.connections:
-            conn.set_trace_callback(tracer(conn))
+        log = WriteLog(store, monkeypatch, ("INSERT INTO audit",))
         assert await asyncio.gather(*(append(i) for i in range(8))) == [1] * 8
-        assert done == ["insert", "sync"]
-        assert inserting == {id(store._db.loop)}
+        assert log.done == ["INSERT INTO audit", "sync"]
+        assert log.conns == {id(store._db.loop)}
         assert len(await store.audit_rows("r1")) == 8
     finally:
         await store.close()
@@ -286,42 +300,24 @@ async def test_a_turn_begun_without_durable_commits_without_syncing(
     event loop's one connection: a second connection writing in between would make SQLite
     drop its page cache."""
     from gateway.model import EventKind, TurnRecord
-    from gateway.store import sqliteconn
 
     store = await SQLiteStore.open(tmp_path / "s.db")
-    done: list[str] = []  # each write's first statement and every sync, in order
-    conns: set[int] = set()
-    synced_log = os.path.realpath(tmp_path / "s.db-wal")
-
-    def fdatasync(fd: int) -> None:
-        assert os.path.realpath(f"/proc/self/fd/{fd}") == synced_log
-        done.append("sync")
-        real_fdatasync(fd)
-    real_fdatasync = os.fdatasync
-    monkeypatch.setattr(sqliteconn.os, "fdatasync", fdatasync)
-
-    def tracer(conn: sqlite3.Connection) -> Callable[[str], None]:
-        def trace(statement: str) -> None:
-            for what in ("INSERT OR IGNORE INTO runs", "INSERT INTO turns", "UPDATE turns"):
-                if statement.startswith(what):
-                    done.append(what)
-                    conns.add(id(conn))
-        return trace
 
     def turn(n: int) -> TurnRecord:
         return TurnRecord(run_id="r1", turn_id=f"t{n}", seq=n, event=EventKind.TOOL_REQUEST,
                           content_hash="h", created_at=NOW)
 
     try:
-        for conn in store.connections:
-            conn.set_trace_callback(tracer(conn))
+        log = WriteLog(store, monkeypatch,
+                       ("INSERT OR IGNORE INTO runs", "INSERT INTO turns", "UPDATE turns"))
         run = await store.create_run(_run_record("r1"))
         await store.begin_turn(run, turn(1), [], durable=False)
         await store.save(turn=turn(1))
         await store.begin_turn(run, turn(2), [])
-        assert done == ["INSERT OR IGNORE INTO runs", "sync", "INSERT INTO turns",
-                        "UPDATE turns", "sync", "INSERT INTO turns", "sync"]
-        assert len(conns) == 1
+        assert log.done == ["INSERT OR IGNORE INTO runs", "sync", "INSERT INTO turns",
+                            "UPDATE turns", "sync", "INSERT INTO turns", "sync"]
+        assert len(log.conns) == 1
+        assert log.synced == {os.path.realpath(tmp_path / "s.db-wal")}
     finally:
         await store.close()
 
