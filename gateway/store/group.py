@@ -5,34 +5,46 @@ the write-ahead log in full, and the log is synced (about 150 µs of CPU on a sm
 record itself about 15). Appends to the audit trail (`Authorize` makes one per request) are
 therefore queued, and each commit takes everything queued when it starts.
 
-When to commit: on the event loop's next pass, unless the last commit was shared. Then callers
-are arriving together, and the batch waits up to `hold_s` for as many of them as shared the
-last one, committing as soon as they are there. So a lone caller is never held, and under
-concurrent load a commit gathers the callers that arrive within a millisecond of each other
-rather than whichever one came first. Each caller returns once the commit that took its items
-has returned, and raises what it raised.
+When to commit: on the event loop's next pass, unless commits of the last `memory_s` were
+shared. Then callers are arriving together, and the batch waits up to `hold_s` for as many of
+them as the largest of those commits had, committing as soon as they are there. So a lone
+caller is never held (unless others committed together a moment ago), and under concurrent load
+a commit gathers the callers that arrive within a hold of each other rather than whichever one
+came first. The largest recent commit, not the last: a commit that gathered fewer than the
+callers around (some arrived after the hold) would otherwise set the next one's expectation
+lower, and commits would settle at a fraction of the callers. Each caller returns once the
+commit that took its items has returned, and raises what it raised.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-# how long a batch waits for company after a shared commit (a lone caller is never held)
-HOLD_S = 0.001
+# how long a batch waits for company after shared commits
+HOLD_S = 0.0015
+# how long a shared commit counts as a sign of company
+MEMORY_S = 0.05
+# commits remembered at most (at high rates memory_s holds more)
+REMEMBERED = 64
 
 
 class GroupCommit(Generic[T]):
     def __init__(self, commit: Callable[[list[T]], Awaitable[None]], *,
-                 hold_s: float = HOLD_S) -> None:
+                 hold_s: float = HOLD_S, memory_s: float = MEMORY_S,
+                 clock: Callable[[], float] | None = None) -> None:
         self._commit = commit
         self._hold_s = hold_s
+        self._memory_s = memory_s
+        self._clock = clock  # None: the event loop's
         self._queue: list[tuple[Sequence[T], asyncio.Future[None]]] = []
         self._flushing: asyncio.Task[None] | None = None
-        self._last_shared = 1  # callers in the last commit
+        self._recent: deque[tuple[float, int]] = deque(maxlen=REMEMBERED)  # (when, callers)
+        self._expected = 1  # callers the batch being gathered waits for
         self._company: asyncio.Future[None] | None = None  # set: stop waiting for company
 
     async def add(self, items: Sequence[T]) -> None:
@@ -42,7 +54,7 @@ class GroupCommit(Generic[T]):
         if self._flushing is None:
             self._flushing = asyncio.create_task(self._flush())
         elif (self._company is not None and not self._company.done()
-              and len(self._queue) >= self._last_shared):
+              and len(self._queue) >= self._expected):
             self._company.set_result(None)
         await done
 
@@ -51,7 +63,8 @@ class GroupCommit(Generic[T]):
             await self._wait_for_company()
             while self._queue:
                 batch, self._queue = self._queue, []
-                self._last_shared = len(batch)
+                if len(batch) > 1:
+                    self._recent.append((self._now(), len(batch)))
                 error: BaseException | None = None
                 try:
                     await self._commit([item for items, _ in batch for item in items])
@@ -67,10 +80,17 @@ class GroupCommit(Generic[T]):
         finally:
             self._flushing = None
 
+    def _now(self) -> float:
+        return self._clock() if self._clock else asyncio.get_running_loop().time()
+
     async def _wait_for_company(self) -> None:
-        """Until as many callers as the last commit had are queued, or the hold is out (at
-        once after a commit of one caller: the one queued is as many)."""
-        if len(self._queue) >= self._last_shared:
+        """Until as many callers as the largest recent shared commit had are queued, or the
+        hold is out (at once when no recent commit was shared)."""
+        recent, now = self._recent, self._now()
+        while recent and now - recent[0][0] > self._memory_s:
+            recent.popleft()
+        self._expected = max((n for _, n in recent), default=1)
+        if len(self._queue) >= self._expected:
             return
         loop = asyncio.get_running_loop()
         company = self._company = loop.create_future()

@@ -1,5 +1,6 @@
-"""Group commit: callers arriving together share a commit; after a shared commit the next
-waits (up to its hold) for as many callers, and a lone caller is never held."""
+"""Group commit: callers arriving together share a commit; after shared commits the next waits
+(up to its hold) for as many callers as the largest of them had, and a lone caller is held only
+while commits shared a moment ago are remembered."""
 
 from __future__ import annotations
 
@@ -18,12 +19,23 @@ class Recorder:
     def __init__(self) -> None:
         self.commits: list[list[str]] = []
         self.fail_next: Exception | None = None
+        self.gate: asyncio.Event | None = None  # set: commits wait for it
 
     async def commit(self, items: list[str]) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
         if self.fail_next is not None:
             error, self.fail_next = self.fail_next, None
             raise error
         self.commits.append(items)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 async def _passes(n: int = 20) -> None:
@@ -68,8 +80,41 @@ async def test_the_hold_ends_without_company() -> None:
     await asyncio.gather(group.add(["a"]), group.add(["b"]))
     await group.add(["alone"])  # held up to 5 ms, then committed by itself
     assert rec.commits == [["a", "b"], ["alone"]]
-    await asyncio.wait_for(group.add(["next"]), BOUND_S)  # the last was not shared: not held
-    assert rec.commits[-1] == ["next"]
+
+
+async def test_the_largest_recent_commit_not_the_last_sets_the_wait() -> None:
+    rec = Recorder()
+    group = GroupCommit(rec.commit, hold_s=HOUR)
+    rec.gate = asyncio.Event()
+    four = asyncio.gather(*(group.add([f"a{i}"]) for i in range(4)))
+    await _passes()  # the four are being committed (the commit waits for the gate)
+    two = asyncio.gather(group.add(["b0"]), group.add(["b1"]))  # queued meanwhile
+    await _passes()
+    rec.gate.set()
+    await asyncio.wait_for(asyncio.gather(four, two), BOUND_S)
+    assert [len(c) for c in rec.commits] == [4, 2]  # the two went at once, as queued
+    three = [asyncio.create_task(group.add([f"c{i}"])) for i in range(3)]
+    await _passes()
+    assert not any(t.done() for t in three), "held for four callers, not two"
+    await asyncio.wait_for(asyncio.gather(group.add(["c3"]), *three), BOUND_S)
+    assert rec.commits[2:] == [["c0", "c1", "c2", "c3"]]
+
+
+async def test_a_lone_caller_is_held_only_while_shared_commits_are_remembered() -> None:
+    rec = Recorder()
+    clock = Clock()
+    group = GroupCommit(rec.commit, hold_s=HOUR, memory_s=0.05, clock=clock)
+    await asyncio.gather(group.add(["a"]), group.add(["b"]))
+    clock.now += 0.04
+    held = asyncio.create_task(group.add(["held"]))
+    await _passes()
+    assert not held.done(), "a shared commit 40 ms ago: company is expected"
+    await asyncio.wait_for(asyncio.gather(group.add(["company"]), held), BOUND_S)
+    clock.now += 0.051  # the last shared commit was 51 ms ago
+    alone = asyncio.create_task(group.add(["alone"]))
+    await _passes()
+    assert alone.done(), "nothing shared within memory_s: not held"
+    assert rec.commits == [["a", "b"], ["held", "company"], ["alone"]]
 
 
 async def test_a_failed_commit_fails_each_of_its_callers_and_the_next_goes_on() -> None:
