@@ -120,13 +120,18 @@ class StatusInfo:
     shadow: Callable[[], ShadowStats | None] = lambda: None
 
 
-def credentials_of(context: grpc.aio.ServicerContext[Any, Any]) -> Credentials:
-    """What the caller presented: its authorization metadata and the client certificate the
-    TLS listener verified (gRPC's auth context has it only when client certificates are on)."""
+def credentials_of(context: grpc.aio.ServicerContext[Any, Any], *,
+                   certificate: bool) -> Credentials:
+    """What the caller presented: its authorization metadata and, when `certificate` (the
+    authenticator identifies callers by client certificate), the certificate the TLS listener
+    verified (gRPC's auth context has it only when client certificates are on; reading that
+    context costs about as much as the metadata, so it is not read when nothing uses it)."""
     authorization = ""
     for key, value in context.invocation_metadata() or ():
         if key.lower() == "authorization":
             authorization = value.decode() if isinstance(value, bytes) else value
+    if not certificate:
+        return Credentials(authorization=authorization)
     certs = (context.auth_context() or {}).get("x509_pem_cert") or [b""]
     return Credentials(authorization=authorization, peer_certificate=certs[0])
 INTERNAL = RequestError(RequestCode.INTERNAL, "callgate failed on this request; the error is in "
@@ -155,10 +160,13 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         self.auth = auth
         self.info = info
 
+    def _credentials(self, context: grpc.aio.ServicerContext[Any, Any]) -> Credentials:
+        return credentials_of(context, certificate=self.auth.wants_client_certificates)
+
     async def _guard(self, context: grpc.aio.ServicerContext[Any, Any],
                      fn: Callable[[Identity], Awaitable[T]], request: Any = None) -> T:
         try:
-            identity = await self.auth.authenticate(credentials_of(context))
+            identity = await self.auth.authenticate(self._credentials(context))
             if isinstance(request, Undecodable):
                 raise request.error()
             return await fn(identity)
@@ -173,7 +181,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                             request: Any = None) -> AsyncIterator[T]:
         """`_guard` for a server stream: every message of fn, or the error it ends with."""
         try:
-            identity = await self.auth.authenticate(credentials_of(context))
+            identity = await self.auth.authenticate(self._credentials(context))
             if isinstance(request, Undecodable):
                 raise request.error()
             async for message in fn(identity):
