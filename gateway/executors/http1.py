@@ -139,8 +139,19 @@ class _Connection(asyncio.Protocol):
         return self._answer
 
     @property
+    def open(self) -> bool:
+        """Neither closed by callgate nor closing (the target's end seen, its loss not yet
+        delivered)."""
+        return not self.closed and self.transport is not None and not self.transport.is_closing()
+
+    @property
     def reusable(self) -> bool:
-        return self._keep_alive and not self.closed
+        return self._keep_alive and self.open
+
+    def _pending(self) -> asyncio.Future[Answer] | None:
+        """The answer a request is waiting for, if one is."""
+        answer = self._answer
+        return answer if answer is not None and not answer.done() else None
 
     def close(self) -> None:
         self.closed = True
@@ -148,16 +159,16 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
 
     def _finish(self, oversize: int = 0) -> None:
-        answer = self._answer
-        if answer is None or answer.done():
+        answer = self._pending()
+        if answer is None:
             return
         headers = CIMultiDictProxy(CIMultiDict(self._headers))
         answer.set_result(Answer(self._status, headers, b"" if oversize else bytes(self._body),
                                  oversize))
 
     def _fail(self, problem: str) -> None:
-        if self._answer is not None and not self._answer.done():
-            self._answer.set_exception(BrokenAnswer(problem))
+        if (answer := self._pending()) is not None:
+            answer.set_exception(BrokenAnswer(problem))
         self.close()
 
     # ------------------------------------------------------------------ asyncio.Protocol
@@ -167,7 +178,7 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        if self._answer is None or self._answer.done():
+        if self._pending() is None:
             self.close()  # bytes nobody asked for: the connection is not to be trusted
             return
         self.received = True
@@ -183,19 +194,20 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        if self._answer is None or self._answer.done():
+        answer = self._pending()
+        if answer is None:
             return
         if self._to_eof:
             self._finish()
         else:
-            self._answer.set_exception(
+            answer.set_exception(
                 BrokenAnswer("the connection closed before the answer ended"
                              + (f" ({exc})" if exc else "")))
 
     # ------------------------------------------------------------------ httptools' callbacks
 
     def on_message_begin(self) -> None:
-        if self._answer is None or self._answer.done():
+        if self._pending() is None:
             self.close()  # a second answer to one request: the connection is not to be trusted
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -218,7 +230,7 @@ class _Connection(asyncio.Protocol):
             self._oversize(int(declared))
 
     def on_body(self, body: bytes) -> None:
-        if self._answer is None or self._answer.done():
+        if self._pending() is None:
             return
         self._size += len(body)
         if self._size > self._cap:
@@ -291,8 +303,7 @@ class Http1Client:
         now = time.monotonic()
         while idle:
             conn = idle.pop()
-            closing = conn.transport is None or conn.transport.is_closing()
-            if not (conn.closed or closing) and now - conn.idle_since < IDLE_S:
+            if conn.open and now - conn.idle_since < IDLE_S:
                 return conn
             conn.close()
         return None
