@@ -29,7 +29,7 @@ proto: $(STAMP)
 	$(PY) scripts/gen_protos.py
 
 run: $(STAMP) $(PROTO_OUT)
-	$(PY) -m gateway.devrun
+	$(PY) -m examples.devrun
 
 test: setup
 	$(PY) -m ruff check gateway adapters tests bench examples scripts

@@ -38,23 +38,16 @@ import psycopg
 from psycopg import sql
 
 from bench.procs import ROOT
+from gateway.audit import hashing
 from gateway.audit.keys import AuditKey
+from gateway.audit.records import AuditEvent, AuditFilter
 from gateway.client import GatewayClient
-from gateway.model import (
-    AuditEvent,
-    AuditFilter,
-    CallStatus,
-    Decision,
-    Identity,
-    RunRecord,
-    RunState,
-    ToolCall,
-    Verdict,
-)
+from gateway.model import CallStatus, Decision, Identity, RunRecord, RunState, ToolCall, Verdict
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.reload import ReloadingEngine, prepare
-from gateway.runner import Runner
-from gateway.store import RunStore, open_store, rows
+from gateway.run.authorize import Authorizer
+from gateway.run.runner import Runner
+from gateway.store import RunStore, codecs, fragments, open_store, schema
 from gateway.store.postgres import PostgresStore
 from gateway.store.sqlite import SQLiteStore
 from gateway.testing import SidecarProcess
@@ -95,14 +88,14 @@ def audit_rows(count: int, key: AuditKey) -> Iterator[tuple[Any, ...]]:
             execution_count=0 if kind == "decision" else 1, policy_revision="sha256:bench",
             time=T0 + timedelta(milliseconds=seq), actor=subject if kind == "decision" else "",
             actor_tenant=tenant if kind == "decision" else "")
-        values, prev = rows.audit_row(event, prev, key)
+        values, prev = codecs.audit_row(event, prev, key)
         yield (seq, *values)
 
 
 def run_rows() -> Iterator[tuple[Any, ...]]:
     for i in range(RUNS):
         run_id, tenant, subject = run_of(i)
-        yield rows.run_row(RunRecord(run_id, RunState.ACTIVE, subject, tenant,
+        yield codecs.run_row(RunRecord(run_id, RunState.ACTIVE, subject, tenant,
                                      provider="openai.responses", created_at=T0, updated_at=T0))
 
 
@@ -126,11 +119,11 @@ def fill_sqlite(path: Path, count: int, key: AuditKey) -> None:
     asyncio.run(create(str(path)))
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA synchronous=OFF")  # filling only; the sidecar reopens it as usual
-    cols = ("seq", *rows.AUDIT_COLUMNS)
-    marks = rows.placeholders(cols, "?")
+    cols = ("seq", *hashing.AUDIT_COLUMNS)
+    marks = fragments.placeholders(cols, "?")
     with conn:
-        conn.executemany(f"INSERT INTO runs ({', '.join(rows.RUN_COLUMNS)}) VALUES "
-                         f"({rows.placeholders(rows.RUN_COLUMNS, '?')})", run_rows())
+        conn.executemany(f"INSERT INTO runs ({', '.join(schema.RUN_COLUMNS)}) VALUES "
+                         f"({fragments.placeholders(schema.RUN_COLUMNS, '?')})", run_rows())
     for batch in batches(audit_rows(count, key), 20_000):
         with conn:
             conn.executemany(f"INSERT INTO audit ({', '.join(cols)}) VALUES ({marks})", batch)
@@ -140,10 +133,10 @@ def fill_sqlite(path: Path, count: int, key: AuditKey) -> None:
 
 def fill_postgres(url: str, count: int, key: AuditKey) -> None:
     asyncio.run(create(url))
-    cols = ("seq", *rows.AUDIT_COLUMNS)
+    cols = ("seq", *hashing.AUDIT_COLUMNS)
     with psycopg.connect(url) as conn:
         with conn.cursor() as cur:
-            with cur.copy(f"COPY runs ({', '.join(rows.RUN_COLUMNS)}) FROM STDIN") as copy:
+            with cur.copy(f"COPY runs ({', '.join(schema.RUN_COLUMNS)}) FROM STDIN") as copy:
                 for row in run_rows():
                     copy.write_row(row)
             with cur.copy(f"COPY audit ({', '.join(cols)}) FROM STDIN") as copy:
@@ -238,13 +231,13 @@ async def decisions(store: RunStore, n: int, concurrency: int) -> float:
     registry = Registry.load(ROOT / "examples" / "travel" / "tools")
     policy = ReloadingEngine(EmbeddedEngine(prepare(ROOT / "policies", "data.callgate"),
                                             checked=True))
-    runner = Runner(store=store, registry=registry, policy=policy)
+    authorizer = Authorizer(Runner(store=store, registry=registry, policy=policy))
     alice = Identity("alice", "acme", ("traveler",))
     calls = [ToolCall("c1", "get_train_status", json.dumps(TRAIN))]
 
     async def worker(count: int) -> None:
         for _ in range(count):
-            (d,) = await runner.authorize(alice, "", calls)
+            (d,) = await authorizer.authorize(alice, "", calls)
             assert d.decision.verdict == Verdict.ALLOW
 
     await worker(50)  # warm up

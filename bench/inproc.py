@@ -9,16 +9,17 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from bench.procs import ROOT
-from gateway import convert, pb
+from gateway import pb
 from gateway.audit.at_rest import RedactStored
 from gateway.audit.keys import AuditKey
 from gateway.client import tool_call
 from gateway.model import CallStatus, Identity, NextAction
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.reload import ReloadingEngine, prepare
-from gateway.runner import Runner, StartRunParams
+from gateway.run.runner import Runner, StartRunParams
 from gateway.store.base import RunStore, StoredForm
 from gateway.tools import Registry
+from gateway.wire import convert
 
 ALICE = Identity("alice", "acme", ("traveler", "member"))  # examples/auth.yaml's alice
 PROVIDER = "openai.responses"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.procs import ROOT
-from gateway.store import rows
+from gateway.store import fragments, schema
 
 TOOLS = ROOT / "examples" / "travel" / "tools"
 POLICIES = ROOT / "policies"
@@ -85,7 +85,7 @@ def _renamed(row: tuple[Any, ...], columns: tuple[str, ...],
 
 def grow_runs(db: Path, lengths: Mapping[str, int]) -> None:
     """Extend each run (which has at least one turn) to lengths[run_id] turns."""
-    turn_cols, call_cols = rows.TURN_COLUMNS, rows.CALL_COLUMNS
+    turn_cols, call_cols = schema.TURN_COLUMNS, schema.CALL_COLUMNS
     conn = sqlite3.connect(db, isolation_level=None)
     try:
         conn.execute("PRAGMA synchronous=OFF")  # preparing only; the sidecar opens it as usual
@@ -109,9 +109,9 @@ def grow_runs(db: Path, lengths: Mapping[str, int]) -> None:
                         "turn_id": turn_id, "call_id": f"{turn_id}_{old}",
                         "idempotency_key": f"{key}-{seq}" if key else key}))
             conn.executemany(f"INSERT INTO turns ({', '.join(turn_cols)}) VALUES "
-                             f"({rows.placeholders(turn_cols, '?')})", new_turns)
+                             f"({fragments.placeholders(turn_cols, '?')})", new_turns)
             conn.executemany(f"INSERT INTO calls ({', '.join(call_cols)}) VALUES "
-                             f"({rows.placeholders(call_cols, '?')})", new_calls)
+                             f"({fragments.placeholders(call_cols, '?')})", new_calls)
             conn.execute("UPDATE runs SET turns_used = ?, tool_calls_used = ? WHERE run_id = ?",
                          (max(used, length), calls_used + len(new_calls), run_id))
         conn.execute("COMMIT")

@@ -84,7 +84,7 @@ def main(argv: list[str]) -> int:
     out = Path(argv[0])
     out.mkdir(parents=True, exist_ok=True)
     profiler = _Profiler(out)
-    from gateway.cli import main as callgate
+    from gateway.cli.main import main as callgate
 
     signal.signal(signal.SIGUSR1, lambda signum, frame: profiler.snapshot())
     threading.setprofile(profiler.start_in_thread)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from bench.audit import pg_schema
 from bench.procs import ROOT
-from gateway import convert, pb
+from gateway import pb
 from gateway.model import (
     CallRecord,
     CallStatus,
@@ -42,9 +42,10 @@ from gateway.model import (
 )
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.reload import ReloadingEngine, prepare
-from gateway.runner import Runner
+from gateway.run.runner import Runner
 from gateway.store import RunStore, open_store
 from gateway.tools import Registry
+from gateway.wire import convert
 
 RESULTS = ROOT / "bench" / "results" / "run_pages.txt"
 OWNER = Identity("alice", "acme", ("traveler",))

@@ -10,7 +10,7 @@
 
 A request error names its code explicitly (`RequestError(RequestCode.RUN_NOT_FOUND, "...")`):
 no class carries a default that a new raise could inherit by accident. The gRPC status of each
-code lives in one table, `gateway.server.GRPC_STATUS`.
+code lives in one table, `gateway.wire.server.GRPC_STATUS`.
 
 Per-call problems are not exceptions: they are results (`CallRecord.error_code`) with the codes
 in `CallCode`.

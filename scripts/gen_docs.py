@@ -8,7 +8,7 @@ Each table sits between `<!-- BEGIN GENERATED: name -->` and `<!-- END GENERATED
     rpcs           every RPC of the ToolGateway service with its request and response
                    (the proto's service descriptor)
     request-codes  every `gateway.errors.RequestCode` with its gRPC status
-                   (`gateway.server.GRPC_STATUS`) and what it means
+                   (`gateway.wire.server.GRPC_STATUS`) and what it means
     call-codes     every `gateway.errors.CallCode` and what it means
 
 The meanings below are the only hand-written part: a code without one stops the generator, so a
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from gateway import pb
 from gateway.errors import CallCode, RequestCode
-from gateway.server import GRPC_STATUS
+from gateway.wire.server import GRPC_STATUS
 
 ROOT = Path(__file__).resolve().parent.parent
 

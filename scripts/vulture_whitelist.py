@@ -6,7 +6,6 @@ Every entry says why it is alive. Anything else vulture reports is dead code: de
 # ruff: noqa: B018
 from adapters.base import ProviderAdapter
 from adapters.events import ErrorKind
-from gateway.app import Sidecar
 from gateway.client import GatewayClient
 from gateway.errors import CallCode
 from gateway.executors.http1 import _Connection
@@ -15,11 +14,12 @@ from gateway.policy.base import PolicyEngine
 from gateway.policy.bundle import Bundle
 from gateway.policy.opa.client import _Client
 from gateway.policy.testing import TestResult
-from gateway.server import ToolGatewayService
+from gateway.service.app import Sidecar
 from gateway.store.base import RunStore
 from gateway.store.sqlite import SQLiteStore
 from gateway.testing import run_serve_expecting_failure
 from gateway.tools import Registry
+from gateway.wire.server import ToolGatewayService
 
 # gRPC calls the servicer's methods by name.
 ToolGatewayService.StartRun

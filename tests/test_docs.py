@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from gateway.cli import build_parser
+from gateway.cli.main import build_parser
 from gateway.executors import config as executor_config
-from gateway.judge import Judge
 from gateway.model import (
     ApprovalRecord,
     ApprovalStatus,
@@ -26,7 +25,7 @@ from gateway.model import (
     RunState,
     ToolCall,
 )
-from gateway.policy_input import (
+from gateway.policy.inputs import (
     RunContext,
     approval_input,
     approve_input,
@@ -35,6 +34,7 @@ from gateway.policy_input import (
     call_input,
     offer_input,
 )
+from gateway.run.judge import Judge
 from gateway.tools import Registry, ToolManifest
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gateway.audit import hashing
 from gateway.audit.keys import AuditKey
-from gateway.model import AuditCheckpoint, AuditKind, AuditRecord
-from gateway.store import rows
+from gateway.audit.records import AuditCheckpoint, AuditKind, AuditRecord
 
 
 @dataclass(frozen=True)
@@ -118,14 +118,14 @@ class ChainWalk:
         if r.layout is None and self._since_v4:
             return (f"record {r.seq} has the layout of records written before schema 4 after "
                     "records written since: it was rewritten")
-        if r.layout not in (None, rows.AUDIT_LAYOUT):
+        if r.layout not in (None, hashing.AUDIT_LAYOUT):
             return f"record {r.seq} has an unknown layout {r.layout!r}"
         self._since_v4 = self._since_v4 or r.layout is not None
         return ""
 
     @staticmethod
     def _content(r: AuditRecord) -> str:
-        if rows.recomputed_hash(r) != r.hash:
+        if hashing.recomputed_hash(r) != r.hash:
             return (f"record {r.seq} was changed after it was written: its columns do not "
                     f"give its hash {_short(r.hash)}")
         decision = r.decision()

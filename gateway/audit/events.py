@@ -21,13 +21,12 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from gateway.approvals import error_code_of
+from gateway.approvals.records import error_code_of
+from gateway.audit.records import AuditEvent, AuditKind
 from gateway.errors import CallCode
 from gateway.model import (
     ApprovalRecord,
     ApprovalStatus,
-    AuditEvent,
-    AuditKind,
     CallRecord,
     CallStatus,
     Decision,

@@ -25,7 +25,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from gateway.audit.keys import is_mask
-from gateway.model import AuditKind, AuditRecord, Verdict
+from gateway.audit.records import AuditKind, AuditRecord
+from gateway.model import Verdict
 from gateway.version import callgate_version
 
 PATHS = {AuditKind.DECISION.value: "callgate/decision",

@@ -12,14 +12,8 @@ from typing import TextIO
 from gateway.audit import events, export
 from gateway.audit.chain import ChainReport, ChainWalk
 from gateway.audit.keys import AuditKey
-from gateway.model import (
-    AuditCheckpoint,
-    AuditEvent,
-    AuditFilter,
-    AuditRecord,
-    audit_time,
-    now_utc,
-)
+from gateway.audit.records import AuditCheckpoint, AuditEvent, AuditFilter, AuditRecord, audit_time
+from gateway.model import now_utc
 from gateway.store.base import RunStore
 
 PAGE = 5000

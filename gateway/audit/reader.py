@@ -26,18 +26,12 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from gateway.audit.records import AuditFilter, AuditRecord, audit_time
 from gateway.errors import PermissionDenied, RequestCode, RequestError
-from gateway.model import (
-    AuditFilter,
-    AuditRecord,
-    CallStatus,
-    Identity,
-    Verdict,
-    audit_time,
-)
+from gateway.model import CallStatus, Identity, Verdict
 from gateway.policy.base import PolicyEngine
-from gateway.policy_input import audit_input
-from gateway.runner import check_id
+from gateway.policy.inputs import audit_input
+from gateway.request_checks import check_id
 from gateway.store.base import RunStore
 from gateway.store.notify import Subscription, WatchClosed
 

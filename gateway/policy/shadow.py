@@ -24,7 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from gateway.model import AuditEvent, Decision, now_utc
+from gateway.audit.records import AuditEvent
+from gateway.model import Decision, now_utc
 from gateway.policy.base import RejectedReload
 from gateway.policy.bundle import Bundle, PolicyConfigError
 from gateway.policy.decision import UNDEFINED, PolicyEvalError, decision_from_value, error_decision

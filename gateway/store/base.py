@@ -30,13 +30,10 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+from gateway.audit.records import AuditCheckpoint, AuditEvent, AuditFilter, AuditRecord
 from gateway.model import (
     ApprovalFilter,
     ApprovalRecord,
-    AuditCheckpoint,
-    AuditEvent,
-    AuditFilter,
-    AuditRecord,
     CallRecord,
     PastCall,
     RunPage,

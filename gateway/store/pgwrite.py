@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.store import rows
+from gateway.audit import hashing
+from gateway.store import fragments
 
 MAX_PARAMETERS = 30_000  # per statement (PostgreSQL takes up to 65,535)
 
@@ -45,7 +46,7 @@ class Head:
 def insert(table: str, columns: Sequence[str], values: Sequence[Sequence[Any]],
            returning: str = "") -> Write:
     """One multi-row INSERT (see `chunks`)."""
-    row = f"({rows.placeholders(columns, '%s')})"
+    row = f"({fragments.placeholders(columns, '%s')})"
     return Write(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
                  + ", ".join([row] * len(values)) + returning, [v for r in values for v in r])
 
@@ -60,10 +61,10 @@ def audit_insert(chained: Sequence[Sequence[Any]], guard: str | None = None) -> 
     """The chained audit rows, answering their seq (given in the chain's order, the VALUES
     order); with `guard`, inserted only while it is the chain's head."""
     if guard is None:
-        return insert("audit", rows.AUDIT_COLUMNS, chained, " RETURNING seq")
-    row = f"({rows.typed_placeholders(rows.AUDIT_COLUMNS, '%s')})"
-    return Write(f"INSERT INTO audit ({', '.join(rows.AUDIT_COLUMNS)}) SELECT * FROM (VALUES "
-                 + ", ".join([row] * len(chained)) + f") v WHERE {rows.CHAIN_HEAD} = %s "
+        return insert("audit", hashing.AUDIT_COLUMNS, chained, " RETURNING seq")
+    row = f"({fragments.typed_placeholders(hashing.AUDIT_COLUMNS, '%s')})"
+    return Write(f"INSERT INTO audit ({', '.join(hashing.AUDIT_COLUMNS)}) SELECT * FROM (VALUES "
+                 + ", ".join([row] * len(chained)) + f") v WHERE {fragments.CHAIN_HEAD} = %s "
                  "RETURNING seq", [*(v for r in chained for v in r), guard])
 
 

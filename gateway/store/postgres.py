@@ -24,21 +24,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import AsyncConnection, sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from gateway.audit import hashing
 from gateway.audit.keys import AuditKey
+from gateway.audit.records import AuditCheckpoint, AuditEvent, AuditFilter, AuditRecord, audit_time
 from gateway.errors import StoreUnavailable
 from gateway.model import (
     ApprovalFilter,
     ApprovalRecord,
-    AuditCheckpoint,
-    AuditEvent,
-    AuditFilter,
-    AuditRecord,
     CallRecord,
     PastCall,
     RunPage,
@@ -47,22 +45,23 @@ from gateway.model import (
     RunView,
     TurnContext,
     TurnRecord,
-    audit_time,
     now_utc,
 )
-from gateway.store import pgwrite, rows
+from gateway.store import codecs, fragments, pgwrite, reading, schema
 from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.group import GroupCommit
 from gateway.store.locks import run_lock_key
 from gateway.store.notify import Notifying, SettleHub
 from gateway.store.pgcoord import Conn, DriveLocks, Listener, unavailable
 from gateway.store.pgwrite import Head, Write
+from gateway.store.reading import POSTGRES, Reader
 
+T = TypeVar("T")
 POOL_SIZE = 8  # connections for statements
 
 
 def _column(name: str) -> str:
-    return f"{name} {'BIGINT' if name in rows.INTEGER_COLUMNS else 'TEXT'}"
+    return f"{name} {'BIGINT' if name in schema.INTEGER_COLUMNS else 'TEXT'}"
 
 
 def _columns(names: Sequence[str]) -> str:
@@ -70,24 +69,25 @@ def _columns(names: Sequence[str]) -> str:
 
 
 DDL = [
-    f"CREATE TABLE runs ({_columns(rows.RUN_COLUMNS)}, PRIMARY KEY (run_id))",
-    f"CREATE TABLE turns ({_columns(rows.TURN_COLUMNS)}, PRIMARY KEY (run_id, turn_id))",
+    f"CREATE TABLE runs ({_columns(schema.RUN_COLUMNS)}, PRIMARY KEY (run_id))",
+    f"CREATE TABLE turns ({_columns(schema.TURN_COLUMNS)}, PRIMARY KEY (run_id, turn_id))",
     # pos: insertion order (turns in sequence, calls in the model's order)
-    f"CREATE TABLE calls (pos BIGSERIAL, {_columns(rows.CALL_COLUMNS)}, "
+    f"CREATE TABLE calls (pos BIGSERIAL, {_columns(schema.CALL_COLUMNS)}, "
     "PRIMARY KEY (run_id, turn_id, call_id))",
-    f"CREATE UNIQUE INDEX calls_unique_id ON calls (run_id, call_id) WHERE {rows.NOT_DUPLICATE}",
+    "CREATE UNIQUE INDEX calls_unique_id ON calls (run_id, call_id) "
+    f"WHERE {fragments.NOT_DUPLICATE}",
     "CREATE INDEX calls_run ON calls (run_id, pos)",
     # pos: creation order (listings page by it)
-    f"CREATE TABLE approvals (pos BIGSERIAL, {_columns(rows.APPROVAL_COLUMNS)}, "
+    f"CREATE TABLE approvals (pos BIGSERIAL, {_columns(schema.APPROVAL_COLUMNS)}, "
     "PRIMARY KEY (approval_id))",
     "CREATE INDEX approvals_run ON approvals (run_id)",
-    f"CREATE TABLE audit (seq BIGSERIAL PRIMARY KEY, {_columns(rows.AUDIT_COLUMNS)})",
+    f"CREATE TABLE audit (seq BIGSERIAL PRIMARY KEY, {_columns(hashing.AUDIT_COLUMNS)})",
     "CREATE INDEX audit_run ON audit (run_id, seq)",
-    *rows.tables(_column),
-    *rows.indexes(),
+    *schema.tables(_column),
+    *schema.indexes(),
 ]
 
-MIGRATIONS = rows.migrations(_column)
+MIGRATIONS = schema.migrations(_column)
 # records written before schema 4 get the verdict their decision holds (for queries only:
 # their hash covers decision_json, not this column)
 MIGRATIONS[3].append("UPDATE audit SET verdict = decision_json::json ->> 'verdict' "
@@ -96,21 +96,21 @@ MIGRATIONS[3].append("UPDATE audit SET verdict = decision_json::json ->> 'verdic
 MIGRATIONS[2].append("ALTER TABLE approvals ADD COLUMN pos BIGSERIAL")
 
 
-_RUN_AND_TURNS = rows.run_and_turns("%s")
+_RUN_AND_TURNS = fragments.run_and_turns("%s")
 # (used?, pos, the past call): the run's last calls, then those of some IDs already used
 _RECENT_AND_USED = (
-    f"(SELECT false, pos, {', '.join(rows.PAST_CALL_COLUMNS)} FROM calls WHERE run_id = %s "
+    f"(SELECT false, pos, {', '.join(fragments.PAST_CALL_COLUMNS)} FROM calls WHERE run_id = %s "
     "ORDER BY pos DESC LIMIT %s) UNION ALL "
-    f"(SELECT true, pos, {', '.join(rows.PAST_CALL_COLUMNS)} FROM calls WHERE run_id = %s "
-    f"AND call_id = ANY(%s) AND {rows.NOT_DUPLICATE})")
+    f"(SELECT true, pos, {', '.join(fragments.PAST_CALL_COLUMNS)} FROM calls WHERE run_id = %s "
+    f"AND call_id = ANY(%s) AND {fragments.NOT_DUPLICATE})")
 
 
 def _marks(columns: Sequence[str]) -> str:
-    return rows.placeholders(columns, "%s")
+    return fragments.placeholders(columns, "%s")
 
 
 def _sets(columns: Sequence[str]) -> str:
-    return rows.assignments(columns, "%s")
+    return fragments.assignments(columns, "%s")
 
 
 def _select(columns: Sequence[str], table: str) -> str:
@@ -222,17 +222,17 @@ class PostgresStore(Notifying):
                 for stmt in DDL:
                     await conn.execute(stmt)  # type: ignore[arg-type]
                 await conn.execute("INSERT INTO schema_version VALUES (%s)",
-                                   (rows.SCHEMA_VERSION,))
+                                   (schema.SCHEMA_VERSION,))
                 return
             version = int(row[0])
-            if version > rows.SCHEMA_VERSION:
+            if version > schema.SCHEMA_VERSION:
                 raise StoreUnavailable(
                     f"store {where} (schema {self._schema}) has schema version {version}, "
-                    f"newer than this callgate ({rows.SCHEMA_VERSION}); upgrade callgate")
-            for v in range(version, rows.SCHEMA_VERSION):
+                    f"newer than this callgate ({schema.SCHEMA_VERSION}); upgrade callgate")
+            for v in range(version, schema.SCHEMA_VERSION):
                 for stmt in MIGRATIONS[v]:
                     await conn.execute(stmt)  # type: ignore[arg-type]
-            await conn.execute("UPDATE schema_version SET version = %s", (rows.SCHEMA_VERSION,))
+            await conn.execute("UPDATE schema_version SET version = %s", (schema.SCHEMA_VERSION,))
 
     # ------------------------------------------------------------------ plumbing
 
@@ -263,103 +263,50 @@ class PostgresStore(Notifying):
     async def create_run(self, run: RunRecord) -> RunRecord:
         async with self._tx() as conn:
             await conn.execute(  # type: ignore[arg-type]
-                f"INSERT INTO runs ({', '.join(rows.RUN_COLUMNS)}) "
-                f"VALUES ({_marks(rows.RUN_COLUMNS)}) ON CONFLICT (run_id) DO NOTHING",
-                rows.run_row(run))
-            row = await self._one(conn, _select(rows.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
+                f"INSERT INTO runs ({', '.join(schema.RUN_COLUMNS)}) "
+                f"VALUES ({_marks(schema.RUN_COLUMNS)}) ON CONFLICT (run_id) DO NOTHING",
+                codecs.run_row(run))
+            row = await self._one(conn, _select(schema.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
                                   (run.run_id,))
         assert row is not None
-        return rows.run_from_row(row)
+        return codecs.run_from_row(row)
+
+    async def _drive(self, reader: Reader[T], *, snapshot: bool = False) -> T:
+        async with self._tx(snapshot=snapshot) as conn:
+            return await self._drive_on(conn, reader)
+
+    async def _drive_on(self, conn: Conn, reader: Reader[T]) -> T:
+        return await reading.drive_async(reader, lambda q, a: self._one(conn, q, a),
+                                         lambda q, a: self._all(conn, q, a))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        async with self._tx() as conn:
-            row = await self._one(conn, _select(rows.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
-                                  (run_id,))
-        return rows.run_from_row(row) if row else None
-
-    async def _calls(self, conn: Conn, where: str, args: Sequence[Any],
-                     order: str = "") -> list[CallRecord]:
-        found = await self._all(conn, f"{_select(rows.CALL_COLUMNS, 'calls')} WHERE {where} "
-                                      f"{order}", args)
-        return [rows.call_from_row(r) for r in found]
-
-    async def _last_turn(self, conn: Conn, run_id: str) -> TurnRecord | None:
-        row = await self._one(conn, _select(rows.TURN_COLUMNS, "turns") +
-                              " WHERE run_id = %s ORDER BY seq DESC LIMIT 1", (run_id,))
-        return rows.turn_from_row(row) if row else None
+        return await self._drive(reading.get_run(POSTGRES, run_id))
 
     async def get_view(self, run_id: str) -> RunView | None:
-        async with self._tx(snapshot=True) as conn:
-            row = await self._one(conn, _select(rows.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
-                                  (run_id,))
-            if row is None:
-                return None
-            turns = await self._all(conn, _select(rows.TURN_COLUMNS, "turns") +
-                                    " WHERE run_id = %s ORDER BY seq", (run_id,))
-            calls = await self._calls(conn, "run_id = %s", (run_id,), "ORDER BY pos")
-        return RunView(rows.run_from_row(row), tuple(rows.turn_from_row(t) for t in turns),
-                       tuple(calls))
+        return await self._drive(reading.view(POSTGRES, run_id), snapshot=True)
 
     async def snapshot(self, run_id: str) -> RunSnapshot | None:
-        async with self._tx(snapshot=True) as conn:
-            row = await self._one(conn, _select(rows.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
-                                  (run_id,))
-            if row is None:
-                return None
-            turn = await self._last_turn(conn, run_id)
-            calls = (await self._calls(conn, "run_id = %s AND turn_id = %s",
-                                       (run_id, turn.turn_id), "ORDER BY idx") if turn else [])
-        return RunSnapshot(rows.run_from_row(row), turn, tuple(calls))
+        return await self._drive(reading.snapshot(POSTGRES, run_id), snapshot=True)
 
     async def run_page(self, run_id: str, *, before: int | None, limit: int) -> RunPage | None:
-        bound = rows.ABOVE_EVERY_SEQ if before is None else before
-        async with self._tx(snapshot=True) as conn:
-            row = await self._one(conn, _select(rows.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
-                                  (run_id,))
-            if row is None:
-                return None
-            turns = [rows.turn_from_row(r) for r in
-                     await self._all(conn, rows.page_turns("%s"), (run_id, bound, limit))][::-1]
-            latest = await self._one(conn, rows.latest_seq_below("%s"),
-                                     (run_id, rows.ABOVE_EVERY_SEQ))
-            older = bool(turns) and await self._one(conn, rows.latest_seq_below("%s"),
-                                                    (run_id, turns[0].seq)) is not None
-            calls = [rows.call_from_row(r) for r in await self._all(
-                conn, rows.page_calls("%s", "calls.pos"), (run_id, bound, limit, run_id))]
-        view = RunView(rows.run_from_row(row), tuple(turns), tuple(calls))
-        return RunPage(view, int(latest[0]) if latest else 0, older)
+        return await self._drive(reading.run_page(POSTGRES, run_id, before=before, limit=limit),
+                                 snapshot=True)
 
     async def get_turn(self, run_id: str, turn_id: str) -> TurnRecord | None:
-        async with self._tx() as conn:
-            row = await self._one(conn, _select(rows.TURN_COLUMNS, "turns") +
-                                  " WHERE run_id = %s AND turn_id = %s", (run_id, turn_id))
-        return rows.turn_from_row(row) if row else None
+        return await self._drive(reading.get_turn(POSTGRES, run_id, turn_id))
 
     async def last_turn(self, run_id: str) -> TurnRecord | None:
-        async with self._tx() as conn:
-            return await self._last_turn(conn, run_id)
+        return await self._drive(reading.last_turn(POSTGRES, run_id))
 
     async def turn_calls(self, run_id: str, turn_id: str) -> list[CallRecord]:
-        async with self._tx() as conn:
-            return await self._calls(conn, "run_id = %s AND turn_id = %s", (run_id, turn_id),
-                                     "ORDER BY idx")
+        return await self._drive(reading.turn_calls(POSTGRES, run_id, turn_id))
 
     async def find_call(self, run_id: str, call_id: str) -> CallRecord | None:
-        async with self._tx() as conn:
-            found = await self._calls(conn, f"run_id = %s AND call_id = %s AND "
-                                            f"{rows.NOT_DUPLICATE}", (run_id, call_id),
-                                      "ORDER BY pos LIMIT 1")
-        return found[0] if found else None
-
-    async def _recent(self, conn: Conn, run_id: str, limit: int) -> list[PastCall]:
-        found = await self._all(conn, _select(rows.PAST_CALL_COLUMNS, "calls") +
-                                " WHERE run_id = %s ORDER BY pos DESC LIMIT %s", (run_id, limit))
-        return [rows.past_call_from_row(r) for r in reversed(found)]
+        return await self._drive(reading.find_call(POSTGRES, run_id, call_id))
 
     async def recent_calls(self, run_id: str, limit: int) -> list[PastCall]:
         """The run's last `limit` calls, oldest first."""
-        async with self._tx() as conn:
-            return await self._recent(conn, run_id, limit)
+        return await self._drive(reading.recent_calls(POSTGRES, run_id, limit))
 
     async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
                            recent: int) -> TurnContext | None:
@@ -370,18 +317,18 @@ class PostgresStore(Notifying):
             found = await self._all(conn, _RUN_AND_TURNS, (turn_id, run_id, run_id))
             if not found:
                 return None
-            run = rows.run_from_row(found[0][:len(rows.RUN_COLUMNS)])
-            turns = [rows.turn_from_row(r[len(rows.RUN_COLUMNS):]) for r in found
-                     if r[len(rows.RUN_COLUMNS)] is not None]
+            run = codecs.run_from_row(found[0][:len(schema.RUN_COLUMNS)])
+            turns = [codecs.turn_from_row(r[len(schema.RUN_COLUMNS):]) for r in found
+                     if r[len(schema.RUN_COLUMNS)] is not None]
             calls = await self._all(conn, _RECENT_AND_USED,
                                     (run_id, recent, run_id, list(call_ids)))
-            used = frozenset(rows.past_call_from_row(r[2:]).call_id for r in calls if r[0])
+            used = frozenset(codecs.past_call_from_row(r[2:]).call_id for r in calls if r[0])
             latest = sorted((r for r in calls if not r[0]), key=lambda r: r[1])
             last = next((t for t in turns if t.seq == run.turns_used), None)
             if last is None and run.turns_used:  # counted otherwise (never, so far): look
-                last = await self._last_turn(conn, run_id)
+                last = await self._drive_on(conn, reading.last_turn(POSTGRES, run_id))
         return TurnContext(run, next((t for t in turns if t.turn_id == turn_id), None), last,
-                           used, tuple(rows.past_call_from_row(r[2:]) for r in latest))
+                           used, tuple(codecs.past_call_from_row(r[2:]) for r in latest))
 
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
@@ -390,12 +337,12 @@ class PostgresStore(Notifying):
         """Every commit is durable here (`durable` is not used). One statement for the turn,
         its calls, the run and the audit records (plus the
         chain's lock, and the approvals when there are any)."""
-        writes = [Write(f"INSERT INTO turns ({', '.join(rows.TURN_COLUMNS)}) "
-                        f"VALUES ({_marks(rows.TURN_COLUMNS)})", rows.turn_row(turn)),
+        writes = [Write(f"INSERT INTO turns ({', '.join(schema.TURN_COLUMNS)}) "
+                        f"VALUES ({_marks(schema.TURN_COLUMNS)})", codecs.turn_row(turn)),
                   self._run_update(run)]
-        values = [rows.call_row(self._stored.call(c)) for c in calls]
-        writes += [pgwrite.insert("calls", rows.CALL_COLUMNS, chunk)
-                   for chunk in pgwrite.chunks(values, len(rows.CALL_COLUMNS))]
+        values = [codecs.call_row(self._stored.call(c)) for c in calls]
+        writes += [pgwrite.insert("calls", schema.CALL_COLUMNS, chunk)
+                   for chunk in pgwrite.chunks(values, len(schema.CALL_COLUMNS))]
         async with self._tx() as conn:
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
             await self._write(conn, writes, audit)
@@ -403,8 +350,8 @@ class PostgresStore(Notifying):
 
     @staticmethod
     def _run_update(run: RunRecord) -> Write:
-        return Write(f"UPDATE runs SET {_sets(rows.RUN_COLUMNS[1:])} WHERE run_id = %s",
-                     (*rows.run_row(run)[1:], run.run_id))
+        return Write(f"UPDATE runs SET {_sets(schema.RUN_COLUMNS[1:])} WHERE run_id = %s",
+                     (*codecs.run_row(run)[1:], run.run_id))
 
     async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
                    calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
@@ -418,17 +365,18 @@ class PostgresStore(Notifying):
         settled = changed.run_id if changed is not None and settles(run, turn) else ""
         writes = [] if run is None else [self._run_update(run)]
         if turn is not None:
-            writes.append(Write(f"UPDATE turns SET {_sets(rows.TURN_COLUMNS[2:])} "
+            writes.append(Write(f"UPDATE turns SET {_sets(schema.TURN_COLUMNS[2:])} "
                                 "WHERE run_id = %s AND turn_id = %s",
-                                (*rows.turn_row(turn)[2:], turn.run_id, turn.turn_id)))
+                                (*codecs.turn_row(turn)[2:], turn.run_id, turn.turn_id)))
         stored = [self._stored.call(c) for c in calls]
-        guards = rows.guards(expect)
+        guards = fragments.guards(expect)
         if stored:  # counted: a guard that failed leaves its row out
-            writes.append(Write(rows.calls_update(len(stored), "%s", typed=True) + " RETURNING 1",
-                                rows.calls_update_values(stored, guards), counted=True))
+            update = fragments.calls_update(len(stored), "%s", typed=True)
+            writes.append(Write(update + " RETURNING 1",
+                                fragments.calls_update_values(stored, guards), counted=True))
         async with self._tx() as conn:
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals],
-                                       rows.approval_guards(expect_approvals))
+                                       fragments.approval_guards(expect_approvals))
             counts = await self._write(conn, writes, audit, settled=settled)
             if stored and counts[0] != len(stored):
                 raise await self._conflict(conn, stored, guards)
@@ -449,7 +397,7 @@ class PostgresStore(Notifying):
         if events:
             await self._lock_audit(conn)
             if self._head is not None:
-                chained, last = rows.chained(events, self._head.hash, self._audit_key)
+                chained, last = codecs.chained(events, self._head.hash, self._audit_key)
                 audit = pgwrite.audit_insert(chained, guard=self._head.hash)
         notify = [(self._channel, settled)] if settled else []
         if pgwrite.fits(*writes, *([audit] if audit else [])):
@@ -475,11 +423,11 @@ class PostgresStore(Notifying):
 
     async def _append_read(self, conn: Conn, events: Sequence[AuditEvent]) -> Head:
         """The events chained after the head read now (the chain's lock is held)."""
-        row = await self._one(conn, f"SELECT {rows.CHAIN_HEAD}")
+        row = await self._one(conn, f"SELECT {fragments.CHAIN_HEAD}")
         assert row is not None
-        chained, last = rows.chained(events, row[0], self._audit_key)
+        chained, last = codecs.chained(events, row[0], self._audit_key)
         seq = 0
-        for chunk in pgwrite.chunks(chained, len(rows.AUDIT_COLUMNS)):
+        for chunk in pgwrite.chunks(chained, len(hashing.AUDIT_COLUMNS)):
             query, args = pgwrite.statement([], pgwrite.audit_insert(chunk),
                                             audit_channel=self._audit_channel)
             found = await self._one(conn, query, args)
@@ -489,7 +437,7 @@ class PostgresStore(Notifying):
 
     @staticmethod
     async def _conflict(conn: Conn, calls: Sequence[CallRecord],
-                        guards: rows.Guards) -> Exception:
+                        guards: fragments.Guards) -> Exception:
         """Which guard failed: its row does not hold the new record."""
         for c in calls:
             expected = guards.get((c.turn_id, c.call_id))
@@ -497,23 +445,23 @@ class PostgresStore(Notifying):
                 conn, "SELECT status, execution_count FROM calls WHERE run_id = %s "
                       "AND turn_id = %s AND call_id = %s", (c.run_id, c.turn_id, c.call_id))
             if expected is not None and now != (c.status.value, c.execution_count):
-                return rows.conflict(c, expected)
-        return rows.conflict(calls[0], guards.get((calls[0].turn_id, calls[0].call_id))
+                return fragments.conflict(c, expected)
+        return fragments.conflict(calls[0], guards.get((calls[0].turn_id, calls[0].call_id))
                              or ("", 0))
 
     @staticmethod
     async def _save_approvals(conn: Conn, approvals: Sequence[ApprovalRecord],
                               guards: dict[str, str]) -> None:
         for a in approvals:
-            values = rows.approval_row(a)
+            values = codecs.approval_row(a)
             expected = guards.get(a.approval_id)
             if expected is None:
-                await conn.execute(rows.approval_upsert("%s"), values)  # type: ignore[arg-type]
+                await conn.execute(fragments.approval_upsert("%s"), values)  # type: ignore[arg-type]
                 continue
-            cur = await conn.execute(rows.approval_update("%s"),  # type: ignore[arg-type]
+            cur = await conn.execute(fragments.approval_update("%s"),  # type: ignore[arg-type]
                                      (*values[1:], a.approval_id, expected))
             if cur.rowcount != 1:
-                raise rows.approval_conflict(a, expected)
+                raise fragments.approval_conflict(a, expected)
 
     # ------------------------------------------------------------------ audit and approvals
 
@@ -534,18 +482,18 @@ class PostgresStore(Notifying):
 
     async def query_audit(self, which: AuditFilter, *, after: int, limit: int,
                           newest: bool = False) -> list[AuditRecord]:
-        where, args = rows.audit_where(which, "%s")
+        where, args = fragments.audit_where(which, "%s")
         order = "DESC" if newest else ""
         async with self._tx() as conn:
-            found = await self._all(conn, _select(("seq", *rows.AUDIT_COLUMNS), "audit") +
+            found = await self._all(conn, _select(("seq", *hashing.AUDIT_COLUMNS), "audit") +
                                     f" WHERE seq > %s AND {where} ORDER BY seq {order} "
                                     "LIMIT %s", (after, *args, limit))
-        records = [rows.audit_from_row(r[0], r[1:]) for r in found]
+        records = [codecs.audit_from_row(r[0], r[1:]) for r in found]
         return records[::-1] if newest else records
 
     async def audit_checkpoint(self) -> AuditCheckpoint | None:
         async with self._tx() as conn:
-            row = await self._one(conn, _select(rows.CHECKPOINT_COLUMNS, "audit_checkpoints") +
+            row = await self._one(conn, _select(schema.CHECKPOINT_COLUMNS, "audit_checkpoints") +
                                   " ORDER BY seq DESC LIMIT 1")
         return AuditCheckpoint(*row) if row else None
 
@@ -566,8 +514,8 @@ class PostgresStore(Notifying):
             point = AuditCheckpoint(last[0], last[1], audit_time(now_utc()), cur.rowcount,
                                     before)
             await conn.execute(  # type: ignore[arg-type]
-                f"INSERT INTO audit_checkpoints ({', '.join(rows.CHECKPOINT_COLUMNS)}) "
-                f"VALUES ({_marks(rows.CHECKPOINT_COLUMNS)})",
+                f"INSERT INTO audit_checkpoints ({', '.join(schema.CHECKPOINT_COLUMNS)}) "
+                f"VALUES ({_marks(schema.CHECKPOINT_COLUMNS)})",
                 (point.seq, point.hash, point.time, point.removed, point.before))
             events = [record(point)]
             await self._write(conn, (), events)
@@ -575,7 +523,7 @@ class PostgresStore(Notifying):
         return point
 
     async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:
-        cols = ("seq", *rows.AUDIT_COLUMNS)
+        cols = ("seq", *hashing.AUDIT_COLUMNS)
         async with self._tx() as conn:
             found = await self._all(conn, _select(cols, "audit") +
                                     " WHERE run_id = %s ORDER BY seq", (run_id,))
@@ -583,24 +531,24 @@ class PostgresStore(Notifying):
 
     async def approvals_for_run(self, run_id: str) -> list[ApprovalRecord]:
         async with self._tx() as conn:
-            found = await self._all(conn, _select(rows.APPROVAL_COLUMNS, "approvals") +
+            found = await self._all(conn, _select(schema.APPROVAL_COLUMNS, "approvals") +
                                     " WHERE run_id = %s ORDER BY created_at", (run_id,))
-        return [rows.approval_from_row(r) for r in found]
+        return [codecs.approval_from_row(r) for r in found]
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
         async with self._tx() as conn:
-            row = await self._one(conn, _select(rows.APPROVAL_COLUMNS, "approvals") +
+            row = await self._one(conn, _select(schema.APPROVAL_COLUMNS, "approvals") +
                                   " WHERE approval_id = %s", (approval_id,))
-        return rows.approval_from_row(row) if row else None
+        return codecs.approval_from_row(row) if row else None
 
     async def list_approvals(self, which: ApprovalFilter, *, after: int,
                              limit: int) -> list[tuple[int, ApprovalRecord]]:
-        where, args = rows.approval_where(which, "%s")
+        where, args = fragments.approval_where(which, "%s")
         async with self._tx() as conn:
-            found = await self._all(conn, _select(("pos", *rows.APPROVAL_COLUMNS), "approvals")
+            found = await self._all(conn, _select(("pos", *schema.APPROVAL_COLUMNS), "approvals")
                                     + f" WHERE pos > %s AND {where} ORDER BY pos LIMIT %s",
                                     (after, *args, limit))
-        return [(int(r[0]), rows.approval_from_row(r[1:])) for r in found]
+        return [(int(r[0]), codecs.approval_from_row(r[1:])) for r in found]
 
     # ------------------------------------------------------------------ drive locks
 

@@ -23,15 +23,13 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from gateway.audit import hashing
 from gateway.audit.keys import AuditKey
+from gateway.audit.records import AuditCheckpoint, AuditEvent, AuditFilter, AuditRecord, audit_time
 from gateway.errors import StoreUnavailable
 from gateway.model import (
     ApprovalFilter,
     ApprovalRecord,
-    AuditCheckpoint,
-    AuditEvent,
-    AuditFilter,
-    AuditRecord,
     CallRecord,
     PastCall,
     RunPage,
@@ -40,49 +38,49 @@ from gateway.model import (
     RunView,
     TurnContext,
     TurnRecord,
-    audit_time,
     now_utc,
 )
-from gateway.store import rows
+from gateway.store import codecs, fragments, reading, schema
 from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.group import GroupCommit
 from gateway.store.guard import FileGuard
 from gateway.store.locks import FileRangeLocks, WriterLock, run_lock_key
 from gateway.store.notify import AUDIT_FEED, Notifying, SettleHub
 from gateway.store.peers import PeerLink
+from gateway.store.reading import SQLITE, Reader
 from gateway.store.sqliteconn import Busy, Connections
 
 T = TypeVar("T")
 log = logging.getLogger("callgate.store")
 
 _DDL = [
-    f"CREATE TABLE IF NOT EXISTS runs ({', '.join(rows.RUN_COLUMNS)}, PRIMARY KEY (run_id))",
-    f"CREATE TABLE IF NOT EXISTS turns ({', '.join(rows.TURN_COLUMNS)}, "
+    f"CREATE TABLE IF NOT EXISTS runs ({', '.join(schema.RUN_COLUMNS)}, PRIMARY KEY (run_id))",
+    f"CREATE TABLE IF NOT EXISTS turns ({', '.join(schema.TURN_COLUMNS)}, "
     "PRIMARY KEY (run_id, turn_id))",
-    f"CREATE TABLE IF NOT EXISTS calls ({', '.join(rows.CALL_COLUMNS)}, "
+    f"CREATE TABLE IF NOT EXISTS calls ({', '.join(schema.CALL_COLUMNS)}, "
     "PRIMARY KEY (run_id, turn_id, call_id))",
     f"CREATE UNIQUE INDEX IF NOT EXISTS calls_unique_id ON calls (run_id, call_id) "
-    f"WHERE {rows.NOT_DUPLICATE}",
-    f"CREATE TABLE IF NOT EXISTS approvals ({', '.join(rows.APPROVAL_COLUMNS)}, "
+    f"WHERE {fragments.NOT_DUPLICATE}",
+    f"CREATE TABLE IF NOT EXISTS approvals ({', '.join(schema.APPROVAL_COLUMNS)}, "
     "PRIMARY KEY (approval_id))",
     # rowid order is insertion order: turns in sequence, calls in the model's order
     "CREATE INDEX IF NOT EXISTS calls_run ON calls (run_id)",
     "CREATE INDEX IF NOT EXISTS approvals_run ON approvals (run_id)",
     f"CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
-    f"{', '.join(rows.AUDIT_COLUMNS)})",
+    f"{', '.join(hashing.AUDIT_COLUMNS)})",
     "CREATE INDEX IF NOT EXISTS audit_run ON audit (run_id)",
-    *rows.tables(lambda column: column),
-    *rows.indexes(),
+    *schema.tables(lambda column: column),
+    *schema.indexes(),
 ]
 
-MIGRATIONS = rows.migrations(lambda column: column)  # SQLite columns need no type
+MIGRATIONS = schema.migrations(lambda column: column)  # SQLite columns need no type
 # records written before schema 4 get the verdict their decision holds (for queries only:
 # their hash covers decision_json, not this column)
 MIGRATIONS[3].append("UPDATE audit SET verdict = json_extract(decision_json, '$.verdict') "
                      "WHERE decision_json IS NOT NULL")
 
 
-_RUN_AND_TURNS = rows.run_and_turns("?")
+_RUN_AND_TURNS = fragments.run_and_turns("?")
 # the audit chain's last hash: the newest record's, or (all pruned) the latest checkpoint's
 _ROWS_PER_INSERT = 200  # well under SQLite's limit of 32,766 parameters per statement
 
@@ -111,11 +109,11 @@ def _insert_rows(conn: sqlite3.Connection, table: str, columns: Sequence[str],
 
 
 def _placeholders(columns: Sequence[str]) -> str:
-    return rows.placeholders(columns, "?")
+    return fragments.placeholders(columns, "?")
 
 
 def _assignments(columns: Sequence[str]) -> str:
-    return rows.assignments(columns, "?")
+    return fragments.assignments(columns, "?")
 
 
 class SQLiteStore(Notifying):
@@ -175,17 +173,17 @@ class SQLiteStore(Notifying):
             if row is None:
                 for stmt in _DDL:
                     conn.execute(stmt)
-                conn.execute("INSERT INTO schema_version VALUES (?)", (rows.SCHEMA_VERSION,))
+                conn.execute("INSERT INTO schema_version VALUES (?)", (schema.SCHEMA_VERSION,))
             else:
                 version = int(row[0])
-                if version > rows.SCHEMA_VERSION:
+                if version > schema.SCHEMA_VERSION:
                     raise StoreUnavailable(
                         f"store {self.path} has schema version {version}, newer than this "
-                        f"callgate ({rows.SCHEMA_VERSION}); upgrade callgate")
-                for v in range(version, rows.SCHEMA_VERSION):
+                        f"callgate ({schema.SCHEMA_VERSION}); upgrade callgate")
+                for v in range(version, schema.SCHEMA_VERSION):
                     for stmt in MIGRATIONS[v]:
                         conn.execute(stmt)
-                conn.execute("UPDATE schema_version SET version = ?", (rows.SCHEMA_VERSION,))
+                conn.execute("UPDATE schema_version SET version = ?", (schema.SCHEMA_VERSION,))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -270,99 +268,48 @@ class SQLiteStore(Notifying):
 
     async def create_run(self, run: RunRecord) -> RunRecord:
         def tx(conn: sqlite3.Connection) -> RunRecord:
-            conn.execute(f"INSERT OR IGNORE INTO runs ({', '.join(rows.RUN_COLUMNS)}) "
-                         f"VALUES ({_placeholders(rows.RUN_COLUMNS)})", rows.run_row(run))
-            row = conn.execute(f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs "
+            conn.execute(f"INSERT OR IGNORE INTO runs ({', '.join(schema.RUN_COLUMNS)}) "
+                         f"VALUES ({_placeholders(schema.RUN_COLUMNS)})", codecs.run_row(run))
+            row = conn.execute(f"SELECT {', '.join(schema.RUN_COLUMNS)} FROM runs "
                                "WHERE run_id = ?", (run.run_id,)).fetchone()
-            return rows.run_from_row(row)
+            return codecs.run_from_row(row)
         return await self._write(tx)
 
+    def _drive(self, reader: Reader[T]) -> T:
+        return reading.drive(reader, self._one, self._all)
+
     async def get_run(self, run_id: str) -> RunRecord | None:
-        row = await self._db.here(lambda: self._one(
-            f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs WHERE run_id = ?", (run_id,)))
-        return rows.run_from_row(row) if row else None
-
-    def _turns(self, run_id: str) -> list[TurnRecord]:
-        return [rows.turn_from_row(r) for r in self._all(
-            f"SELECT {', '.join(rows.TURN_COLUMNS)} FROM turns WHERE run_id = ? ORDER BY seq",
-            (run_id,))]
-
-    def _calls(self, where: str, args: Sequence[Any], order: str = "") -> list[CallRecord]:
-        return [rows.call_from_row(r) for r in self._all(
-            f"SELECT {', '.join(rows.CALL_COLUMNS)} FROM calls WHERE {where} {order}", args)]
+        return await self._db.here(lambda: self._drive(reading.get_run(SQLITE, run_id)))
 
     async def get_view(self, run_id: str) -> RunView | None:
-        def read() -> RunView | None:
-            row = self._one(f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs WHERE run_id = ?",
-                            (run_id,))
-            if row is None:
-                return None
-            calls = self._calls("run_id = ?", (run_id,), "ORDER BY rowid")
-            return RunView(rows.run_from_row(row), tuple(self._turns(run_id)), tuple(calls))
-        return await self._db.run(lambda: self._read(read))
+        return await self._db.run(lambda: self._read(
+            lambda: self._drive(reading.view(SQLITE, run_id))))
 
     async def snapshot(self, run_id: str) -> RunSnapshot | None:
-        def read() -> RunSnapshot | None:
-            row = self._one(f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs WHERE run_id = ?",
-                            (run_id,))
-            if row is None:
-                return None
-            turn = self._last_turn(run_id)
-            calls = (self._calls("run_id = ? AND turn_id = ?", (run_id, turn.turn_id),
-                                 "ORDER BY idx") if turn else [])
-            return RunSnapshot(rows.run_from_row(row), turn, tuple(calls))
-        return await self._db.here(lambda: self._read(read))
+        return await self._db.here(lambda: self._read(
+            lambda: self._drive(reading.snapshot(SQLITE, run_id))))
 
     async def run_page(self, run_id: str, *, before: int | None, limit: int) -> RunPage | None:
-        def read() -> RunPage | None:
-            row = self._one(f"SELECT {', '.join(rows.RUN_COLUMNS)} FROM runs WHERE run_id = ?",
-                            (run_id,))
-            if row is None:
-                return None
-            bound = rows.ABOVE_EVERY_SEQ if before is None else before
-            turns = [rows.turn_from_row(r) for r in
-                     self._all(rows.page_turns("?"), (run_id, bound, limit))][::-1]
-            latest = self._one(rows.latest_seq_below("?"), (run_id, rows.ABOVE_EVERY_SEQ))
-            older = bool(turns) and self._one(rows.latest_seq_below("?"),
-                                              (run_id, turns[0].seq)) is not None
-            calls = [rows.call_from_row(r) for r in self._all(
-                rows.page_calls("?", "calls.rowid"), (run_id, bound, limit, run_id))]
-            view = RunView(rows.run_from_row(row), tuple(turns), tuple(calls))
-            return RunPage(view, int(latest[0]) if latest else 0, older)
-        return await self._db.run(lambda: self._read(read))
+        return await self._db.run(lambda: self._read(lambda: self._drive(
+            reading.run_page(SQLITE, run_id, before=before, limit=limit))))
 
     async def get_turn(self, run_id: str, turn_id: str) -> TurnRecord | None:
-        row = await self._db.here(lambda: self._one(
-            f"SELECT {', '.join(rows.TURN_COLUMNS)} FROM turns WHERE run_id = ? AND turn_id = ?",
-            (run_id, turn_id)))
-        return rows.turn_from_row(row) if row else None
-
-    def _last_turn(self, run_id: str) -> TurnRecord | None:
-        row = self._one(f"SELECT {', '.join(rows.TURN_COLUMNS)} FROM turns WHERE run_id = ? "
-                        "ORDER BY seq DESC LIMIT 1", (run_id,))
-        return rows.turn_from_row(row) if row else None
+        return await self._db.here(lambda: self._drive(reading.get_turn(SQLITE, run_id, turn_id)))
 
     async def last_turn(self, run_id: str) -> TurnRecord | None:
-        return await self._db.here(lambda: self._last_turn(run_id))
+        return await self._db.here(lambda: self._drive(reading.last_turn(SQLITE, run_id)))
 
     async def find_call(self, run_id: str, call_id: str) -> CallRecord | None:
-        found = await self._db.here(lambda: self._calls(
-            f"run_id = ? AND call_id = ? AND {rows.NOT_DUPLICATE}", (run_id, call_id),
-            "ORDER BY rowid LIMIT 1"))
-        return found[0] if found else None
+        return await self._db.here(lambda: self._drive(reading.find_call(SQLITE, run_id, call_id)))
 
     async def turn_calls(self, run_id: str, turn_id: str) -> list[CallRecord]:
-        return await self._db.here(lambda: self._calls(
-            "run_id = ? AND turn_id = ?", (run_id, turn_id), "ORDER BY idx"))
-
-    def _recent(self, run_id: str, limit: int) -> list[PastCall]:
-        found = self._all(f"SELECT {', '.join(rows.PAST_CALL_COLUMNS)} FROM calls "
-                          "WHERE run_id = ? ORDER BY rowid DESC LIMIT ?", (run_id, limit))
-        return [rows.past_call_from_row(r) for r in reversed(found)]
+        return await self._db.here(lambda: self._drive(
+            reading.turn_calls(SQLITE, run_id, turn_id)))
 
     async def recent_calls(self, run_id: str, limit: int) -> list[PastCall]:
         """The run's last `limit` calls, oldest first."""
-        return await self._db.here(lambda: self._recent(run_id, limit))
+        return await self._db.here(lambda: self._drive(
+            reading.recent_calls(SQLITE, run_id, limit)))
 
     async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
                            recent: int) -> TurnContext | None:
@@ -373,21 +320,21 @@ class SQLiteStore(Notifying):
             found = self._all(_RUN_AND_TURNS, (turn_id, run_id, run_id))
             if not found:
                 return None
-            run = rows.run_from_row(found[0][:len(rows.RUN_COLUMNS)])
-            turns = [rows.turn_from_row(r[len(rows.RUN_COLUMNS):]) for r in found
-                     if r[len(rows.RUN_COLUMNS)] is not None]
+            run = codecs.run_from_row(found[0][:len(schema.RUN_COLUMNS)])
+            turns = [codecs.turn_from_row(r[len(schema.RUN_COLUMNS):]) for r in found
+                     if r[len(schema.RUN_COLUMNS)] is not None]
             marks = _placeholders(call_ids) if call_ids else "NULL"
             calls = self._all(
-                f"SELECT * FROM (SELECT 0, {', '.join(rows.PAST_CALL_COLUMNS)} FROM calls "
+                f"SELECT * FROM (SELECT 0, {', '.join(fragments.PAST_CALL_COLUMNS)} FROM calls "
                 "WHERE run_id = ? ORDER BY rowid DESC LIMIT ?) UNION ALL "
-                f"SELECT 1, {', '.join(rows.PAST_CALL_COLUMNS)} FROM calls WHERE run_id = ? "
-                f"AND call_id IN ({marks}) AND {rows.NOT_DUPLICATE}",
+                f"SELECT 1, {', '.join(fragments.PAST_CALL_COLUMNS)} FROM calls WHERE run_id = ? "
+                f"AND call_id IN ({marks}) AND {fragments.NOT_DUPLICATE}",
                 (run_id, recent, run_id, *call_ids))
             used = frozenset(r[2] for r in calls if r[0] == 1)
-            latest = [rows.past_call_from_row(r[1:]) for r in calls if r[0] == 0]
+            latest = [codecs.past_call_from_row(r[1:]) for r in calls if r[0] == 0]
             last = next((t for t in turns if t.seq == run.turns_used), None)
             if last is None and run.turns_used:  # counted otherwise (never, so far): look
-                last = self._last_turn(run_id)
+                last = self._drive(reading.last_turn(SQLITE, run_id))
             return TurnContext(run, next((t for t in turns if t.turn_id == turn_id), None),
                                last, used, tuple(reversed(latest)))
         return await self._db.here(read)
@@ -400,10 +347,10 @@ class SQLiteStore(Notifying):
         frames reach the disk with the next durable commit, whose sync covers the whole log,
         or the next checkpoint); on the store thread, durably all the same."""
         def tx(conn: sqlite3.Connection) -> None:
-            conn.execute(f"INSERT INTO turns ({', '.join(rows.TURN_COLUMNS)}) "
-                         f"VALUES ({_placeholders(rows.TURN_COLUMNS)})", rows.turn_row(turn))
-            _insert_rows(conn, "calls", rows.CALL_COLUMNS,
-                         [rows.call_row(self._stored.call(c)) for c in calls])
+            conn.execute(f"INSERT INTO turns ({', '.join(schema.TURN_COLUMNS)}) "
+                         f"VALUES ({_placeholders(schema.TURN_COLUMNS)})", codecs.turn_row(turn))
+            _insert_rows(conn, "calls", schema.CALL_COLUMNS,
+                         [codecs.call_row(self._stored.call(c)) for c in calls])
             self._update_run(conn, run)
             self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
             self._append_audit(conn, audit)
@@ -411,9 +358,9 @@ class SQLiteStore(Notifying):
         self._appended(audit)
 
     def _update_run(self, conn: sqlite3.Connection, run: RunRecord) -> None:
-        cols = rows.RUN_COLUMNS[1:]
+        cols = schema.RUN_COLUMNS[1:]
         conn.execute(f"UPDATE runs SET {_assignments(cols)} WHERE run_id = ?",
-                     (*rows.run_row(run)[1:], run.run_id))
+                     (*codecs.run_row(run)[1:], run.run_id))
 
     async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
                    calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
@@ -424,14 +371,14 @@ class SQLiteStore(Notifying):
             if run is not None:
                 self._update_run(conn, run)
             if turn is not None:
-                cols = rows.TURN_COLUMNS[2:]
+                cols = schema.TURN_COLUMNS[2:]
                 conn.execute(f"UPDATE turns SET {_assignments(cols)} "
                              "WHERE run_id = ? AND turn_id = ?",
-                             (*rows.turn_row(turn)[2:], turn.run_id, turn.turn_id))
+                             (*codecs.turn_row(turn)[2:], turn.run_id, turn.turn_id))
             self._update_calls(conn, [self._stored.call(c) for c in calls],
-                               rows.guards(expect))
+                               fragments.guards(expect))
             self._save_approvals(conn, [self._stored.approval(a) for a in approvals],
-                                 rows.approval_guards(expect_approvals))
+                                 fragments.approval_guards(expect_approvals))
             self._append_audit(conn, audit)
         await self._write(tx)
         self._appended(audit)
@@ -441,13 +388,14 @@ class SQLiteStore(Notifying):
 
     @staticmethod
     def _update_calls(conn: sqlite3.Connection, calls: Sequence[CallRecord],
-                      guards: rows.Guards) -> None:
+                      guards: fragments.Guards) -> None:
         """One UPDATE for every call (from a VALUES list); a guarded call changes only while
         its row has the expected status and execution count, else `StoreConflict`."""
         if not calls:
             return
         before = conn.total_changes  # (rowcount is not kept for a statement that starts WITH)
-        conn.execute(rows.calls_update(len(calls), "?"), rows.calls_update_values(calls, guards))
+        conn.execute(fragments.calls_update(len(calls), "?"),
+                     fragments.calls_update_values(calls, guards))
         if conn.total_changes - before == len(calls):
             return
         for c in calls:  # which guard failed: its row does not hold the new record
@@ -456,21 +404,21 @@ class SQLiteStore(Notifying):
                                "AND turn_id = ? AND call_id = ?",
                                (c.run_id, c.turn_id, c.call_id)).fetchone()
             if expected is not None and now != (c.status.value, c.execution_count):
-                raise rows.conflict(c, expected)
-        raise rows.conflict(calls[0], guards.get((calls[0].turn_id, calls[0].call_id))
+                raise fragments.conflict(c, expected)
+        raise fragments.conflict(calls[0], guards.get((calls[0].turn_id, calls[0].call_id))
                             or ("", 0))
 
     @staticmethod
     def _save_approvals(conn: sqlite3.Connection, approvals: Sequence[ApprovalRecord],
                         guards: dict[str, str]) -> None:
         for a in approvals:
-            values = rows.approval_row(a)
+            values = codecs.approval_row(a)
             expected = guards.get(a.approval_id)
             if expected is None:
-                conn.execute(rows.approval_upsert("?"), values)
-            elif conn.execute(rows.approval_update("?"),
+                conn.execute(fragments.approval_upsert("?"), values)
+            elif conn.execute(fragments.approval_update("?"),
                               (*values[1:], a.approval_id, expected)).rowcount != 1:
-                raise rows.approval_conflict(a, expected)
+                raise fragments.approval_conflict(a, expected)
 
     # ------------------------------------------------------------------ audit and approvals
 
@@ -481,15 +429,15 @@ class SQLiteStore(Notifying):
         if not events:
             return
         if self._audit_head is not None:
-            values, last = rows.chained(events, self._audit_head, self._audit_key)
-            if _insert_rows(conn, "audit", rows.AUDIT_COLUMNS, values,
-                            guard=f"{rows.CHAIN_HEAD} = ?",
+            values, last = codecs.chained(events, self._audit_head, self._audit_key)
+            if _insert_rows(conn, "audit", hashing.AUDIT_COLUMNS, values,
+                            guard=f"{fragments.CHAIN_HEAD} = ?",
                             guard_args=(self._audit_head,)):
                 self._next_head = last
                 return
-        head = conn.execute(f"SELECT {rows.CHAIN_HEAD}").fetchone()[0]
-        values, last = rows.chained(events, head, self._audit_key)
-        _insert_rows(conn, "audit", rows.AUDIT_COLUMNS, values)
+        head = conn.execute(f"SELECT {fragments.CHAIN_HEAD}").fetchone()[0]
+        values, last = codecs.chained(events, head, self._audit_key)
+        _insert_rows(conn, "audit", hashing.AUDIT_COLUMNS, values)
         self._next_head = last
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
@@ -503,23 +451,23 @@ class SQLiteStore(Notifying):
         self._appended(events)
 
     async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:
-        cols = ("seq", *rows.AUDIT_COLUMNS)
+        cols = ("seq", *hashing.AUDIT_COLUMNS)
         found = await self._db.run(lambda: self._all(
             f"SELECT {', '.join(cols)} FROM audit WHERE run_id = ? ORDER BY seq", (run_id,)))
         return [dict(zip(cols, r, strict=True)) for r in found]
 
     async def query_audit(self, which: AuditFilter, *, after: int, limit: int,
                           newest: bool = False) -> list[AuditRecord]:
-        where, args = rows.audit_where(which, "?")
+        where, args = fragments.audit_where(which, "?")
         order = "DESC" if newest else ""
         found = await self._db.run(lambda: self._all(
-            f"SELECT seq, {', '.join(rows.AUDIT_COLUMNS)} FROM audit WHERE seq > ? AND {where} "
+            f"SELECT seq, {', '.join(hashing.AUDIT_COLUMNS)} FROM audit WHERE seq > ? AND {where} "
             f"ORDER BY seq {order} LIMIT ?", (after, *args, limit)))
-        records = [rows.audit_from_row(r[0], r[1:]) for r in found]
+        records = [codecs.audit_from_row(r[0], r[1:]) for r in found]
         return records[::-1] if newest else records
 
     def _checkpoint(self) -> AuditCheckpoint | None:
-        row = self._one(f"SELECT {', '.join(rows.CHECKPOINT_COLUMNS)} FROM audit_checkpoints "
+        row = self._one(f"SELECT {', '.join(schema.CHECKPOINT_COLUMNS)} FROM audit_checkpoints "
                         "ORDER BY seq DESC LIMIT 1", ())
         return AuditCheckpoint(*row) if row else None
 
@@ -538,8 +486,8 @@ class SQLiteStore(Notifying):
                 return None
             removed = conn.execute("DELETE FROM audit WHERE seq <= ?", (last[0],)).rowcount
             point = AuditCheckpoint(last[0], last[1], audit_time(now_utc()), removed, before)
-            conn.execute(f"INSERT INTO audit_checkpoints ({', '.join(rows.CHECKPOINT_COLUMNS)}) "
-                         f"VALUES ({_placeholders(rows.CHECKPOINT_COLUMNS)})",
+            conn.execute(f"INSERT INTO audit_checkpoints ({', '.join(schema.CHECKPOINT_COLUMNS)}) "
+                         f"VALUES ({_placeholders(schema.CHECKPOINT_COLUMNS)})",
                          (point.seq, point.hash, point.time, point.removed, point.before))
             self._append_audit(conn, [record(point)])
             return point
@@ -550,23 +498,23 @@ class SQLiteStore(Notifying):
 
     async def approvals_for_run(self, run_id: str) -> list[ApprovalRecord]:
         found = await self._db.run(lambda: self._all(
-            f"SELECT {', '.join(rows.APPROVAL_COLUMNS)} FROM approvals WHERE run_id = ? "
+            f"SELECT {', '.join(schema.APPROVAL_COLUMNS)} FROM approvals WHERE run_id = ? "
             "ORDER BY created_at", (run_id,)))
-        return [rows.approval_from_row(r) for r in found]
+        return [codecs.approval_from_row(r) for r in found]
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
         row = await self._db.run(lambda: self._one(
-            f"SELECT {', '.join(rows.APPROVAL_COLUMNS)} FROM approvals WHERE approval_id = ?",
+            f"SELECT {', '.join(schema.APPROVAL_COLUMNS)} FROM approvals WHERE approval_id = ?",
             (approval_id,)))
-        return rows.approval_from_row(row) if row else None
+        return codecs.approval_from_row(row) if row else None
 
     async def list_approvals(self, which: ApprovalFilter, *, after: int,
                              limit: int) -> list[tuple[int, ApprovalRecord]]:
-        where, args = rows.approval_where(which, "?")
+        where, args = fragments.approval_where(which, "?")
         found = await self._db.run(lambda: self._all(
-            f"SELECT rowid, {', '.join(rows.APPROVAL_COLUMNS)} FROM approvals "
+            f"SELECT rowid, {', '.join(schema.APPROVAL_COLUMNS)} FROM approvals "
             f"WHERE rowid > ? AND {where} ORDER BY rowid LIMIT ?", (after, *args, limit)))
-        return [(int(r[0]), rows.approval_from_row(r[1:])) for r in found]
+        return [(int(r[0]), codecs.approval_from_row(r[1:])) for r in found]
 
     # ------------------------------------------------------------------ drive locks
 

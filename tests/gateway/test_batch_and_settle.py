@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gateway import batch
 from gateway.model import (
     Budget,
     CallRecord,
@@ -22,7 +21,8 @@ from gateway.model import (
     Usage,
     Verdict,
 )
-from gateway.runner import settle_next
+from gateway.run import plan
+from gateway.run.runner import settle_next
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
@@ -47,14 +47,14 @@ def test_terminal_statuses_never_move() -> None:
 
 
 def test_plan_all_allowed_runs_everything() -> None:
-    out = batch.plan([call("r", "read"), call("w1", "write"), call("w2", "write")],
+    out = plan.plan_batch([call("r", "read"), call("w1", "write"), call("w2", "write")],
                      remaining_tool_calls=None, partial_writes=False, now=NOW)
     assert set(statuses(out).values()) == {CallStatus.PROPOSED}
 
 
 def test_plan_rejected_write_makes_other_writes_not_run_but_reads_run() -> None:
     rejected = call("w1", "write", status=CallStatus.REJECTED)
-    out = batch.plan([call("r", "read"), rejected, call("w2", "write"),
+    out = plan.plan_batch([call("r", "read"), rejected, call("w2", "write"),
                       call("w3", "write", Verdict.APPROVAL_REQUIRED)],
                      remaining_tool_calls=None, partial_writes=False, now=NOW)
     assert statuses(out) == {"r": CallStatus.PROPOSED, "w1": CallStatus.REJECTED,
@@ -63,7 +63,7 @@ def test_plan_rejected_write_makes_other_writes_not_run_but_reads_run() -> None:
 
 
 def test_plan_pending_write_holds_allowed_writes() -> None:
-    out = batch.plan([call("w1", "write"), call("w2", "write", Verdict.APPROVAL_REQUIRED),
+    out = plan.plan_batch([call("w1", "write"), call("w2", "write", Verdict.APPROVAL_REQUIRED),
                       call("r", "read")], remaining_tool_calls=None, partial_writes=False,
                      now=NOW)
     assert statuses(out) == {"w1": CallStatus.HELD, "w2": CallStatus.PENDING_APPROVAL,
@@ -71,7 +71,7 @@ def test_plan_pending_write_holds_allowed_writes() -> None:
 
 
 def test_plan_partial_writes_lets_allowed_writes_run() -> None:
-    out = batch.plan([call("w1", "write"), call("w2", "write", status=CallStatus.REJECTED),
+    out = plan.plan_batch([call("w1", "write"), call("w2", "write", status=CallStatus.REJECTED),
                       call("w3", "write", Verdict.APPROVAL_REQUIRED)],
                      remaining_tool_calls=None, partial_writes=True, now=NOW)
     assert statuses(out) == {"w1": CallStatus.PROPOSED, "w2": CallStatus.REJECTED,
@@ -79,7 +79,7 @@ def test_plan_partial_writes_lets_allowed_writes_run() -> None:
 
 
 def test_plan_budget_rejects_calls_beyond_it_in_listed_order() -> None:
-    out = batch.plan([call("a", "read"), call("bad", "read", status=CallStatus.REJECTED),
+    out = plan.plan_batch([call("a", "read"), call("bad", "read", status=CallStatus.REJECTED),
                       call("b", "read"), call("c", "read")],
                      remaining_tool_calls=2, partial_writes=False, now=NOW)
     assert statuses(out) == {"a": CallStatus.PROPOSED, "bad": CallStatus.REJECTED,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.cli import build_parser, main
+from gateway.cli.main import build_parser, main
 from gateway.version import callgate_version
 from tests.conftest import AUTH, POLICIES, ROOT
 

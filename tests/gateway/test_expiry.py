@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from gateway.expiry import MAX_DELAY_S, RETRY_S, ExpiryTimer
+from gateway.approvals.expiry import MAX_DELAY_S, RETRY_S, ExpiryTimer
 from tests.gateway.runner.conftest import START, FakeClock
 
 

@@ -13,7 +13,7 @@ from gateway.jsontext import (
     storable_text,
     write_json,
 )
-from gateway.store.rows import storable
+from gateway.store.codecs import storable
 
 
 @pytest.mark.parametrize("text, rule", [

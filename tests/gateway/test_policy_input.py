@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from gateway.model import CallRecord, CallStatus, RunRecord, RunState
-from gateway.policy_input import RunContext
+from gateway.policy.inputs import RunContext
 
 RUN = RunRecord(run_id="r1", state=RunState.ACTIVE, subject="alice", tenant="acme")
 

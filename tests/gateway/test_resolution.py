@@ -10,7 +10,7 @@ import pytest
 from gateway.audit import events
 from gateway.errors import RequestCode, RequestError
 from gateway.model import CallRecord, CallStatus, Identity, RunRecord, RunState, Verdict
-from gateway.resolution import (
+from gateway.run.resolution import (
     MAX_OUTPUT_BYTES,
     MAX_REASON_CHARS,
     ResolveRequest,

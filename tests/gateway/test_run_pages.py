@@ -1,4 +1,4 @@
-"""GetRun's page sizes and page tokens (`gateway.run_pages`): what a page holds, and that only
+"""GetRun's page sizes and page tokens (`gateway.run.pages`): what a page holds, and that only
 a token given out for the same run is taken back."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gateway import run_pages
 from gateway.errors import RequestCode, RequestError
 from gateway.model import (
     CallRecord,
@@ -21,6 +20,7 @@ from gateway.model import (
     RunView,
     TurnRecord,
 )
+from gateway.run import pages as run_pages
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 

@@ -14,8 +14,8 @@ import grpc
 import pytest
 
 from gateway import pb
-from gateway.app import Sidecar
-from gateway.config import ServeConfig
+from gateway.service.app import Sidecar
+from gateway.service.config import ServeConfig
 from tests.conftest import AUTH, POLICIES, NewDb
 
 ALICE = [("authorization", "Bearer alice-token")]

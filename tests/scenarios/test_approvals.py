@@ -428,7 +428,7 @@ def test_an_approval_nobody_decides_expires_on_its_own_across_a_restart(
 
 def callgate(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     """`callgate ARGS` in this process; answers (exit status, stdout, stderr)."""
-    from gateway.cli import main
+    from gateway.cli.main import main
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err

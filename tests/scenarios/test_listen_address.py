@@ -40,7 +40,7 @@ def taken_port() -> Iterator[int]:
 
 def devrun(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "gateway.devrun"], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "examples.devrun"], capture_output=True, text=True, timeout=120,
         cwd=ROOT, env={**os.environ, "CALLGATE_RUN_ONCE": "1",
                        "CALLGATE_DB": str(tmp_path / "run.db"), **env})
 

@@ -29,9 +29,9 @@ from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
 from gateway import pb
 from gateway.client import GatewayClient, tool_call
-from gateway.config import ServeConfig
+from gateway.service.config import ServeConfig
+from gateway.service.supervisor import READY, Backoff, Supervisor
 from gateway.store.peers import directory_of
-from gateway.supervisor import READY, Backoff, Supervisor
 from gateway.testing import SidecarProcess, run_serve_expecting_failure
 from tests.conftest import AUTH, POLICIES, NewDb, sidecar_env
 from tests.scenarios.test_approvals import short_ttl_policies

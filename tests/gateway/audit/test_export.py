@@ -6,7 +6,7 @@ import json
 
 from gateway.audit import export
 from gateway.audit.keys import AuditKey
-from gateway.model import AuditRecord
+from gateway.audit.records import AuditRecord
 
 KEY = AuditKey(b"k" * 32)
 

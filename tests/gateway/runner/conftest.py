@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gateway.model import Decision, Identity, Verdict
-from gateway.runner import Runner
+from gateway.run.runner import Runner
 from gateway.store.sqlite import SQLiteStore
 from gateway.tools import Registry
 from tests.gateway.runner import tools

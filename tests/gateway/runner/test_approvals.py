@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from gateway.approval_desk import ApprovalDesk, ListRequest
-from gateway.approvals import DecideRequest
+from gateway.approvals.desk import ApprovalDesk, ListRequest
+from gateway.approvals.records import DecideRequest
 from gateway.errors import PermissionDenied, RequestCode, RequestError, StoreUnavailable
 from gateway.model import (
     ApprovalFilter,
@@ -29,7 +29,7 @@ from gateway.model import (
     RunState,
     Verdict,
 )
-from gateway.runner import Runner, StartRunParams
+from gateway.run.runner import Runner, StartRunParams
 from gateway.tools import Registry
 from tests.gateway.runner import tools
 from tests.gateway.runner.conftest import ALICE, START, Harness, manifests

@@ -12,7 +12,8 @@ import pytest
 from gateway.model import CallStatus, PastCall, ToolCall
 from gateway.policy import load_engine
 from gateway.policy.reload import ReloadingEngine
-from gateway.runner import Runner, StartRunParams
+from gateway.run.authorize import Authorizer
+from gateway.run.runner import Runner, StartRunParams
 from gateway.store.sqlite import SQLiteStore
 from gateway.tools import Registry
 from tests.gateway.runner.conftest import ALICE, FakeClock, manifests
@@ -86,7 +87,7 @@ async def test_a_policy_blind_to_the_history_reads_none(
     for turn in ("t1", "t2"):
         out = await r.submit_turn(ALICE, calls_turn("r1", turn, read(f"{turn}a")))
         assert by_id(out)[f"{turn}a"][0] == CallStatus.SUCCEEDED
-    decisions = await r.authorize(ALICE, "r1", [read("probe")])
+    decisions = await Authorizer(r).authorize(ALICE, "r1", [read("probe")])
     assert decisions[0].decision.reasons == ("history unread",)
     assert store.asked == [0, 0], "no recent call was read, for a turn or for Authorize"
 
@@ -100,7 +101,7 @@ async def test_a_policy_that_reads_the_history_is_given_it(
     assert by_id(first)["a"][0] == CallStatus.SUCCEEDED
     second = await r.submit_turn(ALICE, calls_turn("r1", "t2", read("b")))
     assert by_id(second)["b"][:2] == (CallStatus.REJECTED, "policy_denied")
-    denied = await r.authorize(ALICE, "r1", [read("probe")])
+    denied = await Authorizer(r).authorize(ALICE, "r1", [read("probe")])
     assert denied[0].decision.reasons == ("the run has called before",)
     assert all(limit > 0 for limit in store.asked) and len(store.asked) == 3
 

@@ -28,7 +28,7 @@ from gateway.model import (
     Usage,
     Verdict,
 )
-from gateway.runner import StartRunParams
+from gateway.run.runner import StartRunParams
 from tests.gateway.runner import tools
 from tests.gateway.runner.conftest import ALICE, START, Harness
 

@@ -12,17 +12,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from gateway.audit import offline
+from gateway.audit import hashing, offline
 from gateway.audit.keys import AuditKey
-from gateway.model import (
-    AuditEvent,
-    AuditFilter,
-    CallStatus,
-    Decision,
-    Verdict,
-    audit_time,
-)
-from gateway.store import RunStore, open_store, rows, sqlite_path
+from gateway.audit.records import AuditEvent, AuditFilter, audit_time
+from gateway.model import CallStatus, Decision, Verdict
+from gateway.store import RunStore, open_store, sqlite_path
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 KEY = AuditKey(b"a" * 32)
@@ -105,7 +99,7 @@ async def test_every_record_is_chained_and_sealed_with_the_stores_key(store: Run
     found = await store.query_audit(AuditFilter(), after=0, limit=10)
     assert [r.prev_hash for r in found] == ["", *(r.hash for r in found[:-1])]
     assert all(r.key_id == KEY.key_id and r.seal == KEY.seal(r.hash) for r in found)
-    assert all(rows.recomputed_hash(r) == r.hash and r.layout == 4 for r in found)
+    assert all(hashing.recomputed_hash(r) == r.hash and r.layout == 4 for r in found)
     report = await offline.verify(store, KEY)
     assert (report.broken, report.records, report.head) == (None, 5, found[-1].hash)
     assert "record 1 was sealed with key" in await broken(store, OTHER_KEY)
@@ -167,13 +161,13 @@ async def test_a_chain_recomputed_after_an_edit_is_caught_by_the_seals(store: Ru
     found = await store.query_audit(AuditFilter(), after=0, limit=10)
     prev = found[1].hash
     for r in found[2:]:
-        values = [getattr(r, c) for c in rows.AUDIT_COLUMNS]
-        values[rows.AUDIT_COLUMNS.index("prev_hash")] = prev
+        values = [getattr(r, c) for c in hashing.AUDIT_COLUMNS]
+        values[hashing.AUDIT_COLUMNS.index("prev_hash")] = prev
         if r.seq == found[2].seq:
-            values[rows.AUDIT_COLUMNS.index("message")] = "nothing happened"
-        digest = rows.chain_hash(prev, rows._audit_body(values, r.layout))
+            values[hashing.AUDIT_COLUMNS.index("message")] = "nothing happened"
+        digest = hashing.chain_hash(prev, hashing.hashed_body(values, r.layout))
         sql(db_url, "UPDATE audit SET message = ?, prev_hash = ?, hash = ? WHERE seq = ?",
-            values[rows.AUDIT_COLUMNS.index("message")], prev, digest, r.seq)
+            values[hashing.AUDIT_COLUMNS.index("message")], prev, digest, r.seq)
         prev = digest
     assert (await offline.verify(store, None)).broken is None  # the links hold
     problem = await broken(store, KEY)

@@ -17,12 +17,13 @@ from datetime import UTC, datetime
 import psycopg
 import pytest
 
+from gateway.audit import hashing
+from gateway.audit.records import AuditEvent
 from gateway.errors import StoreConflict, StoreUnavailable
 from gateway.model import (
     ApprovalFilter,
     ApprovalRecord,
     ApprovalStatus,
-    AuditEvent,
     CallRecord,
     CallStatus,
     EventKind,
@@ -31,7 +32,7 @@ from gateway.model import (
     RunState,
     TurnRecord,
 )
-from gateway.store import RunStore, open_store, pgwrite, rows, sqlite_path
+from gateway.store import RunStore, open_store, pgwrite, sqlite_path
 from gateway.store.notify import WatchClosed
 
 NOW = datetime(2026, 11, 29, 21, 0, tzinfo=UTC)
@@ -263,7 +264,7 @@ async def test_audit_records_form_a_hash_chain(store: RunStore) -> None:
     for r in recs:
         assert r["prev_hash"] == prev and r["layout"] == 4
         # the hash covers the layout, every column but the chain's own and the seal
-        body = [4, *(r[c] for c in rows.AUDIT_COLUMNS if c not in (
+        body = [4, *(r[c] for c in hashing.AUDIT_COLUMNS if c not in (
             "prev_hash", "hash", "layout", "seal"))]
         assert r["hash"] == hashlib.sha256((prev + json.dumps(body)).encode()).hexdigest()
         prev = r["hash"]

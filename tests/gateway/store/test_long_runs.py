@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import psycopg
 
-from gateway.store import RunStore, rows
+from gateway.store import RunStore, fragments
 from gateway.store.sqlite import SQLiteStore
 from tests.gateway.store.test_contract import a_call, a_run, a_turn
 from tests.gateway.store.test_run_pages import explain_rows, sqlite_steps
@@ -41,7 +41,7 @@ async def test_a_turns_context_costs_the_same_however_long_the_run(
     else:
         with psycopg.connect(db_url, autocommit=True) as conn:
             conn.execute("ANALYZE turns")
-            row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + rows.run_and_turns("%s"),
+            row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + fragments.run_and_turns("%s"),
                                ("t3", "long", "long")).fetchone()
         assert row is not None
         plan = row[0][0]["Plan"]

@@ -17,7 +17,7 @@ import psycopg
 
 from gateway.errors import CallCode
 from gateway.model import CallStatus, RunPage
-from gateway.store import RunStore, rows, sqlite_path
+from gateway.store import RunStore, fragments, sqlite_path
 from gateway.store.sqlite import SQLiteStore
 from tests.gateway.store.test_contract import a_call, a_run, a_turn
 
@@ -196,17 +196,18 @@ async def test_a_page_of_a_long_run_reads_no_more_than_one_of_a_short_run(
         assert long <= short * 1.1, (short, long)
         path = sqlite_path(db_url)
         assert path is not None
-        turns = sqlite_plan(path, rows.page_turns("?"), ("long", rows.ABOVE_EVERY_SEQ, 50))
+        turns = sqlite_plan(path, fragments.page_turns("?"),
+                            ("long", fragments.ABOVE_EVERY_SEQ, 50))
         assert "INDEX turns_seq" in turns and "TEMP B-TREE" not in turns, turns
-        calls = sqlite_plan(path, rows.page_calls("?", "calls.rowid"),
-                            ("long", rows.ABOVE_EVERY_SEQ, 50, "long"))
+        calls = sqlite_plan(path, fragments.page_calls("?", "calls.rowid"),
+                            ("long", fragments.ABOVE_EVERY_SEQ, 50, "long"))
         assert "calls USING INDEX sqlite_autoindex_calls_1 (run_id=? AND turn_id=?)" in calls
         assert "calls_run" not in calls, calls
     else:
         with psycopg.connect(db_url, autocommit=True) as conn:
             conn.execute("ANALYZE turns")
-            row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + rows.page_turns("%s"),
-                               ("long", rows.ABOVE_EVERY_SEQ, 50)).fetchone()
+            row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + fragments.page_turns("%s"),
+                               ("long", fragments.ABOVE_EVERY_SEQ, 50)).fetchone()
         assert row is not None
         plan = row[0][0]["Plan"]
         assert "turns_seq" in json.dumps(plan) and explain_rows(plan) <= 2 * 50, plan

@@ -20,7 +20,7 @@ from gateway import pb
 from gateway.audit import offline
 from gateway.audit.keys import AuditKey
 from gateway.client import GatewayClient
-from gateway.store import open_store, rows
+from gateway.store import open_store, schema
 from tests.support import databases
 from tests.support.sidecars import own_sidecar
 
@@ -61,7 +61,7 @@ def stored_version(db: str) -> int:
 
 @pytest.mark.parametrize("prefix", ["schema_v", "postgres_schema_v"])
 def test_there_is_a_fixture_for_the_current_version(prefix: str) -> None:
-    assert (FIXTURES / f"{prefix}{rows.SCHEMA_VERSION}.sql").is_file()
+    assert (FIXTURES / f"{prefix}{schema.SCHEMA_VERSION}.sql").is_file()
 
 
 @pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
@@ -83,7 +83,7 @@ async def test_fixture_loads_and_migrates(fixture: Path, tmp_path: Path,
     assert approval.policy_reasons == (("writes need approval",) if roles else ())
     assert await store.get_approval("apr_fixture") == approval
     await store.close()
-    assert stored_version(db) == rows.SCHEMA_VERSION
+    assert stored_version(db) == schema.SCHEMA_VERSION
 
 
 def indexes_of_turns(db: str) -> set[str]:

@@ -15,12 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from gateway.audit.records import AuditEvent
 from gateway.errors import StoreUnavailable
-from gateway.model import (
-    AuditEvent,
-    RunRecord,
-    RunState,
-)
+from gateway.model import RunRecord, RunState
 from gateway.store.sqlite import SQLiteStore
 
 NOW = datetime(2026, 11, 29, 21, 0, tzinfo=UTC)

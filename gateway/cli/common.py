@@ -1,0 +1,327 @@
+"""Command-line settings, declared once: a flag, its environment variable and its default.
+
+    option(parser, "--listen", parse=listen_address, default="127.0.0.1:50051", help=...)
+
+adds `--listen`, reads `CALLGATE_LISTEN` when the flag is not given, and shows both with the
+default in `--help`. Values are checked by the `parse` function whichever way they come; a bad
+one ends the command with one line naming the flag or the variable (`UsageError`, exit status
+2). Only the settings of the command being run are read, so a bad variable for `serve` never
+stops `policy test`. `resolve(namespace)` fills in what the command line left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import math
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import grpc
+
+from gateway.errors import CallgateError, ConfigError
+from gateway.tls import ClientTLS
+
+ENV_PREFIX = "CALLGATE_"
+_UNSET: Any = object()
+
+
+class UsageError(Exception):
+    """A bad flag, variable or combination; the message names it (exit status 2)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line, pointing at --help."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+
+
+@dataclass(frozen=True)
+class Setting:
+    flag: str
+    dest: str
+    env: str
+    default: Any
+    parse: Callable[[str], Any]
+    required: bool = False
+    secret: bool = False
+
+
+def env_name(flag: str) -> str:
+    return ENV_PREFIX + flag.lstrip("-").replace("-", "_").upper()
+
+
+def option(parser: argparse.ArgumentParser | argparse._ArgumentGroup, flag: str, *,
+           help: str, parse: Callable[[str], Any] = str, default: Any = None,
+           metavar: str | None = None, required: bool = False, secret: bool = False,
+           owner: argparse.ArgumentParser | None = None) -> Setting:
+    """Add FLAG with its CALLGATE_ variable; `owner` is the parser when adding to a group."""
+    dest = flag.lstrip("-").replace("-", "_")
+    setting = Setting(flag, dest, env_name(flag), default, parse, required, secret)
+    parser.add_argument(flag, dest=dest, default=_UNSET, type=_flag_type(parse),
+                        metavar=metavar, help=f"{help} [{_help_tail(setting)}]")
+    _register(owner or parser, setting)
+    return setting
+
+
+def switch(parser: argparse.ArgumentParser | argparse._ArgumentGroup, flag: str, *, help: str,
+           owner: argparse.ArgumentParser | None = None) -> Setting:
+    """An on/off flag; its variable takes 1/0, true/false, yes/no or on/off."""
+    dest = flag.lstrip("-").replace("-", "_")
+    setting = Setting(flag, dest, env_name(flag), False, parse_bool)
+    parser.add_argument(flag, dest=dest, default=_UNSET, action="store_const", const=True,
+                        help=f"{help} [env {setting.env}=1; default off]")
+    _register(owner or parser, setting)
+    return setting
+
+
+def _register(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+              setting: Setting) -> None:
+    if not isinstance(parser, argparse.ArgumentParser):
+        raise TypeError("pass owner=<the parser> when adding a setting to a group")
+    known: tuple[Setting, ...] = parser.get_default("_settings") or ()
+    parser.set_defaults(_settings=(*known, setting), _prog=parser.prog)
+
+
+def _help_tail(setting: Setting) -> str:
+    if setting.required:
+        return f"env {setting.env}; required"
+    if setting.default is None or setting.default == "":
+        return f"env {setting.env}; default none"
+    shown = "(set)" if setting.secret else setting.default
+    return f"env {setting.env}; default {shown}"
+
+
+def _flag_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from exc
+    convert.__name__ = getattr(parse, "__name__", "value")
+    return convert
+
+
+def resolve(namespace: argparse.Namespace,
+            environ: dict[str, str] | None = None) -> argparse.Namespace:
+    """Fill each setting the command line left out from its variable, else its default."""
+    env = os.environ if environ is None else environ
+    for setting in getattr(namespace, "_settings", ()):
+        if getattr(namespace, setting.dest) is not _UNSET:
+            continue
+        raw = env.get(setting.env, "")
+        if raw:
+            setattr(namespace, setting.dest, _from_env(setting, raw))
+        elif setting.required:
+            raise UsageError(f"{setting.flag} is required (or set {setting.env})")
+        else:
+            setattr(namespace, setting.dest, setting.default)
+    return namespace
+
+
+def _from_env(setting: Setting, raw: str) -> Any:
+    try:
+        return setting.parse(raw)
+    except ValueError as exc:
+        shown = "(hidden)" if setting.secret else repr(raw)
+        raise UsageError(f"{setting.env}={shown}: {exc}") from None
+
+
+# ------------------------------------------------------------------------------------ values
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError("expected a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError("expected a number of seconds, 0 or more")
+    return value
+
+
+def whole_seconds(text: str) -> int:
+    """A whole number of seconds, 1 or more."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ValueError("expected a whole number of seconds, 1 or more")
+    return int(text)
+def count(text: str) -> int:
+    """A whole number, 0 or more (the setting's own range is checked with the rest)."""
+    if not text.strip().isdigit():
+        raise ValueError("expected a whole number, 0 or more")
+    return int(text)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError("expected a whole number") from None
+    if value < 1:
+        raise ValueError("expected a whole number, 1 or more")
+    return value
+
+
+def parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected 1/0, true/false, yes/no or on/off")
+
+
+def listen_address(text: str) -> str:
+    """HOST:PORT (port 0-65535; [v6]:PORT) or unix:PATH."""
+    if text.startswith("unix:"):
+        if len(text) == len("unix:"):
+            raise ValueError("expected unix:PATH")
+        return text
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError("expected HOST:PORT (port 0-65535) or unix:PATH")
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            raise ValueError("expected [IPv6]:PORT with a valid IPv6 address") from None
+    return text
+
+
+def target_address(text: str) -> str:
+    """A gRPC target: HOST:PORT, unix:PATH or a URI gRPC resolves (dns:///...)."""
+    if "://" in text:
+        return text
+    return listen_address(text)
+
+
+def existing_file(text: str) -> Path:
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise ValueError("no such file" if not path.exists() else "not a file")
+    return path
+
+
+def existing_dir(text: str) -> Path:
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        raise ValueError("no such directory" if not path.exists() else "not a directory")
+    return path
+
+
+def one_of(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in choices:
+            raise ValueError(f"expected one of: {', '.join(choices)}")
+        return text
+    parse.__name__ = "choice"
+    return parse
+
+
+def nonempty(text: str) -> str:
+    if not text.strip():
+        raise ValueError("expected a value")
+    return text
+
+
+
+Handler = Callable[[argparse.Namespace], int]
+SubParsers = argparse._SubParsersAction  # type: ignore[type-arg]
+
+# ------------------------------------------------------------------- client-side commands
+
+
+def client_options(p: argparse.ArgumentParser) -> None:
+    conn = p.add_argument_group("connection", "Plaintext unless a --tls option is given.")
+    option(conn, "--target", parse=target_address, default="127.0.0.1:50051", owner=p,
+           metavar="HOST:PORT", help="the sidecar: HOST:PORT or unix:PATH")
+    option(conn, "--token", default="", secret=True, owner=p,
+           help="bearer token (sent as 'authorization: Bearer TOKEN')")
+    switch(conn, "--tls", owner=p, help="connect with TLS, trusting the system's CAs")
+    option(conn, "--tls-ca", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM CA certificates to trust for the sidecar's certificate (implies --tls)")
+    option(conn, "--tls-client-cert", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM client certificate to present (mutual TLS; implies --tls)")
+    option(conn, "--tls-client-key", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM private key of --tls-client-cert")
+    option(conn, "--tls-server-name", default="", metavar="NAME", owner=p,
+           help="name to check the sidecar's certificate against, if not the target's host")
+
+def client_tls(ns: argparse.Namespace) -> ClientTLS | None:
+    if not (ns.tls or ns.tls_ca or ns.tls_client_cert or ns.tls_client_key):
+        return None
+    return ClientTLS(ca=ns.tls_ca, cert=ns.tls_client_cert, key=ns.tls_client_key,
+                     server_name=ns.tls_server_name)
+
+def quiet_engine_backtraces() -> None:
+    """regorus error texts carry a ~2.5 KB Rust backtrace when RUST_BACKTRACE is set, and a
+    contained engine panic prints one to stderr: one policy input could flood the log. Set
+    for this process only, before the first engine is used."""
+    os.environ["RUST_LIB_BACKTRACE"] = "0"
+    os.environ["RUST_BACKTRACE"] = "0"
+
+def configure_logging(tag: str = "") -> None:
+    """One line per event on stderr: time, level, [tag,] logger, message (a worker of
+    `serve --workers` tags its lines with its number and pid)."""
+    where = f"[{tag}] " if tag else ""
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s {where}"
+                        "%(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # no log line per tool request
+
+def run_guarded(prog: str, command: Callable[[], int]) -> int:
+    """Run a command; user errors end in one line on stderr, never a traceback."""
+    try:
+        code = command()
+        sys.stdout.flush()
+        return code
+    except (UsageError, ConfigError) as err:
+        return _fail(prog, err.message if isinstance(err, ConfigError) else str(err), 2)
+    except CallgateError as err:
+        return _fail(prog, err.message, 1)
+    except grpc.RpcError as err:
+        return _fail(prog, _rpc_error(err), 1)
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141
+    except KeyboardInterrupt:
+        return 130
+    except OSError as err:
+        return _fail(prog, str(err), 1)
+    except BaseException as err:
+        if isinstance(err, SystemExit) or os.environ.get("CALLGATE_DEBUG"):
+            raise
+        return _fail(prog, f"unexpected error ({type(err).__name__}: {err}); this is a bug: "
+                     "CALLGATE_DEBUG=1 shows where", 1)
+
+def _rpc_error(err: grpc.RpcError) -> str:
+    from gateway.client import error_code
+
+    code = err.code()  # type: ignore[attr-defined]
+    details = err.details()  # type: ignore[attr-defined]
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return (f"the sidecar is unavailable: {details} (check --target, and the TLS options "
+                "if it listens with TLS)")
+    return f"{code.name} {error_code(err)}: {details}"
+
+def _fail(prog: str, message: str, code: int) -> int:
+    try:
+        print(f"{prog}: {message}", file=sys.stderr)
+    except (BrokenPipeError, ValueError):
+        pass
+    return code
+
+def _silence_stdout() -> None:
+    """The reader went away: send whatever Python still flushes at exit to /dev/null."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

@@ -1,0 +1,172 @@
+"""`callgate serve`: the sidecar in the foreground, its flags and their validated settings."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gateway.cli.common import (
+    SubParsers,
+    count,
+    existing_dir,
+    existing_file,
+    listen_address,
+    nonempty,
+    one_of,
+    option,
+    positive_int,
+    seconds,
+    switch,
+    whole_seconds,
+)
+from gateway.errors import ConfigError
+from gateway.model import DEFAULT_APPROVAL_TTL_S
+
+if TYPE_CHECKING:
+    from gateway.service.config import ServeConfig
+
+
+def add_parser(sub: SubParsers) -> None:
+    p = sub.add_parser("serve", help="run the sidecar in the foreground",
+                       description="Run the sidecar in the foreground until SIGINT or SIGTERM.")
+    option(p, "--listen", parse=listen_address, default="127.0.0.1:50051",
+           metavar="HOST:PORT", help="address to listen on: HOST:PORT or unix:PATH")
+    option(p, "--tools", parse=existing_dir, required=True, metavar="DIR",
+           help="directory of tool manifests")
+    option(p, "--policies", parse=existing_dir, required=True, metavar="DIR",
+           help="directory of Rego policies and their data")
+    option(p, "--db", parse=nonempty, default="callgate.db", metavar="URL",
+           help="the run store: PATH or sqlite:///PATH, or postgresql://... for a store "
+           "several replicas share")
+    option(p, "--auth", parse=existing_file, metavar="FILE",
+           help="YAML file saying how callers are identified: tokens, jwt, mtls")
+    option(p, "--insecure-dev-identity", default="", metavar="SUBJECT",
+           help="no authentication: every caller is SUBJECT (local development only)")
+    option(p, "--engine", parse=one_of("embedded", "opa", "shadow"), default="embedded",
+           metavar="{embedded,opa,shadow}", help="policy engine: embedded (regorus in the "
+           "sidecar), opa (an OPA server decides), shadow (embedded decides, OPA is compared)")
+    option(p, "--policy-prefix", parse=nonempty, default="data.callgate", metavar="PACKAGE",
+           help="the Rego package callgate queries")
+    option(p, "--db-busy-timeout", parse=seconds, default=5.0, metavar="SECONDS",
+           help="how long to wait for a locked store before answering UNAVAILABLE")
+    option(p, "--approval-ttl", parse=whole_seconds, default=DEFAULT_APPROVAL_TTL_S,
+           metavar="SECONDS", help="how long an approval stays open when the policy's "
+           "decision gives no approval_ttl_s")
+    option(p, "--workers", parse=positive_int, default=1, metavar="N",
+           help="serving processes on the one port, sharing the store (Linux, SO_REUSEPORT; "
+           "docs/workers.md); 1 serves in this process")
+    option(p, "--audit-key-file", parse=Path, metavar="FILE",
+           help="the audit key (masks of redacted values, seals of the audit chain), created "
+           "with mode 0600 when it does not exist; default <sqlite file>-audit.key, required "
+           "with PostgreSQL")
+    reload = p.add_argument_group("policy reload", "The sidecar loads a changed --policies "
+                                  "directory while it serves (and on SIGHUP).")
+    option(reload, "--policy-poll-interval", parse=seconds, default=0.25, metavar="SECONDS",
+           owner=p, help="seconds between scans of --policies for changes; 0 reloads only on "
+           "SIGHUP")
+    switch(reload, "--reload-requires-tests", owner=p,
+           help="serve a policy revision (at start-up and on reload) only if its own Rego "
+           "tests pass")
+    switch(reload, "--log-decision-inputs", owner=p,
+           help="log the exact input of every decision (one JSON line, logger "
+           "callgate.decision_input) to replay with `callgate policy eval`")
+    _opa_options(p)
+    _limit_options(p)
+    tls = p.add_argument_group("TLS", "Without --tls-cert the listener is plaintext (for "
+                               "loopback and unix sockets).\nCertificate files are read again "
+                               "when they change.")
+    option(tls, "--tls-cert", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM certificate (chain) of the listener")
+    option(tls, "--tls-key", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM private key of --tls-cert")
+    option(tls, "--tls-client-ca", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM CA certificates: require client certificates they signed (mutual TLS)")
+    p.set_defaults(handler=_serve)
+
+def _opa_options(p: argparse.ArgumentParser) -> None:
+    opa = p.add_argument_group("OPA server", "With --engine opa or shadow (docs/policies.md, "
+                               "\"Using your own OPA\").")
+    option(opa, "--opa-url", default="", metavar="URL", owner=p,
+           help="the OPA server: http(s)://HOST:PORT, with an optional path prefix")
+    option(opa, "--opa-token", default="", secret=True, owner=p,
+           help="bearer token sent to OPA (its --authentication=token)")
+    option(opa, "--opa-policies", parse=one_of("push", "external"), default="push",
+           metavar="{push,external}", owner=p,
+           help="push: upload --policies to OPA at start and on every reload; external: OPA "
+           "serves its own bundles and decisions record their revision")
+    option(opa, "--opa-timeout", parse=seconds, default=1.0, metavar="SECONDS", owner=p,
+           help="longest wait for one OPA decision; slower is a deny (policy_error)")
+    option(opa, "--opa-ca", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM CA certificates to trust for an https OPA (default: the system's)")
+    option(opa, "--opa-client-cert", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM client certificate to present to OPA (mutual TLS)")
+    option(opa, "--opa-client-key", parse=existing_file, metavar="FILE", owner=p,
+           help="PEM private key of --opa-client-cert")
+    option(opa, "--shadow-queue", parse=positive_int, default=1000, metavar="N", owner=p,
+           help="shadow mode: comparisons waiting for OPA at most; more are dropped (counted)")
+
+# `serve` size limits (docs/operations.md, "Limits"): setting → what it bounds.
+LIMIT_HELP = {
+    "db_min_free_bytes": "free bytes the store's filesystem must keep; below it the store is "
+                         "NOT_SERVING and refuses turns",
+    "max_message_bytes": "largest request message (gRPC max receive)",
+    "max_json_depth": "deepest nesting of any JSON text (at most 100)",
+    "max_arguments_bytes": "arguments of one tool call",
+    "max_calls_per_turn": "tool calls in one turn or one Authorize",
+    "max_stream_events": "events in one provider stream",
+    "max_stream_bytes": "bytes of one provider stream",
+    "max_labels": "labels of one run",
+    "max_label_bytes": "bytes of one label (key and value)",
+    "max_conversation_bytes": "a run's starting conversation_json",
+    "max_output_bytes": "a tool output kept (larger: a read FAILS output_too_large)",
+    "max_policy_history_bytes": "earlier calls' arguments in one policy input",
+    "max_run_page_turns": "turns in one GetRun page (a larger page_size gets this many)",
+    "max_run_page_bytes": "records of one GetRun page, about (fewer turns, at least one)",
+}
+
+def _limit_options(p: argparse.ArgumentParser) -> None:
+    from gateway.service.config import ServeConfig
+
+    limits = p.add_argument_group("limits", "Checked before work is done; a caller past one "
+                                  "gets a clear code (docs/operations.md, \"Limits\").")
+    for name, what in LIMIT_HELP.items():
+        option(limits, "--" + name.replace("_", "-"), parse=count,
+               default=ServeConfig.model_fields[name].default, metavar="N", owner=p, help=what)
+
+def _serve(ns: argparse.Namespace) -> int:
+    from gateway.service.app import serve
+
+    config = _serve_config(ns)
+    if ns.workers > 1:
+        from gateway.service.supervisor import supervise
+        return supervise(config, ns.workers)
+    asyncio.run(serve(config))
+    return 0
+
+def _serve_config(ns: argparse.Namespace) -> ServeConfig:
+    """The validated settings; a value out of its range names its flag (exit 2)."""
+    from pydantic import ValidationError
+
+    from gateway.service.config import ServeConfig
+
+    try:
+        return ServeConfig(
+            listen=ns.listen, tools=ns.tools, policies=ns.policies, db=ns.db, auth=ns.auth,
+            insecure_dev_identity=ns.insecure_dev_identity, engine=ns.engine,
+            policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout,
+            tls_cert=ns.tls_cert, tls_key=ns.tls_key, tls_client_ca=ns.tls_client_ca,
+            policy_poll_interval_s=ns.policy_poll_interval,
+            reload_requires_tests=ns.reload_requires_tests,
+            log_decision_inputs=ns.log_decision_inputs, approval_ttl_s=ns.approval_ttl,
+            opa_url=ns.opa_url, opa_token=ns.opa_token, opa_policies=ns.opa_policies,
+            opa_timeout_s=ns.opa_timeout, opa_ca=ns.opa_ca, opa_client_cert=ns.opa_client_cert,
+            opa_client_key=ns.opa_client_key, shadow_queue=ns.shadow_queue,
+            audit_key_file=ns.audit_key_file,
+            **{name: getattr(ns, name) for name in LIMIT_HELP})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]).removesuffix("_s") if first["loc"] else "a setting"
+        raise ConfigError(f"--{name.replace('_', '-')} {getattr(ns, name, '')}: "
+                          f"{first['msg']}") from None

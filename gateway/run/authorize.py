@@ -1,0 +1,57 @@
+"""Authorize: calls decided (allowlist, arguments, schema, policy) without running anything,
+and audited. No turn is recorded and no run lock taken; with a run ID the policy sees the
+run as a turn would (its owner checked, its earlier calls when the policy reads them)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gateway.audit import events
+from gateway.model import CallRecord, CallStatus, Decision, Identity, ToolCall, Verdict
+from gateway.policy.inputs import RECENT_CALLS, RunContext
+from gateway.request_checks import check_calls
+from gateway.run.history import HistoryNeed, judged_with_history
+from gateway.run.runner import Runner
+
+
+@dataclass(frozen=True)
+class AuthorizeDecision:
+    call_id: str
+    decision: Decision
+    error_code: str = ""
+    error_message: str = ""
+
+
+
+class Authorizer:
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    async def authorize(self, identity: Identity, run_id: str,
+                        calls: Sequence[ToolCall]) -> list[AuthorizeDecision]:
+        runner = self.runner
+        check_calls(calls, runner.limits)
+        run = await runner.owned_run(identity, run_id) if run_id else None
+        now = runner.clock()
+        recs = [runner.judge.propose(run_id, "", i, c, now) for i, c in enumerate(calls)]
+
+        async def judge(r: CallRecord, ctx: RunContext | None) -> CallRecord:
+            if r.status != CallStatus.PROPOSED:
+                return r
+            return await runner.judge.judge(r, identity=identity, run=ctx, batch=recs, now=now)
+
+        if run is None:
+            judged = [await judge(r, None) for r in recs]
+        else:
+            need = HistoryNeed.of(runner.policy)
+            judged = await judged_with_history(
+                need, runner.policy, recs, await runner.judging.history(run.run_id, "", need.limit),
+                runner.judging.context(run, run.turns_used, ""), judge,
+                lambda: runner.judging.history(run.run_id, "", RECENT_CALLS))
+        await runner.store.append_audit([events.authorize(r, identity, registry=runner.registry,
+                                                        now=now) for r in judged])
+        return [AuthorizeDecision(r.call_id, r.decision or Decision(Verdict.UNSPECIFIED),
+                                  r.error_code if r.status == CallStatus.REJECTED else "",
+                                  r.error_message if r.status == CallStatus.REJECTED else "")
+                for r in judged]

@@ -1,0 +1,133 @@
+"""Phase 1 of a turn: propose each call, then decide it (allowlist → arguments → schema →
+policy).
+
+Pure with respect to I/O: it reads the registry and asks the policy engine, nothing else.
+A judged call is either REJECTED with a stable code, or still PROPOSED carrying an ALLOW or
+APPROVAL_REQUIRED decision for the batch planner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from gateway.arguments import (
+    INCOMPLETE_RULES,
+    ArgumentsError,
+    canonical_sha256,
+    parse_arguments,
+    read_arguments,
+)
+from gateway.errors import CallCode
+from gateway.jsontext import JsonTextError
+from gateway.limits import FLAGS, Limits, utf8_len
+from gateway.memo import Memo
+from gateway.model import CallRecord, CallStatus, Decision, Identity, ToolCall, Verdict, revised
+from gateway.policy.base import PolicyEngine
+from gateway.policy.inputs import RunContext, call_input
+from gateway.tools import Registry, Tool
+
+
+def rejected(rec: CallRecord, code: CallCode, message: str, *, now: datetime,
+             decision: Decision | None = None) -> CallRecord:
+    return rec.moved(CallStatus.REJECTED, error_code=code.value, error_message=message,
+                     decision=decision or rec.decision or Decision(Verdict.UNSPECIFIED),
+                     decided_at=now, finished_at=now)
+
+
+INCOMPLETE = ("the arguments are not a complete JSON object; the call was not executed — ask "
+              "the model for the full call again")
+
+
+def _sha256_or_empty(text: str, max_depth: int) -> str:
+    args = parse_arguments(text, max_depth)
+    if args is None:
+        return ""
+    try:
+        return canonical_sha256(args)
+    except ArgumentsError:
+        return ""  # judged invalid_arguments, with the reason
+
+
+def _too_large(size: int, limit: int) -> str:
+    return (f"the arguments are {size} bytes, over the limit of {limit} (callgate serve "
+            f"{FLAGS['max_arguments_bytes']}); the call was not executed and its arguments "
+            "were not kept — ask the model for a smaller call")
+
+
+@dataclass(frozen=True)
+class Judge:
+    registry: Registry
+    policy: PolicyEngine
+    limits: Limits = Limits()
+    # arguments text → its arguments_sha256 ("" when it has none): repeated calls repeat it
+    _hashes: Memo[str] = field(default_factory=Memo, compare=False, repr=False)
+
+    def propose(self, run_id: str, turn_id: str, index: int, call: ToolCall,
+                now: datetime) -> CallRecord:
+        """The one factory of call records: the call as proposed, with its tool's version and
+        effect and its arguments hash. A call the model marked incomplete is rejected at once,
+        so the mark survives in the store even if the turn is resumed later; so is a call whose
+        arguments are over the size limit (and they are not kept)."""
+        tool = self.registry.get(call.name)
+        size = utf8_len(call.arguments_json)
+        oversize = size > self.limits.max_arguments_bytes
+        text = "" if oversize else call.arguments_json
+        rec = CallRecord(
+            run_id=run_id, turn_id=turn_id, call_id=call.call_id, index=index, tool=call.name,
+            status=CallStatus.PROPOSED, arguments_json=text,
+            tool_version=tool.version if tool else "", effect=tool.effect.value if tool else "",
+            arguments_sha256=self._hashes.get_or(
+                text, lambda: _sha256_or_empty(text, self.limits.max_json_depth)),
+            created_at=now)
+        if oversize:
+            return rejected(rec, CallCode.INVALID_ARGUMENTS,
+                            _too_large(size, self.limits.max_arguments_bytes), now=now)
+        if not call.complete:
+            return rejected(rec, CallCode.INCOMPLETE_ARGUMENTS, INCOMPLETE, now=now)
+        return rec
+
+    async def judge(self, rec: CallRecord, *, identity: Identity, run: RunContext | None,
+              batch: Sequence[CallRecord], now: datetime) -> CallRecord:
+        """allowlist → arguments → schema → policy, for a call still PROPOSED."""
+        tool = self.registry.get(rec.tool)
+        if tool is None:
+            known = ", ".join(t.name for t in self.registry.tools())
+            return rejected(rec, CallCode.UNKNOWN_TOOL,
+                            f"no tool named {rec.tool!r} is registered (known: {known})", now=now)
+        try:
+            args = read_arguments(rec.arguments_json, self.limits.max_json_depth)
+        except JsonTextError as exc:
+            if exc.rule in INCOMPLETE_RULES:
+                return rejected(rec, CallCode.INCOMPLETE_ARGUMENTS, INCOMPLETE, now=now)
+            return rejected(rec, CallCode.INVALID_ARGUMENTS, "the arguments break a rule of "
+                            f"JSON ({exc.rule}): {exc.message}; the call was not executed",
+                            now=now)
+        if not rec.arguments_sha256:
+            try:
+                canonical_sha256(args)
+            except ArgumentsError as exc:
+                return rejected(rec, CallCode.INVALID_ARGUMENTS, str(exc), now=now)
+        problem = tool.validate_arguments(args, rec.arguments_json)
+        if problem is not None:
+            return rejected(rec, CallCode.INVALID_ARGUMENTS,
+                            f"arguments do not match the {tool.name} schema: {problem}", now=now)
+        return await self.decide(rec, tool, args, identity=identity, run=run, batch=batch,
+                                 now=now)
+
+    async def decide(self, rec: CallRecord, tool: Tool, args: dict[str, Any], *, identity: Identity,
+               run: RunContext | None, batch: Sequence[CallRecord], now: datetime,
+               approval: dict[str, Any] | None = None) -> CallRecord:
+        policy_in = call_input(rec=rec, tool=tool, args=args, identity=identity, run=run,
+                               batch=[(c, c.effect) for c in batch], now=now, approval=approval)
+        decision = await self.policy.decide(policy_in)
+        if decision.is_policy_error:
+            return rejected(rec, CallCode.POLICY_ERROR,
+                            f"the policy could not decide this call ({decision.error}); "
+                            "denied", now=now, decision=decision)
+        if decision.verdict == Verdict.DENY:
+            why = "; ".join(decision.reasons) or "the policy denied this call"
+            return rejected(rec, CallCode.POLICY_DENIED, why, now=now, decision=decision)
+        return revised(rec, decision=decision, decided_at=now)

@@ -1,0 +1,589 @@
+"""The turn/batch state machine (docs/architecture.md). No gRPC and no SQL in here.
+
+A turn moves through separate phases with typed results:
+accept (idempotency, state, budgets) → judge each call → plan the batch → execute
+(write-ahead intent) → settle (NextAction and run state) → TurnOutcome.
+Only committed state leaves this module: an outcome is built after its last write commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+from gateway.approvals import records as ap
+from gateway.audit import events
+from gateway.errors import (
+    CallCode,
+    PermissionDenied,
+    RequestCode,
+    RequestError,
+    StoreConflict,
+    StoreUnavailable,
+)
+from gateway.limits import DEFAULT_LIMITS, Limits
+from gateway.model import (
+    DEFAULT_APPROVAL_TTL_S,
+    ApprovalRecord,
+    ApprovalStatus,
+    Budget,
+    CallRecord,
+    CallResult,
+    CallStatus,
+    EventKind,
+    Identity,
+    NextAction,
+    RunPage,
+    RunRecord,
+    RunState,
+    TurnContext,
+    TurnInput,
+    TurnOutcome,
+    TurnRecord,
+    now_utc,
+    revised,
+)
+from gateway.policy.base import PolicyEngine
+from gateway.policy.inputs import (
+    resolve_input,
+)
+from gateway.request_checks import (
+    check_budget,
+    check_calls,
+    check_id,
+    check_labels,
+    check_usage,
+)
+from gateway.run import pages, plan, resolution
+from gateway.run.approval_gate import ApprovalGate
+from gateway.run.execute import ExecutionPhase, TurnWork, Unsaved
+from gateway.run.follow import Seen, follow
+from gateway.run.history import HistoryNeed
+from gateway.run.judge import Judge
+from gateway.run.judging import TurnJudging
+from gateway.run.resolution import ResolveRequest
+from gateway.run.settle import (
+    STATE_AFTER,
+    outcome_of,
+    settle_next,
+    settled_outcome,
+    without_turn,
+)
+from gateway.store.base import RunStore
+from gateway.tools import Registry
+
+log = logging.getLogger("callgate.runner")
+T = TypeVar("T")
+
+@dataclass(frozen=True)
+class StartRunParams:
+    run_id: str = ""
+    provider: str = ""
+    api_version: str = ""
+    budget: Budget = Budget()
+    labels: dict[str, str] | None = None
+    conversation_json: str = ""
+
+    def params_hash(self) -> str:
+        body = [self.provider, self.api_version, list(vars(self.budget).values()),
+                sorted((self.labels or {}).items()), self.conversation_json]
+        return hashlib.sha256(json.dumps(body).encode()).hexdigest()
+
+
+class Runner:
+    def __init__(self, *, store: RunStore, registry: Registry, policy: PolicyEngine,
+                 clock: Callable[[], datetime] = now_utc,
+                 approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
+        self.store = store
+        self.registry = registry
+        self.policy = policy
+        self.clock = clock
+        self.approval_ttl_s = approval_ttl_s
+        self.limits = limits
+        self.judge = Judge(registry, policy, limits)
+        self.gate = ApprovalGate(store, self.judge, registry)
+        self.judging = TurnJudging(store, registry, policy, self.judge, limits=limits,
+                                   approval_ttl_s=approval_ttl_s)
+        # told about approvals that wait for a person (committed), e.g. to arm their expiry
+        self.on_pending: Callable[[Sequence[ApprovalRecord]], None] = lambda _: None
+        self._inflight: set[asyncio.Future[Any]] = set()
+
+    async def _exclusive(self, run_id: str, work: Callable[[], Awaitable[T]]) -> T:
+        """Run work holding the run's drive lock (taken in the store, so no other task,
+        process or replica drives the run meanwhile), to completion even when the caller goes
+        away: a turn that started executing finishes and commits its results, so a client's
+        deadline or disconnect never leaves a call half-recorded."""
+        async def locked() -> T:
+            async with self.store.drive_lock(run_id):
+                return await work()
+        task = asyncio.ensure_future(locked())
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+        return await asyncio.shield(task)
+
+    async def drain(self, timeout_s: float) -> None:
+        """Wait (bounded) for turns still being driven, e.g. before the store closes."""
+        if self._inflight:
+            await asyncio.wait(set(self._inflight), timeout=timeout_s)
+
+    # ------------------------------------------------------------------ runs
+
+    async def start_run(self, identity: Identity, params: StartRunParams) -> RunRecord:
+        check_id("run_id", params.run_id)
+        check_budget(params.budget)
+        check_labels(params.labels or {}, self.limits)
+        now = self.clock()
+        run = RunRecord(
+            run_id=params.run_id or f"run_{uuid.uuid4().hex}", state=RunState.ACTIVE,
+            subject=identity.subject, tenant=identity.tenant, provider=params.provider,
+            api_version=params.api_version, budget=params.budget,
+            labels=dict(params.labels or {}), conversation_json=params.conversation_json,
+            params_hash=params.params_hash(), created_at=now, updated_at=now,
+            roles=identity.roles)
+        stored = await self.store.create_run(run)
+        if (stored.params_hash != run.params_hash or stored.subject != identity.subject
+                or stored.tenant != identity.tenant):
+            raise RequestError(RequestCode.RUN_CONFLICT, f"run {run.run_id} already exists "
+                               "with other parameters; choose another run_id")
+        return stored
+
+    async def owned_run(self, identity: Identity, run_id: str) -> RunRecord:
+        return self._owned(identity, run_id, await self.store.get_run(run_id))
+
+    @staticmethod
+    def _owned(identity: Identity, run_id: str, run: RunRecord | None) -> RunRecord:
+        if run is None:
+            raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {run_id!r}")
+        if run.subject != identity.subject or run.tenant != identity.tenant:
+            raise PermissionDenied(f"run {run_id} belongs to another subject")
+        return run
+
+    async def get_run(self, identity: Identity, run_id: str, *, page_size: int = 0,
+                      page_token: str = "") -> RunPage:
+        """The run with one page of its turns (`gateway.run.pages`): the latest ones, or
+        those before the page `page_token` continues from."""
+        limit = pages.page_turns(page_size, self.limits.max_run_page_turns)
+        await self.owned_run(identity, run_id)
+        before = pages.page_before(run_id, page_token)
+        page = await self.store.run_page(run_id, before=before, limit=limit)
+        if page is None:
+            raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {run_id!r}")
+        pages.check_in_run(run_id, before, page)
+        return pages.within_bytes(page, self.limits.max_run_page_bytes)
+
+    async def cancel_run(self, identity: Identity, run_id: str) -> RunRecord:
+        async def locked() -> RunRecord:
+            run = await self.owned_run(identity, run_id)
+            if run.state == RunState.CANCELLED:
+                return run
+            if run.state.terminal:
+                raise RequestError(RequestCode.RUN_FINISHED,
+                                   f"run {run_id} already ended ({run.state.value})")
+            return await self._cancel(run, identity)
+        return await self._exclusive(run_id, locked)
+
+    async def _cancel(self, run: RunRecord, by: Identity) -> RunRecord:
+        now = self.clock()
+        last = await self.store.last_turn(run.run_id)
+        calls = await self.store.turn_calls(run.run_id, last.turn_id) if last else []
+        changed: list[CallRecord] = []
+        for rec in calls:  # guarded by `calls`: only what is still as read here changes
+            if rec.status == CallStatus.PENDING_APPROVAL:
+                changed.append(rec.moved(CallStatus.REJECTED,
+                                         error_code=CallCode.APPROVAL_CANCELLED.value,
+                                         error_message="the run was cancelled", finished_at=now))
+            elif rec.status in (CallStatus.HELD, CallStatus.PROPOSED):
+                changed.append(plan.not_run(rec, "cancelled with its run", now))
+        pending = [a for a in await self.store.approvals_for_run(run.run_id)
+                   if a.status == ApprovalStatus.PENDING]
+        approvals = [ap.cancelled(a, now, "run cancelled") for a in pending]
+        cancelled = revised(run, state=RunState.CANCELLED, pause_reason="", updated_at=now)
+        stopped = None
+        if last is not None and last.next in (None, NextAction.PAUSED_FOR_APPROVAL,
+                                               NextAction.PAUSED_UNKNOWN_OUTCOME):
+            stopped = revised(last, next=NextAction.HANDOFF, reason="the run was cancelled")
+        audit = [events.approval_ended(a, actor=by, policy_revision=self.policy.revision,
+                                       registry=self.registry, now=now, provider=run.provider)
+                 for a in approvals]
+        audit += events.cancelled(cancelled, changed, by, registry=self.registry, now=now)
+        await self.store.save(run=cancelled, turn=stopped, calls=changed, approvals=approvals,
+                              audit=audit, expect=calls, expect_approvals=pending)
+        return cancelled
+
+    # ------------------------------------------------------------------ turns
+
+    async def submit_turn(self, identity: Identity, turn: TurnInput) -> TurnOutcome:
+        return await self._exclusive(turn.run_id, lambda: self._submit(identity, turn))
+
+    async def _submit(self, identity: Identity, turn: TurnInput) -> TurnOutcome:
+        need = HistoryNeed.of(self.policy)
+        ctx = await self.store.turn_context(turn.run_id, turn.turn_id,
+                                            [c.call_id for c in turn.event.calls], need.limit)
+        run = self._owned(identity, turn.run_id, ctx.run if ctx else None)
+        assert ctx is not None
+        self._check_turn_shape(run, turn)
+        existing = ctx.turn
+        if existing is not None:
+            if existing.content_hash != turn.content_hash():
+                raise RequestError(RequestCode.TURN_CONFLICT, f"turn {turn.turn_id} was already "
+                                   "submitted with other content")
+            if existing.next is None:  # accepted before, never settled: finish it
+                if run.state.terminal:
+                    raise RequestError(RequestCode.RUN_FINISHED,
+                                       f"run {run.run_id} has ended ({run.state.value})")
+                return await self._drive(identity, run, existing)
+            return await self._outcome(run, existing)
+        self._check_accepting(run, ctx.last)
+        return await self._accept(identity, ctx, turn, need)
+
+    def _check_turn_shape(self, run: RunRecord, turn: TurnInput) -> None:
+        if not turn.turn_id:
+            raise RequestError(RequestCode.INVALID_ARGUMENT, "turn_id is required")
+        check_id("turn_id", turn.turn_id)
+        if turn.provider and run.provider and turn.provider != run.provider:
+            raise RequestError(RequestCode.UNKNOWN_PROVIDER,
+                               f"run {run.run_id} was started for provider {run.provider}; "
+                               f"a turn for {turn.provider} is not accepted")
+        check_usage(turn.usage)
+        check_calls(turn.event.calls, self.limits)
+
+    @staticmethod
+    def _check_accepting(run: RunRecord, last: TurnRecord | None) -> None:
+        if run.state.terminal:
+            raise RequestError(RequestCode.RUN_FINISHED, f"run {run.run_id} has ended "
+                               f"({run.state.value}); start a new run")
+        if run.state.paused:
+            raise RequestError(RequestCode.RUN_PAUSED, f"run {run.run_id} is paused: "
+                               f"{run.pause_reason}; settle it (approval, ResolveCall or "
+                               "ResumeRun) before the next turn")
+        if last is not None and last.next is None:
+            raise RequestError(RequestCode.RUN_PAUSED, f"turn {last.turn_id} of run "
+                               f"{run.run_id} has not settled; call ResumeRun first")
+
+    async def _accept(self, identity: Identity, ctx: TurnContext, turn: TurnInput,
+                      need: HistoryNeed) -> TurnOutcome:
+        """A new turn: its calls are judged and planned, and the reads cleared to run are
+        claimed (EXECUTING, counted), before anything is written; then the turn, its calls,
+        their approval requests and decision records are committed together, and the claimed
+        reads go out."""
+        now = self.clock()
+        last = ctx.last
+        record = TurnRecord(
+            run_id=ctx.run.run_id, turn_id=turn.turn_id, seq=(last.seq + 1) if last else 1,
+            event=turn.event.kind, content_hash=turn.content_hash(), provider=turn.provider,
+            api_version=turn.api_version, model=turn.model, usage=turn.usage,
+            raw_response_json=turn.raw_response_json, detail=turn.event.detail(),
+            created_at=now)
+        run = revised(ctx.run, turns_used=ctx.run.turns_used + 1,
+                      usage_total=ctx.run.usage_total + turn.usage, updated_at=now,
+                      roles=identity.roles)
+        proposed = self.judging.proposed(run, turn, now, ctx.used)
+        if turn.event.kind != EventKind.TOOL_REQUEST or not proposed:
+            await self.store.begin_turn(run, record, proposed, [
+                events.decision(c, run, actor=identity, registry=self.registry, now=now,
+                                provider=turn.provider)
+                for c in proposed if c.status == CallStatus.REJECTED])
+            return await self._drive(identity, run, record, proposed)
+        recent = [c for c in ctx.recent if c.turn_id != record.turn_id]
+        judged = await self.judging.judge_turn(identity, run, record, proposed, recent, now, need)
+        phase = self._phase(judged.partial)
+        run, calls, claimed = phase.claim_reads(run, judged.calls, now)
+        audit = [events.decision(c, run, actor=identity, registry=self.registry, now=now,
+                                 provider=turn.provider)
+                 for c in proposed if c.status == CallStatus.REJECTED]
+        # Reads only, all going out now: nothing leaves the sidecar before the settling commit,
+        # which syncs, and nothing here has an effect; this commit need not sync on its own.
+        reads_only = bool(claimed) and not judged.approvals and all(
+            c.status == CallStatus.REJECTED or c.call_id in claimed for c in calls)
+        await self.store.begin_turn(run, record, calls, [*audit, *judged.audit],
+                                    judged.approvals, durable=not reads_only)
+        if judged.approvals:
+            self.on_pending(judged.approvals)
+        return await self._execute(identity, run, record, calls, phase, claimed)
+
+    # ------------------------------------------------------------------ driving a turn
+
+    async def _drive(self, identity: Identity, run: RunRecord, turn: TurnRecord,
+                     stored: Sequence[CallRecord] | None = None) -> TurnOutcome:
+        """Take an accepted turn as far as it can go, then settle it. `stored` are the turn's
+        call records when the caller has them (a new turn), else they are read back.
+
+        A write found UNKNOWN is looked up again (`ExecutionPhase.run`); a read found UNKNOWN
+        (one that is not repeatable and was in flight when the gateway stopped) is never
+        repeated or looked up: it stays UNKNOWN until an operator settles it."""
+        if turn.event != EventKind.TOOL_REQUEST:
+            return await self._settle(run, turn, [])
+        if turn.next is not None:
+            # driven again (e.g. a paused turn resumed): it has no settled outcome until it
+            # settles anew, so nobody reads a half-updated turn as settled
+            turn = revised(turn, next=None, reason="")
+            await self.store.save(turn=turn)
+        calls = (list(stored) if stored is not None
+                 else await self.store.turn_calls(run.run_id, turn.turn_id))
+        calls, partial = await self._decide(identity, run, turn, calls)
+        return await self._execute(identity, run, turn, calls, self._phase(partial))
+
+    def _phase(self, partial: bool) -> ExecutionPhase:
+        return ExecutionPhase(self.store, self.registry, self.clock, partial_writes=partial)
+
+    async def _execute(self, identity: Identity, run: RunRecord, turn: TurnRecord,
+                       calls: Sequence[CallRecord], phase: ExecutionPhase,
+                       claimed: Sequence[str] = ()) -> TurnOutcome:
+        """Let the turn's approvals speak, run what may run, settle the turn. `claimed`: reads
+        whose EXECUTING is already committed by this driver (they go out without another
+        commit). Read results are committed with the settlement (a crash before it leaves them
+        EXECUTING: run again if repeatable, UNKNOWN otherwise); write results at once."""
+        calls, released = await self.gate.open(run, turn, calls, partial=phase.partial_writes,
+                                               now=self.clock())
+        phase.released = released
+        work = TurnWork(run=run, calls={c.call_id: c for c in calls}, identity=identity,
+                        order=[c.call_id for c in calls], started=list(claimed))
+        try:
+            await phase.run(work)
+            return await self._settle(work.run, turn, work.ordered(), work)
+        except StoreUnavailable as err:
+            if not work.started:
+                raise
+            raise RequestError(RequestCode.RESULTS_NOT_RECORDED, (
+                f"the run store failed ({err.message}) after call(s) "
+                f"{', '.join(work.started)} had gone out: their results are not recorded. "
+                "They stay EXECUTING; once the store is back, ResumeRun (or this turn "
+                "submitted again) settles them: reads are run again, writes looked up, never "
+                "blindly repeated")) from err
+
+    async def _decide(self, identity: Identity, run: RunRecord, turn: TurnRecord,
+                      calls: list[CallRecord]) -> tuple[list[CallRecord], bool]:
+        """Judge and plan the calls not decided yet (a turn accepted before and driven again);
+        answers the calls and whether the batch policy permits partial writes (asked once per
+        turn)."""
+        undecided = [c for c in calls if c.status == CallStatus.PROPOSED and c.decision is None]
+        if not undecided:
+            return calls, await self.judging.partial_writes(identity, calls)
+        now = self.clock()
+        need = HistoryNeed.of(self.policy)
+        recent = await self.judging.history(run.run_id, turn.turn_id, need.limit)
+        judged = await self.judging.judge_turn(identity, run, turn, calls, recent, now, need)
+        await self.store.save(calls=judged.changed, approvals=judged.approvals,
+                              audit=judged.audit, expect=calls)
+        if judged.approvals:
+            self.on_pending(judged.approvals)
+        return judged.calls, judged.partial
+
+    # ------------------------------------------------------------------ settling
+
+    async def _settle(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
+                      work: TurnWork | None = None) -> TurnOutcome:
+        """Decide the turn's NextAction and commit it with the run's state (and the results
+        `work` holds uncommitted) in one commit; only then is the outcome built."""
+        next_action, reason = settle_next(run, turn, calls)
+        now = self.clock()
+        state = STATE_AFTER[next_action]
+        retries = run.retries_in_row + 1 if next_action == NextAction.RETRY_TURN else 0
+        pause = reason if state.paused else ""
+        settled = revised(run, state=state, retries_in_row=retries, pause_reason=pause)
+        changed = settled != run  # (`run` is as committed: a run unchanged is not rewritten)
+        run = revised(settled, updated_at=now) if changed else run
+        turn = revised(turn, next=next_action, reason=reason)
+        held = work.unsaved.take() if work is not None else Unsaved()
+        await self.store.save(run=run if changed else None, turn=turn, calls=held.calls,
+                              audit=held.audit, expect=held.expect)
+        log.info("run %s turn %s: %s, %d call(s), run %s", run.run_id, turn.turn_id,
+                 next_action.value, len(calls), state.value)
+        return outcome_of(run, turn, calls)
+
+    async def _outcome(self, run: RunRecord, turn: TurnRecord) -> TurnOutcome:
+        calls = await self.store.turn_calls(run.run_id, turn.turn_id)
+        return outcome_of(run, turn, calls)
+
+    # ------------------------------------------------------------------ resume / authorize
+
+    async def resume_run(self, identity: Identity, run_id: str) -> TurnOutcome:
+        return await self._exclusive(run_id, lambda: self._resume(identity, run_id))
+
+    async def _resume(self, identity: Identity, run_id: str) -> TurnOutcome:
+        run = await self.owned_run(identity, run_id)
+        if run.state.paused:  # an approval past its expiry is settled first
+            await self._expire(run_id)
+            run = await self.owned_run(identity, run_id)
+        turn = await self.store.last_turn(run_id)
+        if turn is None:  # nothing submitted yet: the run's state is the whole answer
+            return without_turn(run)
+        recoverable = turn.next is None or run.state == RunState.PAUSED_UNKNOWN_OUTCOME
+        if recoverable and not run.state.terminal:
+            return await self._drive(identity, run, turn)
+        return await self._outcome(run, turn)
+
+    # ------------------------------------------------------------------ watch
+
+    async def watch_run(self, identity: Identity, run_id: str) -> AsyncIterator[TurnOutcome]:
+        """The run's current settled outcome, then every later settlement, until the run
+        finishes. A turn that nobody is driving any more (its replica died) is finished
+        first, as ResumeRun would, so the first message is always a settled outcome."""
+        await self.owned_run(identity, run_id)
+
+        async def first() -> Seen:
+            seen = await self._seen(run_id)
+            if seen.outcome is not None and seen.outcome.run_state.paused:
+                await self.expire_approvals(run_id)  # and arms their expiry here
+                seen = await self._seen(run_id)
+            if seen.outcome is not None or seen.finished:
+                return seen
+            await self._exclusive(run_id, lambda: self._finish(identity, run_id))
+            return await self._seen(run_id)
+
+        async with self.store.watch(run_id) as changes:
+            async for outcome in follow(changes, first, lambda: self._seen(run_id)):
+                yield outcome
+
+    async def _seen(self, run_id: str) -> Seen:
+        snap = await self.store.snapshot(run_id)
+        if snap is None:
+            raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {run_id!r}")
+        return Seen(settled_outcome(snap), snap.run.state.terminal)
+
+    async def _finish(self, identity: Identity, run_id: str) -> None:
+        """Drive the run's last turn if it is still unsettled (the lock is held: nobody else
+        is driving it)."""
+        run = await self.owned_run(identity, run_id)
+        turn = await self.store.last_turn(run_id)
+        if turn is not None and turn.next is None and not run.state.terminal:
+            await self._drive(identity, run, turn)
+
+    # ------------------------------------------------------------------ approvals
+
+    async def decide_approval(self, approver: Identity, req: ap.DecideRequest
+                              ) -> tuple[ApprovalRecord, CallResult]:
+        """A person approves or denies a call waiting for approval. The decision that ends the
+        turn's wait drives the turn on: the approved calls are re-checked and run (held
+        writes with them, in order), or become NOT_RUN; the turn's watchers see it settle."""
+        ap.check_request(req)
+        check_id("approval_id", req.approval_id)
+        found = await self.store.get_approval(req.approval_id)
+        if found is None:
+            raise ap.not_found(req.approval_id)
+        if not await ap.may_approve(self.policy, self.registry, approver, found):
+            raise PermissionDenied(f"{approver.subject} may not decide approval "
+                                   f"{found.approval_id} (the policy's may_approve refused)")
+        return await self._exclusive(found.run_id,
+                                     lambda: self._decide_approval(approver, req))
+
+    async def _decide_approval(self, approver: Identity, req: ap.DecideRequest
+                               ) -> tuple[ApprovalRecord, CallResult]:
+        a = await self._approval_now(req.approval_id)
+        if a.due(self.clock()):  # expired while nobody looked: settle that first
+            await self._expire(a.run_id)
+            a = await self._approval_now(req.approval_id)
+        run = await self.store.get_run(a.run_id)
+        turn = await self.store.get_turn(a.run_id, a.turn_id)
+        if a.status != ApprovalStatus.PENDING or run is None or turn is None:
+            raise ap.already_decided(a)
+        if run.state.terminal:
+            raise RequestError(RequestCode.RUN_FINISHED, f"run {run.run_id} has ended "
+                               f"({run.state.value}); its approvals can no longer be decided")
+        now = self.clock()
+        done = ap.decided(a, approver, req, now)
+        event = events.approval_ended(done, actor=approver, policy_revision=self.policy.revision,
+                                      registry=self.registry, now=now, provider=run.provider)
+        reopened = revised(turn, next=None, reason="")
+        try:
+            await self.store.save(turn=reopened, approvals=[done], audit=[event],
+                                  expect_approvals=[a])
+        except StoreConflict:  # decided elsewhere first
+            raise ap.already_decided(await self._approval_now(a.approval_id)) from None
+        await self._drive(run.owner, run, reopened)
+        rec = await self.store.find_call(a.run_id, a.call_id)
+        assert rec is not None
+        return done, CallResult.of(rec)
+
+    async def _approval_now(self, approval_id: str) -> ApprovalRecord:
+        found = await self.store.get_approval(approval_id)
+        if found is None:
+            raise ap.not_found(approval_id)
+        return found
+
+    async def expire_approvals(self, run_id: str) -> None:
+        """Settle the run's approvals that are past their expiry, and its turn with them."""
+        await self._exclusive(run_id, lambda: self._expire(run_id))
+
+    async def _expire(self, run_id: str) -> None:
+        """(Holding the run's lock.) Approvals past their expiry become EXPIRED: through the
+        turn (its calls REJECTED `approval_expired`, the turn settled) when the run's last
+        turn waits for them, on their own otherwise. Those still pending are announced
+        (`on_pending`), so their expiry is armed wherever the run is looked at."""
+        run = await self.store.get_run(run_id)
+        if run is None:
+            return
+        now = self.clock()
+        found = [a for a in await self.store.approvals_for_run(run_id)
+                 if a.status == ApprovalStatus.PENDING]
+        due = [a for a in found if a.due(now)]
+        self.on_pending([a for a in found if not a.due(now)])
+        if not due:
+            return
+        turn = await self.store.last_turn(run_id)
+        calls = await self.store.turn_calls(run_id, turn.turn_id) if turn is not None else []
+        alone = ap.stray(due, turn, not run.state.terminal, {
+            c.call_id for c in calls if c.status == CallStatus.PENDING_APPROVAL})
+        if alone:
+            ended = [ap.expired(a, now) for a in alone]
+            audit = [events.approval_ended(a, actor=events.NOBODY, now=now,
+                                           policy_revision=self.policy.revision,
+                                           registry=self.registry, provider=run.provider)
+                     for a in ended]
+            await self.store.save(approvals=ended, audit=audit, expect_approvals=alone)
+        if len(alone) < len(due) and turn is not None:
+            await self._drive(run.owner, run, turn)
+
+    # ------------------------------------------------------------------ resolve
+
+    async def resolve_call(self, operator: Identity, req: ResolveRequest) -> CallResult:
+        """An operator settles an UNKNOWN call; the turn settles once no call of it is
+        unknown (its held writes run or become NOT_RUN), and its watchers see it."""
+        resolution.check_request(req)
+        run = await self.store.get_run(req.run_id)
+        if run is None:
+            raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {req.run_id!r}")
+        rec = await self.store.find_call(run.run_id, req.call_id)
+        grant = resolve_input(operator, run.owner, run.run_id, req.call_id, rec)
+        if not await self.policy.allows("may_resolve", grant):
+            raise PermissionDenied(f"{operator.subject} may not resolve calls of run "
+                                   f"{run.run_id} (the policy's may_resolve refused)")
+        if rec is None:
+            raise RequestError(RequestCode.CALL_NOT_FOUND,
+                               f"run {run.run_id} has no call {req.call_id!r}")
+        if rec.status != CallStatus.UNKNOWN:
+            raise resolution.not_unknown(rec)
+        resolution.check_output(self.registry.get(rec.tool), req)
+        return await self._exclusive(run.run_id, lambda: self._resolve(operator, req))
+
+    async def _resolve(self, operator: Identity, req: ResolveRequest) -> CallResult:
+        run = await self.store.get_run(req.run_id)
+        rec = await self.store.find_call(req.run_id, req.call_id)
+        assert run is not None and rec is not None
+        if rec.status != CallStatus.UNKNOWN:  # settled while this request waited
+            raise resolution.not_unknown(rec)
+        now = self.clock()
+        done = resolution.resolved(rec, operator, req, now)
+        audit = events.resolved(done, run, operator, reason=req.reason, now=now,
+                                policy_revision=self.policy.revision, registry=self.registry)
+        turn = await self.store.get_turn(run.run_id, rec.turn_id)
+        last = await self.store.last_turn(run.run_id)
+        if run.state.terminal or turn is None or last is None or last.turn_id != turn.turn_id:
+            await self.store.save(calls=[done], expect=[rec], audit=[audit])
+            return CallResult.of(done)
+        reopened = revised(turn, next=None, reason="")
+        await self.store.save(turn=reopened, calls=[done], expect=[rec], audit=[audit])
+        calls = await self.store.turn_calls(run.run_id, turn.turn_id)
+        if turn.next is not None and any(c.status == CallStatus.UNKNOWN for c in calls):
+            await self._settle(run, reopened, calls)  # still paused: nothing more can run
+        else:
+            await self._drive(run.owner, run, reopened, calls)
+        return CallResult.of(done)

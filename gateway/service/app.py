@@ -1,0 +1,312 @@
+"""Assembles and runs the sidecar: registry, policy, store, runner, gRPC server, health."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import os
+import signal
+import sys
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from gateway import pb
+from gateway.approvals.desk import ApprovalDesk
+from gateway.audit import events
+from gateway.audit.at_rest import RedactStored
+from gateway.audit.keys import AuditKey
+from gateway.errors import ConfigError, StoreUnavailable
+from gateway.identity import Authenticator
+from gateway.model import now_utc
+from gateway.policy import EmbeddedEngine
+from gateway.policy.opa.client import OpaConnection
+from gateway.policy.opa.engine import OpaEngine
+from gateway.policy.reload import ReloadingEngine, ReloadTarget, prepare
+from gateway.policy.shadow import ShadowEngine, audit_event
+from gateway.policy.watch import PolicyReloader, ReloadResult
+from gateway.run.runner import Runner
+from gateway.service.config import ServeConfig
+from gateway.store import RunStore, open_store
+from gateway.tls import ServerCertificates, describe
+from gateway.tools import Registry
+from gateway.version import callgate_version
+from gateway.wire.server import StatusInfo, ToolGatewayService, add_to_server
+
+log = logging.getLogger("callgate")
+
+SERVICE = pb.DESCRIPTOR.services_by_name["ToolGateway"].full_name
+HEALTH_INTERVAL_S = 5.0
+HEALTH_INTERVAL_DOWN_S = 1.0  # while a component is down: notice its recovery sooner
+GC_THRESHOLD = 10_000
+RELOAD_COMPONENT = "callgate.policy.reload"
+SHADOW_COMPONENT = "callgate.policy.shadow"
+
+ServingPolicy = ReloadingEngine | OpaEngine | ShadowEngine
+
+
+class Sidecar:
+    def __init__(self, config: ServeConfig, *, worker: bool = False) -> None:
+        """`worker`: one of the processes of `serve --workers` (`gateway.service.supervisor`): it
+        its port (SO_REUSEPORT) and its SQLite store's notifications with the others."""
+        self.config = config
+        self.worker = worker
+        self.server: grpc.aio.Server | None = None
+        self.store: RunStore | None = None
+        self.registry: Registry | None = None
+        self.bound = ""
+        self._health = health.aio.HealthServicer()
+        self._runner: Runner | None = None
+        self._desk: ApprovalDesk | None = None
+        self._watch: asyncio.Task[None] | None = None
+        self._auth: Authenticator | None = None
+        self.policy: ServingPolicy | None = None
+        self._serving = True
+        self.reloader: PolicyReloader | None = None
+        self._reload_task: asyncio.Task[None] | None = None
+        self._health_update: asyncio.Task[None] | None = None
+
+    async def start(self) -> str:
+        """Load everything (any problem raises ConfigError before listening); answers the
+        address actually bound."""
+        cfg = self.config
+        cfg.check()
+        certificates = _certificates(cfg)
+        auth = self._auth = _authenticator(cfg, certificates)
+        await auth.start()
+        key = AuditKey.load_or_create(cfg.audit_key_path())
+        self.registry = Registry.load(cfg.tools, limits=cfg.limits(), audit_key=key)
+        policy = await self._load_policy()
+        self.store = await open_store(cfg.db, busy_timeout_s=cfg.db_busy_timeout_s,
+                                      min_free_bytes=cfg.db_min_free_bytes, audit_key=key,
+                                      stored=RedactStored(self.registry),
+                                      share_notifications=self.worker)
+        if isinstance(policy, ShadowEngine):
+            store = self.store
+            policy.record = lambda found: store.append_audit([audit_event(found)])
+        self._runner = Runner(store=self.store, registry=self.registry, policy=policy,
+                              approval_ttl_s=cfg.approval_ttl_s, limits=cfg.limits())
+        self._desk = ApprovalDesk(self._runner)
+        server = grpc.aio.server(options=[
+            # one owner per address, so a second serve fails to bind; the workers of one
+            # `serve --workers` share it (the supervisor checked that nobody else has it)
+            ("grpc.so_reuseport", 1 if self.worker else 0),
+            ("grpc.max_receive_message_length", cfg.max_message_bytes)])
+        add_to_server(
+            ToolGatewayService(self._runner, self._desk, auth, StatusInfo(
+                self.store.name, callgate_version(),
+                rejected_reload=lambda: policy.last_rejected,
+                shadow=policy.stats if isinstance(policy, ShadowEngine) else lambda: None)),
+            server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        reflection.enable_server_reflection(
+            (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+             reflection.SERVICE_NAME), server)
+        self.bound = self._bind(server, cfg.listen, certificates)
+        await server.start()
+        self.server = server
+        self._desk.start()
+        await self._update_health()
+        self._watch = asyncio.create_task(self._health_loop())
+        self._reload_task = asyncio.create_task(self._watch_policies())
+        return self.bound
+
+    async def _load_policy(self) -> ServingPolicy:
+        """The first revision, checked as every reload is; a bad one stops start-up."""
+        cfg = self.config
+        if cfg.engine == "opa":
+            return await self._load_opa()
+        bundle = prepare(cfg.policies, cfg.policy_prefix,
+                         require_tests=cfg.reload_requires_tests)
+        first = EmbeddedEngine(bundle, prefix=cfg.policy_prefix, checked=True)
+        embedded = ReloadingEngine(first, log_inputs=cfg.log_decision_inputs)
+        policy: ReloadingEngine | ShadowEngine = embedded
+        if cfg.engine == "shadow":
+            push = cfg.opa_policies == "push"
+            policy = ShadowEngine(embedded, self._opa_engine(), queue_size=cfg.shadow_queue,
+                                  push=push)
+            if push:
+                await policy.push_to_opa(bundle)
+        self.policy = policy
+        self._watch_directory(policy)
+        return policy
+
+    async def _load_opa(self) -> OpaEngine:
+        cfg = self.config
+        engine = self.policy = self._opa_engine()
+        if cfg.opa_policies == "push":
+            await engine.install_bundle(engine.prepare(cfg.policies, cfg.policy_prefix,
+                                                       require_tests=False))
+            self._watch_directory(engine)
+        else:
+            log.info("OPA at %s serves its own bundles: --policies %s is not used",
+                     cfg.opa_url, cfg.policies)
+        return engine
+
+    def _opa_engine(self) -> OpaEngine:
+        cfg = self.config
+        return OpaEngine(OpaConnection(cfg.opa_settings()), cfg.policy_prefix,
+                         mode=cfg.opa_policies, on_change=self._health_soon)
+
+    def _watch_directory(self, target: ReloadTarget) -> None:
+        cfg = self.config
+        self.reloader = PolicyReloader(
+            target, cfg.policies, cfg.policy_prefix, require_tests=cfg.reload_requires_tests,
+            interval_s=cfg.policy_poll_interval_s, on_change=self._health_soon,
+            on_news=self._audit_reload)
+
+    async def _audit_reload(self, result: ReloadResult) -> None:
+        """An audit record of a policy revision installed, or of a rejection not seen before."""
+        now = now_utc()
+        rejected = result.rejection
+        event = (events.policy_rejected(file=rejected.file, line=rejected.line,
+                                        message=rejected.message, serving=result.revision,
+                                        now=now) if rejected is not None
+                 else events.policy_installed(revision=result.revision,
+                                              previous=result.previous, now=now))
+        if self.store is None:
+            return
+        try:
+            await self.store.append_audit([event])
+        except StoreUnavailable as err:
+            log.warning("the audit record of a policy reload could not be written: %s", err)
+
+    async def _watch_policies(self) -> None:
+        if self.reloader is not None:
+            await self.reloader.run()
+
+    def reload_policies(self) -> None:
+        """Reload the policy directory now (SIGHUP)."""
+        if self.reloader is not None:
+            self.reloader.request()
+
+    def _health_soon(self) -> None:
+        if self.store is not None and self._runner is not None:
+            loop = asyncio.get_running_loop()
+            self._health_update = loop.create_task(self._update_health())
+
+    @staticmethod
+    def _bind(server: grpc.aio.Server, listen: str,
+              certificates: ServerCertificates | None = None) -> str:
+        try:
+            port = (server.add_secure_port(listen, certificates.credentials()) if certificates
+                    else server.add_insecure_port(listen))
+        except RuntimeError as exc:
+            raise ConfigError(f"--listen {listen}: cannot listen there (is another callgate "
+                              f"or another program using it?): {exc}") from exc
+        log.info("listening with %s", describe(certificates))
+        if listen.startswith("unix:"):
+            return listen
+        host = listen.rsplit(":", 1)[0]
+        return f"{host}:{port}"
+
+    async def _update_health(self) -> None:
+        assert self.store is not None and self._runner is not None
+        store_ok = await self.store.healthy()
+        policy_ok = await self._runner.policy.healthy()
+        serving = health_pb2.HealthCheckResponse.SERVING
+        down = health_pb2.HealthCheckResponse.NOT_SERVING
+        await self._health.set("callgate.store", serving if store_ok else down)
+        await self._health.set("callgate.policy", serving if policy_ok else down)
+        # The newest policy files were rejected: the previous revision still decides (so
+        # callgate.policy and the sidecar stay SERVING), and this component says so.
+        rejected = self.policy is not None and self.policy.last_rejected is not None
+        await self._health.set(RELOAD_COMPONENT, down if rejected else serving)
+        shadow_ok = True
+        if isinstance(self.policy, ShadowEngine):  # OPA decides nothing: its own component
+            shadow_ok = await self.policy.opa_healthy()
+            await self._health.set(SHADOW_COMPONENT, serving if shadow_ok else down)
+        overall = serving if store_ok and policy_ok else down
+        self._serving = store_ok and policy_ok and shadow_ok
+        await self._health.set("", overall)
+        await self._health.set(SERVICE, overall)
+
+    async def _health_loop(self) -> None:
+        while True:
+            await asyncio.sleep(HEALTH_INTERVAL_S if self._serving else HEALTH_INTERVAL_DOWN_S)
+            await self._update_health()
+
+    async def stop(self, grace: float = 2.0) -> None:
+        if self.store is not None:  # WatchRun streams end now: their clients reconnect
+            self.store.close_watches()
+        for task in (self._watch, self._reload_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if self._desk is not None:  # no approval expires while shutting down
+            await self._desk.close()
+        if self.server is not None:
+            await self.server.stop(grace)
+        if self._runner is not None:  # turns being driven finish and commit first
+            await self._runner.drain(timeout_s=30.0)
+        if isinstance(self.policy, OpaEngine | ShadowEngine):
+            await self.policy.close()
+        if self.registry is not None:
+            await self.registry.aclose()
+        if self.store is not None:
+            await self.store.close()
+        if self._auth is not None:
+            await self._auth.aclose()
+
+
+def _certificates(cfg: ServeConfig) -> ServerCertificates | None:
+    if cfg.tls_cert is None or cfg.tls_key is None:
+        return None
+    return ServerCertificates(cfg.tls_cert, cfg.tls_key, cfg.tls_client_ca)
+
+
+def _authenticator(cfg: ServeConfig, certificates: ServerCertificates | None) -> Authenticator:
+    if cfg.auth is None:
+        log.warning("INSECURE: no --auth; every caller is %r", cfg.insecure_dev_identity)
+        return Authenticator.insecure(cfg.insecure_dev_identity)
+    auth = Authenticator.from_file(cfg.auth)
+    if auth.wants_client_certificates and not (certificates and certificates.mutual):
+        raise ConfigError(f"--auth {cfg.auth}: mtls identifies callers by client certificate: "
+                          "serve needs --tls-cert, --tls-key and --tls-client-ca")
+    return auth
+
+
+def _tune_collector() -> None:
+    """What start-up loaded (modules, compiled schemas and policies) stays for the process's
+    life: freeze it out of the cyclic collector's scans, and collect the young generation
+    every few thousand allocations rather than every 700 (requests make many short-lived
+    objects; few of them form cycles)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, 20, 20)
+
+
+async def serve(config: ServeConfig, *, worker: bool = False) -> None:
+    """Run in the foreground until SIGINT/SIGTERM (a worker also stops when its standard
+    input closes: its supervisor is gone)."""
+    sidecar = Sidecar(config, worker=worker)
+    try:
+        bound = await sidecar.start()
+    except BaseException:
+        await sidecar.stop(0)
+        raise
+    _tune_collector()
+    print(f"callgate listening on {bound}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, sidecar.reload_policies)
+    if worker:
+        loop.add_reader(sys.stdin.fileno(), _stop_at_end_of_input, stop)
+    await stop.wait()
+    await sidecar.stop()
+
+
+def _stop_at_end_of_input(stop: asyncio.Event) -> None:
+    try:
+        data = os.read(sys.stdin.fileno(), 4096)
+    except BlockingIOError:
+        return
+    if not data:
+        asyncio.get_running_loop().remove_reader(sys.stdin.fileno())
+        stop.set()

@@ -1,0 +1,112 @@
+"""The SQL stores' schema: tables, columns, indexes, and the migrations that bring an older
+store forward.
+
+Column order here is the single source for both the DDL and the statements of each store.
+Schema history (each store migrates forward on open):
+
+    1  runs, turns, calls, approvals, audit
+    2  calls gain resolved_by, resolved_at, resolution_reason (ResolveCall)
+    3  runs gain roles_json (the owner's roles); approvals gain requester_roles_json,
+       decided_by_tenant, decided_by_roles_json, policy_reasons_json (deciding approvals),
+       and an index on their status; PostgreSQL approvals gain pos (listing order)
+    4  audit gains verdict (filled in from decision_json for older records), actor,
+       actor_tenant, approval_id, message, detail_json, and layout, key_id, seal (the hash of
+       a record written since covers every column; its seal is an HMAC of that hash), indexes
+       for reading a tenant's or a subject's records; audit_checkpoints (where the chain
+       continues after `callgate audit prune`)
+    5  turns gain an index on (run_id, seq): GetRun reads one page of a run's turns, and a
+       turn's latest predecessor is found, without reading the run's other turns
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gateway.audit.hashing import AUDIT_ADDED
+
+SCHEMA_VERSION = 5
+
+
+RUN_COLUMNS = ("run_id", "state", "subject", "tenant", "provider", "api_version", "budget_json",
+               "labels_json", "conversation_json", "params_hash", "turns_used",
+               "tool_calls_used", "retries_in_row", "input_tokens", "output_tokens",
+               "pause_reason", "created_at", "updated_at", "roles_json")
+
+
+TURN_COLUMNS = ("run_id", "turn_id", "seq", "event", "content_hash", "provider", "api_version",
+                "model", "input_tokens", "output_tokens", "raw_response_json", "detail_json",
+                "next", "reason", "created_at")
+
+
+CALL_COLUMNS = ("run_id", "turn_id", "call_id", "idx", "tool", "status", "arguments_json",
+                "tool_version", "effect", "arguments_sha256", "decision_json", "output_json",
+                "error_code", "error_message", "execution_count", "approval_id",
+                "idempotency_key", "created_at", "decided_at", "started_at", "finished_at",
+                "resolved_by", "resolved_at", "resolution_reason")
+
+
+APPROVAL_COLUMNS = ("approval_id", "run_id", "turn_id", "call_id", "tool", "tool_version",
+                    "arguments_json", "arguments_sha256", "status", "requested_by", "tenant",
+                    "created_at", "expires_at", "decided_by", "decided_at", "reason",
+                    "requester_roles_json", "decided_by_tenant", "decided_by_roles_json",
+                    "policy_reasons_json")
+
+
+CHECKPOINT_COLUMNS = ("seq", "hash", "time", "removed", "before")
+
+
+# Columns holding integers (every other column holds text); stores with typed columns use it.
+INTEGER_COLUMNS = frozenset({"turns_used", "tool_calls_used", "retries_in_row", "input_tokens",
+                             "output_tokens", "seq", "idx", "execution_count", "layout",
+                             "removed"})
+
+
+# ADDED_COLUMNS[v]: the (table, column) pairs that version v added; a store at version v - 1
+# migrates by adding them (their rows read as empty).
+ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
+    2: (("calls", "resolved_by"), ("calls", "resolved_at"), ("calls", "resolution_reason")),
+    3: (("runs", "roles_json"), ("approvals", "requester_roles_json"),
+        ("approvals", "decided_by_tenant"), ("approvals", "decided_by_roles_json"),
+        ("approvals", "policy_reasons_json")),
+    4: tuple(("audit", c) for c in AUDIT_ADDED),
+    5: (),
+}
+
+
+# Indexes both stores create (with the tables, or when migrating to the version that added
+# them); IF NOT EXISTS makes each statement safe either way.
+INDEXES: dict[int, tuple[str, ...]] = {
+    3: ("CREATE INDEX IF NOT EXISTS approvals_status ON approvals (status)",),
+    4: ("CREATE INDEX IF NOT EXISTS audit_tenant ON audit (tenant, seq)",
+        "CREATE INDEX IF NOT EXISTS audit_subject ON audit (tenant, subject, seq)"),
+    # a run's last turn (and a page of turns) by seq, however long the run
+    5: ("CREATE INDEX IF NOT EXISTS turns_seq ON turns (run_id, seq)",),
+}
+
+
+# Tables a version added (with the tables of a new store, or when migrating to it).
+TABLES: dict[int, tuple[str, ...]] = {
+    4: ("audit_checkpoints",),
+}
+
+
+def indexes() -> list[str]:
+    """Every index statement, for a store created at the current version."""
+    return [stmt for added in INDEXES.values() for stmt in added]
+
+
+def tables(column: Callable[[str], str], version: int | None = None) -> list[str]:
+    """The CREATE TABLE statements of the tables `version` added (every version's: None)."""
+    defs = {"audit_checkpoints": f"audit_checkpoints ({', '.join(map(column, CHECKPOINT_COLUMNS))}"
+                                 ", PRIMARY KEY (seq))"}
+    return [f"CREATE TABLE IF NOT EXISTS {defs[name]}"
+            for v, names in TABLES.items() if version in (None, v) for name in names]
+
+
+def migrations(column: Callable[[str], str]) -> dict[int, list[str]]:
+    """MIGRATIONS[v]: the statements that upgrade a store at version v to v + 1, given how a
+    store declares a column (`column(name)`)."""
+    return {version - 1: [*(f"ALTER TABLE {table} ADD COLUMN {column(name)}"
+                            for table, name in ADDED_COLUMNS.get(version, ())),
+                          *tables(column, version), *INDEXES.get(version, ())]
+            for version in range(2, SCHEMA_VERSION + 1)}
