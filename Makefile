@@ -41,7 +41,7 @@ test: setup
 # the property-based fuzz tests with many more examples than `make test` runs (tens of minutes)
 fuzz: setup
 	$(PY) -m pytest -q --hypothesis-profile=fuzz tests/adapters/test_fuzz_adapters.py \
-		tests/scenarios/test_fuzz_sidecar.py tests/gateway/test_metaschema.py
+		tests/scenarios/test_fuzz_sidecar.py tests/gateway/tools/test_metaschema.py
 
 lint: setup
 	$(PY) -m ruff check gateway adapters tests bench examples scripts

@@ -59,7 +59,7 @@ def _port(env: dict[str, str] | os._Environ[str], name: str, default: str) -> in
 def settings(env: dict[str, str] | os._Environ[str] = os.environ) -> DevSettings:
     travel_port = _port(env, "CALLGATE_TRAVEL_PORT", "8765")
     workshop_port = _port(env, "CALLGATE_WORKSHOP_PORT", "8766")
-    listen = env.get("CALLGATE_LISTEN") or "127.0.0.1:50051"
+    listen = env.get("CALLGATE_LISTEN") or ServeConfig.model_fields["listen"].default
     try:
         listen_address(listen)
     except ValueError as exc:

@@ -16,6 +16,9 @@ from grpc_status import rpc_status
 from gateway import pb
 from gateway.tls import ClientTLS
 
+# where a sidecar listens unless told otherwise (`serve --listen`, every `--target`)
+DEFAULT_TARGET = "127.0.0.1:50051"
+
 
 def error_code(err: grpc.RpcError) -> str:
     """The stable callgate code of a failed call ("" when it carries none)."""

@@ -3,9 +3,8 @@ clients, and fresh stores of either kind (SQLite, PostgreSQL)."""
 
 from __future__ import annotations
 
-import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,9 @@ from examples.workshop.service import WorkshopService, start_workshop_service
 from gateway.client import GatewayClient
 from gateway.testing import SidecarProcess
 from tests.support import databases
+from tests.support.paths import AUTH, POLICIES, SUPPORT, Connect, NewDb, example_tools, sidecar_env
 
 settings.load_profile("bounded")  # `--hypothesis-profile fuzz` (make fuzz) overrides it
-
-ROOT = Path(__file__).resolve().parent.parent
-SUPPORT = ROOT / "tests" / "support"
-POLICIES = ROOT / "policies"
-AUTH = SUPPORT / "auth.yaml"
 
 
 @pytest.fixture(scope="session")
@@ -51,16 +46,6 @@ def fresh_workshop(workshop: WorkshopService) -> WorkshopService:
     return workshop
 
 
-def example_tools(into: Path, *extra: Path) -> Path:
-    """The travel and workshop manifests (plus extra directories') in one --tools directory."""
-    into.mkdir(parents=True, exist_ok=True)
-    for folder in (ROOT / "examples" / "travel" / "tools",
-                   ROOT / "examples" / "workshop" / "tools", *extra):
-        for src in folder.glob("*.yaml"):
-            shutil.copy(src, into / src.name)
-    return into
-
-
 @pytest.fixture(scope="session")
 def tools_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example manifests plus the test write tools, in one --tools directory."""
@@ -72,15 +57,6 @@ def effects_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("effects") / "effects.db"
 
 
-def sidecar_env(travel: TravelService, effects_db: Path,
-                workshop: WorkshopService | None = None) -> dict[str, str]:
-    env = {"CALLGATE_TRAVEL_URL": travel.url, "CALLGATE_TEST_EFFECTS_DB": str(effects_db),
-           "PYTHONPATH": str(ROOT)}
-    if workshop is not None:
-        env["CALLGATE_WORKSHOP_URL"] = workshop.url
-    return env
-
-
 @pytest.fixture(scope="session")
 def sidecar(tmp_path_factory: pytest.TempPathFactory, travel: TravelService, tools_dir: Path,
             effects_db: Path, workshop: WorkshopService) -> Iterator[SidecarProcess]:
@@ -90,17 +66,11 @@ def sidecar(tmp_path_factory: pytest.TempPathFactory, travel: TravelService, too
         yield proc
 
 
-# ------------------------------------------------------------------------------ stores
-
-
 @pytest.fixture(scope="session")
 def pg_database() -> Iterator[str]:
     """A PostgreSQL database of this test session's own (its URL); missing server: error."""
     with databases.session_database() as url:
         yield url
-
-
-NewDb = Callable[[], str]
 
 
 @pytest.fixture(params=databases.KINDS)
@@ -121,9 +91,6 @@ def new_db(db_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> NewD
             return str(tmp_path / f"store-{count}.db")
         return databases.new_schema(request.getfixturevalue("pg_database"))
     return make
-
-
-Connect = Callable[[str], GatewayClient]
 
 
 @pytest.fixture

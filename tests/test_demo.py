@@ -10,7 +10,7 @@ from pathlib import Path
 from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
 from gateway.testing import SidecarProcess
-from tests.conftest import ROOT, example_tools, sidecar_env
+from tests.support.paths import ROOT, example_tools, sidecar_env
 
 
 def run_demo(tmp_path: Path, travel: TravelService, workshop: WorkshopService,

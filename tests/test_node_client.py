@@ -9,7 +9,7 @@ import subprocess
 
 from examples.travel.service import TravelService
 from gateway.testing import SidecarProcess
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 CLIENT = ROOT / "clients" / "node" / "loop_client.js"
 

@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 
 import grpc
 
+from gateway.client import DEFAULT_TARGET
 from gateway.errors import CallgateError, ConfigError
 from gateway.tls import ClientTLS
 
@@ -243,7 +244,7 @@ SubParsers = argparse._SubParsersAction  # type: ignore[type-arg]
 
 def client_options(p: argparse.ArgumentParser) -> None:
     conn = p.add_argument_group("connection", "Plaintext unless a --tls option is given.")
-    option(conn, "--target", parse=target_address, default="127.0.0.1:50051", owner=p,
+    option(conn, "--target", parse=target_address, default=DEFAULT_TARGET, owner=p,
            metavar="HOST:PORT", help="the sidecar: HOST:PORT or unix:PATH")
     option(conn, "--token", default="", secret=True, owner=p,
            help="bearer token (sent as 'authorization: Bearer TOKEN')")
@@ -276,9 +277,9 @@ def configure_logging(tag: str = "") -> None:
     where = f"[{tag}] " if tag else ""
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s {where}"
                         "%(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # no log line per tool request
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # no INFO line per JWKS fetch or demo request
 
-def run_guarded(prog: str, command: Callable[[], int]) -> int:
+def run_command(prog: str, command: Callable[[], int]) -> int:
     """Run a command; user errors end in one line on stderr, never a traceback."""
     try:
         code = command()

@@ -28,7 +28,7 @@ from gateway.cli.common import (
     option,
     quiet_engine_backtraces,
     resolve,
-    run_guarded,
+    run_command,
 )
 from gateway.version import callgate_version
 
@@ -118,11 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     configure_logging()
     # parsing is guarded too: --help and --version write to a pipe that may be closed
-    return run_guarded("callgate", lambda: _dispatch(args))
+    return run_command("callgate", lambda: _dispatch(args))
 
 def _dispatch(args: list[str]) -> int:
     if args[:1] == ["policy"] and args[1:2] != ["status"]:
-        return run_guarded("callgate policy", lambda: _policy(args[1:]))
+        return run_command("callgate policy", lambda: _policy(args[1:]))
     if args[:2] == ["policy", "status"]:
         ns = _policy_status_parser().parse_args(args[2:])
     elif args[:1] == ["audit"] and args[1:2] and args[1] in OFFLINE:
@@ -133,7 +133,7 @@ def _dispatch(args: list[str]) -> int:
         if extra and not getattr(ns, "_takes_any", False):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
     handler: Handler = ns.handler
-    return run_guarded(ns._prog, lambda: handler(resolve(ns)))
+    return run_command(ns._prog, lambda: handler(resolve(ns)))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gateway.cli.common import (
     SubParsers,
@@ -22,36 +22,53 @@ from gateway.cli.common import (
     whole_seconds,
 )
 from gateway.errors import ConfigError
-from gateway.model import DEFAULT_APPROVAL_TTL_S
 
 if TYPE_CHECKING:
     from gateway.service.config import ServeConfig
 
 
+def _default(name: str) -> Any:
+    """A setting's default, as `ServeConfig` (the one place defaults are written) has it."""
+    from gateway.service.config import ServeConfig
+
+    return ServeConfig.model_fields[name].default
+
+
 def add_parser(sub: SubParsers) -> None:
     p = sub.add_parser("serve", help="run the sidecar in the foreground",
                        description="Run the sidecar in the foreground until SIGINT or SIGTERM.")
-    option(p, "--listen", parse=listen_address, default="127.0.0.1:50051",
+    _core_options(p)
+    _reload_options(p)
+    _opa_options(p)
+    _limit_options(p)
+    _tls_options(p)
+    p.set_defaults(handler=_serve)
+
+
+def _core_options(p: argparse.ArgumentParser) -> None:
+    option(p, "--listen", parse=listen_address, default=_default("listen"),
            metavar="HOST:PORT", help="address to listen on: HOST:PORT or unix:PATH")
     option(p, "--tools", parse=existing_dir, required=True, metavar="DIR",
            help="directory of tool manifests")
     option(p, "--policies", parse=existing_dir, required=True, metavar="DIR",
            help="directory of Rego policies and their data")
-    option(p, "--db", parse=nonempty, default="callgate.db", metavar="URL",
+    option(p, "--db", parse=nonempty, default=_default("db"), metavar="URL",
            help="the run store: PATH or sqlite:///PATH, or postgresql://... for a store "
            "several replicas share")
     option(p, "--auth", parse=existing_file, metavar="FILE",
            help="YAML file saying how callers are identified: tokens, jwt, mtls")
     option(p, "--insecure-dev-identity", default="", metavar="SUBJECT",
            help="no authentication: every caller is SUBJECT (local development only)")
-    option(p, "--engine", parse=one_of("embedded", "opa", "shadow"), default="embedded",
+    option(p, "--engine", parse=one_of("embedded", "opa", "shadow"), default=_default("engine"),
            metavar="{embedded,opa,shadow}", help="policy engine: embedded (regorus in the "
            "sidecar), opa (an OPA server decides), shadow (embedded decides, OPA is compared)")
-    option(p, "--policy-prefix", parse=nonempty, default="data.callgate", metavar="PACKAGE",
+    option(p, "--policy-prefix", parse=nonempty, default=_default("policy_prefix"),
+           metavar="PACKAGE",
            help="the Rego package callgate queries")
-    option(p, "--db-busy-timeout", parse=seconds, default=5.0, metavar="SECONDS",
+    option(p, "--db-busy-timeout", parse=seconds, default=_default("db_busy_timeout_s"),
+           metavar="SECONDS",
            help="how long to wait for a locked store before answering UNAVAILABLE")
-    option(p, "--approval-ttl", parse=whole_seconds, default=DEFAULT_APPROVAL_TTL_S,
+    option(p, "--approval-ttl", parse=whole_seconds, default=_default("approval_ttl_s"),
            metavar="SECONDS", help="how long an approval stays open when the policy's "
            "decision gives no approval_ttl_s")
     option(p, "--workers", parse=positive_int, default=1, metavar="N",
@@ -61,19 +78,23 @@ def add_parser(sub: SubParsers) -> None:
            help="the audit key (masks of redacted values, seals of the audit chain), created "
            "with mode 0600 when it does not exist; default <sqlite file>-audit.key, required "
            "with PostgreSQL")
+
+
+def _reload_options(p: argparse.ArgumentParser) -> None:
     reload = p.add_argument_group("policy reload", "The sidecar loads a changed --policies "
                                   "directory while it serves (and on SIGHUP).")
-    option(reload, "--policy-poll-interval", parse=seconds, default=0.25, metavar="SECONDS",
-           owner=p, help="seconds between scans of --policies for changes; 0 reloads only on "
-           "SIGHUP")
+    option(reload, "--policy-poll-interval", parse=seconds,
+           default=_default("policy_poll_interval_s"), metavar="SECONDS", owner=p,
+           help="seconds between scans of --policies for changes; 0 reloads only on SIGHUP")
     switch(reload, "--reload-requires-tests", owner=p,
            help="serve a policy revision (at start-up and on reload) only if its own Rego "
            "tests pass")
     switch(reload, "--log-decision-inputs", owner=p,
            help="log the exact input of every decision (one JSON line, logger "
            "callgate.decision_input) to replay with `callgate policy eval`")
-    _opa_options(p)
-    _limit_options(p)
+
+
+def _tls_options(p: argparse.ArgumentParser) -> None:
     tls = p.add_argument_group("TLS", "Without --tls-cert the listener is plaintext (for "
                                "loopback and unix sockets).\nCertificate files are read again "
                                "when they change.")
@@ -83,7 +104,6 @@ def add_parser(sub: SubParsers) -> None:
            help="PEM private key of --tls-cert")
     option(tls, "--tls-client-ca", parse=existing_file, metavar="FILE", owner=p,
            help="PEM CA certificates: require client certificates they signed (mutual TLS)")
-    p.set_defaults(handler=_serve)
 
 def _opa_options(p: argparse.ArgumentParser) -> None:
     opa = p.add_argument_group("OPA server", "With --engine opa or shadow (docs/policies.md, "
@@ -92,11 +112,13 @@ def _opa_options(p: argparse.ArgumentParser) -> None:
            help="the OPA server: http(s)://HOST:PORT, with an optional path prefix")
     option(opa, "--opa-token", default="", secret=True, owner=p,
            help="bearer token sent to OPA (its --authentication=token)")
-    option(opa, "--opa-policies", parse=one_of("push", "external"), default="push",
+    option(opa, "--opa-policies", parse=one_of("push", "external"),
+           default=_default("opa_policies"),
            metavar="{push,external}", owner=p,
            help="push: upload --policies to OPA at start and on every reload; external: OPA "
            "serves its own bundles and decisions record their revision")
-    option(opa, "--opa-timeout", parse=seconds, default=1.0, metavar="SECONDS", owner=p,
+    option(opa, "--opa-timeout", parse=seconds, default=_default("opa_timeout_s"),
+           metavar="SECONDS", owner=p,
            help="longest wait for one OPA decision; slower is a deny (policy_error)")
     option(opa, "--opa-ca", parse=existing_file, metavar="FILE", owner=p,
            help="PEM CA certificates to trust for an https OPA (default: the system's)")
@@ -104,7 +126,8 @@ def _opa_options(p: argparse.ArgumentParser) -> None:
            help="PEM client certificate to present to OPA (mutual TLS)")
     option(opa, "--opa-client-key", parse=existing_file, metavar="FILE", owner=p,
            help="PEM private key of --opa-client-cert")
-    option(opa, "--shadow-queue", parse=positive_int, default=1000, metavar="N", owner=p,
+    option(opa, "--shadow-queue", parse=positive_int, default=_default("shadow_queue"),
+           metavar="N", owner=p,
            help="shadow mode: comparisons waiting for OPA at most; more are dropped (counted)")
 
 # `serve` size limits (docs/operations.md, "Limits"): setting → what it bounds.
@@ -127,13 +150,11 @@ LIMIT_HELP = {
 }
 
 def _limit_options(p: argparse.ArgumentParser) -> None:
-    from gateway.service.config import ServeConfig
-
     limits = p.add_argument_group("limits", "Checked before work is done; a caller past one "
                                   "gets a clear code (docs/operations.md, \"Limits\").")
     for name, what in LIMIT_HELP.items():
         option(limits, "--" + name.replace("_", "-"), parse=count,
-               default=ServeConfig.model_fields[name].default, metavar="N", owner=p, help=what)
+               default=_default(name), metavar="N", owner=p, help=what)
 
 def _serve(ns: argparse.Namespace) -> int:
     from gateway.service.app import serve

@@ -13,7 +13,7 @@ import asyncio
 import os
 import sys
 
-from gateway.cli.common import configure_logging, quiet_engine_backtraces, run_guarded
+from gateway.cli.common import configure_logging, quiet_engine_backtraces, run_command
 from gateway.service.supervisor import SLOT_ENV
 
 
@@ -29,7 +29,7 @@ def _serve() -> int:
 def main() -> int:
     quiet_engine_backtraces()
     configure_logging(tag=f"worker {os.environ.get(SLOT_ENV, '?')} pid {os.getpid()}")
-    return run_guarded("callgate serve", _serve)
+    return run_command("callgate serve", _serve)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from gateway.model import Decision, now_utc
+
+DEFAULT_PREFIX: Final = "data.callgate"  # the Rego package callgate queries unless told
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,14 @@ import threading
 import weakref
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 import orjson
 
 from gateway.errors import ConfigError
 from gateway.memo import Memo
 from gateway.model import Decision, now_utc
+from gateway.policy.base import DEFAULT_PREFIX
 from gateway.policy.bundle import (
     Bundle,
     PolicyConfigError,
@@ -58,7 +59,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PREFIX: Final = "data.callgate"
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _RULE = re.compile(rf"{_NAME}(\.{_NAME})*")
 _PREFIX = re.compile(rf"data(\.{_NAME})+")

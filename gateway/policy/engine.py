@@ -36,7 +36,7 @@ def new_engine(*, coverage: bool = False, rego_v0: bool = False) -> Any:
     if rego_v0:
         engine.set_rego_v0(True)
     for extension in EXTENSIONS:
-        engine.add_extension(extension.name, extension.nargs, extension.guarded())
+        engine.add_extension(extension.name, extension.nargs, extension.contained())
     if coverage:
         engine.set_enable_coverage(True)
     return engine

@@ -2,7 +2,7 @@
 
 Every `interval_s` the directory is scanned (path, size, modification and change times, inode
 of each policy and data file; hidden files skipped). A change is loaded once the scan has shown
-the same files for `settle_s`, so an editor's save (write a temporary file and rename it over
+the same files for `quiet_s`, so an editor's save (write a temporary file and rename it over
 the old one; or truncate, then write) is read whole: a scan in the middle of a save sees a
 different set than the one after it, and the files are scanned again after they are read; if
 they changed while being read, nothing is decided and the new state is waited for. A set
@@ -31,7 +31,7 @@ from gateway.policy.reload import RejectedReload, ReloadTarget
 log = logging.getLogger("callgate.policy")
 
 DEFAULT_INTERVAL_S = 0.25
-DEFAULT_SETTLE_S = 0.25
+DEFAULT_QUIET_S = 0.25
 
 FileState = tuple[str, int, int, int, int]  # path, size, mtime_ns, ctime_ns, inode
 
@@ -64,22 +64,22 @@ def snapshot(root: Path) -> Snapshot:
 class ChangeDetector:
     """Decides when a changed directory has settled (pure: time is passed in)."""
 
-    def __init__(self, loaded: Snapshot, settle_s: float) -> None:
+    def __init__(self, loaded: Snapshot, quiet_s: float) -> None:
         self.loaded = loaded
-        self.settle_s = settle_s
+        self.quiet_s = quiet_s
         self._pending: Snapshot | None = None
         self._since = 0.0
 
     def ready(self, current: Snapshot, now: float) -> bool:
         """True when current differs from what was last loaded and has not changed for
-        settle_s."""
+        quiet_s."""
         if current == self.loaded:
             self._pending = None
             return False
         if current != self._pending:
             self._pending, self._since = current, now
             return False
-        return now - self._since >= self.settle_s
+        return now - self._since >= self.quiet_s
 
     def done(self, state: Snapshot) -> None:
         """state was loaded (or rejected): wait for the next change."""
@@ -101,7 +101,7 @@ class PolicyReloader:
 
     def __init__(self, engine: ReloadTarget, directory: Path, prefix: str, *,
                  require_tests: bool = False, interval_s: float = DEFAULT_INTERVAL_S,
-                 settle_s: float = DEFAULT_SETTLE_S,
+                 quiet_s: float = DEFAULT_QUIET_S,
                  on_change: Callable[[], None] | None = None,
                  on_news: Callable[[ReloadResult], Awaitable[None]] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -113,7 +113,7 @@ class PolicyReloader:
         self.on_change = on_change
         self.on_news = on_news  # e.g. an audit record of each reload and distinct rejection
         self.clock = clock
-        self.detector = ChangeDetector(snapshot(self.directory), settle_s)
+        self.detector = ChangeDetector(snapshot(self.directory), quiet_s)
         self._forced = asyncio.Event()
         self._lock = asyncio.Lock()
         self._last_logged = ""

@@ -83,9 +83,9 @@ def _why(blocker: CallRecord) -> str:
             CallCode.APPROVAL_CANCELLED.value: "cancelled"}.get(blocker.error_code, "rejected")
 
 
-def settle_refused(step: GateStep) -> None:
+def reject_refused(step: GateStep) -> None:
     """Rule 1: calls whose approval ended otherwise than APPROVED are rejected."""
-    def settle(rec: CallRecord) -> CallRecord:
+    def reject(rec: CallRecord) -> CallRecord:
         if rec.status != CallStatus.PENDING_APPROVAL:
             return rec
         a = step.approval(rec)
@@ -93,7 +93,7 @@ def settle_refused(step: GateStep) -> None:
             a = ap.expired(a, step.now)
             step.update(a)
         return ap.call_after(rec, a, step.now)
-    step.map(settle)
+    step.map(reject)
 
 
 def block_writes(step: GateStep) -> None:
@@ -161,7 +161,7 @@ class ApprovalGate:
         step = GateStep(list(calls), {a.call_id: a for a in found if a.turn_id == turn.turn_id},
                         now, partial)
         before = dict(step.approvals)
-        settle_refused(step)
+        reject_refused(step)
         block_writes(step)
         checked = {c.call_id: c for c in await self._rechecked(run, turn, step)}
         step.map(lambda c: checked.get(c.call_id, c))

@@ -198,7 +198,7 @@ class ExecutionPhase:
                                   error_message=f"tool {rec.tool!r} is no longer registered")
         else:
             res = await tool.run(args, self._ctx(work, rec))
-        return await self._settle(work, rec, res, AuditKind.EXECUTION)
+        return await self._record_result(work, rec, res, AuditKind.EXECUTION)
 
     async def reconcile(self, work: TurnWork, rec: CallRecord) -> CallRecord:
         tool = self.registry.get(rec.tool)
@@ -208,14 +208,14 @@ class ExecutionPhase:
         res = await tool.reconcile(args, self._ctx(work, rec))
         if res.status == CallStatus.UNKNOWN and res.attempts == 0:
             return rec
-        return await self._settle(work, rec, res, AuditKind.RECONCILE)
+        return await self._record_result(work, rec, res, AuditKind.RECONCILE)
 
     def _ctx(self, work: TurnWork, rec: CallRecord) -> ExecutionContext:
         return ExecutionContext(run_id=rec.run_id, call_id=rec.call_id,
                                 idempotency_key=rec.idempotency_key or idempotency_key(rec),
                                 identity=work.identity)
 
-    async def _settle(self, work: TurnWork, rec: CallRecord, res: ExecutionResult,
+    async def _record_result(self, work: TurnWork, rec: CallRecord, res: ExecutionResult,
                       kind: AuditKind) -> CallRecord:
         now = self.clock()
         count = rec.execution_count + res.attempts

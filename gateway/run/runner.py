@@ -328,7 +328,7 @@ class Runner:
             await self.store.save(turn=turn)
         calls = (list(stored) if stored is not None
                  else await self.store.turn_calls(run.run_id, turn.turn_id))
-        calls, partial = await self._decide(identity, run, turn, calls)
+        calls, partial = await self._judge_pending(identity, run, turn, calls)
         return await self._execute(identity, run, turn, calls, self._phase(partial))
 
     def _phase(self, partial: bool) -> ExecutionPhase:
@@ -359,7 +359,7 @@ class Runner:
                 "submitted again) settles them: reads are run again, writes looked up, never "
                 "blindly repeated")) from err
 
-    async def _decide(self, identity: Identity, run: RunRecord, turn: TurnRecord,
+    async def _judge_pending(self, identity: Identity, run: RunRecord, turn: TurnRecord,
                       calls: list[CallRecord]) -> tuple[list[CallRecord], bool]:
         """Judge and plan the calls not decided yet (a turn accepted before and driven again);
         answers the calls and whether the batch policy permits partial writes (asked once per

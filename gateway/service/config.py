@@ -11,28 +11,27 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.client import DEFAULT_TARGET
 from gateway.errors import ConfigError
 from gateway.limits import MAX_JSON_DEPTH_CAP, MIB, Limits
 from gateway.model import DEFAULT_APPROVAL_TTL_S
+from gateway.policy.base import DEFAULT_PREFIX
 from gateway.policy.opa.client import OpaSettings
 from gateway.store import sqlite_path
 
 _LIMITS = Limits()
 
-DEFAULT_LISTEN = "127.0.0.1:50051"
-
-
 class ServeConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    listen: str = DEFAULT_LISTEN
+    listen: str = DEFAULT_TARGET
     tools: Path
     policies: Path
     db: str = "callgate.db"
     auth: Path | None = None
     insecure_dev_identity: str = ""
     engine: Literal["embedded", "opa", "shadow"] = "embedded"
-    policy_prefix: str = "data.callgate"
+    policy_prefix: str = DEFAULT_PREFIX
     db_busy_timeout_s: float = 5.0
     tls_cert: Path | None = None
     tls_key: Path | None = None

@@ -94,7 +94,7 @@ class GroupCommit(Generic[T]):
             return
         loop = asyncio.get_running_loop()
         company = self._company = loop.create_future()
-        timer = loop.call_later(self._hold_s, _settle, company)
+        timer = loop.call_later(self._hold_s, _release, company)
         try:
             await company
         finally:
@@ -102,6 +102,6 @@ class GroupCommit(Generic[T]):
             self._company = None
 
 
-def _settle(future: asyncio.Future[None]) -> None:
+def _release(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)

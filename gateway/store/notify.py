@@ -5,7 +5,7 @@ A store publishes a run's ID after a commit that settles something of that run (
 coalesce: a subscriber learns "something settled since you last looked", never what, so a
 burst of settlements costs one re-read. Audit appends are published the same way, under
 `AUDIT_FEED`. The SQLite store publishes its own commits (and, for `serve --workers`, relays
-them to the other workers: `gateway.store.peers`); the PostgreSQL store also publishes what
+them to the other workers: `gateway.store.sqlite_peers`); the PostgreSQL store also publishes what
 `LISTEN` hears from other replicas.
 """
 

@@ -47,13 +47,13 @@ from gateway.model import (
     TurnRecord,
     now_utc,
 )
-from gateway.store import codecs, fragments, pgwrite, reading, schema
+from gateway.store import codecs, fragments, pg_writes, reading, schema
 from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.group import GroupCommit
 from gateway.store.locks import run_lock_key
 from gateway.store.notify import Notifying, SettleHub
-from gateway.store.pgcoord import Conn, DriveLocks, Listener, unavailable
-from gateway.store.pgwrite import Head, Write
+from gateway.store.pg_coordination import Conn, DriveLocks, Listener, unavailable
+from gateway.store.pg_writes import Head, Write
 from gateway.store.reading import POSTGRES, Reader
 
 T = TypeVar("T")
@@ -341,8 +341,8 @@ class PostgresStore(Notifying):
                         f"VALUES ({_marks(schema.TURN_COLUMNS)})", codecs.turn_row(turn)),
                   self._run_update(run)]
         values = [codecs.call_row(self._stored.call(c)) for c in calls]
-        writes += [pgwrite.insert("calls", schema.CALL_COLUMNS, chunk)
-                   for chunk in pgwrite.chunks(values, len(schema.CALL_COLUMNS))]
+        writes += [pg_writes.insert("calls", schema.CALL_COLUMNS, chunk)
+                   for chunk in pg_writes.chunks(values, len(schema.CALL_COLUMNS))]
         async with self._tx() as conn:
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
             await self._write(conn, writes, audit)
@@ -398,10 +398,10 @@ class PostgresStore(Notifying):
             await self._lock_audit(conn)
             if self._head is not None:
                 chained, last = codecs.chained(events, self._head.hash, self._audit_key)
-                audit = pgwrite.audit_insert(chained, guard=self._head.hash)
+                audit = pg_writes.audit_insert(chained, guard=self._head.hash)
         notify = [(self._channel, settled)] if settled else []
-        if pgwrite.fits(*writes, *([audit] if audit else [])):
-            query, args = pgwrite.statement(writes, audit, notify=notify,
+        if pg_writes.fits(*writes, *([audit] if audit else [])):
+            query, args = pg_writes.statement(writes, audit, notify=notify,
                                             audit_channel=self._audit_channel)
             row = await self._one(conn, query, args)
             assert row is not None
@@ -427,8 +427,8 @@ class PostgresStore(Notifying):
         assert row is not None
         chained, last = codecs.chained(events, row[0], self._audit_key)
         seq = 0
-        for chunk in pgwrite.chunks(chained, len(hashing.AUDIT_COLUMNS)):
-            query, args = pgwrite.statement([], pgwrite.audit_insert(chunk),
+        for chunk in pg_writes.chunks(chained, len(hashing.AUDIT_COLUMNS)):
+            query, args = pg_writes.statement([], pg_writes.audit_insert(chunk),
                                             audit_channel=self._audit_channel)
             found = await self._one(conn, query, args)
             assert found is not None

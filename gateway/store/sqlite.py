@@ -2,15 +2,15 @@
 or on the event loop's connection a sync of the log right after the commit).
 
 Statements run on the event loop's thread or on the store's own, on connections used one at a
-time (`sqliteconn.Connections`: which work runs where, and why). sqlite3 errors are translated
-into `StoreUnavailable` (cause chained).
+time (`sqlite_connections.Connections`: which work runs where, and why). sqlite3 errors are
+translated into `StoreUnavailable` (cause chained).
 
 Several processes may share one file: writes serialize on SQLite's own lock, drive locks are
 record locks on `<file>-runs.lock` (see `locks.FileRangeLocks`). Settlement and audit
 notifications reach the watchers of this process only, unless the store is opened with
 `share_notifications` (`serve --workers`): then also those of the other processes that opened
-it so (`peers.PeerLink`). Before every write transaction the
-`FileGuard` checks that the file is still the one opened and its filesystem has room; if not,
+it so (`sqlite_peers.PeerLink`). Before every write transaction the
+`FileHealth` checks that the file is still the one opened and its filesystem has room; if not,
 the write is refused (`StoreUnavailable`) and health reports NOT_SERVING.
 """
 
@@ -42,13 +42,13 @@ from gateway.model import (
 )
 from gateway.store import codecs, fragments, reading, schema
 from gateway.store.base import AsGiven, StoredForm, settles
+from gateway.store.filehealth import FileHealth
 from gateway.store.group import GroupCommit
-from gateway.store.guard import FileGuard
 from gateway.store.locks import FileRangeLocks, WriterLock, run_lock_key
 from gateway.store.notify import AUDIT_FEED, Notifying, SettleHub
-from gateway.store.peers import PeerLink
 from gateway.store.reading import SQLITE, Reader
-from gateway.store.sqliteconn import Busy, Connections
+from gateway.store.sqlite_connections import Busy, Connections
+from gateway.store.sqlite_peers import PeerLink
 
 T = TypeVar("T")
 log = logging.getLogger("callgate.store")
@@ -124,7 +124,7 @@ class SQLiteStore(Notifying):
                  stored: StoredForm | None = None) -> None:
         self.path = path
         self._busy_timeout_s = busy_timeout_s
-        self._guard = FileGuard(path, min_free_bytes)
+        self._guard = FileHealth(path, min_free_bytes)
         self._problem = ""
         self._audit_key = audit_key
         self._stored = stored or AsGiven()

@@ -9,7 +9,7 @@ keywords side by side (no keyword belongs to two of them), `#meta` as a plain `{
 (the dynamic scope of a schema checked on its own has only the metaschema's anchor), their
 `$defs` together (a name shared by two vocabularies has one definition), and the document-
 relative references pointed at those. A schema passes it exactly when it passes the published
-metaschema (tests/gateway/test_metaschema.py checks both agree), five times faster.
+metaschema (tests/gateway/tools/test_metaschema.py checks both agree), five times faster.
 """
 
 from __future__ import annotations

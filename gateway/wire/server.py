@@ -166,7 +166,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
     def _credentials(self, context: grpc.aio.ServicerContext[Any, Any]) -> Credentials:
         return credentials_of(context, certificate=self.auth.wants_client_certificates)
 
-    async def _guard(self, context: grpc.aio.ServicerContext[Any, Any],
+    async def _call(self, context: grpc.aio.ServicerContext[Any, Any],
                      fn: Callable[[Identity], Awaitable[T]], request: Any = None) -> T:
         try:
             identity = await self.auth.authenticate(self._credentials(context))
@@ -179,10 +179,10 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             log.exception("internal error")
             await abort(context, INTERNAL)
 
-    async def _guard_stream(self, context: grpc.aio.ServicerContext[Any, Any],
+    async def _call_stream(self, context: grpc.aio.ServicerContext[Any, Any],
                             fn: Callable[[Identity], AsyncIterator[T]],
                             request: Any = None) -> AsyncIterator[T]:
-        """`_guard` for a server stream: every message of fn, or the error it ends with."""
+        """`_call` for a server stream: every message of fn, or the error it ends with."""
         try:
             identity = await self.auth.authenticate(self._credentials(context))
             if isinstance(request, Undecodable):
@@ -202,7 +202,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         async def go(who: Identity) -> pb.Run:
             run = await self.turns.start_run(who, convert.start_params(request))
             return convert.run_to(run)
-        return await self._guard(context, go, request)
+        return await self._call(context, go, request)
 
     async def GetRun(self, request: pb.GetRunRequest,
                      context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
@@ -210,14 +210,14 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             page, conversation = await self.turns.get_run(
                 who, request.run_id, page_size=request.page_size, page_token=request.page_token)
             return convert.run_page_to(page, conversation)
-        return await self._guard(context, go, request)
+        return await self._call(context, go, request)
 
     async def SubmitTurn(self, request: pb.SubmitTurnRequest,
                          context: grpc.aio.ServicerContext[Any, Any]) -> pb.TurnOutcome:
         async def go(who: Identity) -> pb.TurnOutcome:
             turn = convert.turn_input(request)
             return convert.outcome_to(await self.turns.submit_turn(who, turn))
-        return await self._guard(context, go, request)
+        return await self._call(context, go, request)
 
     async def SubmitProviderResponse(self, request: pb.SubmitProviderResponseRequest,
                                      context: grpc.aio.ServicerContext[Any, Any]
@@ -228,7 +228,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                                       turn_id=request.turn_id, model=request.model)
             outcome = await self.turns.submit_response(who, req, request.response_json)
             return convert.outcome_to(outcome)
-        return await self._guard(context, go, request)
+        return await self._call(context, go, request)
 
     async def SubmitProviderStream(self, request_iterator: AsyncIterator[pb.ProviderStreamEvent],
                                    context: grpc.aio.ServicerContext[Any, Any]
@@ -252,34 +252,34 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             req = ProviderTurnRequest(run_id=first.run_id, provider=first.provider,
                                       api_version=first.api_version, turn_id=first.turn_id)
             return convert.outcome_to(await self.turns.submit_stream(who, req, texts()))
-        return await self._guard(context, go)
+        return await self._call(context, go)
 
     async def ListTools(self, request: pb.ListToolsRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.ListToolsResponse:
         async def go(who: Identity) -> pb.ListToolsResponse:
             return pb.ListToolsResponse(tools_json=await self.turns.list_tools(
                 who, request.provider, request.api_version))
-        return await self._guard(context, go, request)
+        return await self._call(context, go, request)
 
     async def Authorize(self, request: pb.AuthorizeRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.AuthorizeResponse:
         async def go(who: Identity) -> pb.AuthorizeResponse:
             calls = convert.tool_calls(list(request.calls))
             return convert.authorize_to(await self.authorizer.authorize(who, request.run_id, calls))
-        return await self._guard(context, go, request)
+        return await self._call(context, go, request)
 
     async def ResumeRun(self, request: pb.ResumeRunRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.TurnOutcome:
         async def go(who: Identity) -> pb.TurnOutcome:
             return convert.outcome_to(await self.turns.resume_run(who, request.run_id))
-        return await self._guard(context, go, request)
+        return await self._call(context, go, request)
 
     async def ResolveCall(self, request: pb.ResolveCallRequest,
                           context: grpc.aio.ServicerContext[Any, Any]) -> pb.CallResult:
         async def go(who: Identity) -> pb.CallResult:
             result = await self.runner.resolve_call(who, convert.resolve_request(request))
             return convert.call_result_to(result)
-        return await self._guard(context, go, request)
+        return await self._call(context, go, request)
 
     async def WatchRun(self, request: pb.WatchRunRequest,
                        context: grpc.aio.ServicerContext[Any, Any]
@@ -287,7 +287,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         async def go(who: Identity) -> AsyncIterator[pb.TurnOutcome]:
             async for outcome in self.turns.watch_run(who, request.run_id):
                 yield convert.outcome_to(outcome)
-        async for message in self._guard_stream(context, go, request):
+        async for message in self._call_stream(context, go, request):
             yield message
 
     async def ListApprovals(self, request: pb.ListApprovalsRequest,
@@ -296,7 +296,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         async def go(who: Identity) -> pb.ListApprovalsResponse:
             page = await self.desk.list_page(who, convert.list_request(request))
             return convert.approvals_to(page)
-        return await self._guard(context, go, request)
+        return await self._call(context, go, request)
 
     async def DecideApproval(self, request: pb.DecideApprovalRequest,
                              context: grpc.aio.ServicerContext[Any, Any]
@@ -306,13 +306,13 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                 who, convert.decide_request(request))
             return pb.DecideApprovalResponse(approval=convert.approval_to(approval),
                                              result=convert.call_result_to(result))
-        return await self._guard(context, go, request)
+        return await self._call(context, go, request)
 
     async def CancelRun(self, request: pb.CancelRunRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
         async def go(who: Identity) -> pb.Run:
             return convert.run_to(await self.runner.cancel_run(who, request.run_id))
-        return await self._guard(context, go, request)
+        return await self._call(context, go, request)
 
     async def GetStatus(self, request: pb.GetStatusRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.Status:
@@ -334,7 +334,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                     failed=shadow.failed, opa_revision=shadow.opa_revision,
                     opa_reachable=shadow.opa_reachable))
             return status
-        return await self._guard(context, go, request)
+        return await self._call(context, go, request)
 
     # ------------------------------------------------------------------ audit
 
@@ -344,5 +344,5 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         async def go(who: Identity) -> AsyncIterator[pb.AuditRecord]:
             async for record in self.audit.stream(who, convert.audit_query(request)):
                 yield convert.audit_record_to(record)
-        async for message in self._guard_stream(context, go):
+        async for message in self._call_stream(context, go):
             yield message

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import sqlite3
 import threading
 import uuid
@@ -30,13 +29,15 @@ from gateway import pb
 from gateway.client import GatewayClient, tool_call
 from gateway.store import open_store, sqlite_path
 from gateway.testing import SidecarProcess
-from tests.conftest import AUTH, POLICIES, sidecar_env
-from tests.scenarios.test_provider_rpcs import USER, submit_raw
-from tests.scenarios.test_resolution import attempt, refused
 from tests.support import databases
+from tests.support.approval_policies import short_ttl_policies
+from tests.support.paths import AUTH, POLICIES, sidecar_env
+from tests.support.provider_turns import USER, submit_raw
+from tests.support.resolution import attempt, refused
 from tests.support.sidecars import Watcher, by_id, key_for
 
 AVAILABILITY = {"event_id": "ws-acme-1"}
+
 PENDING, SUCCEEDED = pb.CALL_STATUS_PENDING_APPROVAL, pb.CALL_STATUS_SUCCEEDED
 
 
@@ -157,9 +158,6 @@ def decide(c: GatewayClient, approval_id: str, approve: bool,
     return c.decide_approval(approval_id, approve=approve, reason=reason)
 
 
-# ------------------------------------------------------------------------------ approve
-
-
 def test_an_owner_of_the_tenant_approves_and_exactly_one_seat_is_booked(
         gw: Gateways, run_id: str, fresh_workshop: WorkshopService) -> None:
     loop, paused = ask(gw, run_id)
@@ -251,9 +249,6 @@ def test_an_approval_decided_after_a_restart_books_once(
     assert watcher.wait_for(2)[1].next == pb.NEXT_ACTION_CONTINUE
     watcher.cancel()
     assert len(fresh_workshop.reservations(f"{run_id}:w1")) == 1
-
-
-# ------------------------------------------------------------------------------ refused
 
 
 def test_a_denied_booking_is_never_made_and_the_model_is_told(
@@ -379,18 +374,6 @@ def test_cancel_while_pending_books_nothing(
     assert fresh_workshop.reservations() == []
 
 
-# ------------------------------------------------------------------------------ expiry
-
-
-def short_ttl_policies(into: Path, ttl_s: int) -> Path:
-    """The default policies, with approval requests open for ttl_s seconds."""
-    shutil.copytree(POLICIES, into)
-    data = json.loads((into / "data.json").read_text())
-    data["callgate"]["config"]["approval_ttl_s"] = ttl_s
-    (into / "data.json").write_text(json.dumps(data))
-    return into
-
-
 def test_an_approval_nobody_decides_expires_on_its_own_across_a_restart(
         db_kind: str, new_db: Any, tmp_path: Path, travel: TravelService, tools_dir: Path,
         effects_db: Path, fresh_workshop: WorkshopService) -> None:
@@ -421,9 +404,6 @@ def test_an_approval_nobody_decides_expires_on_its_own_across_a_restart(
         first.close_clients()
         first.stack.close()
     assert fresh_workshop.reservations() == []
-
-
-# ------------------------------------------------------------------------------ the command
 
 
 def callgate(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -469,9 +449,6 @@ def test_the_approvals_command_lists_shows_and_decides(
     assert code == 0 and out.strip() == "no approvals"  # pending only, by default
     code, _, err = callgate(capsys, "approvals", "show", "apr_nope", *olga)
     assert code == 1 and "no approval apr_nope that you may see" in err
-
-
-# ------------------------------------------------------------------------------ bad requests
 
 
 @pytest.mark.parametrize(("rpc", "fields", "status", "code"), [

@@ -15,9 +15,9 @@ import pytest
 
 from gateway.client import tool_call
 from gateway.testing import SidecarProcess
-from tests.conftest import ROOT, Connect
-from tests.gateway.test_cli import callgate
-from tests.scenarios.test_guide_cases import WEATHER
+from tests.support.commands import callgate
+from tests.support.paths import ROOT, Connect
+from tests.support.scenarios import WEATHER
 
 
 def copy_store(sidecar: SidecarProcess, to: Path) -> Path:

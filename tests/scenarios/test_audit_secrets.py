@@ -18,11 +18,11 @@ from gateway.arguments import canonical_sha256
 from gateway.audit.keys import AuditKey
 from gateway.client import GatewayClient, tool_call
 from gateway.testing import SidecarProcess
-from tests.conftest import Connect
-from tests.scenarios.test_audit_trail import records
-from tests.scenarios.test_guide_cases import WEATHER
-from tests.scenarios.test_provider_rpcs import submit_raw
+from tests.support.audit import records
 from tests.support.effects import effects
+from tests.support.paths import Connect
+from tests.support.provider_turns import submit_raw
+from tests.support.scenarios import WEATHER
 
 EMAIL, CARD, TOKEN = "pat@example.com", "4111111111111111", "sk-live-4fJq9TzW2bXcV7nM3kLp"
 META = "meta-secret-4242"

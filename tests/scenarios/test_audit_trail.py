@@ -15,15 +15,12 @@ from examples.travel.service import TravelService
 from gateway import pb
 from gateway.arguments import canonical_sha256
 from gateway.client import GatewayClient, error_code, tool_call
-from tests.conftest import Connect
-from tests.scenarios.test_guide_cases import TRAIN, WEATHER
+from tests.support.audit import records
+from tests.support.paths import Connect
+from tests.support.scenarios import TRAIN, WEATHER
 
 SUCCEEDED, REJECTED, FAILED = (pb.CALL_STATUS_SUCCEEDED, pb.CALL_STATUS_REJECTED,
                                pb.CALL_STATUS_FAILED)
-
-
-def records(c: GatewayClient, **filters: Any) -> list[pb.AuditRecord]:
-    return list(c.query_audit(timeout_s=30, **filters))
 
 
 def story(c: GatewayClient, run_id: str) -> list[tuple[str, str, int, str]]:
@@ -35,9 +32,6 @@ def refused(call: Callable[[], Any], status: grpc.StatusCode, code: str) -> None
     with pytest.raises(grpc.RpcError) as err:
         call()
     assert err.value.code() == status and error_code(err.value) == code, err.value.details()
-
-
-# ---------------------------------------------------------------------- the guide's cases
 
 
 def test_a_call_that_runs_leaves_its_decision_and_its_result(connect: Connect, run_id: str,
@@ -176,9 +170,6 @@ def test_authorize_is_the_callers_own_record(connect: Connect) -> None:
         "authorize", "", "alice", "alice", pb.VERDICT_ALLOW)
 
 
-# ---------------------------------------------------------------------- who reads what
-
-
 def test_reading_is_authorized_per_set_of_records(connect: Connect, run_id: str) -> None:
     alice = connect("alice-token")
     alice.start_run(run_id=run_id)
@@ -226,9 +217,6 @@ def test_a_malformed_query_is_refused(connect: Connect, fields: dict[str, Any],
         records(connect("alice-token"), **fields)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert message in (err.value.details() or "")
-
-
-# ---------------------------------------------------------------------- filters and paging
 
 
 def test_filters_pages_and_the_newest(connect: Connect, run_id: str) -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 from examples.travel.service import TravelService
 from gateway import pb
 from gateway.client import tool_call
-from tests.conftest import Connect
-from tests.scenarios.test_guide_cases import WEATHER, by_id
 from tests.support.effects import effects
+from tests.support.paths import Connect
+from tests.support.scenarios import WEATHER, by_id
 
 
 def test_allowed_writes_run_in_listed_order(connect: Connect, run_id: str,

@@ -35,8 +35,6 @@ from examples.travel.service import TravelService
 from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
 from gateway.testing import SidecarFailed, SidecarProcess
-from tests.conftest import AUTH, POLICIES, ROOT, sidecar_env
-from tests.scenarios.test_guide_cases import TRAIN, WEATHER
 from tests.support.fuzzing import (
     HOSTILE_TEXTS,
     JSON_VALUES,
@@ -45,6 +43,8 @@ from tests.support.fuzzing import (
     mutated_stream,
     streams,
 )
+from tests.support.paths import AUTH, POLICIES, ROOT, sidecar_env
+from tests.support.scenarios import TRAIN, WEATHER
 
 EXAMPLE_TOOLS = ROOT / "examples" / "travel" / "tools"
 SCHEMAS = {m["name"]: m["input_schema"]

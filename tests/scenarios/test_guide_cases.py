@@ -15,15 +15,9 @@ import pytest
 from examples.travel.service import TravelService
 from gateway import pb
 from gateway.client import error_code, tool_call
-from tests.conftest import Connect
 from tests.support.effects import effects
-
-TRAIN = {"train_number": "ICE123", "date": "2026-12-01"}
-WEATHER = {"city": "Berlin", "date": "2026-12-01"}
-
-
-def by_id(outcome: pb.TurnOutcome) -> dict[str, pb.CallResult]:
-    return {r.call_id: r for r in outcome.results}
+from tests.support.paths import Connect
+from tests.support.scenarios import TRAIN, WEATHER, by_id
 
 
 def test_final_answer_with_no_tool(connect: Connect, run_id: str) -> None:

@@ -7,7 +7,6 @@ Each case checks the answer (a stable code, never INTERNAL), that nothing invali
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -15,33 +14,12 @@ import pytest
 
 from examples.travel.service import TravelService
 from gateway import pb
-from gateway.client import GatewayClient, error_code, tool_call
-from tests.conftest import Connect
-from tests.scenarios.test_guide_cases import WEATHER
+from gateway.client import GatewayClient, tool_call
+from tests.support.paths import Connect
+from tests.support.refusals import assert_refused, assert_run_usable, rpc_error, submit_stream
+from tests.support.scenarios import WEATHER
 
 LONE = "\ud800"
-
-
-def rpc_error(fn: Any, *args: Any, **kwargs: Any) -> grpc.RpcError:
-    with pytest.raises(grpc.RpcError) as info:
-        fn(*args, **kwargs)
-    err = info.value
-    assert isinstance(err, grpc.RpcError)
-    return err
-
-
-def assert_refused(err: grpc.RpcError, status: grpc.StatusCode, code: str) -> None:
-    assert (err.code(), error_code(err)) == (status, code), err.details()
-
-
-def assert_run_usable(c: GatewayClient, run_id: str, turn_id: str = "valid-after") -> None:
-    """The run answers ResumeRun and GetRun, then runs a valid read."""
-    c.resume_run(run_id)
-    c.get_run(run_id)
-    out = c.submit_calls(run_id, turn_id, tool_call(f"{turn_id}-c", "get_weather", WEATHER))
-    assert [r.status for r in out.results] == [pb.CALL_STATUS_SUCCEEDED], out
-    assert out.next == pb.NEXT_ACTION_CONTINUE
-    c.get_run(run_id)
 
 
 def submit_raw(c: GatewayClient, run_id: str, text: str, **fields: Any) -> pb.TurnOutcome:
@@ -49,20 +27,6 @@ def submit_raw(c: GatewayClient, run_id: str, text: str, **fields: Any) -> pb.Tu
         pb.SubmitProviderResponseRequest(run_id=run_id, response_json=text, **fields),
         metadata=c.metadata, timeout=30)
     return result
-
-
-def submit_stream(c: GatewayClient, run_id: str, texts: list[str], **first: Any
-                  ) -> pb.TurnOutcome:
-    def messages() -> Iterator[pb.ProviderStreamEvent]:
-        for i, text in enumerate(texts):
-            head = {"run_id": run_id, **first} if i == 0 else {}
-            yield pb.ProviderStreamEvent(event_json=text, **head)
-    result: pb.TurnOutcome = c.stub.SubmitProviderStream(messages(), metadata=c.metadata,
-                                                         timeout=30)
-    return result
-
-
-# ---------------------------------------------------------------------- provider error bodies
 
 ERROR_BODIES: dict[str, dict[str, Any]] = {
     "openai.responses": {"error": {"message": LONE, "code": "server_error"}},
@@ -113,9 +77,6 @@ def test_lone_surrogate_as_tool_name_or_argument_is_refused(connect: Connect, ru
     assert fresh_travel.stats()["weather"] == 0
     assert_run_usable(c, run_id)
 
-
-# ---------------------------------------------------------------------- arguments
-
 def nested(depth: int) -> str:
     return '{"city": ' + "[" * depth + "]" * depth + ', "date": "2026-12-01"}'
 
@@ -158,9 +119,6 @@ def test_duplicate_keys_never_execute(connect: Connect, run_id: str,
     (decision,) = c.authorize(tool_call("c2", "get_train_status", args)).decisions
     assert decision.error.code == "invalid_arguments"
 
-
-# ---------------------------------------------------------------------- conversations, raw JSON
-
 def test_a_too_deep_conversation_is_refused_at_start(connect: Connect, run_id: str) -> None:
     c = connect("alice-token")
     conv = "[" + "[" * 700 + "]" * 700 + "]"
@@ -194,9 +152,6 @@ def test_a_raw_response_naming_other_call_ids_leaves_get_run_working(
     assert [r.call_id for r in run.calls] == ["mine"]
     assert run.conversation_json == ""  # cannot be rebuilt from that raw response
     assert_run_usable(c, run_id)
-
-
-# ---------------------------------------------------------------------- numbers
 
 def test_huge_usage_in_a_raw_response_is_malformed(connect: Connect, run_id: str) -> None:
     c = connect("alice-token")
@@ -241,9 +196,6 @@ def test_negative_budgets_and_usage_are_refused(connect: Connect, run_id: str) -
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, err.details()
     assert c.get_run(run_id).usage_total.input_tokens == 0
 
-
-# ---------------------------------------------------------------------- Authorize
-
 @pytest.mark.parametrize("ids, code", [
     (["", "b"], "invalid_argument"),
     (["a", "a"], "duplicate_call_id"),
@@ -255,9 +207,6 @@ def test_authorize_checks_call_ids_like_submit_turn(connect: Connect, ids: list[
     c = connect("alice-token")
     err = rpc_error(c.authorize, *[tool_call(i, "get_weather", WEATHER) for i in ids])
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, code)
-
-
-# ---------------------------------------------------------------------- adapters
 
 RESPONSES = [
     ("openai.responses", {"id": "r", "status": "completed", "output": [{"type": {}}]}),
@@ -323,9 +272,6 @@ def test_streams_that_cannot_be_assembled_are_malformed(connect: Connect, run_id
                     turn_id="t-s")
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, "malformed_response")
     assert_run_usable(c, run_id)
-
-
-# ---------------------------------------------------------------------- the wire itself
 
 def test_invalid_utf8_in_a_string_field_is_invalid_argument(connect: Connect,
                                                             run_id: str) -> None:

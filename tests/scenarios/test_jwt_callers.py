@@ -21,14 +21,14 @@ from examples.travel.service import TravelService
 from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
 from gateway.testing import SidecarProcess
-from tests.conftest import POLICIES, sidecar_env
-from tests.scenarios.test_guide_cases import TRAIN, WEATHER
 from tests.support.idp import (
     AUDIENCE,
     IdentityProvider,
     hs256_signed_with_public_key,
     unsigned_token,
 )
+from tests.support.paths import POLICIES, sidecar_env
+from tests.support.scenarios import TRAIN, WEATHER
 
 # Claim values that must never be written anywhere: the policy reads them, nothing keeps them
 EMAIL = "alice.private@example.test"

@@ -17,15 +17,10 @@ from examples.travel.service import TravelService
 from gateway import pb
 from gateway.client import GatewayClient, tool_call
 from gateway.testing import SidecarProcess
-from tests.conftest import AUTH, POLICIES, sidecar_env
-from tests.scenarios.test_guide_cases import TRAIN, WEATHER
-from tests.scenarios.test_hostile_input import (
-    assert_refused,
-    assert_run_usable,
-    rpc_error,
-    submit_stream,
-)
 from tests.support.effects import effects
+from tests.support.paths import AUTH, POLICIES, sidecar_env
+from tests.support.refusals import assert_refused, assert_run_usable, rpc_error, submit_stream
+from tests.support.scenarios import TRAIN, WEATHER
 
 LIMITS = {"--max-calls-per-turn": 3, "--max-arguments-bytes": 500, "--max-labels": 2,
           "--max-label-bytes": 16, "--max-conversation-bytes": 1000,

@@ -14,8 +14,8 @@ import pytest
 
 from examples.travel.service import TravelService
 from gateway.testing import run_serve_expecting_failure
-from tests.conftest import AUTH, POLICIES, ROOT
-from tests.scenarios.test_process import own_sidecar
+from tests.support.paths import AUTH, POLICIES, ROOT
+from tests.support.sidecars import own_sidecar
 
 
 def test_a_second_serve_on_the_same_address_refuses_to_start(

@@ -19,9 +19,9 @@ from pathlib import Path
 from gateway import pb
 from gateway.client import GatewayClient, tool_call
 from gateway.policy import load_bundle
-from tests.conftest import POLICIES, ROOT
-from tests.scenarios.test_guide_cases import WEATHER
-from tests.scenarios.test_policy_reload import (
+from tests.support.opa import FakeOpa
+from tests.support.paths import POLICIES, ROOT
+from tests.support.reloads import (
     NOT_SERVING,
     SERVING,
     eventually,
@@ -29,7 +29,7 @@ from tests.scenarios.test_policy_reload import (
     sidecar_over,
     weather_decision,
 )
-from tests.support.opa import FakeOpa
+from tests.support.scenarios import WEATHER
 
 ALLOW = "ALLOW"
 

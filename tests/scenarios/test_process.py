@@ -22,10 +22,10 @@ from examples.travel.service import TravelService
 from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
 from gateway.testing import run_serve_expecting_failure
-from tests.conftest import AUTH, POLICIES, NewDb
-from tests.scenarios.test_guide_cases import TRAIN, WEATHER
-from tests.scenarios.test_resolution import audit_of
 from tests.support.effects import effects
+from tests.support.paths import AUTH, POLICIES, NewDb
+from tests.support.resolution import audit_of
+from tests.support.scenarios import TRAIN, WEATHER
 from tests.support.sidecars import own_sidecar
 
 

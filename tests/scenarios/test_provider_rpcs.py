@@ -13,10 +13,9 @@ import pytest
 from examples.travel.service import TravelService
 from gateway import pb
 from gateway.client import GatewayClient, error_code
-from tests.conftest import ROOT, Connect
-from tests.scenarios.test_guide_cases import TRAIN, WEATHER
-
-USER = [{"role": "user", "content": "Is ICE123 on time, and what's the weather in Berlin?"}]
+from tests.support.paths import ROOT, Connect
+from tests.support.provider_turns import USER, submit_raw
+from tests.support.scenarios import TRAIN, WEATHER
 
 
 def anthropic_tool_use(msg_id: str = "msg_01") -> dict[str, Any]:
@@ -35,15 +34,6 @@ def anthropic_final(msg_id: str = "msg_02") -> dict[str, Any]:
             "content": [{"type": "text", "text": "ICE123 is on time; Berlin is mild."}],
             "stop_reason": "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": 200, "output_tokens": 20}}
-
-
-def submit_raw(c: GatewayClient, run_id: str, response: dict[str, Any] | str,
-               **fields: Any) -> pb.TurnOutcome:
-    text = response if isinstance(response, str) else json.dumps(response)
-    result: pb.TurnOutcome = c.stub.SubmitProviderResponse(
-        pb.SubmitProviderResponseRequest(run_id=run_id, response_json=text, **fields),
-        metadata=c.metadata, timeout=30)
-    return result
 
 
 def test_anthropic_round_trip_and_conversation(connect: Connect, run_id: str,

@@ -19,7 +19,7 @@ from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
 from gateway import pb
 from gateway.client import GatewayClient, tool_call
-from tests.conftest import NewDb
+from tests.support.paths import NewDb
 from tests.support.sidecars import by_id, replicas
 
 SEAT = {"event_id": "ws-acme-1", "participant": "mia", "seats": 1}

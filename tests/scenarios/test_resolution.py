@@ -19,26 +19,15 @@ from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
 from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
-from gateway.store import open_store
-from tests.conftest import Connect, NewDb
+from tests.support.paths import Connect, NewDb
+from tests.support.resolution import attempt, audit_of, refused
 from tests.support.sidecars import Watcher, by_id, own_sidecar, replicas
 
 SEAT = {"event_id": "ws-acme-1", "participant": "mia", "seats": 1}
+
 AVAILABILITY = {"event_id": "ws-acme-1"}
+
 SUCCEEDED, FAILED = pb.CALL_STATUS_SUCCEEDED, pb.CALL_STATUS_FAILED
-
-
-def refused(call: object, code: grpc.StatusCode, reason: str) -> None:
-    assert isinstance(call, grpc.RpcError), call
-    assert call.code() == code and error_code(call) == reason, call.details()
-
-
-def attempt(fn: object, *args: object, **kwargs: object) -> object:
-    """The error fn raises (or its answer, which the caller's assertion then rejects)."""
-    try:
-        return fn(*args, **kwargs)  # type: ignore[operator]
-    except grpc.RpcError as err:
-        return err
 
 
 def lose_the_answer(workshop: WorkshopService, *, applied: bool = True) -> None:
@@ -46,14 +35,6 @@ def lose_the_answer(workshop: WorkshopService, *, applied: bool = True) -> None:
     failing: nobody can tell whether it happened."""
     fault = "apply_then_drop" if applied else "drop"
     workshop.control(reserve_seat={fault: True, "times": 1}, lookup={"status": 500})
-
-
-async def audit_of(db: str, run_id: str) -> list[dict[str, object]]:
-    store = await open_store(db)
-    try:
-        return await store.audit_rows(run_id)
-    finally:
-        await store.close()
 
 
 def test_an_operator_settles_an_unknown_booking_and_the_watching_loop_receives_it(
@@ -185,9 +166,6 @@ def test_resolve_call_refusals_change_nothing(
 def test_resolve_call_on_a_run_that_does_not_exist(connect: Connect) -> None:
     refused(attempt(connect("oscar-token").resolve_call, "no-such-run", "w1", SUCCEEDED,
                     reason="x"), grpc.StatusCode.NOT_FOUND, "run_not_found")
-
-
-# ------------------------------------------------------------------------------ WatchRun
 
 
 def test_watch_run_is_for_the_owner_only(connect: Connect, run_id: str) -> None:

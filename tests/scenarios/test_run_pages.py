@@ -15,9 +15,9 @@ from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
 from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
-from tests.conftest import Connect, NewDb
-from tests.scenarios.test_guide_cases import WEATHER
-from tests.scenarios.test_provider_rpcs import USER, submit_raw
+from tests.support.paths import Connect, NewDb
+from tests.support.provider_turns import USER, submit_raw
+from tests.support.scenarios import WEATHER
 from tests.support.sidecars import replicas
 
 

@@ -21,8 +21,8 @@ from examples.travel.service import TravelService
 from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
 from gateway.testing import SidecarProcess
-from tests.scenarios.test_guide_cases import WEATHER
-from tests.scenarios.test_process import own_sidecar
+from tests.support.scenarios import WEATHER
+from tests.support.sidecars import own_sidecar
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING

@@ -23,9 +23,9 @@ from gateway import pb
 from gateway.client import error_code, tool_call
 from gateway.testing import ServeTLS, SidecarProcess
 from gateway.tls import ClientTLS
-from tests.conftest import POLICIES, sidecar_env
-from tests.scenarios.test_guide_cases import TRAIN
+from tests.support.paths import POLICIES, sidecar_env
 from tests.support.pki import CertificateAuthority
+from tests.support.scenarios import TRAIN
 
 AGENT = "spiffe://acme.test/ns/travel/sa/agent-a"
 STRANGER = "spiffe://acme.test/ns/travel/sa/stranger"

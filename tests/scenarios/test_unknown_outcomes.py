@@ -13,9 +13,9 @@ from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
 from gateway import pb
 from gateway.client import GatewayClient, error_code, tool_call
-from tests.conftest import NewDb
 from tests.gateway.executors.target import Reply, running_target
-from tests.scenarios.test_resolution import audit_of
+from tests.support.paths import NewDb
+from tests.support.resolution import audit_of
 from tests.support.sidecars import own_sidecar
 
 

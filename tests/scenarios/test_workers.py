@@ -31,10 +31,10 @@ from gateway import pb
 from gateway.client import GatewayClient, tool_call
 from gateway.service.config import ServeConfig
 from gateway.service.supervisor import READY, Backoff, Supervisor
-from gateway.store.peers import directory_of
+from gateway.store.sqlite_peers import directory_of
 from gateway.testing import SidecarProcess, run_serve_expecting_failure
-from tests.conftest import AUTH, POLICIES, NewDb, sidecar_env
-from tests.scenarios.test_approvals import short_ttl_policies
+from tests.support.approval_policies import short_ttl_policies
+from tests.support.paths import AUTH, POLICIES, NewDb, sidecar_env
 from tests.support.sidecars import Watcher, by_id, key_for
 
 SERVING = re.compile(r"callgate\.supervisor: 2 workers serving on \S+: pids (\d+), (\d+)")

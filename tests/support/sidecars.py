@@ -17,7 +17,7 @@ from examples.workshop.service import WorkshopService
 from gateway import pb
 from gateway.client import GatewayClient
 from gateway.testing import SidecarProcess
-from tests.conftest import AUTH, POLICIES, sidecar_env
+from tests.support.paths import AUTH, POLICIES, sidecar_env
 
 _KEYS = tempfile.TemporaryDirectory(prefix="callgate-test-keys-")  # removed at exit
 

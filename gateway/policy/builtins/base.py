@@ -25,7 +25,7 @@ class Extension:
     nargs: int
     fn: Callable[..., Any]
 
-    def guarded(self) -> Callable[..., Any]:
+    def contained(self) -> Callable[..., Any]:
         """fn, with every failure turned into a BuiltinError that names the builtin."""
         name, fn = self.name, self.fn
 

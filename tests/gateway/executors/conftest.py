@@ -1,6 +1,7 @@
+
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -10,10 +11,7 @@ from gateway.model import Identity
 from gateway.tools import Registry, Tool
 from tests.gateway.executors import sample_tools
 from tests.gateway.executors.target import Target, running_target
-
-ToolFactory = Callable[..., Tool]
-
-OBJECT = {"type": "object"}
+from tests.support.executor_tools import ToolFactory, manifest
 
 
 @pytest.fixture
@@ -34,12 +32,6 @@ def _fresh_sample_state() -> Iterator[None]:
     sample_tools.RELEASE.clear()
     yield
     sample_tools.RELEASE.set()
-
-
-def manifest(name: str = "t", *, effect: str = "read", executor: dict[str, Any],
-             **extra: Any) -> dict[str, Any]:
-    return {"name": name, "version": "1", "effect": effect, "input_schema": OBJECT,
-            "executor": executor, **extra}
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import pytest
 from gateway.executors.base import ExecutionContext
 from gateway.model import CallStatus
 from gateway.tools import Registry
-from tests.gateway.executors.conftest import ToolFactory, manifest
 from tests.gateway.executors.target import Reply, Target, refused_url
+from tests.support.executor_tools import ToolFactory, manifest
 
 FAST = 0.2  # seconds: every timeout in this file
 NO_BACKOFF = {"max_attempts": 3, "backoff_s": 0}

@@ -7,7 +7,7 @@ from gateway.executors.base import ExecutionContext
 from gateway.model import CallStatus
 from gateway.tools import Tool
 from tests.gateway.executors import sample_tools
-from tests.gateway.executors.conftest import ToolFactory
+from tests.support.executor_tools import ToolFactory
 
 MOD = "tests.gateway.executors.sample_tools"
 

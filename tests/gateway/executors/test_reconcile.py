@@ -8,8 +8,8 @@ from typing import Any
 from gateway.executors.base import ExecutionContext
 from gateway.model import CallStatus
 from gateway.tools import Tool
-from tests.gateway.executors.conftest import ToolFactory
 from tests.gateway.executors.target import Reply, Target, refused_url
+from tests.support.executor_tools import ToolFactory
 
 LOOKUP = "/bookings/by-key/{idempotency_key}?run={run_id}&call={call_id}"
 

@@ -9,7 +9,7 @@ import pytest
 from gateway.errors import ConfigError
 from gateway.identity import Authenticator
 from gateway.identity.config import load_auth_file
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 
 def auth_file(tmp_path: Path, text: str) -> Path:

@@ -39,7 +39,7 @@ class Clock:
 def serving(root: Path, **options: object) -> tuple[ReloadingEngine, PolicyReloader, Clock]:
     engine = ReloadingEngine(EmbeddedEngine(prepare(root, "data.callgate"), checked=True))
     clock = Clock()
-    reloader = PolicyReloader(engine, root, "data.callgate", settle_s=0.25, clock=clock,
+    reloader = PolicyReloader(engine, root, "data.callgate", quiet_s=0.25, clock=clock,
                               **options)  # type: ignore[arg-type]
     return engine, reloader, clock
 
@@ -61,7 +61,7 @@ def state(*files: tuple[str, int]) -> Snapshot:
 
 
 def test_detector_waits_for_the_settle_time() -> None:
-    detector = ChangeDetector(state(("p.rego", 10)), settle_s=0.25)
+    detector = ChangeDetector(state(("p.rego", 10)), quiet_s=0.25)
     assert not detector.ready(state(("p.rego", 10)), 0.0)  # unchanged
     changed = state(("p.rego", 12))
     assert not detector.ready(changed, 1.0)  # first seen
@@ -72,7 +72,7 @@ def test_detector_waits_for_the_settle_time() -> None:
 
 
 def test_detector_restarts_when_a_save_is_still_going_on() -> None:
-    detector = ChangeDetector(state(("p.rego", 10)), settle_s=0.25)
+    detector = ChangeDetector(state(("p.rego", 10)), quiet_s=0.25)
     truncated, written = state(("p.rego", 0)), state(("p.rego", 30))
     assert not detector.ready(truncated, 1.0)
     assert not detector.ready(written, 1.2)  # the write landed: wait again

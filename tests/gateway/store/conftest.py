@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from gateway.store import RunStore, open_store
-from tests.conftest import NewDb
+from tests.support.paths import NewDb
 
 
 @pytest.fixture

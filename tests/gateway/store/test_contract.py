@@ -12,7 +12,6 @@ import json
 import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from datetime import UTC, datetime
 
 import psycopg
 import pytest
@@ -26,33 +25,13 @@ from gateway.model import (
     ApprovalStatus,
     CallRecord,
     CallStatus,
-    EventKind,
     NextAction,
     RunRecord,
     RunState,
-    TurnRecord,
 )
-from gateway.store import RunStore, open_store, pgwrite, sqlite_path
+from gateway.store import RunStore, open_store, pg_writes, sqlite_path
 from gateway.store.notify import WatchClosed
-
-NOW = datetime(2026, 11, 29, 21, 0, tzinfo=UTC)
-
-
-def a_run(run_id: str = "r1") -> RunRecord:
-    return RunRecord(run_id=run_id, state=RunState.ACTIVE, subject="alice", tenant="acme",
-                     params_hash="p", created_at=NOW, updated_at=NOW)
-
-
-def a_turn(turn_id: str, seq: int, run_id: str = "r1") -> TurnRecord:
-    return TurnRecord(run_id=run_id, turn_id=turn_id, seq=seq, event=EventKind.TOOL_REQUEST,
-                      content_hash="h", created_at=NOW)
-
-
-def a_call(turn_id: str, call_id: str, error_code: str = "", run_id: str = "r1",
-           index: int = 0) -> CallRecord:
-    return CallRecord(run_id=run_id, turn_id=turn_id, call_id=call_id, index=index, tool="t",
-                      status=CallStatus.PROPOSED, arguments_json="{}", error_code=error_code,
-                      created_at=NOW)
+from tests.support.records import NOW, a_call, a_run, a_turn
 
 
 @pytest.fixture
@@ -79,9 +58,6 @@ def execute(db_url: str, statement: str) -> None:
     with conn:
         conn.execute(statement)
     conn.close()
-
-
-# ------------------------------------------------------------------------------ records
 
 
 async def test_round_trip(store: RunStore) -> None:
@@ -156,9 +132,6 @@ async def test_the_turn_context_is_read_in_one_go(store: RunStore) -> None:
     assert await store.turn_context("nope", "t1", ["c1"], 5) is None
 
 
-# ------------------------------------------------------------------------------ claims
-
-
 async def test_a_guarded_update_applies_only_to_the_expected_row(store: RunStore) -> None:
     await with_turn(store)
     (proposed,) = await store.turn_calls("r1", "t1")
@@ -209,9 +182,6 @@ async def test_the_claim_to_execute_is_won_once(store: RunStore, other: RunStore
     assert (await store.get_run("r1")) == counted
 
 
-# ------------------------------------------------------------------------------ drive locks
-
-
 async def test_a_run_is_driven_by_one_holder_at_a_time(store: RunStore,
                                                        other: RunStore) -> None:
     """Holders on two instances, each doing store I/O while holding: never interleaved."""
@@ -248,9 +218,6 @@ async def test_an_abandoned_wait_leaves_the_lock_free(store: RunStore, other: Ru
     async with asyncio.timeout(10):
         async with other.drive_lock("r1"):
             pass
-
-
-# ------------------------------------------------------------------------------ audit
 
 
 async def test_audit_records_form_a_hash_chain(store: RunStore) -> None:
@@ -351,7 +318,7 @@ async def test_a_phase_too_large_for_one_statement_is_written_one_by_one(
     may have; past that, each write alone and the records in pieces, in the same order."""
     if store.name != "postgresql":
         pytest.skip("SQLite writes each table with a statement of its own")
-    monkeypatch.setattr(pgwrite, "MAX_PARAMETERS", 60)  # 3 calls or 2 records a statement
+    monkeypatch.setattr(pg_writes, "MAX_PARAMETERS", 60)  # 3 calls or 2 records a statement
     run = await store.create_run(a_run())
     calls = [a_call("t1", f"c{i}", index=i) for i in range(7)]
     await store.begin_turn(run, a_turn("t1", 1), calls,
@@ -368,9 +335,6 @@ async def test_a_phase_too_large_for_one_statement_is_written_one_by_one(
     assert [(r["kind"], r["call_id"]) for r in recs] == [
         (kind, c.call_id) for kind in ("decision", "result") for c in calls]
     assert_one_chain(recs)
-
-
-# ------------------------------------------------------------------------------ watches
 
 
 async def test_a_settlement_wakes_the_watchers_of_its_run(store: RunStore,
@@ -402,9 +366,6 @@ async def test_closing_watches_ends_every_wait(store: RunStore) -> None:
         store.close_watches()
         with pytest.raises(WatchClosed):
             await sub.wait()
-
-
-# ------------------------------------------------------------------------------ approvals
 
 
 def an_approval(approval_id: str, call_id: str = "c1", tool: str = "t",

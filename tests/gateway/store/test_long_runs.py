@@ -10,8 +10,8 @@ import psycopg
 
 from gateway.store import RunStore, fragments
 from gateway.store.sqlite import SQLiteStore
-from tests.gateway.store.test_contract import a_call, a_run, a_turn
-from tests.gateway.store.test_run_pages import explain_rows, sqlite_steps
+from tests.support.query_plans import explain_rows, sqlite_steps
+from tests.support.records import a_call, a_run, a_turn
 
 
 async def run_of(store: RunStore, run_id: str, turns: int) -> None:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from gateway.store.notify import SettleHub
-from gateway.store.peers import WAKE_ALL, PeerLink, decode, directory_of
+from gateway.store.sqlite_peers import WAKE_ALL, PeerLink, decode, directory_of
 
 
 @contextmanager

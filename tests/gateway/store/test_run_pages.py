@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -19,7 +18,8 @@ from gateway.errors import CallCode
 from gateway.model import CallStatus, RunPage
 from gateway.store import RunStore, fragments, sqlite_path
 from gateway.store.sqlite import SQLiteStore
-from tests.gateway.store.test_contract import a_call, a_run, a_turn
+from tests.support.query_plans import explain_rows, sqlite_steps
+from tests.support.records import a_call, a_run, a_turn
 
 
 async def record_turns(store: RunStore, first: int, last: int, run_id: str = "r1") -> None:
@@ -132,43 +132,11 @@ async def test_a_duplicate_call_id_shows_with_its_own_turn(store: RunStore) -> N
     assert [(c.turn_id, c.call_id) for c in oldest.view.calls] == [("t1", "c1-0")]
 
 
-# ------------------------------------------------------------------ what a page reads
-
-
-class Steps:
-    """Counts the SQLite virtual machine's steps on a connection (rows visited, sorted)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __call__(self) -> int:
-        self.count += 1
-        return 0
-
-
-async def sqlite_steps(store: SQLiteStore, read: Callable[[], Awaitable[object]]) -> int:
-    """The steps of SQLite's virtual machine while `read` runs, on every connection."""
-    steps = Steps()
-    for conn in store.connections:
-        conn.set_progress_handler(steps, 1)
-    try:
-        await read()
-    finally:
-        for conn in store.connections:
-            conn.set_progress_handler(None, 1)
-    return steps.count
-
-
 async def page_steps(store: SQLiteStore, run_id: str) -> int:
     async def read() -> None:
         p = await page(store, None, 50, run_id)
         assert len(p.view.turns) == 50
     return await sqlite_steps(store, read)
-
-
-def explain_rows(plan: dict[str, Any]) -> int:
-    """Rows every node of an EXPLAIN ANALYZE plan produced, together."""
-    return int(plan.get("Actual Rows", 0)) + sum(explain_rows(p) for p in plan.get("Plans", []))
 
 
 def sqlite_plan(path: str, statement: str, args: tuple[Any, ...]) -> str:

@@ -44,7 +44,7 @@ class WriteLog:
 
     def __init__(self, store: SQLiteStore, monkeypatch: pytest.MonkeyPatch,
                  prefixes: tuple[str, ...]) -> None:
-        from gateway.store import sqliteconn
+        from gateway.store import sqlite_connections
 
         self.done: list[str] = []
         self.conns: set[int] = set()
@@ -55,7 +55,7 @@ class WriteLog:
             self.synced.add(os.path.realpath(f"/proc/self/fd/{fd}"))
             self.done.append("sync")
             real_fdatasync(fd)
-        monkeypatch.setattr(sqliteconn.os, "fdatasync", fdatasync)
+        monkeypatch.setattr(sqlite_connections.os, "fdatasync", fdatasync)
         for conn in store.connections:
             conn.set_trace_callback(self._tracer(conn, prefixes))
 
@@ -262,7 +262,7 @@ async def test_the_store_thread_checkpoints_what_the_loops_connection_wrote(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The loop's connection leaves its commits in the WAL; after CHECKPOINT_EVERY of them the
     store thread copies them into the database file."""
-    from gateway.store import sqliteconn as module
+    from gateway.store import sqlite_connections as module
 
     monkeypatch.setattr(module, "CHECKPOINT_EVERY", 5)
     db = tmp_path / "s.db"
@@ -325,14 +325,14 @@ async def test_a_log_that_cannot_be_synced_fails_the_write_closed(
     (so no outcome leaves as if recorded), never an unexpected error."""
     import errno
 
-    from gateway.store import sqliteconn
+    from gateway.store import sqlite_connections
 
     store = await SQLiteStore.open(tmp_path / "s.db")
 
     def fdatasync(fd: int) -> None:
         raise OSError(errno.EIO, "Input/output error")
     try:
-        monkeypatch.setattr(sqliteconn.os, "fdatasync", fdatasync)
+        monkeypatch.setattr(sqlite_connections.os, "fdatasync", fdatasync)
         with pytest.raises(StoreUnavailable, match="could not sync its log"):
             await store.create_run(_run_record("r1"))
         monkeypatch.undo()

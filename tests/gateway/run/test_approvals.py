@@ -31,9 +31,9 @@ from gateway.model import (
 )
 from gateway.run.runner import Runner, StartRunParams
 from gateway.tools import Registry
-from tests.gateway.runner import tools
-from tests.gateway.runner.conftest import ALICE, START, Harness, manifests
-from tests.gateway.runner.test_lifecycle import by_id, call, calls_turn, start
+from tests.gateway.run import tools
+from tests.support.harness import ALICE, START, Harness, manifests
+from tests.support.runs import by_id, call, calls_turn, start
 
 OLGA = Identity("olga", "acme", ("owner",))
 SEAT = {"train": "ICE 100", "seat": "12A"}

@@ -1,24 +1,20 @@
-"""The runner in-process: a real SQLite store in a temporary file, in-process python tools, a
-scripted policy engine and a clock the test moves by hand. No subprocess, no gRPC."""
+"""A runner over a real SQLite store with a scripted policy, a fake clock and the run tests'
+own Python tools (tests/gateway/run/tools.py)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from gateway.model import Decision, Identity, Verdict
 from gateway.run.runner import Runner
 from gateway.store.sqlite import SQLiteStore
-from gateway.tools import Registry
-from tests.gateway.runner import tools
 
 ALICE = Identity("alice", "acme", ("traveler",))
+
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
 OBJECT = {"type": "object", "properties": {"train": {"type": "string"},
                                            "seat": {"type": "string"}}}
 
@@ -81,7 +77,7 @@ class ScriptedPolicy:
 
 
 def manifests() -> list[dict[str, Any]]:
-    fn = "tests.gateway.runner.tools"
+    fn = "tests.gateway.run.tools"
     return [
         {"name": "lookup_train", "version": "1", "effect": "read", "input_schema": OBJECT,
          "executor": {"type": "python", "function": f"{fn}:lookup_train"}},
@@ -99,21 +95,3 @@ class Harness:
     store: SQLiteStore
     policy: ScriptedPolicy
     clock: FakeClock
-
-
-@pytest.fixture(autouse=True)
-def _fresh_tools() -> Iterator[None]:
-    tools.SENT.clear()
-    tools.APPLIED.clear()
-    yield
-
-
-@pytest.fixture
-async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
-    store = await SQLiteStore.open(tmp_path / "runs.db")
-    registry = Registry.from_manifests(manifests(), env={})
-    policy, clock = ScriptedPolicy(), FakeClock()
-    yield Harness(Runner(store=store, registry=registry, policy=policy, clock=clock), store,
-                  policy, clock)
-    await registry.aclose()
-    await store.close()

@@ -6,7 +6,6 @@ and which tools were actually executed (tools.SENT), with a clock the test contr
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from datetime import timedelta
 
@@ -24,42 +23,17 @@ from gateway.model import (
     ToolCall,
     TurnEvent,
     TurnInput,
-    TurnOutcome,
     Usage,
     Verdict,
 )
 from gateway.run.runner import StartRunParams
-from tests.gateway.runner import tools
-from tests.gateway.runner.conftest import ALICE, START, Harness
-
-TRAIN = {"train": "ICE 100"}
-
-
-def call(call_id: str, tool: str, args: dict[str, str] | str, complete: bool = True
-         ) -> ToolCall:
-    text = args if isinstance(args, str) else json.dumps(args)
-    return ToolCall(call_id, tool, text, complete)
-
-
-def calls_turn(run_id: str, turn_id: str, *calls: ToolCall, usage: Usage | None = None
-               ) -> TurnInput:
-    return TurnInput(run_id, turn_id, TurnEvent(EventKind.TOOL_REQUEST, calls=calls),
-                     usage=usage or Usage())
+from tests.gateway.run import tools
+from tests.support.harness import ALICE, START, Harness
+from tests.support.runs import TRAIN, by_id, call, calls_turn, start
 
 
 def event_turn(run_id: str, turn_id: str, kind: EventKind, **detail: object) -> TurnInput:
     return TurnInput(run_id, turn_id, TurnEvent(kind, **detail))  # type: ignore[arg-type]
-
-
-def by_id(outcome: TurnOutcome) -> dict[str, tuple[CallStatus, str, int]]:
-    return {r.call_id: (r.status, r.error_code, r.execution_count) for r in outcome.results}
-
-
-async def start(h: Harness, run_id: str = "r1", budget: Budget | None = None) -> None:
-    await h.runner.start_run(ALICE, StartRunParams(run_id=run_id, budget=budget or Budget()))
-
-
-# ---------------------------------------------------------------------- one turn
 
 
 async def test_two_reads_run_and_the_loop_continues(harness: Harness) -> None:
@@ -118,9 +92,6 @@ async def test_unknown_tool_incomplete_and_uncanonical_arguments_are_rejected(
                           "c": (CallStatus.REJECTED, "incomplete_arguments", 0),
                           "d": (CallStatus.REJECTED, "invalid_arguments", 0)}
     assert tools.SENT == [] and h.policy.inputs == []
-
-
-# ---------------------------------------------------------------------- batches of writes
 
 
 async def test_a_rejected_write_holds_back_the_other_writes(harness: Harness) -> None:
@@ -206,9 +177,6 @@ async def test_cancel_settles_pending_approvals_and_held_writes(harness: Harness
     out = await h.runner.resume_run(ALICE, "r1")
     assert out.next == NextAction.HANDOFF and out.run_state == RunState.CANCELLED
     assert tools.SENT == []
-
-
-# ---------------------------------------------------------------------- turns and budgets
 
 
 async def test_the_same_turn_again_answers_the_stored_outcome(harness: Harness) -> None:
@@ -297,9 +265,6 @@ async def test_runs_belong_to_their_subject(harness: Harness) -> None:
     with pytest.raises(PermissionDenied):
         await h.runner.get_run(Identity("alice", "globex", ALICE.roles), "r1")
     assert tools.SENT == []
-
-
-# ---------------------------------------------------------------------- recovery
 
 
 async def _leave_in_flight(h: Harness, *calls: ToolCall) -> None:

@@ -2,7 +2,7 @@
 
 A store file that was deleted or replaced keeps accepting writes into the old, unlinked file,
 and everything is gone after a restart; a filesystem that is (nearly) full fails part-way
-through a turn. `FileGuard` answers, cheaply enough to ask before every write transaction:
+through a turn. `FileHealth` answers, cheaply enough to ask before every write transaction:
 the path still names the file that was opened (same device and inode), and its filesystem
 keeps at least `min_free_bytes` free. A store refuses writes while it answers a problem, and
 its health check reports it.
@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 
-class FileGuard:
+class FileHealth:
     def __init__(self, path: Path, min_free_bytes: int) -> None:
         self.path = path
         self.min_free_bytes = min_free_bytes

@@ -15,34 +15,11 @@ from gateway.errors import ConfigError
 from gateway.model import Effect
 from gateway.tools import Registry, Tool
 from tests.gateway.executors.target import running_target
+from tests.support.manifests import base, load_error, write
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "travel" / "tools"
+
 PY = "tests.gateway.executors.sample_tools"
-
-
-def base(**changes: Any) -> dict[str, Any]:
-    tool: dict[str, Any] = {
-        "name": "reserve", "version": "1.0.0", "description": "Reserve a seat.",
-        "effect": "write",
-        "input_schema": {"type": "object"},
-        "executor": {"type": "http", "url": "http://127.0.0.1:9/reserve"},
-    }
-    tool.update(changes)
-    return {k: v for k, v in tool.items() if v is not None}
-
-
-def write(directory: Path, name: str, content: Any) -> Path:
-    path = directory / name
-    text = content if isinstance(content, str) else (
-        json.dumps(content) if name.endswith(".json") else yaml.safe_dump(content, sort_keys=False))
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def load_error(directory: Path) -> str:
-    with pytest.raises(ConfigError) as info:
-        Registry.load(directory, env={})
-    return info.value.message
 
 
 async def load(directory: Path, env: dict[str, str] | None = None) -> Registry:
@@ -52,9 +29,6 @@ async def load(directory: Path, env: dict[str, str] | None = None) -> Registry:
 def only_tool(registry: Registry) -> Tool:
     [tool] = registry.tools()
     return tool
-
-
-# --------------------------------------------------------------------------- loading
 
 
 async def test_loads_the_travel_example_manifests() -> None:
@@ -112,9 +86,6 @@ async def test_defaults_for_reads_and_writes(tmp_path: Path) -> None:
 async def test_write_may_say_repeatable_false(tmp_path: Path) -> None:
     write(tmp_path, "w.yaml", base(repeatable=False, parallel_safe=False))
     await (await load(tmp_path)).aclose()
-
-
-# --------------------------------------------------------------------------- bad manifests
 
 BAD_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("missing_name", base(name=None), "name: Field required"),
@@ -275,9 +246,6 @@ async def test_python_tool_imports_at_load(tmp_path: Path) -> None:
     assert only_tool(await load(tmp_path)).name == "reserve"
 
 
-# --------------------------------------------------------------------------- environment
-
-
 async def test_env_expansion_in_string_values(tmp_path: Path) -> None:
     write(tmp_path, "env.yaml", textwrap.dedent("""\
         name: reserve
@@ -324,9 +292,6 @@ async def test_yaml_dates_stay_strings(tmp_path: Path) -> None:
     (tmp_path / "d.yaml").write_text(text)
     tool = only_tool(await load(tmp_path))
     assert tool.input_schema["properties"]["date"]["default"] == "2025-01-31"
-
-
-# --------------------------------------------------------------------------- arguments
 
 
 @pytest.fixture
@@ -376,9 +341,6 @@ async def test_nested_paths_are_json_pointers(tmp_path: Path) -> None:
         "/a~1b/1/n: '2' is not of type 'integer'")
 
 
-# --------------------------------------------------------------------------- redaction
-
-
 async def test_redaction_masks_pointers_and_leaves_the_input_alone(tmp_path: Path) -> None:
     write(tmp_path, "t.yaml", base(redact=["/participant/email", "/cards/*/number",
                                            "/a~1b", "/missing/x", "/list/1"]))
@@ -398,9 +360,6 @@ async def test_redaction_masks_pointers_and_leaves_the_input_alone(tmp_path: Pat
                                "/a~1b", "/list/1")
     assert args == original
     assert not tool.redact_stored  # the default: only the audit trail is masked
-
-
-# --------------------------------------------------------------------------- in memory
 
 
 async def test_from_manifests_uses_the_same_checks() -> None:

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from gateway.model import CallStatus, Verdict
-from tests.gateway.runner.conftest import ALICE, Harness
-from tests.gateway.runner.test_lifecycle import TRAIN, by_id, call, calls_turn, start
+from tests.support.harness import ALICE, Harness
+from tests.support.runs import TRAIN, by_id, call, calls_turn, start
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from gateway.run.authorize import Authorizer
 from gateway.run.runner import Runner, StartRunParams
 from gateway.store.sqlite import SQLiteStore
 from gateway.tools import Registry
-from tests.gateway.runner.conftest import ALICE, FakeClock, manifests
-from tests.gateway.runner.test_lifecycle import TRAIN, by_id, call, calls_turn
+from tests.support.harness import ALICE, FakeClock, manifests
+from tests.support.runs import TRAIN, by_id, call, calls_turn
 
 BLIND = 'package callgate\n\ndecision := {"allow": true, "reasons": ["history unread"]}\n'
 # Allows a run's first call only: with the history it was given, it denies every later one.

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from gateway.approvals.expiry import MAX_DELAY_S, RETRY_S, ExpiryTimer
-from tests.gateway.runner.conftest import START, FakeClock
+from tests.support.harness import START, FakeClock
 
 
 @dataclass

@@ -10,8 +10,8 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from gateway import pb
 from gateway.client import error_code, tool_call
 from gateway.testing import SidecarProcess
-from tests.conftest import Connect
-from tests.scenarios.test_guide_cases import TRAIN, WEATHER
+from tests.support.paths import Connect
+from tests.support.scenarios import TRAIN, WEATHER
 
 # Every RPC of the contract; none of them may answer UNIMPLEMENTED.
 IMPLEMENTED = {"StartRun", "GetRun", "SubmitTurn", "Authorize", "ResumeRun", "CancelRun",

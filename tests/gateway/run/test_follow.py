@@ -16,7 +16,7 @@ import pytest
 from gateway import pb
 from gateway.service.app import Sidecar
 from gateway.service.config import ServeConfig
-from tests.conftest import AUTH, POLICIES, NewDb
+from tests.support.paths import AUTH, POLICIES, NewDb
 
 ALICE = [("authorization", "Bearer alice-token")]
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import re
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,17 +13,10 @@ import pytest
 
 from gateway.cli.main import build_parser, main
 from gateway.version import callgate_version
-from tests.conftest import AUTH, POLICIES, ROOT
+from tests.support.commands import callgate
+from tests.support.paths import AUTH, POLICIES, ROOT
 
 TOOLS = ROOT / "examples" / "travel" / "tools"
-
-
-def callgate(*args: str, env: dict[str, str] | None = None,
-             stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
-    """The command as a user runs it: its own process, the given variables added."""
-    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], stdout=stdout,
-                          stderr=subprocess.PIPE, text=True, timeout=120,
-                          env={**os.environ, **(env or {})}, cwd=ROOT)
 
 
 def run_main(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
