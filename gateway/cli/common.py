@@ -277,7 +277,7 @@ def configure_logging(tag: str = "") -> None:
     where = f"[{tag}] " if tag else ""
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s {where}"
                         "%(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # no INFO line per JWKS fetch or demo request
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # no line per JWKS or demo request
 
 def run_command(prog: str, command: Callable[[], int]) -> int:
     """Run a command; user errors end in one line on stderr, never a traceback."""
