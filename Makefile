@@ -6,6 +6,7 @@ STAMP := $(VENV)/.installed
 PROTO_SRC := $(shell find proto -name '*.proto')
 PROTO_OUT := gateway/_proto/callgate/v1/gateway_pb2.py
 NODE_STAMP := clients/node/node_modules/.installed
+LINTED := gateway adapters tests bench examples scripts
 
 .PHONY: setup proto run test fuzz lint bench bench-audit clean
 
@@ -31,10 +32,7 @@ proto: $(STAMP)
 run: $(STAMP) $(PROTO_OUT)
 	$(PY) -m examples.devrun
 
-test: setup
-	$(PY) -m ruff check gateway adapters tests bench examples scripts
-	$(PY) -m mypy
-	$(PY) -m vulture
+test: lint
 	$(PY) -m gateway.cli policy test policies
 	$(PY) -m pytest -q -rs
 
@@ -44,7 +42,8 @@ fuzz: setup
 		tests/scenarios/test_fuzz_sidecar.py tests/gateway/tools/test_metaschema.py
 
 lint: setup
-	$(PY) -m ruff check gateway adapters tests bench examples scripts
+	$(PY) -m ruff check $(LINTED)
+	$(PY) -m ruff format --check $(LINTED)
 	$(PY) -m mypy
 	$(PY) -m vulture
 

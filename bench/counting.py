@@ -180,6 +180,7 @@ class PgTraces:
     def connection_class(self, base: type[AsyncConnection[Any]]) -> type[AsyncConnection[Any]]:
         traces = self
 
+        # a subclass of a class known only at run time (psycopg's or the pool's)
         class Traced(base):  # type: ignore[valid-type, misc]
             @classmethod
             async def connect(cls, *args: Any, **kwargs: Any) -> Any:

@@ -86,6 +86,7 @@ class TracedPostgres(PostgresStore):
     traces: PgTraces
 
     def __init__(self, conninfo: str, **kwargs: object) -> None:
+        # the store's own keyword arguments, passed through untyped
         super().__init__(conninfo, **kwargs)  # type: ignore[arg-type]
         self.traces = PgTraces()
         for pool in (self._pool, self._locks.pool):

@@ -22,7 +22,7 @@ DEFAULT_TARGET = "127.0.0.1:50051"
 
 def error_code(err: grpc.RpcError) -> str:
     """The stable callgate code of a failed call ("" when it carries none)."""
-    status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    status = rpc_status.from_call(err)
     if status is None:
         return ""
     for detail in status.details:

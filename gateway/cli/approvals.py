@@ -132,7 +132,7 @@ def _print(message: Any, as_json: bool, text: Callable[[], str]) -> None:
 
 
 def status_name(value: int) -> str:
-    return str(pb.ApprovalStatus.Name(value)).removeprefix("APPROVAL_STATUS_")  # type: ignore[arg-type]
+    return str(pb.ApprovalStatus.Name(value)).removeprefix("APPROVAL_STATUS_")
 
 
 COLUMNS = ("APPROVAL", "STATUS", "RUN", "CALL", "TOOL", "REQUESTED BY", "EXPIRES")
@@ -174,7 +174,7 @@ def details_text(a: Any) -> str:
 
 def decided_text(answer: Any) -> str:
     a, r = answer.approval, answer.result
-    status = str(pb.CallStatus.Name(r.status)).removeprefix("CALL_STATUS_")  # type: ignore[arg-type]
+    status = str(pb.CallStatus.Name(r.status)).removeprefix("CALL_STATUS_")
     line = (f"{status_name(a.status).lower()} {a.approval_id}: call {r.call_id} of run "
             f"{a.run_id} is {status} (sent {r.execution_count} time(s))")
     if r.error.code:

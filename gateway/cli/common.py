@@ -237,7 +237,7 @@ def nonempty(text: str) -> str:
 
 
 Handler = Callable[[argparse.Namespace], int]
-SubParsers = argparse._SubParsersAction  # type: ignore[type-arg]
+SubParsers = argparse._SubParsersAction
 
 # ------------------------------------------------------------------- client-side commands
 
@@ -307,8 +307,8 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
 def _rpc_error(err: grpc.RpcError) -> str:
     from gateway.client import error_code
 
-    code = err.code()  # type: ignore[attr-defined]
-    details = err.details()  # type: ignore[attr-defined]
+    code = err.code()
+    details = err.details()
     if code == grpc.StatusCode.UNAVAILABLE:
         return (f"the sidecar is unavailable: {details} (check --target, and the TLS options "
                 "if it listens with TLS)")

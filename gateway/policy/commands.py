@@ -109,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-_Sub = argparse._SubParsersAction  # type: ignore[type-arg]
+_Sub = argparse._SubParsersAction
 
 
 def _sub(sub: _Sub, name: str, help_text: str) -> argparse.ArgumentParser:

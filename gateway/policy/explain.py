@@ -88,19 +88,19 @@ def explain(bundle: Bundle, query: str, package: str, input_text: str) -> Explan
 
 
 def _explained(definition: _Definition, outcome: Outcome | None) -> RuleExplanation:
-    base = {"rule": definition.rule, "file": definition.file, "line": definition.line,
-            "kind": definition.kind}
+    def made(**fields: Any) -> RuleExplanation:
+        return RuleExplanation(rule=definition.rule, file=definition.file,
+                               line=definition.line, kind=definition.kind, **fields)
+
     if outcome is None:
-        return RuleExplanation(**base)  # type: ignore[arg-type]
+        return made()
     if outcome.error:
-        return RuleExplanation(**base, succeeded=False, error=outcome.error)  # type: ignore[arg-type]
+        return made(succeeded=False, error=outcome.error)
     if definition.kind == "default":
-        return RuleExplanation(**base, values=(outcome.value,))  # type: ignore[arg-type]
+        return made(values=(outcome.value,))
     if definition.collects:
-        return RuleExplanation(**base, succeeded=outcome.succeeded,  # type: ignore[arg-type]
-                               values=outcome.values)
-    return RuleExplanation(**base, succeeded=outcome.defined,  # type: ignore[arg-type]
-                           values=(outcome.value,) if outcome.defined else ())
+        return made(succeeded=outcome.succeeded, values=outcome.values)
+    return made(succeeded=outcome.defined, values=(outcome.value,) if outcome.defined else ())
 
 
 # ---------------------------------------------------------------------------------------------

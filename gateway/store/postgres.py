@@ -220,7 +220,7 @@ class PostgresStore(Notifying):
             row = await (await conn.execute("SELECT version FROM schema_version")).fetchone()
             if row is None:
                 for stmt in DDL:
-                    await conn.execute(stmt)  # type: ignore[arg-type]
+                    await conn.execute(stmt)
                 await conn.execute("INSERT INTO schema_version VALUES (%s)",
                                    (schema.SCHEMA_VERSION,))
                 return
@@ -231,7 +231,7 @@ class PostgresStore(Notifying):
                     f"newer than this callgate ({schema.SCHEMA_VERSION}); upgrade callgate")
             for v in range(version, schema.SCHEMA_VERSION):
                 for stmt in MIGRATIONS[v]:
-                    await conn.execute(stmt)  # type: ignore[arg-type]
+                    await conn.execute(stmt)
             await conn.execute("UPDATE schema_version SET version = %s", (schema.SCHEMA_VERSION,))
 
     # ------------------------------------------------------------------ plumbing
@@ -250,19 +250,19 @@ class PostgresStore(Notifying):
 
     @staticmethod
     async def _one(conn: Conn, query: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        cur = await conn.execute(query, args)  # type: ignore[arg-type]
+        cur = await conn.execute(query, args)
         return await cur.fetchone()
 
     @staticmethod
     async def _all(conn: Conn, query: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        cur = await conn.execute(query, args)  # type: ignore[arg-type]
+        cur = await conn.execute(query, args)
         return await cur.fetchall()
 
     # ------------------------------------------------------------------ runs and turns
 
     async def create_run(self, run: RunRecord) -> RunRecord:
         async with self._tx() as conn:
-            await conn.execute(  # type: ignore[arg-type]
+            await conn.execute(
                 f"INSERT INTO runs ({', '.join(schema.RUN_COLUMNS)}) "
                 f"VALUES ({_marks(schema.RUN_COLUMNS)}) ON CONFLICT (run_id) DO NOTHING",
                 codecs.run_row(run))
@@ -410,7 +410,7 @@ class PostgresStore(Notifying):
         else:  # each write alone (as large as it may be); then the records, the head read
             counts, added = [], None
             for w in writes:
-                cur = await conn.execute(w.sql, w.args)  # type: ignore[arg-type]
+                cur = await conn.execute(w.sql, w.args)
                 if w.counted:
                     counts.append(cur.rowcount)
             if notify:
@@ -456,9 +456,9 @@ class PostgresStore(Notifying):
             values = codecs.approval_row(a)
             expected = guards.get(a.approval_id)
             if expected is None:
-                await conn.execute(fragments.approval_upsert("%s"), values)  # type: ignore[arg-type]
+                await conn.execute(fragments.approval_upsert("%s"), values)
                 continue
-            cur = await conn.execute(fragments.approval_update("%s"),  # type: ignore[arg-type]
+            cur = await conn.execute(fragments.approval_update("%s"),
                                      (*values[1:], a.approval_id, expected))
             if cur.rowcount != 1:
                 raise fragments.approval_conflict(a, expected)
@@ -513,7 +513,7 @@ class PostgresStore(Notifying):
             cur = await conn.execute("DELETE FROM audit WHERE seq <= %s", (last[0],))
             point = AuditCheckpoint(last[0], last[1], audit_time(now_utc()), cur.rowcount,
                                     before)
-            await conn.execute(  # type: ignore[arg-type]
+            await conn.execute(
                 f"INSERT INTO audit_checkpoints ({', '.join(schema.CHECKPOINT_COLUMNS)}) "
                 f"VALUES ({_marks(schema.CHECKPOINT_COLUMNS)})",
                 (point.seq, point.hash, point.time, point.removed, point.before))

@@ -55,7 +55,7 @@ def drive(reader: Reader[T], one: Any, every: Any) -> T:
             step = reader.send(one(step.sql, step.args) if isinstance(step, One)
                                else every(step.sql, step.args))
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
 
 
 async def drive_async(reader: Reader[T], one: Any, every: Any) -> T:
@@ -67,7 +67,7 @@ async def drive_async(reader: Reader[T], one: Any, every: Any) -> T:
                       else await every(step.sql, step.args))
             step = reader.send(answer)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
 
 
 def _select(columns: Sequence[str], table: str) -> str:

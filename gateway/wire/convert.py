@@ -53,7 +53,7 @@ def call_status(s: CallStatus) -> Any:
 def call_status_from(value: int) -> CallStatus | None:
     """A protobuf CallStatus as the domain's; None for UNSPECIFIED or a number not defined."""
     try:
-        name = pb.CallStatus.Name(value)  # type: ignore[arg-type]
+        name = pb.CallStatus.Name(value)
     except ValueError:
         return None
     try:
@@ -206,7 +206,7 @@ def authorize_to(decisions: list[AuthorizeDecision]) -> pb.AuthorizeResponse:
 
 def approval_status_from(value: int) -> ApprovalStatus:
     try:
-        name = pb.ApprovalStatus.Name(value)  # type: ignore[arg-type]
+        name = pb.ApprovalStatus.Name(value)
         return ApprovalStatus(name.removeprefix("APPROVAL_STATUS_"))
     except ValueError:
         raise RequestError(RequestCode.INVALID_ARGUMENT, f"status {value} is not an approval "
@@ -246,7 +246,7 @@ def approvals_to(page: ApprovalPage) -> pb.ListApprovalsResponse:
 
 def _verdict_from(value: int) -> Verdict:
     try:
-        return Verdict(str(pb.Verdict.Name(value)).removeprefix("VERDICT_"))  # type: ignore[arg-type]
+        return Verdict(str(pb.Verdict.Name(value)).removeprefix("VERDICT_"))
     except ValueError:
         raise RequestError(RequestCode.INVALID_ARGUMENT, f"verdict {value} is not a verdict: "
                            "use VERDICT_ALLOW, _DENY, _APPROVAL_REQUIRED or _UNSPECIFIED") from None

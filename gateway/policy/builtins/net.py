@@ -57,6 +57,7 @@ def cidr_contains(cidr: Any, cidr_or_ip: Any) -> bool:
     except BuiltinError:
         raise BuiltinError("not a valid textual representation of an IP address or CIDR: "
                            f"{text}") from None
+    # subnet_of wants the same address family, which the version check just ensured
     return other.version == network.version and other.subnet_of(network)  # type: ignore[arg-type]
 
 
@@ -134,7 +135,7 @@ def _range_of(item: Any) -> _Range:
                       str(net))
     if ip.version == 6:
         raise BuiltinError("IPv6 invalid: needs prefix length")
-    prefix = _default_prefix(ip)  # type: ignore[arg-type]
+    prefix = _default_prefix(ip)
     net = ipaddress.ip_network(f"{ip}/{prefix}", strict=False)
     return _Range(4, int(net.network_address), int(net.broadcast_address), f"{ip}/{prefix}")
 
@@ -156,7 +157,7 @@ def _texts(r: _Range) -> list[str]:
     if r.text is not None:
         return [r.text]
     make = ipaddress.IPv4Address if r.version == 4 else ipaddress.IPv6Address
-    nets = ipaddress.summarize_address_range(make(r.first), make(r.last))  # type: ignore[arg-type]
+    nets = ipaddress.summarize_address_range(make(r.first), make(r.last))
     return [str(n) for n in nets]
 
 

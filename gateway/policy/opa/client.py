@@ -102,7 +102,7 @@ class OpaAnswer:
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
-class _Client(AsyncOpaClient):  # type: ignore[misc]
+class _Client(AsyncOpaClient):
     """AsyncOpaClient with a CA file and client certificate of callgate's choosing."""
 
     def __init__(self, settings: OpaSettings) -> None:
