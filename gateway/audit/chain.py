@@ -1,7 +1,7 @@
 """Walking the audit hash chain: does every record follow the one before, unchanged?
 
 Each record's `hash` is SHA-256 over the previous record's hash and the record's own columns
-(`gateway.store.rows.recomputed_hash`); records written since schema 4 are also sealed, an
+(`gateway.audit.hashing.recomputed_hash`); records written since schema 4 are also sealed, an
 HMAC of that hash under the audit key. Walking the records in seq order:
 
 - a record whose `prev_hash` is not the hash of the record before it: a record was removed,

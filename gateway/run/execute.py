@@ -1,4 +1,4 @@
-"""Phase 3 of a turn: run what the plan allows, with write-ahead intent.
+"""Executing a turn: run what the plan allows, with write-ahead intent.
 
 For each call: EXECUTING (with the run's tool-call counter) is committed before the side effect
 starts (for a new turn's reads, in the commit that records the turn: `claim_reads`). A write's

@@ -1,4 +1,4 @@
-"""Phase 1 of a turn: propose each call, then decide it (allowlist → arguments → schema →
+"""Judging a call: propose it, then decide it (allowlist → arguments → schema →
 policy).
 
 Pure with respect to I/O: it reads the registry and asks the policy engine, nothing else.

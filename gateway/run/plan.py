@@ -1,4 +1,6 @@
-"""Phase 2 of a turn: the batch plan (docs/architecture.md, "Batch rules") (pure; no I/O).
+"""Planning a batch: what may run now, what waits, what is held (pure; no I/O).
+
+The rules are in docs/architecture.md, "Batch rules".
 
 Input: the judged calls in the model's order. Output: every call in its planned status —
 REJECTED (as judged, or `budget_exhausted`), PENDING_APPROVAL, HELD, NOT_RUN (`held_by_batch`),

@@ -1,4 +1,4 @@
-"""Phase 4 of a turn: settling it (pure; no I/O).
+"""Settling a turn: its NextAction and the run state after it (pure; no I/O).
 
 Which NextAction a turn ends with (`settle_next`), the run state each NextAction leaves the run
 in, and the TurnOutcome of a settled turn (`outcome_of`, `settled_outcome`).

@@ -17,7 +17,7 @@ from gateway.tools import Registry, Tool
 from tests.gateway.executors.target import running_target
 from tests.support.manifests import base, load_error, write
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "travel" / "tools"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "travel" / "tools"
 
 PY = "tests.gateway.executors.sample_tools"
 
