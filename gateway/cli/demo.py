@@ -1,5 +1,5 @@
-"""`callgate demo`: the guide's travel and workshop scenarios, driven through a running sidecar
-over gRPC.
+"""`callgate demo`: the travel and workshop scenarios of the examples, driven through a running
+sidecar over gRPC.
 
 Four runs, each call ID printed with its status; exits 1 when any outcome differs from the
 expected one:

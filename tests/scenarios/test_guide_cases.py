@@ -1,4 +1,7 @@
-"""The guide's regression cases over real gRPC against a real sidecar process.
+"""A tool-calling loop's regression cases (a final answer, a single call, calls answered out
+of order, an unknown tool, invalid arguments, a truncated stream, a tool error, an approval
+pause, an executor rejection, an interruption after a write, process recovery, a refusal), over
+real gRPC against a real sidecar process.
 
 Each case checks the call's status and code, its execution count, result correlation by call
 ID, and whether the external effect happened (read from the target, not from callgate).

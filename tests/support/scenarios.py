@@ -1,4 +1,5 @@
-"""The guide's travel example: its arguments, and results by call ID."""
+"""The travel example's arguments (a train and the weather at its destination), and results by
+call ID."""
 
 from __future__ import annotations
 

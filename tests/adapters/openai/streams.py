@@ -1,9 +1,10 @@
 """Stream transcripts derived from complete-response fixtures.
 
 Each builder turns a complete response into the event sequence the API documents for it
-(reference: provider-wire-formats.md §1.6 for Responses, §2.4 for Chat Completions, and the real
-recordings in fixtures/openai_chat/), with text and arguments split into pieces of `size` UTF-16
-code units. That split lands mid-token and can land between the two halves of a surrogate pair;
+(references: https://platform.openai.com/docs/api-reference/responses-streaming for Responses,
+https://platform.openai.com/docs/api-reference/chat-streaming for Chat Completions, and the
+real recordings in fixtures/openai_chat/), with text and arguments split into pieces of `size`
+UTF-16 code units. That split lands mid-token and can land between the two halves of a surrogate pair;
 `interleave` alternates the pieces of parallel items/calls.
 """
 
