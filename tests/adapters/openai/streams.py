@@ -4,8 +4,8 @@ Each builder turns a complete response into the event sequence the API documents
 (references: https://platform.openai.com/docs/api-reference/responses-streaming for Responses,
 https://platform.openai.com/docs/api-reference/chat-streaming for Chat Completions, and the
 real recordings in fixtures/openai_chat/), with text and arguments split into pieces of `size`
-UTF-16 code units. That split lands mid-token and can land between the two halves of a surrogate pair;
-`interleave` alternates the pieces of parallel items/calls.
+UTF-16 code units. That split lands mid-token and can land between the two halves of a
+surrogate pair; `interleave` alternates the pieces of parallel items/calls.
 """
 
 from __future__ import annotations
