@@ -126,6 +126,16 @@ def test_mtls_in_the_auth_file_needs_a_client_ca(tmp_path: Path) -> None:
     assert "needs --tls-cert, --tls-key and --tls-client-ca" in one_line(done.stderr)
 
 
+def test_an_auth_file_with_a_repeated_key_stops_start_up_in_one_line(tmp_path: Path) -> None:
+    auth = tmp_path / "auth.yaml"
+    auth.write_text("tokens:\n  t1: {subject: alice}\n  t1: {subject: root, roles: [admin]}\n")
+    done = callgate("serve", "--tools", str(TOOLS), "--policies", str(POLICIES), "--auth",
+                    str(auth), "--db", str(tmp_path / "x.db"), "--listen", "127.0.0.1:0")
+    assert done.returncode == 2
+    line = one_line(done.stderr)
+    assert str(auth) in line and "duplicate key 't1'" in line, line
+
+
 def test_version(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     code, out, _ = run_main(capsys, monkeypatch, "--version")
     assert code == 0 and out.strip() == f"callgate {callgate_version()}"

@@ -44,6 +44,28 @@ def test_bad_auth_files_name_the_file_and_field(tmp_path: Path, text: str, where
     assert "auth.yaml" in err.value.message and where in err.value.message
 
 
+@pytest.mark.parametrize("text,where,problem", [
+    ("tokens:\n  t: {subject: a}\ntokens:\n  u: {subject: b}\n", "line 3",
+     "duplicate key 'tokens'"),
+    ("tokens:\n  t: {subject: a}\n  t: {subject: b, roles: [admin]}\n", "line 3",
+     "duplicate key 't'"),
+    ("tokens:\n  t: {subject: a, subject: b}\n", "line 2", "duplicate key 'subject'"),
+    ("tokens:\n  t: {subject: a, claims: {n: .nan}}\n", "line 2", "NaN is not a JSON number"),
+    ("tokens:\n  t: {subject: a, claims: {n: -.inf}}\n", "line 2", "not a JSON number"),
+    ("tokens:\n  t: {subject: a, claims: {7: x}}\n", "line 2", "key 7 is not a string"),
+    ("a: &a [*a]\n", "", "contains it"),
+])
+def test_an_auth_file_that_is_not_plain_json_data_is_refused(
+        tmp_path: Path, text: str, where: str, problem: str) -> None:
+    """A repeated key would silently replace what came first (a second entry for a token, a
+    second subject); YAML's NaN and infinities, and keys that are not strings, are not JSON."""
+    with pytest.raises(ConfigError) as err:
+        Authenticator.from_file(auth_file(tmp_path, text))
+    message = err.value.message
+    assert "\n" not in message and str(tmp_path / "auth.yaml") in message, message
+    assert where in message and problem in message, message
+
+
 def test_a_jwks_file_is_read_relative_to_the_auth_file_and_checked(tmp_path: Path) -> None:
     text = JWT.replace("jwks_url: https://idp.test/jwks", "jwks_file: keys.json")
     path = auth_file(tmp_path, text)
