@@ -10,7 +10,6 @@ failed refresh keeps the keys already held.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -24,6 +23,7 @@ from jwt.exceptions import PyJWTError
 
 from gateway.errors import ConfigError, Unauthenticated
 from gateway.identity.config import ALGORITHM_FAMILIES, JwtConfig
+from gateway.jsontext import JsonTextError, read_json
 
 log = logging.getLogger("callgate.identity")
 
@@ -48,9 +48,9 @@ class _Keys:
 def parse_key_set(data: bytes) -> _Keys:
     """The signature keys of a JWKS document; keys PyJWT cannot use are left out, logged."""
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise KeySetError(f"not JSON: {exc}") from exc
+        doc = read_json(data)  # strict: a kid or key given twice would be either value
+    except JsonTextError as exc:
+        raise KeySetError(f"not JSON: {exc.message}") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("keys"), list):
         raise KeySetError('not a JWKS: expected an object {"keys": [...]}')
     keys = _Keys()

@@ -126,6 +126,12 @@ BAD_TOKENS: list[tuple[str, Callable[[IdentityProvider], str], str]] = [
     ("HS256 with the RSA public key", lambda i: hs256_signed_with_public_key(i),
      "signed with HS256"),
     ("missing tenant claim", lambda i: good_token(i, tenant_id=None), "no tenant_id claim"),
+    ("a repeated subject claim", lambda i: i.signed_text(
+        i.claims_text(email=EMAIL, email_verified=True)[:-1] + ', "sub": "root"}'),
+     "the token's claims are not strict JSON: a claim name appears twice"),
+    ("NaN in a claim", lambda i: i.signed_text(
+        i.claims_text(email=EMAIL, email_verified=True)[:-1] + ', "score": NaN}'),
+     "the token's claims are not strict JSON: a number is NaN"),
 ]
 
 

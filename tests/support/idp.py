@@ -6,7 +6,8 @@
         ...
 
 Tokens are signed with PyJWT from keys made at test time (RSA and EC); `token()` takes claim
-overrides, and `alg`/`kid`/`key` to sign them some other way.
+overrides, and `alg`/`kid`/`key` to sign them some other way; `signed_text()` signs a header and
+claims given as JSON texts exactly as written.
 """
 
 from __future__ import annotations
@@ -82,6 +83,22 @@ class IdentityProvider:
             alg = "ES256" if isinstance(signing_key, ec.EllipticCurvePrivateKey) else "RS256"
         head = {**({"kid": kid} if kid else {}), **(headers or {})}
         return jwt.encode(self.claims(**claims), signing_key, algorithm=alg, headers=head)
+
+    def signed_text(self, payload: str, *, header: str | None = None,
+                    kid: str = "rsa-1") -> str:
+        """A token signed (RS256 with kid's key) over exactly these JSON texts, for texts that
+        `token()` cannot write: repeated names, NaN."""
+        key = self.keys[kid]
+        if not isinstance(key, rsa.RSAPrivateKey):
+            raise ValueError(f"{kid} is not an RSA key")
+        head = header if header is not None else json.dumps({"alg": "RS256", "kid": kid})
+        signing_input = f"{_b64(head.encode())}.{_b64(payload.encode())}".encode()
+        signature = RSAAlgorithm(RSAAlgorithm.SHA256).sign(signing_input, key)
+        return f"{signing_input.decode()}.{_b64(signature)}"
+
+    def claims_text(self, **overrides: Any) -> str:
+        """claims(**overrides) as a JSON text, to be edited into one `token()` cannot write."""
+        return json.dumps(self.claims(**overrides))
 
     @contextmanager
     def serve(self) -> Iterator[str]:

@@ -12,7 +12,7 @@ import pytest
 
 from gateway.errors import Unauthenticated
 from gateway.identity.config import JwtConfig
-from gateway.identity.jwks import KeySet, parse_key_set
+from gateway.identity.jwks import KeySet, KeySetError, parse_key_set
 from tests.support.idp import IdentityProvider
 
 
@@ -96,3 +96,14 @@ def test_only_public_signature_keys_are_kept(idp: IdentityProvider) -> None:
     keys = parse_key_set(json.dumps({"keys": [private, encryption, jwks["keys"][1], 7]})
                          .encode())
     assert list(keys.by_kid) == ["ec-1"]
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('{"keys": [], "keys": [{"kty": "RSA"}]}', "duplicate object key 'keys'"),
+    ('{"keys": [{"kid": "a", "kid": "b", "kty": "EC"}]}', "duplicate object key 'kid'"),
+    ('{"keys": [{"kty": "RSA", "n": NaN}]}', "NaN is not a JSON number"),
+])
+def test_a_key_set_is_read_as_strict_json(text: str, problem: str) -> None:
+    with pytest.raises(KeySetError) as err:
+        parse_key_set(text.encode())
+    assert str(err.value).startswith("not JSON: ") and problem in str(err.value)
