@@ -12,7 +12,8 @@ list, `check_health` and the bearer token. What it lacks is added here, thinly:
   `provenance` would pass) but calls `raise_for_status()` before reading the body, which drops
   OPA's explanation (`eval_builtin_error: div: divide by zero` with file and row) and the
   difference between `{}` and an error; `query` posts through the library's session and
-  `_request` instead and reads the body whatever the status (at most MAX_ANSWER_BYTES);
+  `_request` instead and reads the body whatever the status (at most MAX_ANSWER_BYTES), with
+  callgate's strict JSON reader (the library's `json()` would take a key given twice or NaN);
 - a per-request deadline: its timeout is the session's; each call here is also bounded with
   `asyncio.timeout`, and its retries (with back-off sleeps) are off: a decision has one try.
 
@@ -36,6 +37,8 @@ from opa_client import AsyncOpaClient
 from opa_client.errors import RegoParseError
 
 from gateway.errors import ConfigError
+from gateway.jsontext import JsonTextError, read_json
+from gateway.limits import MAX_JSON_DEPTH_CAP
 
 MAX_ANSWER_BYTES: Final = 4 << 20  # an answer larger than this is refused, not read whole
 UNREACHABLE: Final = "unreachable"
@@ -258,13 +261,19 @@ def _object(value: Any) -> dict[str, Any]:
 
 
 def _body(raw: bytes, status: int) -> dict[str, Any]:
+    """OPA's answer, read by the strict reader: a decision a lax reader would take either way
+    (a key twice, NaN) is an unusable answer, and so a denial. Integers are kept exactly, as
+    OPA keeps them."""
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
-    except ValueError:
-        raise OpaError(BODY, f"OPA answered {status} with a body that is not JSON: "
-                       f"{raw[:120]!r}", status=status) from None
+        body = read_json(raw, max_depth=MAX_JSON_DEPTH_CAP, big_integers=True)
+    except JsonTextError as exc:
+        if exc.rule == "syntax":
+            raise OpaError(BODY, f"OPA answered {status} with a body that is not JSON: "
+                           f"{raw[:120]!r}", status=status) from None
+        raise OpaError(BODY, f"OPA answered {status} with a body that is not strict JSON: "
+                       f"{exc.message}", status=status) from None
     if not isinstance(body, dict):
         raise OpaError(BODY, f"OPA answered {status} with JSON that is not an object",
                        status=status)
