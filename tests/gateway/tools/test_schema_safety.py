@@ -38,6 +38,30 @@ def prop(**keywords: Any) -> dict[str, Any]:
     (r"^\ud83d\ude00$", ["😀"], ["x"]),
     ("^(a+)+$", ["a" * 50], ["a" * 5000 + "!"]),   # linear time: no catastrophic backtracking
     ("(?<year>[0-9]{4})", ["in 2026"], ["26"]),
+    # Unicode property escapes, with the names and aliases ECMA-262 takes
+    (r"^\p{Letter}+$", ["élan", "Ωmega", "漢字"], ["a1", "a b"]),
+    (r"^\p{L}+$", ["élan"], ["1"]),
+    (r"^\p{digit}+$", ["١٢٣", "123"], ["a", "½"]),
+    (r"^\p{Lu}\p{Ll}$", ["Éa"], ["éa"]),
+    (r"^\p{General_Category=Decimal_Number}$", ["٣"], ["a"]),
+    (r"^\p{gc=Nd}$", ["٣"], ["a"]),
+    (r"^\P{L}$", ["1", "-"], ["a", "é"]),
+    (r"^[\p{L}\d_]+$", ["a1é_"], ["-"]),
+    (r"^[^\p{L}]$", ["1"], ["a"]),
+    (r"^\p{LC}$", ["a", "A"], ["ʰ", "1"]),  # Cased_Letter: Lu, Ll, Lt (ʰ is Lm)
+    (r"^\p{Script=Greek}+$", ["αβγ"], ["abc"]),
+    (r"^\p{sc=Latin}$", ["a"], ["α"]),
+    (r"^\p{Script=Grek}\P{sc=Grek}$", ["αa"], ["ab", "αβ"]),  # a script's code
+    (r"^\p{ASCII}+$", ["abc~"], ["é"]),
+    (r"^\p{ASCII_Hex_Digit}+$", ["0fA"], ["g", "٣"]),
+    (r"^\p{Any}$", ["😀", "a"], ["ab"]),
+    (r"^\p{White_Space}$", ["\u2003", "\x85"], ["x", "\u200b"]),
+    (r"^\p{Cn}$", ["\u0378"], ["a"]),  # unassigned
+    (r"^\p{C}$", ["\u0378", "\x00", "\u200b"], ["a"]),  # Other includes unassigned
+    (r"^\p{Assigned}$", ["a", "\x00"], ["\u0378"]),
+    (r"^\x41\u{1F600}$", ["A😀"], ["x41"]),
+    (r"^[\b]$", ["\b"], ["b"]),
+    (r"^a\-b$", ["a-b"], ["ab"]),
 ])
 def test_patterns_follow_ecma_262(pattern: str, good: list[str], bad: list[str]) -> None:
     t = tool(prop(pattern=pattern))
@@ -72,6 +96,38 @@ def test_unsupported_or_broken_patterns_fail_at_load(tmp_path: Path, pattern: st
     message = load_error(tmp_path)
     assert "t.yaml" in message and "input_schema.properties.code.pattern" in message
     assert why in message.lower()
+
+
+@pytest.mark.parametrize("pattern, why", [
+    (r"^\p{Letterr}$", "\\p{letterr}: letterr is not a unicode property"),
+    (r"^\p{letter}$", "is not a unicode property"),  # names are case-sensitive
+    (r"^\p{Greek}$", "write \\p{script=greek}"),
+    (r"^\p{Script=Garay}$", "script=garay"),  # Unicode 16: RE2 does not know it yet
+    (r"^\p{Script=L}$", "is not a script"),
+    (r"^\p{Script_Extensions=Greek}$", "script_extensions is not supported"),
+    (r"^\p{Alphabetic}$", "alphabetic is not supported"),
+    (r"^\pL$", "needs braces"),
+    (r"^[\P{LC}]$", "inside a character class"),
+    (r"^[\p{Cn}a]$", "inside a character class"),
+    (r"^\a$", "\\a is not an escape"),
+    (r"^\z$", "\\z is not an escape"),
+    (r"^\Aa$", "\\a is not an escape"),
+    (r"^\x4$", "\\x needs two hexadecimal digits"),
+    (r"^\x{41}$", "\\x needs two hexadecimal digits"),
+    ("(?P<name>a)", "(?p<"),
+    ("(?i)a", "(?i"),
+    ("a{", "lone {"),
+    ("a}", "lone }"),
+    ("a]", "lone ]"),
+    (r"(a)\2", "back"),
+])
+def test_patterns_ecma_262_refuses_or_callgate_cannot_run_fail_at_load(
+        tmp_path: Path, pattern: str, why: str) -> None:
+    write(tmp_path, "t.yaml", base(input_schema={
+        "type": "object", "properties": {"code": {"type": "string", "pattern": pattern}}}))
+    message = load_error(tmp_path)
+    assert "t.yaml" in message and "input_schema.properties.code.pattern" in message
+    assert why in message.lower(), message
 
 
 def test_unsupported_pattern_property_fails_at_load(tmp_path: Path) -> None:
