@@ -46,6 +46,8 @@ class ToolManifest(BaseModel):
     effect: Effect
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None = None
+    # false: `format` in the schemas is an annotation only (JSON Schema's default), not checked
+    format_assertion: bool = True
     executor: ExecutorConfig
     idempotency: IdempotencyConfig = Field(default_factory=IdempotencyConfig)
     reconcile: ReconcileConfig | None = None

@@ -150,10 +150,12 @@ def compile_tool(raw: Any, source: Path, clients: HttpClients, env: Mapping[str,
     if not isinstance(raw, dict):
         raise ManifestProblem((), f"a tool manifest must be a mapping, not {type(raw).__name__}")
     manifest = ToolManifest.model_validate(expand_env(raw, env))
+    formats = manifest.format_assertion
     schemas = _Schemas(
-        compile_schema(manifest.input_schema, ("input_schema",)),
+        compile_schema(manifest.input_schema, ("input_schema",), format_assertion=formats),
         None if manifest.output_schema is None
-        else compile_schema(manifest.output_schema, ("output_schema",)))
+        else compile_schema(manifest.output_schema, ("output_schema",),
+                            format_assertion=formats))
     try:
         executor = build_executor(manifest.executor, effect=manifest.effect,
                                   retry=manifest.retry, idempotency=manifest.idempotency,

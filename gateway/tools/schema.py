@@ -2,9 +2,12 @@
 schema (a remote `$ref` is never fetched), problems reported best first with their JSON path.
 
 Patterns (`pattern`, `patternProperties`, and `additionalProperties` beside them) run with
-ECMA-262 meaning on a linear-time engine (`gateway.tools.patterns`). A schema is refused at
-load when a pattern cannot be run that way, when it refers to itself without descending into
-the value (`{"$ref": "#"}`: validating would never end), or when it combines
+ECMA-262 meaning on a linear-time engine (`gateway.tools.patterns`). Formats are asserted,
+each checked completely (`gateway.tools.formats`), unless the manifest says
+`format_assertion: false`: then they are the annotations the specification makes them by
+default. A schema is refused at load when a pattern cannot be run that way, when it names a
+format callgate cannot check (while formats are asserted), when it refers to itself without
+descending into the value (`{"$ref": "#"}`: validating would never end), or when it combines
 `unevaluatedProperties` with `patternProperties` (which would need another regex engine).
 """
 
@@ -16,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker, validators
-from jsonschema.exceptions import SchemaError, ValidationError, best_match
+from jsonschema.exceptions import FormatError, SchemaError, ValidationError, best_match
 from jsonschema.protocols import Validator
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from referencing import Registry as RefRegistry
@@ -25,6 +28,7 @@ from referencing.exceptions import Unresolvable, Unretrievable
 from referencing.jsonschema import DRAFT202012
 
 from gateway.executors.outcome import excerpt
+from gateway.tools.formats import CHECKED_FORMATS, FORMAT_CHECKER
 from gateway.tools.metaschema import flattened
 from gateway.tools.patterns import PatternError, compiled, search
 from gateway.tools.problems import FieldPath, ManifestProblem
@@ -117,19 +121,33 @@ def _additional_properties(validator: Any, extra_schema: Any, instance: Any,
                                   f"{'was' if len(extras) == 1 else 'were'} unexpected)")
 
 
+def _format(validator: Any, fmt: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    checker = validator.format_checker
+    if checker is None:
+        return  # format_assertion: false
+    if fmt not in checker.checkers:  # refused at load; a reference can still reach one
+        yield ValidationError(f"{fmt!r} is not a format callgate can check")
+        return
+    try:
+        checker.check(instance, fmt)
+    except FormatError as error:
+        yield ValidationError(error.message, cause=error.cause)
+
+
 def _is_pattern(value: object) -> bool:
     if isinstance(value, str):
         compiled(value)  # PatternError says why not
     return True
 
 
-# every format jsonschema knows, with `regex` meaning an ECMA-262 pattern callgate can run
-FORMATS = FormatChecker()
-FORMATS.checks("regex", raises=PatternError)(_is_pattern)
+# the formats a schema's own keywords are checked with against the metaschema: a `pattern`
+# (and a patternProperties name) must be an ECMA-262 pattern callgate can run
+META_FORMATS = FormatChecker(formats=())
+META_FORMATS.checks("regex", raises=PatternError)(_is_pattern)
 
 _Validator = validators.extend(Draft202012Validator, {
     "pattern": _pattern, "patternProperties": _pattern_properties,
-    "additionalProperties": _additional_properties})
+    "additionalProperties": _additional_properties, "format": _format})
 
 # ---------------------------------------------------------------------- walking a schema
 
@@ -185,6 +203,17 @@ def _check_patterns(schema: dict[str, Any], field: FieldPath) -> None:
                 raise ManifestProblem(at, str(exc)) from exc
 
 
+def _check_formats(schema: dict[str, Any], field: FieldPath) -> None:
+    """While formats are asserted, each must be one callgate checks completely."""
+    for node, where in _schemas(schema, field):
+        fmt = node.get("format")
+        if isinstance(fmt, str) and fmt not in CHECKED_FORMATS:
+            raise ManifestProblem((*where, "format"), f"{fmt!r} is not a format callgate can "
+                                  f"check (it checks {', '.join(sorted(CHECKED_FORMATS))}); "
+                                  "to keep formats as annotations only, set "
+                                  "format_assertion: false in the manifest")
+
+
 class _Endless(Exception):
     pass
 
@@ -221,9 +250,10 @@ def _visit(node: Any, resolver: Any, path: set[int], done: set[int]) -> None:
     done.add(id(node))
 
 
-def compile_schema(schema: dict[str, Any], field: FieldPath) -> Validator:
-    """Check a 2020-12 schema (every $ref, every pattern, no endless self-reference) and
-    build its validator."""
+def compile_schema(schema: dict[str, Any], field: FieldPath, *,
+                   format_assertion: bool = True) -> Validator:
+    """Check a 2020-12 schema (every $ref, every pattern, every format while they are
+    asserted, no endless self-reference) and build its validator."""
     declared = schema.get("$schema")
     if declared is not None and declared not in _SCHEMA_URIS:
         raise ManifestProblem((*field, "$schema"), f"{declared!r}: only JSON Schema 2020-12 "
@@ -234,18 +264,22 @@ def compile_schema(schema: dict[str, Any], field: FieldPath) -> Validator:
         root = SPECIFICATIONS.combine(_NO_REMOTE).resolver_with_root(resource)
         _check_refs(resource, root, field)
         _check_patterns(schema, field)
+        if format_assertion:
+            _check_formats(schema, field)
         _check_ends(schema, root, field)
     except SchemaError as exc:
         why = f": {exc.cause}" if exc.cause is not None else ""
         raise ManifestProblem((*field, *exc.absolute_path), exc.message + why) from exc
     except RecursionError as exc:
         raise ManifestProblem(field, "the schema nests too deeply") from exc
-    validator: Validator = _Validator(schema, registry=_NO_REMOTE, format_checker=FORMATS)
+    validator: Validator = _Validator(schema, registry=_NO_REMOTE,
+                                      format_checker=FORMAT_CHECKER if format_assertion
+                                      else None)
     return validator
 
 
 def _check_against_metaschema(schema: dict[str, Any]) -> None:
-    """Draft202012Validator.check_schema, with patterns checked as ECMA-262 (`FORMATS`).
+    """Draft202012Validator.check_schema, with patterns checked as ECMA-262 (`META_FORMATS`).
     A fraction of a millisecond a schema; a schema met before (manifests often share their
     schemas) is known to pass."""
     try:
@@ -269,7 +303,7 @@ _PASSED_MAX = 100_000
 def _meta_validator() -> Validator:
     """The 2020-12 metaschema's validator, on its flattened form (`metaschema.flattened`:
     the same verdicts, five times faster)."""
-    return Draft202012Validator(flattened(), format_checker=FORMATS)
+    return Draft202012Validator(flattened(), format_checker=META_FORMATS)
 
 
 def _pointer(path: Iterable[Any]) -> str:

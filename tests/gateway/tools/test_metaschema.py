@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from gateway.tools.metaschema import flattened
-from gateway.tools.schema import FORMATS
+from gateway.tools.schema import META_FORMATS as FORMATS
 
 PUBLISHED = Draft202012Validator(Draft202012Validator.META_SCHEMA, format_checker=FORMATS)
 FLAT = Draft202012Validator(flattened(), format_checker=FORMATS)
