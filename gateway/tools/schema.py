@@ -1,14 +1,14 @@
 """JSON Schema for tool arguments and outputs: 2020-12 only, references resolved within the
 schema (a remote `$ref` is never fetched), problems reported best first with their JSON path.
 
-Patterns (`pattern`, `patternProperties`, and `additionalProperties` beside them) run with
-ECMA-262 meaning on a linear-time engine (`gateway.tools.patterns`). Formats are asserted,
-each checked completely (`gateway.tools.formats`), unless the manifest says
-`format_assertion: false`: then they are the annotations the specification makes them by
-default. A schema is refused at load when a pattern cannot be run that way, when it names a
-format callgate cannot check (while formats are asserted), when it refers to itself without
-descending into the value (`{"$ref": "#"}`: validating would never end), or when it combines
-`unevaluatedProperties` with `patternProperties` (which would need another regex engine).
+Patterns (`pattern`, `patternProperties`, and `additionalProperties` and
+`unevaluatedProperties` beside them) run with ECMA-262 meaning on a linear-time engine
+(`gateway.tools.patterns`). Formats are asserted, each checked completely
+(`gateway.tools.formats`), unless the manifest says `format_assertion: false`: then they are
+the annotations the specification makes them by default. A schema is refused at load when a
+pattern cannot be run that way, when it names a format callgate cannot check (while formats
+are asserted), or when it refers to itself without descending into the value
+(`{"$ref": "#"}`: validating would never end).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from gateway.tools.formats import CHECKED_FORMATS, FORMAT_CHECKER
 from gateway.tools.metaschema import flattened
 from gateway.tools.patterns import PatternError, compiled, search
 from gateway.tools.problems import FieldPath, ManifestProblem
+from gateway.tools.unevaluated import unevaluated_properties
 
 MAX_REPORTED_ERRORS = 5
 _SCHEMA_URIS = ("https://json-schema.org/draft/2020-12/schema",
@@ -147,7 +148,8 @@ META_FORMATS.checks("regex", raises=PatternError)(_is_pattern)
 
 _Validator = validators.extend(Draft202012Validator, {
     "pattern": _pattern, "patternProperties": _pattern_properties,
-    "additionalProperties": _additional_properties, "format": _format})
+    "additionalProperties": _additional_properties,
+    "unevaluatedProperties": unevaluated_properties, "format": _format})
 
 # ---------------------------------------------------------------------- walking a schema
 
@@ -185,12 +187,7 @@ def _schemas(node: Any, path: FieldPath) -> Iterator[tuple[dict[str, Any], Field
 
 
 def _check_patterns(schema: dict[str, Any], field: FieldPath) -> None:
-    nodes = list(_schemas(schema, field))
-    if any("unevaluatedProperties" in n for n, _ in nodes) and any(
-            "patternProperties" in n for n, _ in nodes):
-        raise ManifestProblem(field, "unevaluatedProperties together with patternProperties "
-                              "is not supported; use additionalProperties")
-    for node, where in nodes:
+    for node, where in _schemas(schema, field):
         found = [(node["pattern"], (*where, "pattern"))] if isinstance(
             node.get("pattern"), str) else []
         if isinstance(node.get("patternProperties"), dict):

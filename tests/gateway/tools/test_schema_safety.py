@@ -84,6 +84,19 @@ def test_pattern_properties_and_additional_properties_use_the_same_engine() -> N
     assert t2.validate_arguments({slow: 1}) is not None
 
 
+def test_unevaluated_properties_beside_pattern_properties_use_the_same_engine() -> None:
+    t = tool({"type": "object", "properties": {"id": {"type": "string"}},
+              "allOf": [{"patternProperties": {"^x-[a-z]+$": {"type": "integer"}}}],
+              "unevaluatedProperties": False})
+    assert t.validate_arguments({"id": "a", "x-ab": 1}) is None
+    assert t.validate_arguments({"x-ab": "1"}) is not None  # matched, so checked
+    problems = t.validate_arguments({"x-ab\n": 1})  # `$` is the end, as in ECMA-262
+    assert problems is not None and "Unevaluated properties are not allowed" in problems
+    slow = tool({"type": "object", "patternProperties": {"^(a+)+$": {}},
+                 "unevaluatedProperties": False})
+    assert slow.validate_arguments({"a" * 5000 + "!": 1}) is not None  # linear time
+
+
 @pytest.mark.parametrize("pattern, why", [
     ("^(?=a)a$", "look"),
     (r"^(a)\1$", "back"),
