@@ -105,6 +105,8 @@ def is_idn_hostname(text: str) -> bool:
     """RFC 5890 labels (each valid IDNA2008, its A-label at most 63 octets), split at any
     RFC 3490 full stop, the whole at most 253 octets as A-labels; a name with a right-to-left
     label keeps RFC 5893's rule in every label."""
+    if len(text) > 253:  # each character takes at least one octet of the A-labels
+        return False
     labels: list[str] = []
     size = -1
     for label in _SEPARATORS.split(text):

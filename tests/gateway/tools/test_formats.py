@@ -125,6 +125,38 @@ def test_every_asserted_format_is_checked(fmt: str, good: list[str], bad: list[s
     assert tool({"format": fmt}).validate_arguments({"a": 1}) is None  # only strings are checked
 
 
+@pytest.mark.parametrize(
+    "fmt",
+    sorted(
+        {
+            "hostname",
+            "idn-hostname",
+            "email",
+            "idn-email",
+            "uri",
+            "iri-reference",
+            "uri-template",
+            "json-pointer",
+            "duration",
+            "regex",
+        }
+    ),
+)
+def test_a_long_hostile_value_is_checked_in_linear_time(fmt: str) -> None:
+    """Values as long as arguments may be (128 KiB), shaped to make a backtracking matcher
+    take exponential time: each is answered at once."""
+    t = tool(field(fmt))
+    for value in (
+        "a" * 120_000 + "!",
+        "{" * 60_000 + "}",
+        "/~" * 60_000,
+        "a." * 60_000,
+        "(" * 10_000 + "a" + ")" * 9_999,
+        "a@" + "a." * 60_000,
+    ):
+        t.validate_arguments({"v": value})
+
+
 def test_a_format_callgate_cannot_check_is_refused_at_load(tmp_path: Path) -> None:
     write(
         tmp_path,
