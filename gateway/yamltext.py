@@ -48,8 +48,10 @@ def check_expansion(value: Any, limit: int = MAX_YAML_VALUES) -> None:
         total = 1 + sum(size(child) for child in children)
         open_nodes.discard(key)
         if total > limit:
-            raise YamlExpansionError(f"the YAML expands to more than {limit} values (an alias "
-                                     "repeats everything it refers to)")
+            raise YamlExpansionError(
+                f"the YAML expands to more than {limit} values (an alias "
+                "repeats everything it refers to)"
+            )
         sizes[key] = total
         return total
 
@@ -70,19 +72,25 @@ def _at(node: yaml.Node) -> str:
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses repeated and non-string keys and non-finite numbers."""
 
-    def construct_mapping(self, node: yaml.MappingNode,  # type: ignore[override]
-                          deep: bool = False) -> dict[Any, Any]:
+    def construct_mapping(
+        self,
+        node: yaml.MappingNode,  # type: ignore[override]
+        deep: bool = False,
+    ) -> dict[Any, Any]:
         seen: set[str] = set()
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue  # `<<: *base`: the keys written beside it override the merged ones
             key = self.construct_object(key_node, deep=True)
             if not isinstance(key, str):
-                raise YamlTextError(f"{_at(key_node)}: key {key!r} is not a string "
-                                    "(JSON object keys are strings; quote it)")
+                raise YamlTextError(
+                    f"{_at(key_node)}: key {key!r} is not a string "
+                    "(JSON object keys are strings; quote it)"
+                )
             if key in seen:
-                raise YamlTextError(f"{_at(key_node)}: duplicate key {key!r}: a reader "
-                                    "could take either value")
+                raise YamlTextError(
+                    f"{_at(key_node)}: duplicate key {key!r}: a reader could take either value"
+                )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -131,5 +139,7 @@ def _check_types(value: Any) -> None:
         elif isinstance(item, list):
             stack.extend(item)
         elif not isinstance(item, _SCALARS):
-            raise YamlTextError(f"a value of YAML type {type(item).__name__} has no JSON type "
-                                "(drop its explicit tag)")
+            raise YamlTextError(
+                f"a value of YAML type {type(item).__name__} has no JSON type "
+                "(drop its explicit tag)"
+            )

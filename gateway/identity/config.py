@@ -67,8 +67,10 @@ class JwtConfig(_Strict):
     def _public_key_algorithms(cls, algorithms: list[str]) -> list[str]:
         for alg in algorithms:
             if alg not in ALGORITHM_FAMILIES:
-                raise ValueError(f"{alg!r} is not allowed: use public-key algorithms only "
-                                 f"({', '.join(ALGORITHM_FAMILIES)})")
+                raise ValueError(
+                    f"{alg!r} is not allowed: use public-key algorithms only "
+                    f"({', '.join(ALGORITHM_FAMILIES)})"
+                )
         return algorithms
 
     @field_validator("jwks_url")

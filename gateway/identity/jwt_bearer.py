@@ -32,8 +32,7 @@ _KNOWN_ALGORITHMS = {*ALGORITHM_FAMILIES, "HS256", "HS384", "HS512", "none", "ES
 _BROKEN_RULES = {
     "duplicate_key": "a {what} name appears twice (a reader could take either value)",
     "non_finite": "a number is NaN, Infinity or beyond the range of a double",
-    "integer_range": "an integer is beyond ±(2^53 − 1), the range every JSON reader keeps "
-                     "exactly",
+    "integer_range": "an integer is beyond ±(2^53 − 1), the range every JSON reader keeps exactly",
     "lone_surrogate": "a string holds a lone UTF-16 surrogate",
     "depth": "the {what}s nest too deeply",
 }
@@ -45,8 +44,7 @@ def looks_like_jwt(token: str) -> bool:
 
 def _not_strict(part: str, what: str, rule: str) -> str:
     verb = "are" if part.endswith("s") else "is"
-    return (f"the token's {part} {verb} not strict JSON: "
-            f"{_BROKEN_RULES[rule].format(what=what)}")
+    return f"the token's {part} {verb} not strict JSON: {_BROKEN_RULES[rule].format(what=what)}"
 
 
 class _StrictClaims(jwt_errors.DecodeError):
@@ -103,17 +101,21 @@ class JwtVerifier:
         try:
             header = jwt.get_unverified_header(token)
         except jwt_errors.PyJWTError as exc:
-            raise Unauthenticated("the bearer token is not a well-formed JWT "
-                                  "(base64url header.payload.signature)") from exc
+            raise Unauthenticated(
+                "the bearer token is not a well-formed JWT (base64url header.payload.signature)"
+            ) from exc
         alg, kid = header.get("alg"), header.get("kid")
         allowed = ", ".join(self.config.algorithms)
         if not isinstance(alg, str) or alg.lower() == "none":
-            raise Unauthenticated(f"the token is unsigned (alg none); send a token signed with "
-                                  f"one of: {allowed}")
+            raise Unauthenticated(
+                f"the token is unsigned (alg none); send a token signed with one of: {allowed}"
+            )
         if alg not in self.config.algorithms:
             named = alg if alg in _KNOWN_ALGORITHMS else "an unsupported algorithm"
-            raise Unauthenticated(f"the token is signed with {named}, which the auth file does "
-                                  f"not allow (jwt.algorithms: {allowed})")
+            raise Unauthenticated(
+                f"the token is signed with {named}, which the auth file does "
+                f"not allow (jwt.algorithms: {allowed})"
+            )
         if kid is not None and not isinstance(kid, str):
             raise Unauthenticated("the token's kid header is not a string")
         return alg, kid
@@ -122,9 +124,14 @@ class JwtVerifier:
         cfg = self.config
         try:
             claims: dict[str, Any] = _DECODER.decode(
-                token, key, algorithms=[key.algorithm_name], audience=cfg.audiences,
-                issuer=cfg.issuer, leeway=cfg.leeway_s,
-                options={"require": ["exp", "iss", "aud"], "verify_signature": True})
+                token,
+                key,
+                algorithms=[key.algorithm_name],
+                audience=cfg.audiences,
+                issuer=cfg.issuer,
+                leeway=cfg.leeway_s,
+                options={"require": ["exp", "iss", "aud"], "verify_signature": True},
+            )
         except jwt_errors.PyJWTError as exc:
             raise Unauthenticated(self._reason(exc)) from None
         return claims
@@ -136,13 +143,17 @@ class JwtVerifier:
         if isinstance(exc, jwt_errors.ExpiredSignatureError):
             return f"the token has expired (exp is past, beyond the {leeway} leeway): get a new one"
         if isinstance(exc, jwt_errors.ImmatureSignatureError):
-            return (f"the token is not valid yet (nbf or iat is in the future, beyond the "
-                    f"{leeway} leeway): check the clocks of the issuer and this host")
+            return (
+                f"the token is not valid yet (nbf or iat is in the future, beyond the "
+                f"{leeway} leeway): check the clocks of the issuer and this host"
+            )
         if isinstance(exc, jwt_errors.InvalidIssuerError):
             return f"the token's issuer (iss) is not {cfg.issuer}, the issuer the auth file trusts"
         if isinstance(exc, jwt_errors.InvalidAudienceError):
-            return (f"the token's audience (aud) names none of {', '.join(cfg.audiences)} "
-                    "(jwt.audiences): request a token for this gateway")
+            return (
+                f"the token's audience (aud) names none of {', '.join(cfg.audiences)} "
+                "(jwt.audiences): request a token for this gateway"
+            )
         if isinstance(exc, jwt_errors.MissingRequiredClaimError):
             return f"the token has no {exc.claim} claim, which callgate requires"
         if isinstance(exc, jwt_errors.InvalidSubjectError):
@@ -159,14 +170,17 @@ class JwtVerifier:
         mapping = self.config.claims
         subject = _claim(claims, mapping.subject, "subject")
         if not isinstance(subject, str) or not subject:
-            raise Unauthenticated(f"the token's {mapping.subject} claim (jwt.claims.subject) "
-                                  "is not a non-empty string")
+            raise Unauthenticated(
+                f"the token's {mapping.subject} claim (jwt.claims.subject) "
+                "is not a non-empty string"
+            )
         tenant = ""
         if mapping.tenant:
             tenant = _claim(claims, mapping.tenant, "tenant")
             if not isinstance(tenant, str):
-                raise Unauthenticated(f"the token's {mapping.tenant} claim (jwt.claims.tenant) "
-                                      "is not a string")
+                raise Unauthenticated(
+                    f"the token's {mapping.tenant} claim (jwt.claims.tenant) is not a string"
+                )
         roles: tuple[str, ...] = ()
         if mapping.roles:
             roles = _roles(_claim(claims, mapping.roles, "roles"), mapping.roles)
@@ -177,8 +191,9 @@ def _claim(claims: dict[str, Any], path: str, field: str) -> Any:
     value: Any = claims
     for part in path.split("."):
         if not isinstance(value, dict) or part not in value:
-            raise Unauthenticated(f"the token has no {path} claim, which the auth file's "
-                                  f"jwt.claims.{field} needs")
+            raise Unauthenticated(
+                f"the token has no {path} claim, which the auth file's jwt.claims.{field} needs"
+            )
         value = value[part]
     return value
 
@@ -188,5 +203,7 @@ def _roles(value: Any, path: str) -> tuple[str, ...]:
         return tuple(value.split())
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise Unauthenticated(f"the token's {path} claim (jwt.claims.roles) is neither a list of "
-                          "strings nor a space-separated string")
+    raise Unauthenticated(
+        f"the token's {path} claim (jwt.claims.roles) is neither a list of "
+        "strings nor a space-separated string"
+    )

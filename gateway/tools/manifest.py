@@ -66,8 +66,10 @@ class ToolManifest(BaseModel):
                 raise _rule("reconcile", "only writes are reconciled; remove it from a read")
             return self
         if self.retry.max_attempts > 1 and not self.idempotency.enforced_by_target:
-            raise _rule("retry.max_attempts", "a write may be retried only when "
-                        "idempotency.enforced_by_target is true")
+            raise _rule(
+                "retry.max_attempts",
+                "a write may be retried only when idempotency.enforced_by_target is true",
+            )
         for flag in ("repeatable", "parallel_safe"):
             if getattr(self, flag) is True:
                 raise _rule(flag, f"applies to reads only; a write is never {flag}")

@@ -41,8 +41,10 @@ from gateway.tools.unicode_names import (
 )
 
 # ECMA-262 WhiteSpace and LineTerminator code points, as the members of an RE2 class
-_SPACE = (r"\t\n\x{0B}\f\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}"
-          r"\x{205F}\x{3000}\x{FEFF}")
+_SPACE = (
+    r"\t\n\x{0B}\f\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}"
+    r"\x{205F}\x{3000}\x{FEFF}"
+)
 _DOT = r"[^\n\r\x{2028}\x{2029}]"
 _ANY = r"[\x{0}-\x{10FFFF}]"
 _NOTHING = r"[^\x{0}-\x{10FFFF}]"
@@ -92,8 +94,9 @@ def _compile(pattern: str, translated: str) -> Any:
         return re2.compile(translated, _OPTIONS)
     except re2.error as exc:
         detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
-        raise PatternError(f"{pattern!r} is not a regular expression callgate can run: "
-                           f"{detail}") from exc
+        raise PatternError(
+            f"{pattern!r} is not a regular expression callgate can run: {detail}"
+        ) from exc
     except UnicodeEncodeError as exc:
         raise PatternError(f"{pattern!r} holds a lone surrogate") from exc
 
@@ -110,7 +113,7 @@ class _Reader:
         self.references: list[int | str] = []
 
     def take(self, n: int = 1) -> str:
-        piece = self.text[self.i:self.i + n]
+        piece = self.text[self.i : self.i + n]
         self.i += n
         return piece
 
@@ -125,7 +128,8 @@ def _translate(pattern: str, *, run: bool) -> str:
     r = _Reader(pattern, run)
     while r.i < len(r.text):
         plain = (_PLAIN_IN_CLASS if r.in_class else _PLAIN if r.run else _PLAIN_SYNTAX).match(
-            r.text, r.i)
+            r.text, r.i
+        )
         if plain is not None:  # a run of characters that mean the same to RE2
             r.out.append(plain.group(0) if r.run or r.in_class else _as_literals(plain.group(0)))
             r.i = plain.end()
@@ -187,20 +191,22 @@ def _group(r: _Reader) -> str:
     for opening in _LOOK_AROUND:
         if r.ahead(opening):
             if r.run:
-                raise r.refuse(f"look-around ({opening}…) is not supported; write the pattern "
-                               "without it")
+                raise r.refuse(
+                    f"look-around ({opening}…) is not supported; write the pattern without it"
+                )
             r.take(len(opening))
             return "(?:"
     if r.ahead("(?<"):
         return _named_group(r)
-    shown = r.text[r.i:r.i + (4 if r.ahead("(?P<") else 3)]
-    raise r.refuse(f"{shown}… is not ECMA-262 syntax (its groups are (…), (?:…), (?<name>…) "
-                   "and look-around)")
+    shown = r.text[r.i : r.i + (4 if r.ahead("(?P<") else 3)]
+    raise r.refuse(
+        f"{shown}… is not ECMA-262 syntax (its groups are (…), (?:…), (?<name>…) and look-around)"
+    )
 
 
 def _named_group(r: _Reader) -> str:
     end = r.text.find(">", r.i)
-    name = r.text[r.i + 3:end] if end > 0 else ""
+    name = r.text[r.i + 3 : end] if end > 0 else ""
     if not name.replace("$", "_").isidentifier():
         raise r.refuse(f"(?<{name}…: a group name is an identifier closed by >")
     if name in r.names:
@@ -214,8 +220,9 @@ def _named_group(r: _Reader) -> str:
 def _quantifier(r: _Reader) -> str:
     found = _QUANTIFIER.match(r.text, r.i - 1)
     if found is None:
-        raise r.refuse("a lone { is not allowed (write \\{ for the character, or {n}, {n,} "
-                       "or {n,m} to repeat)")
+        raise r.refuse(
+            "a lone { is not allowed (write \\{ for the character, or {n}, {n,} or {n,m} to repeat)"
+        )
     low, high = int(found.group(1)), found.group(3)
     if high and int(high) < low:
         raise r.refuse(f"{found.group(0)} repeats at most fewer times than at least")
@@ -237,8 +244,10 @@ def _escape(r: _Reader) -> str:
         return "/" if char == "/" else "\\" + char
     if r.run and char.isascii() and not char.isalnum() and char != "_":
         return "\\" + char  # `\-`, `\#`: the character in every other mode of ECMA-262
-    raise r.refuse(f"\\{char} is not an escape ECMA-262 knows (in Unicode mode, only syntax "
-                   "characters are escaped to stand for themselves)")
+    raise r.refuse(
+        f"\\{char} is not an escape ECMA-262 knows (in Unicode mode, only syntax "
+        "characters are escaped to stand for themselves)"
+    )
 
 
 def _space(r: _Reader) -> str:
@@ -274,7 +283,7 @@ def _nul(r: _Reader) -> str:
 
 
 def _hex(r: _Reader) -> str:
-    digits = r.text[r.i:r.i + 2]
+    digits = r.text[r.i : r.i + 2]
     if len(digits) != 2 or not set(digits) <= _HEX:
         raise r.refuse("\\x needs two hexadecimal digits (\\x41)")
     r.take(2)
@@ -285,7 +294,7 @@ def _backreference(r: _Reader) -> str:
     start = r.i - 1
     while r.i < len(r.text) and r.text[r.i] in "0123456789":
         r.take()
-    number = r.text[start:r.i]
+    number = r.text[start : r.i]
     if r.run or r.in_class:
         raise r.refuse(f"backreferences (\\{number}) are not supported")
     r.references.append(int(number))
@@ -297,8 +306,8 @@ def _named_reference(r: _Reader) -> str:
     if not r.ahead("<") or end < 0:
         raise r.refuse("\\k needs a group name: \\k<name>")
     if r.run or r.in_class:
-        raise r.refuse(f"backreferences (\\k{r.text[r.i:end + 1]}) are not supported")
-    r.references.append(r.text[r.i + 1:end])
+        raise r.refuse(f"backreferences (\\k{r.text[r.i : end + 1]}) are not supported")
+    r.references.append(r.text[r.i + 1 : end])
     r.i = end + 1
     return "(?:)"
 
@@ -306,7 +315,7 @@ def _named_reference(r: _Reader) -> str:
 def _code_point(r: _Reader) -> str:
     if r.ahead("{"):
         end = r.text.find("}", r.i)
-        digits = r.text[r.i + 1:end] if end > 0 else ""
+        digits = r.text[r.i + 1 : end] if end > 0 else ""
         if not digits or not set(digits) <= _HEX or int(digits, 16) > 0x10FFFF:
             raise r.refuse("a \\u{…} escape needs a code point in hexadecimal digits")
         r.take(len(digits) + 2)
@@ -316,7 +325,7 @@ def _code_point(r: _Reader) -> str:
         raise r.refuse("\\u needs four hexadecimal digits")
     unit = int(digits, 16)
     if 0xD800 <= unit <= 0xDBFF and r.ahead("\\u"):
-        low = r.text[r.i + 2:r.i + 6]
+        low = r.text[r.i + 2 : r.i + 6]
         if len(low) == 4 and set(low) <= _HEX and 0xDC00 <= int(low, 16) <= 0xDFFF:
             r.take(6)
             unit = 0x10000 + ((unit - 0xD800) << 10) + (int(low, 16) - 0xDC00)
@@ -333,11 +342,10 @@ def _property(r: _Reader) -> str:
     if not r.ahead("{"):
         raise r.refuse(f"\\{r.text[r.i - 1]} needs braces: \\p{{Letter}}")
     end = r.text.find("}", r.i)
-    content = r.text[r.i + 1:end] if end > 0 else r.text[r.i + 1:]
+    content = r.text[r.i + 1 : end] if end > 0 else r.text[r.i + 1 :]
     construct = f"\\{r.text[r.i - 1]}{{{content}}}"
     if end < 0 or not _PROPERTY_TEXT.fullmatch(content):
-        raise r.refuse(f"{construct}: not a Unicode property (\\p{{Name}} or "
-                       "\\p{Name=Value})")
+        raise r.refuse(f"{construct}: not a Unicode property (\\p{{Name}} or \\p{{Name=Value}})")
     r.i = end + 1
     return _emit(r, construct, _code_set(r, construct, content), negated)
 
@@ -348,11 +356,13 @@ def _code_set(r: _Reader, construct: str, content: str) -> CodeSet:
     if not value:
         found = category(name) or binary(name)
         if found is None and name in UNSUPPORTED_BINARY:
-            return _unsupported(r, f"{construct}: {name} is not supported by callgate's "
-                                "regex engine")
+            return _unsupported(
+                r, f"{construct}: {name} is not supported by callgate's regex engine"
+            )
         if found is None and SCRIPT_CODES.get(name, name) in _SCRIPTS:
-            raise r.refuse(f"{construct}: a script needs its property name: write "
-                           f"\\p{{Script={name}}}")
+            raise r.refuse(
+                f"{construct}: a script needs its property name: write \\p{{Script={name}}}"
+            )
         if found is None:
             raise r.refuse(f"{construct}: {name} is not a Unicode property")
         return found
@@ -367,9 +377,12 @@ def _code_set(r: _Reader, construct: str, content: str) -> CodeSet:
     if script not in _SCRIPTS or category(value) or is_binary(value):
         raise r.refuse(f"{construct}: {value} is not a script callgate's regex engine knows")
     if name in ("Script_Extensions", "scx"):
-        return _unsupported(r, f"{construct}: Script_Extensions is not supported by "
-                            f"callgate's regex engine (Script={value} leaves out the "
-                            "characters its script shares with others)")
+        return _unsupported(
+            r,
+            f"{construct}: Script_Extensions is not supported by "
+            f"callgate's regex engine (Script={value} leaves out the "
+            "characters its script shares with others)",
+        )
     return CodeSet(f"\\p{{{script}}}")
 
 
@@ -389,13 +402,24 @@ def _emit(r: _Reader, construct: str, found: CodeSet, negated: bool) -> str:
         return found.items
     if _SINGLE_PROPERTY.fullmatch(found.items):
         return "\\P" + found.items[2:]
-    raise r.refuse(f"{construct} inside a character class is not supported (write it as an "
-                   "alternative outside the class)")
+    raise r.refuse(
+        f"{construct} inside a character class is not supported (write it as an "
+        "alternative outside the class)"
+    )
 
 
 _SPECIAL_ESCAPES = {
-    "s": _space, "S": _not_space, "b": _word_boundary, "B": _not_word_boundary,
-    "v": lambda r: r"\x{B}", "c": _control, "0": _nul, "x": _hex, "u": _code_point,
-    "k": _named_reference, "p": _property, "P": _property,
+    "s": _space,
+    "S": _not_space,
+    "b": _word_boundary,
+    "B": _not_word_boundary,
+    "v": lambda r: r"\x{B}",
+    "c": _control,
+    "0": _nul,
+    "x": _hex,
+    "u": _code_point,
+    "k": _named_reference,
+    "p": _property,
+    "P": _property,
     **{digit: _backreference for digit in "123456789"},
 }

@@ -35,8 +35,10 @@ from gateway.tools.problems import FieldPath, ManifestProblem
 from gateway.tools.unevaluated import unevaluated_properties
 
 MAX_REPORTED_ERRORS = 5
-_SCHEMA_URIS = ("https://json-schema.org/draft/2020-12/schema",
-                "https://json-schema.org/draft/2020-12/schema#")
+_SCHEMA_URIS = (
+    "https://json-schema.org/draft/2020-12/schema",
+    "https://json-schema.org/draft/2020-12/schema#",
+)
 _WEAK_KEYWORDS = frozenset({"anyOf", "oneOf"})
 
 
@@ -63,8 +65,10 @@ def _is_remote(exc: BaseException | None) -> bool:
 
 def _unresolvable(keyword: str, ref: str, exc: Unresolvable) -> str:
     if _is_remote(exc):
-        return (f"{keyword} {ref!r} points outside this schema; remote references are never "
-                "fetched (copy the definition under $defs)")
+        return (
+            f"{keyword} {ref!r} points outside this schema; remote references are never "
+            "fetched (copy the definition under $defs)"
+        )
     return f"{keyword} {ref!r} cannot be resolved: {excerpt(str(exc))}"
 
 
@@ -91,8 +95,9 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterat
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any,
-                        schema: Any) -> Iterator[Any]:
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[Any]:
     if not validator.is_type(instance, "object"):
         return
     for pattern, subschema in patterns.items():
@@ -101,25 +106,32 @@ def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any,
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
-def _additional_properties(validator: Any, extra_schema: Any, instance: Any,
-                           schema: dict[str, Any]) -> Iterator[Any]:
+def _additional_properties(
+    validator: Any, extra_schema: Any, instance: Any, schema: dict[str, Any]
+) -> Iterator[Any]:
     if not validator.is_type(instance, "object"):
         return
     named = schema.get("properties", {})
     patterns = list(schema.get("patternProperties", {}))
-    extras = sorted((key for key in instance if key not in named
-                     and not any(search(p, key) for p in patterns)), key=str)
+    extras = sorted(
+        (key for key in instance if key not in named and not any(search(p, key) for p in patterns)),
+        key=str,
+    )
     if validator.is_type(extra_schema, "object"):
         for extra in extras:
             yield from validator.descend(instance[extra], extra_schema, path=extra)
     elif not extra_schema and extras:
         joined = ", ".join(repr(each) for each in extras)
         if patterns:
-            yield ValidationError(f"{joined} {'does' if len(extras) == 1 else 'do'} not match "
-                                  f"any of the regexes: {', '.join(map(repr, sorted(patterns)))}")
+            yield ValidationError(
+                f"{joined} {'does' if len(extras) == 1 else 'do'} not match "
+                f"any of the regexes: {', '.join(map(repr, sorted(patterns)))}"
+            )
         else:
-            yield ValidationError(f"Additional properties are not allowed ({joined} "
-                                  f"{'was' if len(extras) == 1 else 'were'} unexpected)")
+            yield ValidationError(
+                f"Additional properties are not allowed ({joined} "
+                f"{'was' if len(extras) == 1 else 'were'} unexpected)"
+            )
 
 
 def _format(validator: Any, fmt: Any, instance: Any, schema: Any) -> Iterator[Any]:
@@ -146,25 +158,45 @@ def _is_pattern(value: object) -> bool:
 META_FORMATS = FormatChecker(formats=())
 META_FORMATS.checks("regex", raises=PatternError)(_is_pattern)
 
-_Validator = validators.extend(Draft202012Validator, {
-    "pattern": _pattern, "patternProperties": _pattern_properties,
-    "additionalProperties": _additional_properties,
-    "unevaluatedProperties": unevaluated_properties, "format": _format})
+_Validator = validators.extend(
+    Draft202012Validator,
+    {
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+        "unevaluatedProperties": unevaluated_properties,
+        "format": _format,
+    },
+)
 
 # ---------------------------------------------------------------------- walking a schema
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMA_ONE = ("items", "additionalProperties", "unevaluatedProperties", "unevaluatedItems",
-               "contains", "propertyNames", "not", "if", "then", "else")
+_SCHEMA_ONE = (
+    "items",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+)
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 # keywords applying their subschemas to the same value (no descent into it)
 _IN_PLACE_ONE = ("not", "if", "then", "else")
 _IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
 
 
-def _children(node: dict[str, Any], path: FieldPath,
-              ones: Iterable[str] = _SCHEMA_ONE, lists: Iterable[str] = _SCHEMA_LISTS,
-              maps: Iterable[str] = _SCHEMA_MAPS) -> Iterator[tuple[Any, FieldPath]]:
+def _children(
+    node: dict[str, Any],
+    path: FieldPath,
+    ones: Iterable[str] = _SCHEMA_ONE,
+    lists: Iterable[str] = _SCHEMA_LISTS,
+    maps: Iterable[str] = _SCHEMA_MAPS,
+) -> Iterator[tuple[Any, FieldPath]]:
     for key in maps:
         if isinstance(node.get(key), dict):
             yield from ((child, (*path, key, name)) for name, child in node[key].items())
@@ -188,11 +220,13 @@ def _schemas(node: Any, path: FieldPath) -> Iterator[tuple[dict[str, Any], Field
 
 def _check_patterns(schema: dict[str, Any], field: FieldPath) -> None:
     for node, where in _schemas(schema, field):
-        found = [(node["pattern"], (*where, "pattern"))] if isinstance(
-            node.get("pattern"), str) else []
+        found = (
+            [(node["pattern"], (*where, "pattern"))] if isinstance(node.get("pattern"), str) else []
+        )
         if isinstance(node.get("patternProperties"), dict):
-            found += [(key, (*where, "patternProperties", key))
-                      for key in node["patternProperties"]]
+            found += [
+                (key, (*where, "patternProperties", key)) for key in node["patternProperties"]
+            ]
         for pattern, at in found:
             try:
                 compiled(pattern)
@@ -205,10 +239,13 @@ def _check_formats(schema: dict[str, Any], field: FieldPath) -> None:
     for node, where in _schemas(schema, field):
         fmt = node.get("format")
         if isinstance(fmt, str) and fmt not in CHECKED_FORMATS:
-            raise ManifestProblem((*where, "format"), f"{fmt!r} is not a format callgate can "
-                                  f"check (it checks {', '.join(sorted(CHECKED_FORMATS))}); "
-                                  "to keep formats as annotations only, set "
-                                  "format_assertion: false in the manifest")
+            raise ManifestProblem(
+                (*where, "format"),
+                f"{fmt!r} is not a format callgate can "
+                f"check (it checks {', '.join(sorted(CHECKED_FORMATS))}); "
+                "to keep formats as annotations only, set "
+                "format_assertion: false in the manifest",
+            )
 
 
 class _Endless(Exception):
@@ -223,8 +260,11 @@ def _check_ends(schema: dict[str, Any], root: Any, field: FieldPath) -> None:
         try:
             _visit(node, root, set(), done)
         except _Endless:
-            raise ManifestProblem(where, "the schema refers to itself without end (a $ref "
-                                  "cycle that never descends into the value)") from None
+            raise ManifestProblem(
+                where,
+                "the schema refers to itself without end (a $ref "
+                "cycle that never descends into the value)",
+            ) from None
         except Unresolvable:
             continue  # reported by _check_refs
 
@@ -247,14 +287,17 @@ def _visit(node: Any, resolver: Any, path: set[int], done: set[int]) -> None:
     done.add(id(node))
 
 
-def compile_schema(schema: dict[str, Any], field: FieldPath, *,
-                   format_assertion: bool = True) -> Validator:
+def compile_schema(
+    schema: dict[str, Any], field: FieldPath, *, format_assertion: bool = True
+) -> Validator:
     """Check a 2020-12 schema (every $ref, every pattern, every format while they are
     asserted, no endless self-reference) and build its validator."""
     declared = schema.get("$schema")
     if declared is not None and declared not in _SCHEMA_URIS:
-        raise ManifestProblem((*field, "$schema"), f"{declared!r}: only JSON Schema 2020-12 "
-                                            f"({_SCHEMA_URIS[0]}) is supported")
+        raise ManifestProblem(
+            (*field, "$schema"),
+            f"{declared!r}: only JSON Schema 2020-12 ({_SCHEMA_URIS[0]}) is supported",
+        )
     try:
         _check_against_metaschema(schema)
         resource = DRAFT202012.create_resource(schema)
@@ -269,9 +312,9 @@ def compile_schema(schema: dict[str, Any], field: FieldPath, *,
         raise ManifestProblem((*field, *exc.absolute_path), exc.message + why) from exc
     except RecursionError as exc:
         raise ManifestProblem(field, "the schema nests too deeply") from exc
-    validator: Validator = _Validator(schema, registry=_NO_REMOTE,
-                                      format_checker=FORMAT_CHECKER if format_assertion
-                                      else None)
+    validator: Validator = _Validator(
+        schema, registry=_NO_REMOTE, format_checker=FORMAT_CHECKER if format_assertion else None
+    )
     return validator
 
 

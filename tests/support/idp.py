@@ -69,14 +69,28 @@ class IdentityProvider:
 
     def claims(self, **overrides: Any) -> dict[str, Any]:
         now = int(time.time())
-        base: dict[str, Any] = {"iss": self.issuer, "aud": AUDIENCE, "sub": "alice",
-                                "tenant_id": "acme", "roles": ["traveler"], "iat": now,
-                                "nbf": now, "exp": now + 600}
+        base: dict[str, Any] = {
+            "iss": self.issuer,
+            "aud": AUDIENCE,
+            "sub": "alice",
+            "tenant_id": "acme",
+            "roles": ["traveler"],
+            "iat": now,
+            "nbf": now,
+            "exp": now + 600,
+        }
         base.update(overrides)
         return {k: v for k, v in base.items() if v is not None}
 
-    def token(self, *, kid: str | None = "rsa-1", alg: str | None = None,
-              key: Any = None, headers: dict[str, Any] | None = None, **claims: Any) -> str:
+    def token(
+        self,
+        *,
+        kid: str | None = "rsa-1",
+        alg: str | None = None,
+        key: Any = None,
+        headers: dict[str, Any] | None = None,
+        **claims: Any,
+    ) -> str:
         """A token over claims(**claims); None for a claim leaves it out."""
         signing_key = key if key is not None else self.keys[kid or "rsa-1"]
         if alg is None:
@@ -84,8 +98,7 @@ class IdentityProvider:
         head = {**({"kid": kid} if kid else {}), **(headers or {})}
         return jwt.encode(self.claims(**claims), signing_key, algorithm=alg, headers=head)
 
-    def signed_text(self, payload: str, *, header: str | None = None,
-                    kid: str = "rsa-1") -> str:
+    def signed_text(self, payload: str, *, header: str | None = None, kid: str = "rsa-1") -> str:
         """A token signed (RS256 with kid's key) over exactly these JSON texts, for texts that
         `token()` cannot write: repeated names, NaN."""
         key = self.keys[kid]
@@ -135,13 +148,15 @@ def unsigned_token(claims: dict[str, Any]) -> str:
     return jwt.encode(claims, None, algorithm="none")
 
 
-def hs256_signed_with_public_key(idp: IdentityProvider, kid: str = "rsa-1",
-                                 **claims: Any) -> str:
+def hs256_signed_with_public_key(idp: IdentityProvider, kid: str = "rsa-1", **claims: Any) -> str:
     """Algorithm confusion: HS256 with the RSA public key (as published) as the HMAC secret."""
     from cryptography.hazmat.primitives import serialization
 
-    public = idp.keys[kid].public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    public = (
+        idp.keys[kid]
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
     header = _b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": kid}).encode())
     payload = _b64(json.dumps(idp.claims(**claims)).encode())
     signing_input = f"{header}.{payload}".encode()
