@@ -74,7 +74,7 @@ class _StrictLoader(yaml.SafeLoader):
 
     def construct_mapping(
         self,
-        node: yaml.MappingNode,  # type: ignore[override]
+        node: yaml.MappingNode,
         deep: bool = False,
     ) -> dict[Any, Any]:
         seen: set[str] = set()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from gateway.tools import Registry, Tool
-from tests.gateway.test_registry import base, load_error, write
+from tests.support.manifests import base, load_error, write
 
 
 def tool(schema: dict[str, Any], **manifest: Any) -> Tool:
