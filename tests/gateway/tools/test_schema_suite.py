@@ -33,6 +33,13 @@ UNKNOWN_FORMAT = (
     "format_assertion: false it is the annotation the case expects)"
 )
 
+# what the refusal says, for each reason: a case refused for another reason is not the one listed
+SAYS = {
+    REMOTE: "remote references are never fetched",
+    METASCHEMA: "only JSON Schema 2020-12",
+    UNKNOWN_FORMAT: "is not a format callgate can check",
+}
+
 # (file, case) → why callgate refuses the case's schema at load
 REFUSED: dict[tuple[str, str], str] = {
     **{
@@ -120,7 +127,8 @@ def outcomes(name: str, assertion: bool) -> tuple[set[tuple[str, str]], list[str
             validator = compiled(case["schema"], assertion)
         except ManifestProblem as exc:
             refused.add((name, case["description"]))
-            if (name, case["description"]) not in REFUSED:
+            why = REFUSED.get((name, case["description"]))
+            if why is None or SAYS[why] not in str(exc):
                 wrong.append(f"{case['description']!r} is refused: {exc}")
             continue
         for test in case["tests"]:
