@@ -23,7 +23,12 @@ MAX_YAML_VALUES = 100_000
 
 
 class YamlTextError(ValueError):
-    """A YAML text that is not plain JSON data; the message says why, and where."""
+    """A YAML text that is not plain JSON data; the message says why, and where (`line`, when
+    one is known)."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
 
 
 class YamlExpansionError(YamlTextError):
@@ -64,12 +69,16 @@ def check_expansion(value: Any, limit: int = MAX_YAML_VALUES) -> None:
 # ---------------------------------------------------------------------- the strict reader
 
 
+def _line(node: yaml.Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
 def _at(node: yaml.Node) -> str:
     mark = node.start_mark
     return f"line {mark.line + 1}, column {mark.column + 1}"
 
 
-class _StrictLoader(yaml.SafeLoader):
+class StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses repeated and non-string keys and non-finite numbers."""
 
     def construct_mapping(
@@ -85,11 +94,13 @@ class _StrictLoader(yaml.SafeLoader):
             if not isinstance(key, str):
                 raise YamlTextError(
                     f"{_at(key_node)}: key {key!r} is not a string "
-                    "(JSON object keys are strings; quote it)"
+                    "(JSON object keys are strings; quote it)",
+                    _line(key_node),
                 )
             if key in seen:
                 raise YamlTextError(
-                    f"{_at(key_node)}: duplicate key {key!r}: a reader could take either value"
+                    f"{_at(key_node)}: duplicate key {key!r}: a reader could take either value",
+                    _line(key_node),
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
@@ -98,12 +109,12 @@ class _StrictLoader(yaml.SafeLoader):
         value: float = super().construct_yaml_float(node)
         if not math.isfinite(value):
             name = "NaN" if math.isnan(value) else "an infinity"
-            raise YamlTextError(f"{_at(node)}: {name} is not a JSON number")
+            raise YamlTextError(f"{_at(node)}: {name} is not a JSON number", _line(node))
         return value
 
 
-_StrictLoader.add_constructor("tag:yaml.org,2002:float", _StrictLoader.construct_yaml_float)
-_StrictLoader.yaml_implicit_resolvers = {
+StrictLoader.add_constructor("tag:yaml.org,2002:float", StrictLoader.construct_yaml_float)
+StrictLoader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
@@ -111,19 +122,33 @@ _StrictLoader.yaml_implicit_resolvers = {
 
 def read_yaml(text: str) -> Any:
     """The JSON value of one YAML document; YamlTextError naming the problem and its line."""
+    (value,) = _documents(text, single=True)
+    return value
+
+
+def read_yaml_documents(text: str) -> list[Any]:
+    """The JSON value of every document of a YAML text, held to the rules of `read_yaml`."""
+    return _documents(text, single=False)
+
+
+def _documents(text: str, *, single: bool) -> list[Any]:
     try:
-        value = yaml.load(text, Loader=_StrictLoader)  # noqa: S506  (a SafeLoader subclass)
+        if single:
+            values = [yaml.load(text, Loader=StrictLoader)]  # noqa: S506  (a SafeLoader)
+        else:
+            values = list(yaml.load_all(text, Loader=StrictLoader))  # noqa: S506
     except RecursionError as exc:
         raise YamlTextError("the YAML nests too deeply") from exc
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise YamlTextError(f"invalid YAML: {exc.problem or exc.context}{where}") from exc
+        line = mark.line + 1 if mark else None
+        raise YamlTextError(f"invalid YAML: {exc.problem or exc.context}{where}", line) from exc
     except yaml.YAMLError as exc:
         raise YamlTextError(f"invalid YAML: {exc}") from exc
-    check_expansion(value)
-    _check_types(value)
-    return value
+    check_expansion(values)
+    _check_types(values)
+    return values
 
 
 _SCALARS = (str, int, float, bool, type(None))
