@@ -1,4 +1,4 @@
-"""Watching `--policies` and reloading it: a cheap periodic scan, a settle time, SIGHUP.
+"""Watching `--policies` and reloading it: a cheap periodic scan, a quiet time, SIGHUP.
 
 Every `interval_s` the directory is scanned (path, size, modification and change times, inode
 of each policy and data file; hidden files skipped). A change is loaded once the scan has shown
@@ -62,7 +62,7 @@ def snapshot(root: Path) -> Snapshot:
 
 
 class ChangeDetector:
-    """Decides when a changed directory has settled (pure: time is passed in)."""
+    """Decides when a changed directory has gone quiet (pure: time is passed in)."""
 
     def __init__(self, loaded: Snapshot, quiet_s: float) -> None:
         self.loaded = loaded
@@ -141,7 +141,7 @@ class PolicyReloader:
         return forced
 
     async def check(self, *, forced: bool = False) -> ReloadResult | None:
-        """One scan; a reload when forced or when a change has settled."""
+        """One scan; a reload when forced or when a change has gone quiet."""
         async with self._lock:
             before = await asyncio.to_thread(snapshot, self.directory)
             if not forced and not self.detector.ready(before, self.clock()):
@@ -162,7 +162,7 @@ class PolicyReloader:
         except PolicyConfigError as exc:
             rejection = RejectedReload.of(exc)
         after = await asyncio.to_thread(snapshot, self.directory)
-        if after != before:  # written to while being read: decide on the settled files
+        if after != before:  # written to while being read: decide on the files once quiet
             return ReloadResult("retry")
         self.detector.done(after)
         if bundle is None:
