@@ -52,7 +52,7 @@ class ApprovalPage:
 
 class ApprovalRuns(Protocol):
     """What the desk needs of the run engine (`gateway.run.runner.Runner` is one): where
-    approvals are stored and decided, and a way to expire a run's approvals that are past their time."""
+    approvals are stored and decided, and a way to expire a run's approvals past their time."""
 
     store: RunStore
     registry: Registry
