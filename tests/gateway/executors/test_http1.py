@@ -1,7 +1,7 @@
 """The http executors' HTTP/1.1 client against a loopback server that answers each request
 with scripted bytes: how answers are framed (length, chunks, the connection's end, 1xx first),
 the body cap, answers that are cut short or are not HTTP, what is never sent, when a
-connection is kept and reused, and TLS."""
+connection is kept and reused, TLS, and proxies (a real one on loopback)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,15 @@ from gateway.executors.http1 import (
     Answer,
     BrokenAnswer,
     Http1Client,
+    Proxy,
+    ProxyRefused,
+    Route,
     charset,
     request_bytes,
     target,
 )
 from tests.support.pki import CertificateAuthority
+from tests.support.proxy import running_proxy
 
 CLOSE = b""  # in a script: close the connection instead of answering
 
@@ -335,3 +339,86 @@ async def test_https_verifies_the_target(serve: Callable[..., Server], client: H
     finally:
         await fresh.aclose()
     assert sent_now and answer.body == b'{"tls": 1}'
+
+
+async def test_a_route_brings_its_own_context_and_its_own_connections(
+        serve: Callable[..., Server], client: Http1Client, tmp_path: Path) -> None:
+    ca = CertificateAuthority("tools CA")
+    tls = ca.issue("tool", dns=["tool.test"]).server_context(tmp_path, "tool")
+    server = serve(ok(), ok(), ok(), tls=tls)
+    trusting = Route(tls=ssl.create_default_context(cadata=ca.pem.decode()),
+                     server_name="tool.test")
+    url = (await ready(server)).url
+    sent: list[bool] = []
+    for _ in range(2):
+        answer = await client.request("POST", url, headers={}, body=b"{}", max_body_bytes=100,
+                                      on_sent=lambda: sent.append(True), route=trusting)
+        assert answer.status == 200
+    with pytest.raises(ssl.SSLCertVerificationError):  # the default route: the system's CAs
+        await client.request("POST", url, headers={}, body=b"{}", max_body_bytes=100,
+                             on_sent=lambda: sent.append(True))
+    assert sent == [True, True] and server.connections == 1  # the other never passed TLS
+
+
+# ------------------------------------------------------------------------------ proxies
+
+
+def test_a_request_to_a_proxy_is_in_absolute_form() -> None:
+    proxy = Proxy("127.0.0.1", 3128, authorization="Basic dTpw", shown="http://127.0.0.1:3128")
+    head = request_bytes("GET", target("http://tool.test:8080/run?x=1"), {}, None, proxy)
+    assert head == (b"GET http://tool.test:8080/run?x=1 HTTP/1.1\r\n"
+                    b"Proxy-Authorization: Basic dTpw\r\nHost: tool.test:8080\r\n\r\n")
+
+
+async def test_https_goes_through_a_connect_tunnel(
+        serve: Callable[..., Server], client: Http1Client, tmp_path: Path) -> None:
+    ca = CertificateAuthority("tools CA")
+    server = serve(ok(b'{"n": 1}'), ok(b'{"n": 2}'),
+                   tls=ca.issue("tool", dns=["tool.test"]).server_context(tmp_path, "tool"))
+    port = (await ready(server)).url.split(":")[2].split("/")[0]
+    with running_proxy({"tool.test": "127.0.0.1"}) as proxy:
+        route = Route(tls=ssl.create_default_context(cadata=ca.pem.decode()),
+                      proxy=Proxy("127.0.0.1", proxy.port, shown=proxy.url))
+        bodies = [(await client.request("POST", f"https://tool.test:{port}/tool", headers={},
+                                        body=b"{}", max_body_bytes=100, on_sent=lambda: None,
+                                        route=route)).body for _ in range(2)]
+        await client.aclose()
+        seen = proxy.seen
+    assert bodies == [b'{"n": 1}', b'{"n": 2}']
+    assert [(s.method, s.target) for s in seen] == [("CONNECT", f"tool.test:{port}")]
+    assert seen[0].headers["Host"] == f"tool.test:{port}"
+    assert all(r.startswith(b"POST /tool HTTP/1.1\r\nHost: tool.test:") for r in server.requests)
+
+
+async def test_http_goes_to_the_proxy_in_absolute_form(
+        serve: Callable[..., Server], client: Http1Client) -> None:
+    server = serve(ok(b'{"n": 1}'), ok(b'{"n": 2}'))
+    port = (await ready(server)).url.split(":")[2].split("/")[0]
+    with running_proxy({"tool.test": "127.0.0.1"}) as proxy:
+        route = Route(proxy=Proxy("127.0.0.1", proxy.port, shown=proxy.url))
+        for _ in range(2):
+            await client.request("POST", f"http://tool.test:{port}/tool?x=1", headers={},
+                                 body=b"{}", max_body_bytes=100, on_sent=lambda: None,
+                                 route=route)
+        await client.aclose()
+        seen = proxy.seen
+    assert [(s.method, s.target) for s in seen] == [
+        ("POST", f"http://tool.test:{port}/tool?x=1")] * 2
+    assert server.connections == 1  # the proxy's one connection, kept alive like callgate's
+    assert [r.split(b"\r\n")[0] for r in server.requests] == [b"POST /tool?x=1 HTTP/1.1"] * 2
+
+
+@pytest.mark.parametrize(("status", "expected"), [
+    (403, "answered CONNECT tool.test:1 with HTTP 403 Forbidden"),
+    (407, "answered CONNECT tool.test:1 with HTTP 407 Proxy Authentication Required")])
+async def test_a_tunnel_the_proxy_will_not_open_sends_nothing(
+        client: Http1Client, status: int, expected: str) -> None:
+    with running_proxy({"tool.test": "127.0.0.1"}, connect_status=status,
+                       credentials="Basic x" if status == 407 else "") as proxy:
+        route = Route(proxy=Proxy("127.0.0.1", proxy.port, shown=proxy.url))
+        sent: list[bool] = []
+        with pytest.raises(ProxyRefused, match=expected):
+            await client.request("POST", "https://tool.test:1/t", headers={}, body=b"{}",
+                                 max_body_bytes=100, on_sent=lambda: sent.append(True),
+                                 route=route)
+    assert sent == []
