@@ -220,6 +220,12 @@ class LoopbackServer(ThreadingHTTPServer):
             with self._live_lock:
                 self._live.pop(threading.current_thread(), None)
 
+    def serving(self, sock: socket.socket) -> None:
+        """The socket this thread's connection now runs on (a TLS wrapper of the one
+        accepted): the one `stop` cuts."""
+        with self._live_lock:
+            self._live[threading.current_thread()] = sock
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         if not (self.quiet or self.stopping.is_set()):
             super().handle_error(request, client_address)
