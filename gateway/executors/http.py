@@ -79,7 +79,9 @@ _RETRYABLE_READ_STATUS = frozenset({408, 425, 429})
 _UNKNOWN_WRITE_STATUS = frozenset({408, 409})
 
 
-_HOSTNAME_MISMATCH = (62, 64)  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
+# OpenSSL's verify codes: what a tls field can change
+_NAME_MISMATCH = frozenset({62, 64})  # X509_V_ERR_HOSTNAME_MISMATCH, _IP_ADDRESS_MISMATCH
+_UNKNOWN_ISSUER = frozenset({2, 18, 19, 20, 21})  # no issuer known, self-signed, no local one
 
 _RouteKey = tuple[TlsFiles | None, str, Proxy | None]
 
@@ -171,11 +173,14 @@ def _target(url: str) -> str:
 
 
 def _problem(exc: Exception) -> str:
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        hint = ("tls.server_name names the name to expect"
-                if exc.verify_code in _HOSTNAME_MISMATCH else "tls.ca_file names the CAs to trust")
-        return f"the target's TLS certificate is not trusted: {exc.verify_message} ({hint})"
-    return f"{type(exc).__name__}: {error_text(exc)}"
+    if not isinstance(exc, ssl.SSLCertVerificationError):
+        return f"{type(exc).__name__}: {error_text(exc)}"
+    hint = ""
+    if exc.verify_code in _NAME_MISMATCH:
+        hint = " (tls.server_name names the name to expect)"
+    elif exc.verify_code in _UNKNOWN_ISSUER:
+        hint = " (tls.ca_file names the CAs to trust)"
+    return f"the target's TLS certificate is not trusted: {exc.verify_message}{hint}"
 
 
 async def exchange(client: Http1Client, method: str, url: str, *,

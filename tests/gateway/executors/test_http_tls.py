@@ -135,6 +135,16 @@ async def test_a_certificate_for_another_name_is_refused(
         assert len(target.seen) == 1
 
 
+async def test_an_expired_certificate_is_refused_without_a_hint_that_would_not_help(
+        make_tool: ToolFactory, ctx: ExecutionContext, pki: Pki) -> None:
+    issued = pki.tools_ca.issue("tool", ips=["127.0.0.1"], expired=True)
+    with running_target(issued.server_context(pki.directory, "expired")) as target:
+        result = await make_tool(executor=http(f"{target.url}/t", pki.tls())).run({}, ctx)
+        assert target.seen == []
+    not_sent(result)
+    assert "not trusted: certificate has expired (nothing was sent)" in result.error_message
+
+
 @pytest.mark.parametrize("effect", ["read", "write"])
 async def test_no_client_certificate_is_refused_before_the_request_is_read(
         make_tool: ToolFactory, ctx: ExecutionContext, mutual: Target, pki: Pki,
