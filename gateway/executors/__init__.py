@@ -32,18 +32,30 @@ from gateway.executors.tls import TlsFileError
 from gateway.model import Effect
 
 __all__ = [
-    "ExecutionContext", "ExecutionResult", "Executor", "ExecutorConfig", "HttpClients",
-    "HttpExecutorConfig", "HttpReconcileConfig", "IdempotencyConfig", "ManifestFieldError",
-    "Proxies", "PythonExecutorConfig", "PythonReconcileConfig", "ReconcileConfig",
-    "RetryConfig", "TlsConfig", "ToolExecutor", "build_executor",
+    "ExecutionContext",
+    "ExecutionResult",
+    "Executor",
+    "ExecutorConfig",
+    "HttpClients",
+    "HttpExecutorConfig",
+    "HttpReconcileConfig",
+    "IdempotencyConfig",
+    "ManifestFieldError",
+    "Proxies",
+    "PythonExecutorConfig",
+    "PythonReconcileConfig",
+    "ReconcileConfig",
+    "RetryConfig",
+    "TlsConfig",
+    "ToolExecutor",
+    "build_executor",
 ]
 
 
 class Sender(Protocol):
     async def execute(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult: ...
 
-    async def send_once(self, args: dict[str, Any], ctx: ExecutionContext
-                        ) -> ExecutionResult: ...
+    async def send_once(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult: ...
 
 
 class ToolExecutor:
@@ -73,8 +85,9 @@ def _function(spec: str, field: tuple[str | int, ...]) -> ToolFunction:
         raise ManifestFieldError(field, str(exc)) from exc
 
 
-def _route(clients: HttpClients, section: str, url: str, tls: TlsConfig | None,
-           base: Path) -> Route:
+def _route(
+    clients: HttpClients, section: str, url: str, tls: TlsConfig | None, base: Path
+) -> Route:
     try:
         return clients.route(url, tls, base)
     except TlsFileError as exc:
@@ -83,16 +96,27 @@ def _route(clients: HttpClients, section: str, url: str, tls: TlsConfig | None,
         raise ManifestFieldError((section, "url"), str(exc)) from exc
 
 
-def _sender(cfg: ExecutorConfig, *, effect: Effect, retry: RetryConfig,
-            clients: HttpClients, base: Path) -> Sender:
+def _sender(
+    cfg: ExecutorConfig, *, effect: Effect, retry: RetryConfig, clients: HttpClients, base: Path
+) -> Sender:
     if isinstance(cfg, PythonExecutorConfig):
-        return PythonExecutor(_function(cfg.function, ("executor", "function")),
-                              timeout_s=cfg.timeout_s, effect=effect,
-                              max_attempts=retry.max_attempts, backoff_s=retry.backoff_s)
-    return HttpExecutor(url=cfg.url, timeout_s=cfg.timeout_s, headers=cfg.headers,
-                        clients=clients, effect=effect, max_attempts=retry.max_attempts,
-                        backoff_s=retry.backoff_s,
-                        route=_route(clients, "executor", cfg.url, cfg.tls, base))
+        return PythonExecutor(
+            _function(cfg.function, ("executor", "function")),
+            timeout_s=cfg.timeout_s,
+            effect=effect,
+            max_attempts=retry.max_attempts,
+            backoff_s=retry.backoff_s,
+        )
+    return HttpExecutor(
+        url=cfg.url,
+        timeout_s=cfg.timeout_s,
+        headers=cfg.headers,
+        clients=clients,
+        effect=effect,
+        max_attempts=retry.max_attempts,
+        backoff_s=retry.backoff_s,
+        route=_route(clients, "executor", cfg.url, cfg.tls, base),
+    )
 
 
 def _lookup_tls(cfg: HttpReconcileConfig, executor: ExecutorConfig) -> TlsConfig | None:
@@ -102,19 +126,29 @@ def _lookup_tls(cfg: HttpReconcileConfig, executor: ExecutorConfig) -> TlsConfig
     return executor.tls if target(cfg.url).origin == target(executor.url).origin else None
 
 
-def _lookup(cfg: ReconcileConfig, executor: ExecutorConfig, clients: HttpClients,
-            base: Path) -> Lookup:
+def _lookup(
+    cfg: ReconcileConfig, executor: ExecutorConfig, clients: HttpClients, base: Path
+) -> Lookup:
     if isinstance(cfg, PythonReconcileConfig):
-        return PythonLookup(_function(cfg.function, ("reconcile", "function")),
-                            timeout_s=cfg.timeout_s)
+        return PythonLookup(
+            _function(cfg.function, ("reconcile", "function")), timeout_s=cfg.timeout_s
+        )
     route = _route(clients, "reconcile", cfg.url, _lookup_tls(cfg, executor), base)
-    return HttpLookup(url=cfg.url, timeout_s=cfg.timeout_s, headers=cfg.headers,
-                      clients=clients, route=route)
+    return HttpLookup(
+        url=cfg.url, timeout_s=cfg.timeout_s, headers=cfg.headers, clients=clients, route=route
+    )
 
 
-def build_executor(cfg: ExecutorConfig, *, effect: Effect, retry: RetryConfig,
-                   idempotency: IdempotencyConfig, reconcile: ReconcileConfig | None,
-                   clients: HttpClients, base: Path = Path(".")) -> ToolExecutor:
+def build_executor(
+    cfg: ExecutorConfig,
+    *,
+    effect: Effect,
+    retry: RetryConfig,
+    idempotency: IdempotencyConfig,
+    reconcile: ReconcileConfig | None,
+    clients: HttpClients,
+    base: Path = Path("."),
+) -> ToolExecutor:
     """Raises ManifestFieldError (e.g. a python function that cannot be imported, a TLS file
     that cannot be used); relative paths in the manifest are taken from base."""
     if effect is Effect.WRITE and not idempotency.enforced_by_target:

@@ -15,8 +15,15 @@ from pydantic_core import PydanticCustomError
 FUNCTION_PATTERN = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"
 RECONCILE_PLACEHOLDERS = ("idempotency_key", "run_id", "call_id")
 # Headers callgate sets itself on every request; a manifest may not override them.
-RESERVED_HEADERS = ("accept", "idempotency-key", "x-callgate-run-id", "x-callgate-call-id",
-                    "x-callgate-subject", "content-length", "transfer-encoding")
+RESERVED_HEADERS = (
+    "accept",
+    "idempotency-key",
+    "x-callgate-run-id",
+    "x-callgate-call-id",
+    "x-callgate-subject",
+    "content-length",
+    "transfer-encoding",
+)
 
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 SERVER_NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,253}$"
@@ -63,8 +70,9 @@ def check_lookup_url(url: str) -> str:
         allowed = ", ".join("{" + p + "}" for p in RECONCILE_PLACEHOLDERS)
         raise ValueError(f"unknown placeholder {{{unknown[0]}}} (allowed: {allowed})")
     if _PLACEHOLDER.search(urlsplit(url).netloc):
-        raise ValueError("placeholders may appear in the path and query only, not in the host "
-                         "or port")
+        raise ValueError(
+            "placeholders may appear in the path and query only, not in the host or port"
+        )
     check_http_url(_PLACEHOLDER.sub("x", url))
     return url
 
@@ -163,14 +171,16 @@ class PythonReconcileConfig(_Section):
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
-ReconcileConfig = Annotated[PythonReconcileConfig | HttpReconcileConfig,
-                            Field(discriminator="type")]
+ReconcileConfig = Annotated[
+    PythonReconcileConfig | HttpReconcileConfig, Field(discriminator="type")
+]
 
 
 class RetryConfig(_Section):
     max_attempts: int = Field(default=1, ge=1, le=10)
-    backoff_s: float = Field(default=0.2, ge=0, le=60,
-                             description="wait before attempt n + 1: backoff_s * n")
+    backoff_s: float = Field(
+        default=0.2, ge=0, le=60, description="wait before attempt n + 1: backoff_s * n"
+    )
 
 
 class IdempotencyConfig(_Section):

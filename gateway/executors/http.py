@@ -93,8 +93,9 @@ class HttpClients:
     (from `proxies`, the environment's) or none. Redirects are not followed and cookies are
     not kept."""
 
-    def __init__(self, max_body_bytes: int = DEFAULT_LIMITS.max_output_bytes,
-                 proxies: Proxies | None = None) -> None:
+    def __init__(
+        self, max_body_bytes: int = DEFAULT_LIMITS.max_output_bytes, proxies: Proxies | None = None
+    ) -> None:
         self._client: Http1Client | None = None
         self.max_body_bytes = max_body_bytes  # a larger body is not read past this
         self._proxies = proxies or Proxies()
@@ -162,9 +163,14 @@ class Exchange:
 
 
 def callgate_headers(ctx: ExecutionContext, extra: Mapping[str, str]) -> dict[str, str]:
-    return {**extra, "Accept": "application/json", "Idempotency-Key": ctx.idempotency_key,
-            "X-Callgate-Run-Id": ctx.run_id, "X-Callgate-Call-Id": ctx.call_id,
-            "X-Callgate-Subject": ctx.identity.subject}
+    return {
+        **extra,
+        "Accept": "application/json",
+        "Idempotency-Key": ctx.idempotency_key,
+        "X-Callgate-Run-Id": ctx.run_id,
+        "X-Callgate-Call-Id": ctx.call_id,
+        "X-Callgate-Subject": ctx.identity.subject,
+    }
 
 
 def _target(url: str) -> str:
@@ -183,10 +189,30 @@ def _problem(exc: Exception) -> str:
     return f"the target's TLS certificate is not trusted: {exc.verify_message}{hint}"
 
 
-async def exchange(client: Http1Client, method: str, url: str, *,
-                   headers: Mapping[str, str], timeout_s: float, body: Any = None,
-                   max_body_bytes: int = DEFAULT_LIMITS.max_output_bytes,
-                   route: Route = DIRECT) -> Exchange:
+def _no_answer(exc: Exception, went_out: bool, url: str, timeout_s: float) -> Exchange:
+    """Why a request has no answer, and whether it may have been read."""
+    where = _target(url)
+    if isinstance(exc, TimeoutError):
+        problem = f"no response from {where} within {timeout_s:g} s"
+        return Exchange(None, went_out, problem, timed_out=True)
+    if isinstance(exc, HandshakeRefused):  # written, perhaps, but never read
+        problem = f"could not connect to {where}: {exc}; is tls.cert_file a certificate it accepts?"
+        return Exchange(None, False, problem)
+    verb = "connection to" if went_out else "could not connect to"
+    return Exchange(None, went_out, f"{verb} {where} failed: {_problem(exc)}")
+
+
+async def exchange(
+    client: Http1Client,
+    method: str,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    timeout_s: float,
+    body: Any = None,
+    max_body_bytes: int = DEFAULT_LIMITS.max_output_bytes,
+    route: Route = DIRECT,
+) -> Exchange:
     """Send one request within timeout_s overall, reading at most max_body_bytes of the
     answer; never raises for transport problems."""
     went_out = False  # set once the request went out
@@ -194,27 +220,30 @@ async def exchange(client: Http1Client, method: str, url: str, *,
     def sent() -> None:
         nonlocal went_out
         went_out = True
+
     data = None
     if body is not None:
         data = json.dumps(body).encode()
-        headers = {**{k: v for k, v in headers.items() if k.lower() != "content-type"},
-                   "Content-Type": "application/json"}
+        headers = {
+            **{k: v for k, v in headers.items() if k.lower() != "content-type"},
+            "Content-Type": "application/json",
+        }
     try:
         async with asyncio.timeout(timeout_s):
-            answer = await client.request(method, url, headers=headers, body=data,
-                                          max_body_bytes=max_body_bytes, on_sent=sent,
-                                          route=route)
-    except TimeoutError:
-        return Exchange(None, went_out, f"no response from {_target(url)} within "
-                                         f"{timeout_s:g} s", timed_out=True)
-    except HandshakeRefused as exc:  # written, perhaps, but never read
-        return Exchange(None, False, f"could not connect to {_target(url)}: {exc}; is "
-                                     "tls.cert_file a certificate it accepts?")
+            answer = await client.request(
+                method,
+                url,
+                headers=headers,
+                body=data,
+                max_body_bytes=max_body_bytes,
+                on_sent=sent,
+                route=route,
+            )
     except Exception as exc:  # OSError, ssl.SSLError, BrokenAnswer, ProxyRefused, ValueError
-        verb = "connection to" if went_out else "could not connect to"
-        return Exchange(None, went_out, f"{verb} {_target(url)} failed: {_problem(exc)}")
-    reply = Reply(answer.status, answer.headers, answer.body,
-                  charset(answer.headers.get("Content-Type", "")))
+        return _no_answer(exc, went_out, url, timeout_s)
+    reply = Reply(
+        answer.status, answer.headers, answer.body, charset(answer.headers.get("Content-Type", ""))
+    )
     return Exchange(reply, True, oversize=answer.oversize)
 
 
@@ -227,7 +256,8 @@ def _body_output(response: Reply) -> tuple[str, str | None]:
     if problem is None:
         return text.strip(), None
     return dump_json(text[:KEPT_TEXT_CHARS]), (
-        f"response body is not JSON ({problem}): {excerpt(text)}")
+        f"response body is not JSON ({problem}): {excerpt(text)}"
+    )
 
 
 def _status_text(response: Reply) -> str:
@@ -236,9 +266,18 @@ def _status_text(response: Reply) -> str:
 
 
 class HttpExecutor:
-    def __init__(self, *, url: str, timeout_s: float, headers: Mapping[str, str],
-                 clients: HttpClients, effect: Effect, max_attempts: int = 1,
-                 backoff_s: float = 0.0, route: Route = DIRECT) -> None:
+    def __init__(
+        self,
+        *,
+        url: str,
+        timeout_s: float,
+        headers: Mapping[str, str],
+        clients: HttpClients,
+        effect: Effect,
+        max_attempts: int = 1,
+        backoff_s: float = 0.0,
+        route: Route = DIRECT,
+    ) -> None:
         self._url = url
         self._route = route
         self._timeout_s = timeout_s
@@ -249,8 +288,11 @@ class HttpExecutor:
         self._backoff_s = backoff_s
 
     async def execute(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
-        return await with_retries(lambda: self._attempt(args, ctx),
-                                  max_attempts=self._max_attempts, backoff_s=self._backoff_s)
+        return await with_retries(
+            lambda: self._attempt(args, ctx),
+            max_attempts=self._max_attempts,
+            backoff_s=self._backoff_s,
+        )
 
     async def send_once(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
         return (await self._attempt(args, ctx)).result
@@ -259,26 +301,35 @@ class HttpExecutor:
         return None  # the shared client belongs to the registry
 
     async def _attempt(self, args: dict[str, Any], ctx: ExecutionContext) -> Attempt:
-        done = await exchange(self._clients.get(), "POST", self._url,
-                              headers=callgate_headers(ctx, self._headers),
-                              timeout_s=self._timeout_s, body=args,
-                              max_body_bytes=self._clients.max_body_bytes, route=self._route)
+        done = await exchange(
+            self._clients.get(),
+            "POST",
+            self._url,
+            headers=callgate_headers(ctx, self._headers),
+            timeout_s=self._timeout_s,
+            body=args,
+            max_body_bytes=self._clients.max_body_bytes,
+            route=self._route,
+        )
         if done.response is None:
             return self._no_response(done)
         if done.oversize and 200 <= done.response.status_code < 300:
-            return Attempt(too_large(self._effect, done.oversize,
-                                     self._clients.max_body_bytes, attempts=1))
+            return Attempt(
+                too_large(self._effect, done.oversize, self._clients.max_body_bytes, attempts=1)
+            )
         return self._answered(done.response)
 
     def _no_response(self, done: Exchange) -> Attempt:
         code = CallCode.TOOL_TIMEOUT if done.timed_out else CallCode.TOOL_ERROR
         if not done.sent:
-            return Attempt(failed(code, f"{done.problem} (nothing was sent)", attempts=0),
-                           retryable=True)
+            return Attempt(
+                failed(code, f"{done.problem} (nothing was sent)", attempts=0), retryable=True
+            )
         if self._effect is Effect.READ:
             return Attempt(failed(code, done.problem), retryable=True)
-        return Attempt(unknown(f"outcome unknown: the request was sent but {done.problem}"),
-                       retryable=True)
+        return Attempt(
+            unknown(f"outcome unknown: the request was sent but {done.problem}"), retryable=True
+        )
 
     def _answered(self, response: Reply) -> Attempt:
         status = response.status_code
@@ -304,8 +355,7 @@ class HttpExecutor:
 
 
 def fill_lookup_url(template: str, ctx: ExecutionContext) -> str:
-    values = {"idempotency_key": ctx.idempotency_key, "run_id": ctx.run_id,
-              "call_id": ctx.call_id}
+    values = {"idempotency_key": ctx.idempotency_key, "run_id": ctx.run_id, "call_id": ctx.call_id}
     for name, value in values.items():
         template = template.replace("{" + name + "}", quote(value, safe=""))
     return template
@@ -314,8 +364,15 @@ def fill_lookup_url(template: str, ctx: ExecutionContext) -> str:
 class HttpLookup:
     """GET the look-up URL: 200 = found (the body), 404 = not applied, else inconclusive."""
 
-    def __init__(self, *, url: str, timeout_s: float, headers: Mapping[str, str],
-                 clients: HttpClients, route: Route = DIRECT) -> None:
+    def __init__(
+        self,
+        *,
+        url: str,
+        timeout_s: float,
+        headers: Mapping[str, str],
+        clients: HttpClients,
+        route: Route = DIRECT,
+    ) -> None:
         self._url = url
         self._route = route
         self._timeout_s = timeout_s
@@ -323,10 +380,15 @@ class HttpLookup:
         self._clients = clients
 
     async def lookup(self, args: dict[str, Any], ctx: ExecutionContext) -> LookupResult:
-        done = await exchange(self._clients.get(), "GET", fill_lookup_url(self._url, ctx),
-                              headers=callgate_headers(ctx, self._headers),
-                              timeout_s=self._timeout_s,
-                              max_body_bytes=self._clients.max_body_bytes, route=self._route)
+        done = await exchange(
+            self._clients.get(),
+            "GET",
+            fill_lookup_url(self._url, ctx),
+            headers=callgate_headers(ctx, self._headers),
+            timeout_s=self._timeout_s,
+            max_body_bytes=self._clients.max_body_bytes,
+            route=self._route,
+        )
         if done.response is None:
             return Inconclusive(f"look-up failed: {done.problem}")
         if done.response.status_code == 200 and done.oversize:

@@ -44,12 +44,20 @@ _NOT_IN_VALUE = re.compile(r"[\r\n\0]")
 
 # The target's TLS alerts that refuse the handshake (OpenSSL's reason names): sent while it
 # checks the client's certificate, before any request on the connection is read.
-_REFUSALS = frozenset({
-    "SSLV3_ALERT_HANDSHAKE_FAILURE", "SSLV3_ALERT_BAD_CERTIFICATE",
-    "SSLV3_ALERT_UNSUPPORTED_CERTIFICATE", "SSLV3_ALERT_CERTIFICATE_REVOKED",
-    "SSLV3_ALERT_CERTIFICATE_EXPIRED", "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
-    "TLSV1_ALERT_UNKNOWN_CA", "TLSV1_ALERT_ACCESS_DENIED", "TLSV1_ALERT_DECRYPT_ERROR",
-    "TLSV13_ALERT_CERTIFICATE_REQUIRED"})
+_REFUSALS = frozenset(
+    {
+        "SSLV3_ALERT_HANDSHAKE_FAILURE",
+        "SSLV3_ALERT_BAD_CERTIFICATE",
+        "SSLV3_ALERT_UNSUPPORTED_CERTIFICATE",
+        "SSLV3_ALERT_CERTIFICATE_REVOKED",
+        "SSLV3_ALERT_CERTIFICATE_EXPIRED",
+        "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+        "TLSV1_ALERT_UNKNOWN_CA",
+        "TLSV1_ALERT_ACCESS_DENIED",
+        "TLSV1_ALERT_DECRYPT_ERROR",
+        "TLSV13_ALERT_CERTIFICATE_REQUIRED",
+    }
+)
 
 
 class BrokenAnswer(Exception):
@@ -128,13 +136,22 @@ def target(url: str) -> Target:
     if parsed.scheme not in ("http", "https") or not host or port is None:
         raise ValueError(f"{url!r} is not an absolute http(s) URL")
     shown = f"[{host}]" if ":" in host else host
-    return Target(parsed.scheme, host, port,
-                  shown if parsed.is_default_port() else f"{shown}:{port}",
-                  parsed.raw_path_qs or "/")
+    return Target(
+        parsed.scheme,
+        host,
+        port,
+        shown if parsed.is_default_port() else f"{shown}:{port}",
+        parsed.raw_path_qs or "/",
+    )
 
 
-def request_bytes(method: str, to: Target, headers: Mapping[str, str],
-                  body: bytes | None, proxy: Proxy | None = None) -> bytes:
+def request_bytes(
+    method: str,
+    to: Target,
+    headers: Mapping[str, str],
+    body: bytes | None,
+    proxy: Proxy | None = None,
+) -> bytes:
     """The request as sent (in absolute form when it goes to a proxy). ValueError for a
     header name or value that would break it."""
     if proxy is None:
@@ -235,8 +252,9 @@ class _Connection(asyncio.Protocol):
         if answer is None:
             return
         headers = CIMultiDictProxy(CIMultiDict(self._headers))
-        answer.set_result(Answer(self._status, headers, b"" if oversize else bytes(self._body),
-                                 oversize))
+        answer.set_result(
+            Answer(self._status, headers, b"" if oversize else bytes(self._body), oversize)
+        )
 
     def _fail(self, problem: str) -> None:
         if (answer := self._pending()) is not None:
@@ -279,13 +297,18 @@ class _Connection(asyncio.Protocol):
         """What a request on this connection is told: a refused handshake only on a new
         connection the target has sent nothing on."""
         reason = getattr(exc, "reason", None)
-        if (isinstance(exc, ssl.SSLError) and reason in _REFUSALS and not self.reused
-                and not self.received):
+        if (
+            isinstance(exc, ssl.SSLError)
+            and reason in _REFUSALS
+            and not self.reused
+            and not self.received
+        ):
             refused = HandshakeRefused(f"the target refused the TLS handshake ({reason})")
             refused.__cause__ = exc
             return refused
-        return BrokenAnswer("the connection closed before the answer ended"
-                            + (f" ({exc})" if exc else ""))
+        return BrokenAnswer(
+            "the connection closed before the answer ended" + (f" ({exc})" if exc else "")
+        )
 
     # ------------------------------------------------------------------ httptools' callbacks
 
@@ -306,8 +329,12 @@ class _Connection(asyncio.Protocol):
             return
         self._keep_alive = self._parser.should_keep_alive()
         names = {k.lower() for k, _ in self._headers}
-        self._to_eof = (not self._keep_alive and "content-length" not in names
-                        and "transfer-encoding" not in names and status not in (204, 304))
+        self._to_eof = (
+            not self._keep_alive
+            and "content-length" not in names
+            and "transfer-encoding" not in names
+            and status not in (204, 304)
+        )
         declared = next((v for k, v in self._headers if k.lower() == "content-length"), "")
         if declared.isdigit() and int(declared) > self._cap:
             self._oversize(int(declared))
@@ -354,9 +381,12 @@ class _TunnelAnswer(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.done.done():
-            self.done.set_exception(ProxyRefused(
-                "the proxy closed the connection before answering CONNECT"
-                + (f" ({exc})" if exc else "")))
+            self.done.set_exception(
+                ProxyRefused(
+                    "the proxy closed the connection before answering CONNECT"
+                    + (f" ({exc})" if exc else "")
+                )
+            )
 
 
 def _tunnel_request(to: Target, proxy: Proxy) -> bytes:
@@ -380,8 +410,9 @@ def _check_tunnel(answer: _TunnelAnswer, head: bytes, to: Target, proxy: Proxy) 
         raise ProxyRefused(f"{where} and then sent bytes before TLS began")
 
 
-async def _tunnel(to: Target, proxy: Proxy, tls: ssl.SSLContext,
-                  server_name: str | None) -> _Connection:
+async def _tunnel(
+    to: Target, proxy: Proxy, tls: ssl.SSLContext, server_name: str | None
+) -> _Connection:
     """A TLS connection to the target through the proxy's CONNECT tunnel."""
     loop = asyncio.get_running_loop()
     transport, answer = await loop.create_connection(_TunnelAnswer, proxy.host, proxy.port)
@@ -418,15 +449,24 @@ class Http1Client:
         self._tls: ssl.SSLContext | None = None
         self.closed = False
 
-    async def request(self, method: str, url: str, *, headers: Mapping[str, str],
-                      body: bytes | None, max_body_bytes: int,
-                      on_sent: Callable[[], None], route: Route = DIRECT) -> Answer:
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        max_body_bytes: int,
+        on_sent: Callable[[], None],
+        route: Route = DIRECT,
+    ) -> Answer:
         """The answer (its body read up to max_body_bytes); raises OSError, ssl.SSLError,
         ProxyRefused (nothing was sent), HandshakeRefused (what was written was never read),
         BrokenAnswer or ValueError (a URL or header that cannot be sent: nothing was)."""
         to = target(url)
-        data = request_bytes(method, to, headers, body,
-                             route.proxy if to.scheme == "http" else None)
+        data = request_bytes(
+            method, to, headers, body, route.proxy if to.scheme == "http" else None
+        )
         key = (to.origin, route)
         pool = self._pools.get(key)
         if pool is None:
@@ -441,8 +481,9 @@ class Http1Client:
             conn = await self._connect(to, route)  # a GET on a kept-alive connection that failed
             return await self._exchange(conn, pool, data, max_body_bytes, on_sent)
 
-    async def _exchange(self, conn: _Connection, pool: _Pool, data: bytes, cap: int,
-                        on_sent: Callable[[], None]) -> Answer:
+    async def _exchange(
+        self, conn: _Connection, pool: _Pool, data: bytes, cap: int, on_sent: Callable[[], None]
+    ) -> Answer:
         try:
             answer = conn.send(data, cap)
             on_sent()
@@ -483,8 +524,9 @@ class Http1Client:
         name = (route.server_name or to.host) if tls else None
         proxy = route.proxy
         if proxy is None:
-            _, conn = await loop.create_connection(_Connection, to.host, to.port, ssl=tls,
-                                                   server_hostname=name)
+            _, conn = await loop.create_connection(
+                _Connection, to.host, to.port, ssl=tls, server_hostname=name
+            )
             return conn
         if tls is None:  # http: requests in absolute form, on a connection to the proxy
             _, conn = await loop.create_connection(_Connection, proxy.host, proxy.port)

@@ -71,17 +71,18 @@ def _setting(variable: str, value: str) -> _Setting:
     try:
         port = parts.port or 80
     except ValueError:
-        return _Setting(variable, None, f"{variable}: the port of the proxy is not a number "
-                                        "from 1 to 65535")
+        return _Setting(
+            variable, None, f"{variable}: the port of the proxy is not a number from 1 to 65535"
+        )
     host = parts.hostname or ""
     shown = f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}"
     if scheme != "http":
-        return _Setting(variable, None, f"{variable}={shown}: only http:// proxies are "
-                                        "supported")
+        return _Setting(variable, None, f"{variable}={shown}: only http:// proxies are supported")
     if not host:
         return _Setting(variable, None, f"{variable}: the proxy's URL names no host")
-    return _Setting(variable, Proxy(host, port, _authorization(parts.username, parts.password),
-                                    shown))
+    return _Setting(
+        variable, Proxy(host, port, _authorization(parts.username, parts.password), shown)
+    )
 
 
 def _authorization(user: str | None, password: str | None) -> str:
@@ -121,15 +122,23 @@ def _address(host: str) -> _Address | None:
 
 
 def _loopback(host: str, address: _Address | None) -> bool:
-    return host == "localhost" or host.endswith(".localhost") or (
-        address is not None and address.is_loopback)
+    return (
+        host == "localhost"
+        or host.endswith(".localhost")
+        or (address is not None and address.is_loopback)
+    )
 
 
 class Proxies:
     """The proxy settings of an environment; `proxy_for` settles one target's."""
 
-    def __init__(self, http: _Setting | None = None, https: _Setting | None = None,
-                 exempt: tuple[_Exempt, ...] = (), every: bool = False) -> None:
+    def __init__(
+        self,
+        http: _Setting | None = None,
+        https: _Setting | None = None,
+        exempt: tuple[_Exempt, ...] = (),
+        every: bool = False,
+    ) -> None:
         self._http = http
         self._https = https
         self._exempt = exempt
@@ -140,10 +149,12 @@ class Proxies:
         http, https = _read(env, "HTTP_PROXY"), _read(env, "HTTPS_PROXY")
         found = _read(env, "NO_PROXY")
         entries = [e.strip().lower() for e in (found[1] if found else "").split(",")]
-        return cls(http=_setting(*http) if http else None,
-                   https=_setting(*https) if https else None,
-                   exempt=tuple(_exempt(e) for e in entries if e and e != "*"),
-                   every="*" in entries)
+        return cls(
+            http=_setting(*http) if http else None,
+            https=_setting(*https) if https else None,
+            exempt=tuple(_exempt(e) for e in entries if e and e != "*"),
+            every="*" in entries,
+        )
 
     def proxy_for(self, to: Target) -> Proxy | None:
         """The proxy to's requests go through (None: directly); ProxySettingError when it is
@@ -154,7 +165,8 @@ class Proxies:
         if setting.problem:
             raise ProxySettingError(
                 f"{setting.problem}, and this tool would go through it; to reach {to.host} "
-                f"directly, add it to NO_PROXY (e.g. NO_PROXY={to.host})")
+                f"directly, add it to NO_PROXY (e.g. NO_PROXY={to.host})"
+            )
         return setting.proxy
 
     def direct(self, host: str, port: int) -> bool:

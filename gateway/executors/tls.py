@@ -43,8 +43,10 @@ class TlsFiles:
     @classmethod
     def of(cls, cfg: TlsConfig, base: Path) -> TlsFiles:
         """cfg's files; a relative path is taken from base (the manifest file's folder)."""
+
         def resolve(name: str | None) -> Path | None:
             return None if name is None else (base / Path(name).expanduser()).absolute()
+
         return cls(resolve(cfg.ca_file), resolve(cfg.cert_file), resolve(cfg.key_file))
 
     @property
@@ -63,8 +65,9 @@ def client_context(files: TlsFiles) -> ssl.SSLContext:
         try:
             context.load_cert_chain(str(files.cert), str(files.key))
         except (OSError, ssl.SSLError) as exc:
-            raise TlsFileError("cert_file", f"{files.cert}: cannot be used with key_file "
-                               f"{files.key}: {exc}") from exc
+            raise TlsFileError(
+                "cert_file", f"{files.cert}: cannot be used with key_file {files.key}: {exc}"
+            ) from exc
     return context
 
 
@@ -80,18 +83,28 @@ def _check_pair(cert_path: Path, key_path: Path) -> None:
     key = _private_key(_read(key_path, "key_file"), key_path)
     leaf = chain[0]
     if _public(key.public_key()) != _public(leaf.public_key()):
-        raise TlsFileError("key_file", f"{key_path}: is not the key of the certificate in "
-                           f"cert_file {cert_path}")
+        raise TlsFileError(
+            "key_file", f"{key_path}: is not the key of the certificate in cert_file {cert_path}"
+        )
     now = datetime.now(UTC)
     if leaf.not_valid_after_utc < now:
-        raise TlsFileError("cert_file", f"{cert_path}: the certificate expired on "
-                           f"{leaf.not_valid_after_utc:%Y-%m-%d %H:%M} UTC")
+        raise TlsFileError(
+            "cert_file",
+            f"{cert_path}: the certificate expired on "
+            f"{leaf.not_valid_after_utc:%Y-%m-%d %H:%M} UTC",
+        )
     if leaf.not_valid_before_utc > now:
-        raise TlsFileError("cert_file", f"{cert_path}: the certificate is not valid before "
-                           f"{leaf.not_valid_before_utc:%Y-%m-%d %H:%M} UTC")
+        raise TlsFileError(
+            "cert_file",
+            f"{cert_path}: the certificate is not valid before "
+            f"{leaf.not_valid_before_utc:%Y-%m-%d %H:%M} UTC",
+        )
     if not _for_clients(leaf):
-        raise TlsFileError("cert_file", f"{cert_path}: the certificate is not for client "
-                           "authentication (its extended key usage lacks clientAuth)")
+        raise TlsFileError(
+            "cert_file",
+            f"{cert_path}: the certificate is not for client "
+            "authentication (its extended key usage lacks clientAuth)",
+        )
 
 
 def _read(path: Path, field: str) -> bytes:
@@ -112,15 +125,19 @@ def _private_key(data: bytes, path: Path) -> PrivateKeyTypes:
     try:
         return serialization.load_pem_private_key(data, password=None)
     except TypeError as exc:
-        raise TlsFileError("key_file", f"{path}: the key is encrypted; give an unencrypted "
-                           "PEM key (protect it with file permissions)") from exc
+        raise TlsFileError(
+            "key_file",
+            f"{path}: the key is encrypted; give an unencrypted "
+            "PEM key (protect it with file permissions)",
+        ) from exc
     except (ValueError, UnsupportedAlgorithm) as exc:
         raise TlsFileError("key_file", f"{path}: holds no PEM private key") from exc
 
 
 def _public(key: PublicKeyTypes) -> bytes:
-    return key.public_bytes(serialization.Encoding.DER,
-                            serialization.PublicFormat.SubjectPublicKeyInfo)
+    return key.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
 
 
 def _for_clients(cert: x509.Certificate) -> bool:
@@ -128,5 +145,7 @@ def _for_clients(cert: x509.Certificate) -> bool:
         usage = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     except x509.ExtensionNotFound:
         return True
-    return (ExtendedKeyUsageOID.CLIENT_AUTH in usage
-            or ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE in usage)
+    return (
+        ExtendedKeyUsageOID.CLIENT_AUTH in usage
+        or ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE in usage
+    )

@@ -86,8 +86,7 @@ class _Handler(JsonHandler):
         settings = self.server.settings
         with settings.lock:
             settings.seen.append(ProxySeen(self.command, self.path, dict(self.headers.items())))
-        if settings.credentials and self.headers.get("Proxy-Authorization") \
-                != settings.credentials:
+        if settings.credentials and self.headers.get("Proxy-Authorization") != settings.credentials:
             self._empty(407, ("Proxy-Authenticate", 'Basic realm="tests"'))
             return False
         return True
@@ -137,8 +136,12 @@ class _Handler(JsonHandler):
         body = self.rfile.read(length) if length else None
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
         upstream = self._upstream(address, parts.port or 80)
-        upstream.request(self.command, parts.path + (f"?{parts.query}" if parts.query else ""),
-                         body=body, headers=headers)
+        upstream.request(
+            self.command,
+            parts.path + (f"?{parts.query}" if parts.query else ""),
+            body=body,
+            headers=headers,
+        )
         answer = upstream.getresponse()
         self.send(answer.status, answer.read(), answer.getheader("Content-Type") or "")
 
@@ -178,8 +181,9 @@ class Proxy:
 
 
 @contextmanager
-def running_proxy(hosts: Mapping[str, str] | None = None, *, credentials: str = "",
-                  connect_status: int = 200) -> Iterator[Proxy]:
+def running_proxy(
+    hosts: Mapping[str, str] | None = None, *, credentials: str = "", connect_status: int = 200
+) -> Iterator[Proxy]:
     """A proxy on loopback; `credentials`: the Proxy-Authorization it asks for (407 without
     it); `connect_status`: how it answers a CONNECT it admits (200 opens the tunnel)."""
     proxy = Proxy(_Settings(dict(hosts or {}), credentials, connect_status))

@@ -64,9 +64,16 @@ class _Handler(JsonHandler):
         raw = self.rfile.read(length) if length else b""
         script = self.server.script
         with script.lock:
-            script.seen.append(Seen(self.command, self.path, dict(self.headers.items()),
-                                    json.loads(raw) if raw else None,
-                                    self.client_address[:2], _common_name(self.connection)))
+            script.seen.append(
+                Seen(
+                    self.command,
+                    self.path,
+                    dict(self.headers.items()),
+                    json.loads(raw) if raw else None,
+                    self.client_address[:2],
+                    _common_name(self.connection),
+                )
+            )
         reply = script.next_reply(self.path)
         if reply.hold:
             self.server.stopping.wait()
@@ -85,8 +92,12 @@ class _Handler(JsonHandler):
 
 def _common_name(sock: socket.socket) -> str:
     cert = sock.getpeercert() if isinstance(sock, ssl.SSLSocket) else None
-    names = [value for rdn in (cert or {}).get("subject", ()) for key, value in rdn
-             if key == "commonName"]
+    names = [
+        value
+        for rdn in (cert or {}).get("subject", ())
+        for key, value in rdn
+        if key == "commonName"
+    ]
     return names[0] if names else ""
 
 
@@ -100,8 +111,7 @@ class _Server(LoopbackServer):
         if self.tls is None:
             super().finish_request(request, client_address)
             return
-        secured = self.tls.wrap_socket(request, server_side=True,
-                                       do_handshake_on_connect=False)
+        secured = self.tls.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
         self.serving(secured)
         secured.settimeout(10)  # a client that stalls mid-handshake
         try:
@@ -154,8 +164,7 @@ class Target:
         """Why each handshake it refused was refused (OpenSSL's reason), once there are at
         least count of them (the client may learn of a refusal before it is recorded)."""
         with self._script.refusals:
-            self._script.refusals.wait_for(lambda: len(self._script.refused) >= count,
-                                           timeout_s)
+            self._script.refusals.wait_for(lambda: len(self._script.refused) >= count, timeout_s)
             return list(self._script.refused)
 
     def close(self) -> None:

@@ -48,18 +48,24 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     directory = tmp_path_factory.mktemp("pki")
     tools_ca, clients_ca = CertificateAuthority("tools CA"), CertificateAuthority("clients CA")
     other = CertificateAuthority("someone else's CA")
-    return Pki(directory, tools_ca.write(directory, "tools-ca"),
-               other.write(directory, "other-ca"), tools_ca, clients_ca,
-               clients_ca.issue("agent").write(directory, "agent"),
-               other.issue("stranger").write(directory, "stranger"))
+    return Pki(
+        directory,
+        tools_ca.write(directory, "tools-ca"),
+        other.write(directory, "other-ca"),
+        tools_ca,
+        clients_ca,
+        clients_ca.issue("agent").write(directory, "agent"),
+        other.issue("stranger").write(directory, "stranger"),
+    )
 
 
 @contextmanager
 def _target(pki: Pki, *, mutual: bool, dns: tuple[str, ...] = ()) -> Iterator[Target]:
     issued = pki.tools_ca.issue("tool", ips=() if dns else ("127.0.0.1",), dns=dns)
     name = f"tool-{'m' if mutual else 's'}{len(dns)}"
-    context = issued.server_context(pki.directory, name,
-                                    client_ca=pki.clients_ca if mutual else None)
+    context = issued.server_context(
+        pki.directory, name, client_ca=pki.clients_ca if mutual else None
+    )
     with running_target(context) as target:
         target.script("/t", Reply(200, {"ok": True}))
         yield target
@@ -80,13 +86,20 @@ def mutual(pki: Pki) -> Iterator[Target]:
 
 
 def http(url: str, tls: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"type": "http", "url": url, "timeout_s": FAST,
-            **({"tls": tls} if tls is not None else {})}
+    return {
+        "type": "http",
+        "url": url,
+        "timeout_s": FAST,
+        **({"tls": tls} if tls is not None else {}),
+    }
 
 
 def not_sent(result: Any) -> None:
     assert (result.status, result.error_code, result.attempts) == (
-        CallStatus.FAILED, "tool_error", 0), result
+        CallStatus.FAILED,
+        "tool_error",
+        0,
+    ), result
     assert result.error_message.endswith("(nothing was sent)")
 
 
@@ -95,16 +108,20 @@ def not_sent(result: Any) -> None:
 
 @pytest.mark.parametrize("effect", ["read", "write"])
 async def test_a_private_ca_is_not_trusted_without_ca_file(
-        make_tool: ToolFactory, ctx: ExecutionContext, https: Target, effect: str) -> None:
+    make_tool: ToolFactory, ctx: ExecutionContext, https: Target, effect: str
+) -> None:
     result = await make_tool(effect=effect, executor=http(f"{https.url}/t")).run({}, ctx)
     not_sent(result)
-    assert "the target's TLS certificate is not trusted: unable to get local issuer " \
-           "certificate (tls.ca_file names the CAs to trust)" in result.error_message
+    assert (
+        "the target's TLS certificate is not trusted: unable to get local issuer "
+        "certificate (tls.ca_file names the CAs to trust)" in result.error_message
+    )
     assert https.seen == []
 
 
 async def test_a_ca_file_of_another_ca_is_not_trusted(
-        make_tool: ToolFactory, ctx: ExecutionContext, https: Target, pki: Pki) -> None:
+    make_tool: ToolFactory, ctx: ExecutionContext, https: Target, pki: Pki
+) -> None:
     tls = {"ca_file": str(pki.other_ca_file)}
     result = await make_tool(effect="write", executor=http(f"{https.url}/t", tls)).run({}, ctx)
     not_sent(result)
@@ -112,8 +129,12 @@ async def test_a_ca_file_of_another_ca_is_not_trusted(
 
 
 async def test_the_ca_file_replaces_the_system_cas(
-        make_tool: ToolFactory, ctx: ExecutionContext, https: Target, pki: Pki,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    make_tool: ToolFactory,
+    ctx: ExecutionContext,
+    https: Target,
+    pki: Pki,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The system's trust (here SSL_CERT_FILE, naming the tools' CA) is not added to it."""
     monkeypatch.setenv("SSL_CERT_FILE", str(pki.ca_file))
     tls = {"ca_file": str(pki.other_ca_file)}
@@ -122,21 +143,25 @@ async def test_the_ca_file_replaces_the_system_cas(
 
 
 async def test_a_certificate_for_another_name_is_refused(
-        make_tool: ToolFactory, ctx: ExecutionContext, pki: Pki) -> None:
+    make_tool: ToolFactory, ctx: ExecutionContext, pki: Pki
+) -> None:
     with _target(pki, mutual=False, dns=("tool.test",)) as target:
         result = await make_tool(executor=http(f"{target.url}/t", pki.tls())).run({}, ctx)
         not_sent(result)
-        assert "IP address mismatch, certificate is not valid for '127.0.0.1'" \
-            in result.error_message
+        assert (
+            "IP address mismatch, certificate is not valid for '127.0.0.1'" in result.error_message
+        )
         assert "tls.server_name names the name to expect" in result.error_message
-        named = make_tool(name="named", executor=http(f"{target.url}/t",
-                                                      pki.tls(server_name="tool.test")))
+        named = make_tool(
+            name="named", executor=http(f"{target.url}/t", pki.tls(server_name="tool.test"))
+        )
         assert (await named.run({}, ctx)).status is CallStatus.SUCCEEDED
         assert len(target.seen) == 1
 
 
 async def test_an_expired_certificate_is_refused_without_a_hint_that_would_not_help(
-        make_tool: ToolFactory, ctx: ExecutionContext, pki: Pki) -> None:
+    make_tool: ToolFactory, ctx: ExecutionContext, pki: Pki
+) -> None:
     issued = pki.tools_ca.issue("tool", ips=["127.0.0.1"], expired=True)
     with running_target(issued.server_context(pki.directory, "expired")) as target:
         result = await make_tool(executor=http(f"{target.url}/t", pki.tls())).run({}, ctx)
@@ -147,21 +172,24 @@ async def test_an_expired_certificate_is_refused_without_a_hint_that_would_not_h
 
 @pytest.mark.parametrize("effect", ["read", "write"])
 async def test_no_client_certificate_is_refused_before_the_request_is_read(
-        make_tool: ToolFactory, ctx: ExecutionContext, mutual: Target, pki: Pki,
-        effect: str) -> None:
+    make_tool: ToolFactory, ctx: ExecutionContext, mutual: Target, pki: Pki, effect: str
+) -> None:
     """Under TLS 1.3 the request is written before the target checks the certificate; its
     refusal (an alert) still means nothing was read: a write is FAILED, not UNKNOWN."""
     tool = make_tool(effect=effect, executor=http(f"{mutual.url}/t", pki.tls()))
     result = await tool.run({"seat": "12A"}, ctx)
     not_sent(result)
-    assert "the target refused the TLS handshake (TLSV13_ALERT_CERTIFICATE_REQUIRED)" \
+    assert (
+        "the target refused the TLS handshake (TLSV13_ALERT_CERTIFICATE_REQUIRED)"
         in result.error_message
+    )
     assert mutual.refused(1) == ["PEER_DID_NOT_RETURN_A_CERTIFICATE"]
     assert mutual.seen == []
 
 
 async def test_a_client_certificate_of_another_ca_is_refused(
-        make_tool: ToolFactory, ctx: ExecutionContext, mutual: Target, pki: Pki) -> None:
+    make_tool: ToolFactory, ctx: ExecutionContext, mutual: Target, pki: Pki
+) -> None:
     tool = make_tool(effect="write", executor=http(f"{mutual.url}/t", pki.tls(cert="stranger")))
     result = await tool.run({}, ctx)
     not_sent(result)
@@ -170,14 +198,18 @@ async def test_a_client_certificate_of_another_ca_is_refused(
 
 
 async def test_a_connection_lost_after_an_accepted_handshake_is_not_a_refusal(
-        make_tool: ToolFactory, ctx: ExecutionContext, mutual: Target, pki: Pki) -> None:
+    make_tool: ToolFactory, ctx: ExecutionContext, mutual: Target, pki: Pki
+) -> None:
     """A new connection that the target accepted and then dropped without answering: the
     write may have applied."""
     mutual.script("/t", Reply(drop=True))
     tool = make_tool(effect="write", executor=http(f"{mutual.url}/t", pki.tls(cert="agent")))
     result = await tool.run({}, ctx)
     assert (result.status, result.error_code, result.attempts) == (
-        CallStatus.UNKNOWN, "outcome_unknown", 1)
+        CallStatus.UNKNOWN,
+        "outcome_unknown",
+        1,
+    )
     assert [s.client_cert for s in mutual.seen] == ["agent"] and mutual.refused(0) == []
 
 
@@ -185,18 +217,26 @@ async def test_a_connection_lost_after_an_accepted_handshake_is_not_a_refusal(
 
 
 async def test_with_the_ca_file_the_call_succeeds(
-        make_tool: ToolFactory, ctx: ExecutionContext, https: Target, pki: Pki) -> None:
+    make_tool: ToolFactory, ctx: ExecutionContext, https: Target, pki: Pki
+) -> None:
     tool = make_tool(effect="write", executor=http(f"{https.url}/t", pki.tls()))
     result = await tool.run({"seat": "12A"}, ctx)
     assert (result.status, result.output_json, result.attempts) == (
-        CallStatus.SUCCEEDED, '{"ok": true}', 1)
+        CallStatus.SUCCEEDED,
+        '{"ok": true}',
+        1,
+    )
     [seen] = https.seen
     assert (seen.body, seen.headers["Idempotency-Key"], seen.client_cert) == (
-        {"seat": "12A"}, "run-1:call-1", "")
+        {"seat": "12A"},
+        "run-1:call-1",
+        "",
+    )
 
 
 async def test_mutual_tls_presents_the_client_certificate(
-        make_tool: ToolFactory, ctx: ExecutionContext, mutual: Target, pki: Pki) -> None:
+    make_tool: ToolFactory, ctx: ExecutionContext, mutual: Target, pki: Pki
+) -> None:
     tool = make_tool(effect="write", executor=http(f"{mutual.url}/t", pki.tls(cert="agent")))
     for _ in range(2):
         assert (await tool.run({}, ctx)).status is CallStatus.SUCCEEDED
@@ -205,16 +245,20 @@ async def test_mutual_tls_presents_the_client_certificate(
 
 
 async def test_tools_with_different_certificates_never_share_a_connection(
-        ctx: ExecutionContext, mutual: Target, pki: Pki) -> None:
+    ctx: ExecutionContext, mutual: Target, pki: Pki
+) -> None:
     """Connections are kept per origin and TLS setting: a connection that presented one
     tool's certificate never carries another tool's request, while tools with the same
     setting share one."""
     url = f"{mutual.url}/t"
-    registry = Registry.from_manifests([
-        manifest("a", executor=http(url, pki.tls(cert="agent"))),
-        manifest("b", executor=http(url, pki.tls(cert="agent"))),
-        manifest("c", executor=http(url, pki.tls())),
-    ], env={})
+    registry = Registry.from_manifests(
+        [
+            manifest("a", executor=http(url, pki.tls(cert="agent"))),
+            manifest("b", executor=http(url, pki.tls(cert="agent"))),
+            manifest("c", executor=http(url, pki.tls())),
+        ],
+        env={},
+    )
     try:
         results = {}
         for name in ("a", "b", "c", "a"):
@@ -224,30 +268,41 @@ async def test_tools_with_different_certificates_never_share_a_connection(
     finally:
         await registry.aclose()
     assert [r.status for r in results.values()] == [
-        CallStatus.SUCCEEDED, CallStatus.SUCCEEDED, CallStatus.FAILED]
+        CallStatus.SUCCEEDED,
+        CallStatus.SUCCEEDED,
+        CallStatus.FAILED,
+    ]
     assert [s.client_cert for s in mutual.seen] == ["agent"] * 3
     assert len({s.peer for s in mutual.seen}) == 1
     assert mutual.refused(1) == ["PEER_DID_NOT_RETURN_A_CERTIFICATE"]
 
 
 async def test_a_look_up_at_the_executors_origin_uses_its_tls(
-        make_tool: ToolFactory, ctx: ExecutionContext, mutual: Target, pki: Pki) -> None:
+    make_tool: ToolFactory, ctx: ExecutionContext, mutual: Target, pki: Pki
+) -> None:
     mutual.script("/t", Reply(503))
     mutual.script("/bookings/run-1%3Acall-1", Reply(200, {"booking": "B-1"}))
-    tool = make_tool(effect="write", executor=http(f"{mutual.url}/t", pki.tls(cert="agent")),
-                     reconcile={"type": "http", "url": f"{mutual.url}/bookings/{{idempotency_key}}",
-                                "after_s": 0})
+    tool = make_tool(
+        effect="write",
+        executor=http(f"{mutual.url}/t", pki.tls(cert="agent")),
+        reconcile={
+            "type": "http",
+            "url": f"{mutual.url}/bookings/{{idempotency_key}}",
+            "after_s": 0,
+        },
+    )
     assert (await tool.run({}, ctx)).status is CallStatus.UNKNOWN
     found = await tool.reconcile({}, ctx)
     assert (found.status, json.loads(found.output_json)) == (
-        CallStatus.SUCCEEDED, {"booking": "B-1"})
-    assert [(s.method, s.client_cert) for s in mutual.seen] == [
-        ("POST", "agent"), ("GET", "agent")]
+        CallStatus.SUCCEEDED,
+        {"booking": "B-1"},
+    )
+    assert [(s.method, s.client_cert) for s in mutual.seen] == [("POST", "agent"), ("GET", "agent")]
 
 
 async def test_a_look_up_elsewhere_has_its_own_tls(
-        make_tool: ToolFactory, ctx: ExecutionContext, mutual: Target, https: Target,
-        pki: Pki) -> None:
+    make_tool: ToolFactory, ctx: ExecutionContext, mutual: Target, https: Target, pki: Pki
+) -> None:
     """Not the executor's origin: the executor's tls is not used (the system's CAs do not
     know the tools' CA), until the look-up names its own."""
     mutual.script("/t", Reply(503))
@@ -258,7 +313,8 @@ async def test_a_look_up_elsewhere_has_its_own_tls(
     await plain.run({}, ctx)
     still = await plain.reconcile({}, ctx)
     assert still.status is CallStatus.UNKNOWN and "not trusted" in still.error_message
-    own = make_tool(name="own", effect="write", executor=executor,
-                    reconcile=lookup | {"tls": pki.tls()})
+    own = make_tool(
+        name="own", effect="write", executor=executor, reconcile=lookup | {"tls": pki.tls()}
+    )
     await own.run({}, ctx)
     assert (await own.reconcile({}, ctx)).status is CallStatus.SUCCEEDED

@@ -34,20 +34,38 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name, text in {"garbage.pem": "not PEM at all\n", "empty.pem": ""}.items():
         (d / name).write_text(text)
     key = serialization.load_pem_private_key(agent_key.read_bytes(), password=None)
-    (d / "locked.key").write_bytes(key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.BestAvailableEncryption(b"secret")))
-    return {"dir": d, "ca": ca.write(d, "ca"), "cert": agent_cert, "key": agent_key,
-            "other_key": other_key, "garbage": d / "garbage.pem", "empty": d / "empty.pem",
-            "locked": d / "locked.key", "missing": d / "missing.pem"}
+    (d / "locked.key").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"secret"),
+        )
+    )
+    return {
+        "dir": d,
+        "ca": ca.write(d, "ca"),
+        "cert": agent_cert,
+        "key": agent_key,
+        "other_key": other_key,
+        "garbage": d / "garbage.pem",
+        "empty": d / "empty.pem",
+        "locked": d / "locked.key",
+        "missing": d / "missing.pem",
+    }
 
 
 def tool(tls: dict[str, Any] | None = None, url: str = URL, **extra: Any) -> dict[str, Any]:
     executor: dict[str, Any] = {"type": "http", "url": url}
     if tls is not None:
         executor["tls"] = tls
-    return {"name": "t", "version": "1", "effect": "write", "input_schema": {"type": "object"},
-            "executor": executor, **extra}
+    return {
+        "name": "t",
+        "version": "1",
+        "effect": "write",
+        "input_schema": {"type": "object"},
+        "executor": executor,
+        **extra,
+    }
 
 
 def load_problem(tmp_path: Path, content: dict[str, Any]) -> str:
@@ -65,44 +83,88 @@ def pair(files: dict[str, Path], cert: str = "cert", key: str = "key") -> dict[s
 
 
 CASES: list[tuple[str, Any, str]] = [
-    ("missing_ca", lambda f: {"ca_file": str(f["missing"])},
-     "executor.tls.ca_file: {missing}: cannot read it: No such file or directory"),
-    ("ca_is_a_folder", lambda f: {"ca_file": str(f["dir"])},
-     "executor.tls.ca_file: {dir}: cannot read it: Is a directory"),
-    ("ca_not_pem", lambda f: {"ca_file": str(f["garbage"])},
-     "executor.tls.ca_file: {garbage}: holds no PEM certificate"),
-    ("ca_empty", lambda f: {"ca_file": str(f["empty"])},
-     "executor.tls.ca_file: {empty}: holds no PEM certificate"),
-    ("cert_without_key", lambda f: {"cert_file": str(f["cert"])},
-     "executor.tls.key_file: cert_file needs its key_file"),
-    ("key_without_cert", lambda f: {"key_file": str(f["key"])},
-     "executor.tls.cert_file: key_file needs its cert_file"),
-    ("missing_cert", lambda f: pair(f, cert="missing"),
-     "executor.tls.cert_file: {missing}: cannot read it: No such file or directory"),
-    ("cert_not_pem", lambda f: pair(f, cert="garbage"),
-     "executor.tls.cert_file: {garbage}: holds no PEM certificate"),
-    ("key_not_pem", lambda f: pair(f, key="garbage"),
-     "executor.tls.key_file: {garbage}: holds no PEM private key"),
-    ("key_is_a_certificate", lambda f: pair(f, key="cert"),
-     "executor.tls.key_file: {cert}: holds no PEM private key"),
-    ("encrypted_key", lambda f: pair(f, key="locked"),
-     "executor.tls.key_file: {locked}: the key is encrypted; give an unencrypted PEM key"),
-    ("mismatched_key", lambda f: pair(f, key="other_key"),
-     "executor.tls.key_file: {other_key}: is not the key of the certificate in cert_file "
-     "{cert}"),
-    ("unknown_field", lambda f: {"cafile": str(f["ca"])},
-     "executor.tls.cafile: Extra inputs are not permitted"),
-    ("bad_server_name", lambda f: {"server_name": "two words"},
-     "executor.tls.server_name: String should match pattern"),
-    ("empty_path", lambda f: {"ca_file": ""},
-     "executor.tls.ca_file: String should have at least 1 character"),
+    (
+        "missing_ca",
+        lambda f: {"ca_file": str(f["missing"])},
+        "executor.tls.ca_file: {missing}: cannot read it: No such file or directory",
+    ),
+    (
+        "ca_is_a_folder",
+        lambda f: {"ca_file": str(f["dir"])},
+        "executor.tls.ca_file: {dir}: cannot read it: Is a directory",
+    ),
+    (
+        "ca_not_pem",
+        lambda f: {"ca_file": str(f["garbage"])},
+        "executor.tls.ca_file: {garbage}: holds no PEM certificate",
+    ),
+    (
+        "ca_empty",
+        lambda f: {"ca_file": str(f["empty"])},
+        "executor.tls.ca_file: {empty}: holds no PEM certificate",
+    ),
+    (
+        "cert_without_key",
+        lambda f: {"cert_file": str(f["cert"])},
+        "executor.tls.key_file: cert_file needs its key_file",
+    ),
+    (
+        "key_without_cert",
+        lambda f: {"key_file": str(f["key"])},
+        "executor.tls.cert_file: key_file needs its cert_file",
+    ),
+    (
+        "missing_cert",
+        lambda f: pair(f, cert="missing"),
+        "executor.tls.cert_file: {missing}: cannot read it: No such file or directory",
+    ),
+    (
+        "cert_not_pem",
+        lambda f: pair(f, cert="garbage"),
+        "executor.tls.cert_file: {garbage}: holds no PEM certificate",
+    ),
+    (
+        "key_not_pem",
+        lambda f: pair(f, key="garbage"),
+        "executor.tls.key_file: {garbage}: holds no PEM private key",
+    ),
+    (
+        "key_is_a_certificate",
+        lambda f: pair(f, key="cert"),
+        "executor.tls.key_file: {cert}: holds no PEM private key",
+    ),
+    (
+        "encrypted_key",
+        lambda f: pair(f, key="locked"),
+        "executor.tls.key_file: {locked}: the key is encrypted; give an unencrypted PEM key",
+    ),
+    (
+        "mismatched_key",
+        lambda f: pair(f, key="other_key"),
+        "executor.tls.key_file: {other_key}: is not the key of the certificate in cert_file {cert}",
+    ),
+    (
+        "unknown_field",
+        lambda f: {"cafile": str(f["ca"])},
+        "executor.tls.cafile: Extra inputs are not permitted",
+    ),
+    (
+        "bad_server_name",
+        lambda f: {"server_name": "two words"},
+        "executor.tls.server_name: String should match pattern",
+    ),
+    (
+        "empty_path",
+        lambda f: {"ca_file": ""},
+        "executor.tls.ca_file: String should have at least 1 character",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("case", "section", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_a_file_that_cannot_be_used_is_refused_at_load(
-        tmp_path: Path, files: dict[str, Path], case: str, section: Any,
-        expected: str) -> None:
+    tmp_path: Path, files: dict[str, Path], case: str, section: Any, expected: str
+) -> None:
     problem = load_problem(tmp_path, tool(section(files)))
     assert problem.startswith(expected.format(**files)), problem
 
@@ -118,8 +180,10 @@ def test_a_certificate_not_for_clients_is_refused(tmp_path: Path) -> None:
     ca = CertificateAuthority("CA")
     cert, key = ca.issue("srv", usages=[ExtendedKeyUsageOID.SERVER_AUTH]).write(tmp_path, "s")
     problem = load_problem(tmp_path, tool({"cert_file": str(cert), "key_file": str(key)}))
-    assert problem == (f"executor.tls.cert_file: {cert}: the certificate is not for client "
-                       "authentication (its extended key usage lacks clientAuth)")
+    assert problem == (
+        f"executor.tls.cert_file: {cert}: the certificate is not for client "
+        "authentication (its extended key usage lacks clientAuth)"
+    )
 
 
 def test_tls_on_a_plain_http_url_is_refused(tmp_path: Path, files: dict[str, Path]) -> None:
@@ -128,18 +192,24 @@ def test_tls_on_a_plain_http_url_is_refused(tmp_path: Path, files: dict[str, Pat
 
 
 def test_a_look_ups_own_tls_is_checked_too(tmp_path: Path, files: dict[str, Path]) -> None:
-    lookup = {"type": "http", "url": "https://127.0.0.1:9/b/{run_id}",
-              "tls": {"ca_file": str(files["missing"])}}
+    lookup = {
+        "type": "http",
+        "url": "https://127.0.0.1:9/b/{run_id}",
+        "tls": {"ca_file": str(files["missing"])},
+    }
     problem = load_problem(tmp_path, tool(reconcile=lookup))
-    assert problem == (f"reconcile.tls.ca_file: {files['missing']}: cannot read it: No such "
-                       "file or directory")
+    assert problem == (
+        f"reconcile.tls.ca_file: {files['missing']}: cannot read it: No such file or directory"
+    )
 
 
 def test_a_placeholder_in_a_look_ups_host_is_refused(tmp_path: Path) -> None:
-    problem = load_problem(tmp_path, tool(reconcile={"type": "http",
-                                                     "url": "https://{run_id}.h/b"}))
-    assert problem == ("reconcile.url: placeholders may appear in the path and query only, "
-                       "not in the host or port")
+    problem = load_problem(
+        tmp_path, tool(reconcile={"type": "http", "url": "https://{run_id}.h/b"})
+    )
+    assert problem == (
+        "reconcile.url: placeholders may appear in the path and query only, not in the host or port"
+    )
 
 
 def test_every_tool_with_a_bad_file_is_named(tmp_path: Path, files: dict[str, Path]) -> None:
@@ -150,23 +220,29 @@ def test_every_tool_with_a_bad_file_is_named(tmp_path: Path, files: dict[str, Pa
         Registry.load(tmp_path, env={})
     assert [line.split(": ")[:2] for line in info.value.message.splitlines()] == [
         [str(tmp_path / "a.yaml"), "executor.tls.ca_file"],
-        [str(tmp_path / "b.yaml"), "executor.tls.ca_file"]]
+        [str(tmp_path / "b.yaml"), "executor.tls.ca_file"],
+    ]
 
 
 async def test_relative_paths_are_taken_from_the_manifests_folder(
-        tmp_path: Path, files: dict[str, Path]) -> None:
+    tmp_path: Path, files: dict[str, Path]
+) -> None:
     certs = tmp_path / "certs"
     certs.mkdir()
     for name in ("ca", "cert", "key"):
         (certs / files[name].name).write_bytes(files[name].read_bytes())
-    section = {"ca_file": "certs/ca.crt", "cert_file": "certs/agent.crt",
-               "key_file": "certs/agent.key"}
+    section = {
+        "ca_file": "certs/ca.crt",
+        "cert_file": "certs/agent.crt",
+        "key_file": "certs/agent.key",
+    }
     (tmp_path / "tool.yaml").write_text(yaml.safe_dump(tool(section)))
     registry = Registry.load(tmp_path, env={})  # run from another working directory
     await registry.aclose()
     (certs / "ca.crt").unlink()
     assert load_problem(tmp_path, tool(section)) == (
-        f"executor.tls.ca_file: {certs / 'ca.crt'}: cannot read it: No such file or directory")
+        f"executor.tls.ca_file: {certs / 'ca.crt'}: cannot read it: No such file or directory"
+    )
 
 
 def test_one_context_per_distinct_setting(files: dict[str, Path]) -> None:
@@ -174,8 +250,7 @@ def test_one_context_per_distinct_setting(files: dict[str, Path]) -> None:
     mutual = TlsConfig(ca_file=str(files["ca"]), **pair(files))
     first = clients.route(URL, mutual, Path("/"))
     assert clients.route("https://other.example/x", mutual, Path("/")) is first
-    named = clients.route(URL, mutual.model_copy(update={"server_name": "tool.test"}),
-                          Path("/"))
+    named = clients.route(URL, mutual.model_copy(update={"server_name": "tool.test"}), Path("/"))
     assert named is not first and named.tls is first.tls
     assert clients.route(URL, TlsConfig(), Path("/")) is clients.route(URL, None, Path("/"))
 
@@ -185,15 +260,34 @@ def test_serve_refuses_a_bad_file_in_one_line(tmp_path: Path, files: dict[str, P
     tools.mkdir()
     (tools / "t.yaml").write_text(yaml.safe_dump(tool(pair(files, key="other_key"))))
     done = subprocess.run(
-        [sys.executable, "-m", "gateway.cli", "serve", "--tools", str(tools), "--policies",
-         str(POLICIES), "--auth", str(AUTH), "--db", str(tmp_path / "x.db"), "--listen",
-         "127.0.0.1:0"], capture_output=True, text=True, timeout=120, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
+        [
+            sys.executable,
+            "-m",
+            "gateway.cli",
+            "serve",
+            "--tools",
+            str(tools),
+            "--policies",
+            str(POLICIES),
+            "--auth",
+            str(AUTH),
+            "--db",
+            str(tmp_path / "x.db"),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines()[-1] == (  # after the line about the audit key it made
         f"callgate serve: {tools / 't.yaml'}: executor.tls.key_file: {files['other_key']}: is "
-        f"not the key of the certificate in cert_file {files['cert']}")
+        f"not the key of the certificate in cert_file {files['cert']}"
+    )
 
 
 def test_every_tls_field_is_documented() -> None:
