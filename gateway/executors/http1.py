@@ -28,7 +28,7 @@ import re
 import ssl
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import httptools
@@ -36,7 +36,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 IDLE_S = 15.0  # a connection idle for longer is closed, not reused
-MAX_CONNECTIONS = 100  # per origin; a request beyond waits for one (within its timeout)
+MAX_CONNECTIONS = 100  # per origin and route; one beyond waits for one (within its timeout)
 MAX_TUNNEL_ANSWER = 16384  # bytes of a proxy's answer to CONNECT, at most
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a header name (RFC 9110 §5.1)
 _NOT_IN_VALUE = re.compile(r"[\r\n\0]")
@@ -80,7 +80,8 @@ class Proxy:
 
     host: str
     port: int
-    authorization: str = ""  # the Proxy-Authorization value, when its URL names a user
+    # the Proxy-Authorization value, when its URL names a user; never in a repr
+    authorization: str = field(default="", repr=False)
     shown: str = ""  # how messages name it: its URL without credentials
 
 

@@ -232,6 +232,7 @@ def test_the_proxys_credentials_become_its_authorization_and_are_never_shown() -
     )
     assert found is not None and found.shown == "http://p:3128"
     assert found.authorization == "Basic " + base64.b64encode(b"a@corp:p:ss").decode()
+    assert found.authorization not in repr(found)
 
 
 def test_an_unusable_proxy_is_an_error_only_for_a_tool_it_would_carry() -> None:
