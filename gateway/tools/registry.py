@@ -22,6 +22,7 @@ from gateway.executors import (
     ExecutionResult,
     HttpClients,
     ManifestFieldError,
+    Proxies,
     ToolExecutor,
     build_executor,
 )
@@ -186,6 +187,7 @@ def compile_tool(
             idempotency=manifest.idempotency,
             reconcile=manifest.reconcile,
             clients=clients,
+            base=source.parent,
         )
     except ManifestFieldError as exc:
         raise ManifestProblem(exc.field, exc.message) from exc
@@ -196,7 +198,9 @@ class _Collector:
     """Compiles manifests, gathering every problem as one line."""
 
     def __init__(self, env: Mapping[str, str], limits: Limits) -> None:
-        self.clients = HttpClients(max_body_bytes=limits.max_output_bytes)
+        self.clients = HttpClients(
+            max_body_bytes=limits.max_output_bytes, proxies=Proxies.from_env(env)
+        )
         self.env = env
         self.limits = limits
         self.tools: dict[str, Tool] = {}  # by name, in the order they were defined

@@ -6,9 +6,9 @@
   request by request; anything not in it is a 418 the test sees.
 - `FakeOpa`: a stand-in speaking OPA's REST API (Policy API, Data API, /health, provenance,
   strict-builtin-errors) and evaluating with regorus. It exists for machines without an OPA
-  binary (CI among them); `test_opa_client.py` checks it answers the transcript's requests as OPA did.
-  It can be stopped and started again on the same port (OPA unreachable, then back), made to
-  stall (slower than any timeout) or to fail the next requests with a status.
+  binary (CI among them); `test_opa_client.py` checks it answers the transcript's requests as
+  OPA did. It can be stopped and started again on the same port (OPA unreachable, then back),
+  made to stall (slower than any timeout) or to fail the next requests with a status.
 
 Each server runs its own event loop in a thread, so sync tests, async tests and sidecar
 processes can all use it.
