@@ -24,10 +24,10 @@ from gateway.executors.config import (
 )
 from gateway.executors.http import HttpClients, HttpExecutor, HttpLookup
 from gateway.executors.http1 import Route, target
-from gateway.executors.outcome import unknown
 from gateway.executors.proxy import Proxies, ProxySettingError
 from gateway.executors.python import PythonExecutor, PythonLookup, ToolFunction, load_function
 from gateway.executors.reconcile import Lookup, Reconciler
+from gateway.executors.results import unknown
 from gateway.executors.tls import TlsFileError
 from gateway.model import Effect
 

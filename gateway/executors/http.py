@@ -55,22 +55,11 @@ from gateway.executors.http1 import (
     charset,
     target,
 )
-from gateway.executors.outcome import (
-    KEPT_TEXT_CHARS,
-    Attempt,
-    dump_json,
-    error_text,
-    excerpt,
-    failed,
-    json_problem,
-    noted,
-    succeeded,
-    too_large,
-    unknown,
-    with_retries,
-)
+from gateway.executors.output import KEPT_TEXT_CHARS, dump_json, json_problem, too_large
 from gateway.executors.proxy import Proxies
 from gateway.executors.reconcile import Absent, Found, Inconclusive, LookupResult
+from gateway.executors.results import error_text, excerpt, failed, noted, succeeded, unknown
+from gateway.executors.retries import Attempt, with_retries
 from gateway.executors.tls import TlsFiles, client_context
 from gateway.limits import DEFAULT_LIMITS
 from gateway.model import Effect

@@ -26,7 +26,8 @@ from gateway.executors import (
     ToolExecutor,
     build_executor,
 )
-from gateway.executors.outcome import failed, kept_output
+from gateway.executors.output import kept_output
+from gateway.executors.results import failed
 from gateway.jsontext import JsonTextError, read_json
 from gateway.limits import DEFAULT_LIMITS, MAX_JSON_DEPTH_CAP, Limits
 from gateway.memo import Memo

@@ -27,7 +27,7 @@ from referencing import Resource
 from referencing.exceptions import Unresolvable, Unretrievable
 from referencing.jsonschema import DRAFT202012
 
-from gateway.executors.outcome import excerpt
+from gateway.executors.results import excerpt
 from gateway.tools.formats import CHECKED_FORMATS, FORMAT_CHECKER
 from gateway.tools.metaschema import flattened
 from gateway.tools.patterns import PatternError, compiled, search
