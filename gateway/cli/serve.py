@@ -22,6 +22,7 @@ from gateway.cli.common import (
     whole_seconds,
 )
 from gateway.errors import ConfigError
+from gateway.policy.options import SETTINGS
 
 if TYPE_CHECKING:
     from gateway.service.config import ServeConfig
@@ -38,6 +39,7 @@ def add_parser(sub: SubParsers) -> None:
     p = sub.add_parser("serve", help="run the sidecar in the foreground",
                        description="Run the sidecar in the foreground until SIGINT or SIGTERM.")
     _core_options(p)
+    _policy_options(p)
     _reload_options(p)
     _opa_options(p)
     _limit_options(p)
@@ -78,6 +80,13 @@ def _core_options(p: argparse.ArgumentParser) -> None:
            help="the audit key (masks of redacted values, seals of the audit chain), created "
            "with mode 0600 when it does not exist; default <sqlite file>-audit.key, required "
            "with PostgreSQL")
+
+
+def _policy_options(p: argparse.ArgumentParser) -> None:
+    """--rego-version and --builtin-errors, as the `policy` commands take them too."""
+    for setting in SETTINGS:
+        option(p, setting.flag, parse=one_of(*setting.choices), default=_default(setting.dest),
+               metavar=setting.metavar, help=setting.help)
 
 
 def _reload_options(p: argparse.ArgumentParser) -> None:
@@ -176,7 +185,8 @@ def _serve_config(ns: argparse.Namespace) -> ServeConfig:
         return ServeConfig(
             listen=ns.listen, tools=ns.tools, policies=ns.policies, db=ns.db, auth=ns.auth,
             insecure_dev_identity=ns.insecure_dev_identity, engine=ns.engine,
-            policy_prefix=ns.policy_prefix, db_busy_timeout_s=ns.db_busy_timeout,
+            policy_prefix=ns.policy_prefix, rego_version=ns.rego_version,
+            builtin_errors=ns.builtin_errors, db_busy_timeout_s=ns.db_busy_timeout,
             tls_cert=ns.tls_cert, tls_key=ns.tls_key, tls_client_ca=ns.tls_client_ca,
             policy_poll_interval_s=ns.policy_poll_interval,
             reload_requires_tests=ns.reload_requires_tests,

@@ -2,9 +2,9 @@
 
 Layout rules follow OPA bundles:
 
-- every `*.rego` file below the directory is a policy (Rego v1); `*_test.rego` files are Rego
-  unit tests: they are kept apart (`Bundle.test_sources`), never served, and do not count in
-  the revision;
+- every `*.rego` file below the directory is a policy (Rego v1, or v0 when the bundle's options
+  say so: `gateway.policy.options`); `*_test.rego` files are Rego unit tests: they are kept
+  apart (`Bundle.test_sources`), never served, and do not count in the revision;
 - every `data.json`, `data.yaml` or `data.yml` file is data; a data file in the sub-directory
   `a/b/` lands at `data.a.b`. Objects from several files merge; the same key with two
   non-object values is a conflict;
@@ -33,6 +33,7 @@ from gateway.errors import ConfigError
 from gateway.jsontext import JsonTextError, read_json
 from gateway.limits import MAX_JSON_DEPTH_CAP
 from gateway.policy.engine import add_policy, new_engine
+from gateway.policy.options import DEFAULT_OPTIONS, RegoOptions
 from gateway.yamltext import YamlTextError, read_yaml
 
 DATA_FILE_NAMES = frozenset({"data.json", "data.yaml", "data.yml"})
@@ -105,7 +106,9 @@ class Bundle:
     """A loaded policy directory.
 
     `sources` and `test_sources` map a path relative to `root` (POSIX form) to its text;
-    `source_name(rel)` is the name given to the engine and shown in errors.
+    `source_name(rel)` is the name given to the engine and shown in errors. `options` say how
+    every engine built from it reads the Rego and counts builtin errors (not part of the
+    revision: they are settings of the process serving it).
     """
 
     root: Path
@@ -115,6 +118,7 @@ class Bundle:
     data_files: tuple[str, ...]
     revision: str
     rules: tuple[RuleInfo, ...] = field(default=())
+    options: RegoOptions = DEFAULT_OPTIONS
 
     def source_name(self, rel: str) -> str:
         return (self.root / rel).as_posix()
@@ -159,16 +163,16 @@ def short_regorus_message(exc: BaseException) -> str:
 # loading
 
 
-def load_bundle(directory: Path) -> Bundle:
+def load_bundle(directory: Path, options: RegoOptions = DEFAULT_OPTIONS) -> Bundle:
     """Read, parse and merge a policy directory; PolicyConfigError listing every problem."""
     root = Path(directory)
     if not root.is_dir():
         what = "is a file, not a directory" if root.exists() else "policy directory does not exist"
         raise PolicyConfigError(f"{root}: {what}", file=str(root))
-    return _load(root, [_Entry(rel, rel) for rel in _scan(root)])
+    return _load(root, [_Entry(rel, rel) for rel in _scan(root)], options)
 
 
-def load_paths(paths: Sequence[Path]) -> Bundle:
+def load_paths(paths: Sequence[Path], options: RegoOptions = DEFAULT_OPTIONS) -> Bundle:
     """A bundle from directories and single files (as `policy check DIR|FILE...` takes them).
 
     One directory loads as `load_bundle` does. Otherwise each file is named as given; a data
@@ -176,7 +180,7 @@ def load_paths(paths: Sequence[Path]) -> Bundle:
     file named on its own lands at the root).
     """
     if len(paths) == 1 and Path(paths[0]).is_dir():
-        return load_bundle(paths[0])
+        return load_bundle(paths[0], options)
     entries: list[_Entry] = []
     problems: list[PolicyConfigError] = []
     for path in map(Path, paths):
@@ -193,7 +197,7 @@ def load_paths(paths: Sequence[Path]) -> Bundle:
                                               file=str(path)))
     if problems:
         raise PolicyConfigError.of(problems)
-    return _load(Path("."), entries)
+    return _load(Path("."), entries, options)
 
 
 @dataclass(frozen=True)
@@ -229,7 +233,7 @@ class _Problems:
             raise PolicyConfigError.of(self.found)
 
 
-def _load(root: Path, entries: list[_Entry]) -> Bundle:
+def _load(root: Path, entries: list[_Entry], options: RegoOptions) -> Bundle:
     by_kind: dict[str, list[_Entry]] = {"policy": [], "test": [], "data": []}
     for entry in entries:
         by_kind.setdefault(entry.kind, []).append(entry)
@@ -245,7 +249,8 @@ def _load(root: Path, entries: list[_Entry]) -> Bundle:
     tests = {e.rel: problems.attempt(_decode, root, e.rel, raw[e.rel]) for e in by_kind["test"]}
     values = [(e.rel, problems.attempt(_parse_data, root, e.rel, raw[e.rel], e.mount))
               for e in by_kind["data"]]
-    rules = problems.attempt(parse_rules, root, {k: v for k, v in sources.items() if v})
+    rules = problems.attempt(parse_rules, root, {k: v for k, v in sources.items() if v},
+                             options.rego_v0)
     problems.raise_any()
     rooted = [(rel, _mount(mount.mount, value))
               for (rel, value), mount in zip(values, by_kind["data"], strict=True)]
@@ -254,7 +259,7 @@ def _load(root: Path, entries: list[_Entry]) -> Bundle:
     revision_files = {e.rel: raw[e.rel] for e in by_kind["policy"] + by_kind["data"]}
     return Bundle(root=root, sources=sources, test_sources=tests, data=data,
                   data_files=tuple(e.rel for e in by_kind["data"]),
-                  revision=compute_revision(revision_files), rules=rules)
+                  revision=compute_revision(revision_files), rules=rules, options=options)
 
 
 def compute_revision(files: Mapping[str, bytes]) -> str:
@@ -404,21 +409,22 @@ def _merge_into(target: dict[str, Any], tree: dict[str, Any],
 # rules (from regorus's AST)
 
 
-def parse_rules(root: Path, sources: Mapping[str, str]) -> tuple[RuleInfo, ...]:
+def parse_rules(root: Path, sources: Mapping[str, str],
+                rego_v0: bool = False) -> tuple[RuleInfo, ...]:
     """Parse each source on its own; the rule heads found, or every syntax error."""
     problems = _Problems()
     rules: list[RuleInfo] = []
     for rel in sorted(sources):
-        found = problems.attempt(_parse_one, (root / rel).as_posix(), sources[rel])
+        found = problems.attempt(_parse_one, (root / rel).as_posix(), sources[rel], rego_v0)
         rules.extend(found or ())
     problems.raise_any()
     return tuple(rules)
 
 
-def _parse_one(name: str, text: str) -> tuple[RuleInfo, ...]:
-    engine = new_engine()
+def _parse_one(name: str, text: str, rego_v0: bool) -> tuple[RuleInfo, ...]:
+    engine = new_engine(rego_v0=rego_v0)
     try:
-        add_policy(engine, name, text)
+        add_policy(engine, name, text, rego_v0=rego_v0)
     except RuntimeError as exc:
         raise config_error_from_regorus(exc, fallback_file=name) from exc
     return rules_of_engine(engine)

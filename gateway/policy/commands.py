@@ -8,6 +8,10 @@
                                       evaluate one rule; for `decision` also the verdict
     coverage DIR [-v]                 run the tests with coverage; per-file line counts
 
+Every command takes --rego-version v1|v0 and (but check) --builtin-errors strict|undefined,
+with the same variables and defaults as `serve` (CALLGATE_REGO_VERSION,
+CALLGATE_BUILTIN_ERRORS), so tests and evaluations run as serving does.
+
 Exit status:
     check     0 the policies load and pass every check; 1 a problem was found
     test      0 every test passed (with --engine both: on both engines); 1 a test failed,
@@ -47,6 +51,7 @@ from gateway.policy.decision import (
 )
 from gateway.policy.embedded import DEFAULT_PREFIX, EmbeddedEngine, input_json
 from gateway.policy.explain import Explanation, explain
+from gateway.policy.options import BUILTIN_ERRORS, REGO_VERSION, SETTINGS, RegoOptions, Setting
 from gateway.policy.testing import FileCoverage, TestReport, TestResult, run_tests, show
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -82,7 +87,7 @@ def run_policy_command(argv: list[str]) -> int:
     handler: Callable[[argparse.Namespace, Out], int] = args.handler
     out = Out(sys.stdout, sys.stderr)
     try:
-        return handler(args, out)
+        return handler(_resolved(args), out)
     except UsageError as exc:
         out.err(f"callgate policy {args.command}: {exc}")
         return EXIT_USAGE
@@ -112,11 +117,45 @@ def _parser() -> argparse.ArgumentParser:
 _Sub = argparse._SubParsersAction
 
 
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults shown as argparse does, but for the shared settings, whose help names their
+    variable and default already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        return text if "[env " in text else super()._get_help_string(action)
+
+
 def _sub(sub: _Sub, name: str, help_text: str) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
-        name, help=help_text, description=help_text,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        name, help=help_text, description=help_text, formatter_class=_Help)
     return parser
+
+
+def _setting(p: argparse.ArgumentParser, setting: Setting) -> None:
+    """A setting `serve` takes too, with the same variable and default."""
+    p.add_argument(setting.flag, dest=setting.dest, choices=setting.choices, default=None,
+                   metavar=setting.metavar,
+                   help=f"{setting.help} [env {setting.env}; default {setting.default}]")
+
+
+def _resolved(args: argparse.Namespace) -> argparse.Namespace:
+    """Each shared setting the command line left out, from its variable, else its default."""
+    for setting in SETTINGS:
+        if not hasattr(args, setting.dest) or getattr(args, setting.dest) is not None:
+            continue
+        raw = os.environ.get(setting.env, "")
+        if raw and raw not in setting.choices:
+            raise UsageError(f"{setting.env}={raw!r}: expected one of: "
+                             f"{', '.join(setting.choices)}")
+        setattr(args, setting.dest, raw or setting.default)
+    return args
+
+
+def options(args: argparse.Namespace) -> RegoOptions:
+    """The Rego version and builtin-error mode a command was given (check has no errors)."""
+    return RegoOptions(rego_version=args.rego_version,
+                       builtin_errors=getattr(args, "builtin_errors", "strict"))
 
 
 def _check_parser(sub: _Sub) -> None:
@@ -127,6 +166,7 @@ def _check_parser(sub: _Sub) -> None:
     p.add_argument("--prefix", default=DEFAULT_PREFIX, type=_prefix,
                    help="the package callgate queries")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    _setting(p, REGO_VERSION)
     p.set_defaults(handler=_check)
 
 
@@ -147,6 +187,8 @@ def _test_parser(sub: _Sub) -> None:
                    metavar="URL", help="the OPA server (default: $CALLGATE_OPA_URL)")
     p.add_argument("--opa-token", default=os.environ.get("CALLGATE_OPA_TOKEN", ""),
                    metavar="TOKEN", help="bearer token for OPA (default: $CALLGATE_OPA_TOKEN)")
+    _setting(p, REGO_VERSION)
+    _setting(p, BUILTIN_ERRORS)
     p.set_defaults(handler=_test)
 
 
@@ -164,6 +206,8 @@ def _eval_parser(sub: _Sub) -> None:
                         "body succeeded, and its value")
     p.add_argument("--format", choices=("pretty", "json"), default="pretty",
                    help="pretty for people, json for scripts")
+    _setting(p, REGO_VERSION)
+    _setting(p, BUILTIN_ERRORS)
     p.set_defaults(handler=_eval)
 
 
@@ -172,6 +216,8 @@ def _coverage_parser(sub: _Sub) -> None:
     p.add_argument("directory", type=Path, metavar="DIR")
     p.add_argument("-v", "--verbose", action="store_true", help="list uncovered lines")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    _setting(p, REGO_VERSION)
+    _setting(p, BUILTIN_ERRORS)
     p.set_defaults(handler=_coverage)
 
 
@@ -237,7 +283,7 @@ def _jsonable_set(value: Any) -> Any:
 
 def _check(args: argparse.Namespace, out: Out) -> int:
     try:
-        bundle = load_paths(args.paths)
+        bundle = load_paths(args.paths, options(args))
         EmbeddedEngine(bundle, prefix=args.prefix)  # compiles and runs every static check
     except PolicyConfigError as exc:
         if args.format == "json":
@@ -288,7 +334,8 @@ def _run(args: argparse.Namespace, *, coverage: bool) -> TestReport:
             re.compile(match)
         except re.error as exc:
             raise UsageError(f"--run {match!r} is not a regular expression: {exc}") from None
-    return run_tests(args.directory, coverage=coverage, match=match)
+    return run_tests(load_bundle(args.directory, options(args)), coverage=coverage,
+                     match=match)
 
 
 def _test(args: argparse.Namespace, out: Out) -> int:
@@ -384,7 +431,7 @@ def finish(report: TestReport, out: Out, run: str | None = None) -> int:
 
 def _eval(args: argparse.Namespace, out: Out) -> int:
     input_doc = _read_input(args.input)
-    bundle = load_bundle(args.directory)
+    bundle = load_bundle(args.directory, options(args))
     engine = EmbeddedEngine(bundle, prefix=args.prefix)
     result = _Evaluation.of(engine, args.rule, input_doc)
     explanation = None

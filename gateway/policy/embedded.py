@@ -47,9 +47,10 @@ from gateway.policy.decision import (
     error_decision,
     type_name,
 )
-from gateway.policy.engine import add_policy, is_panic, new_engine
+from gateway.policy.engine import is_panic, new_engine
 from gateway.policy.failures import CallIndex, describe
 from gateway.policy.reads import InputView
+from gateway.policy.sources import engine_sources
 
 __all__ = [
     "DEFAULT_PREFIX", "UNDEFINED", "EmbeddedEngine", "PolicyEvalError", "PolicyUndefined",
@@ -84,13 +85,17 @@ def build_regorus_engine(bundle: Bundle, *, include_tests: bool = False,
 
 
 def _build(bundle: Bundle, *, include_tests: bool, coverage: bool) -> Any:
-    engine = new_engine(coverage=coverage)
-    for name, text in bundle.named_sources(include_tests=include_tests):
+    where = bundle.root.as_posix()
+    engine = new_engine(coverage=coverage, rego_v0=bundle.options.rego_v0)
+    try:
+        sources = engine_sources(bundle, include_tests=include_tests)
+    except RuntimeError as exc:
+        raise config_error_from_regorus(exc, fallback_file=where) from exc
+    for name, text in sources:
         try:
-            add_policy(engine, name, text)
+            engine.add_policy(name, text)
         except RuntimeError as exc:
             raise config_error_from_regorus(exc, fallback_file=name) from exc
-    where = bundle.root.as_posix()
     try:
         engine.add_data_json(json.dumps(bundle.data, allow_nan=False))
     except (RuntimeError, ValueError) as exc:

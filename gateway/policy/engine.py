@@ -2,13 +2,16 @@
 
 Serving engines (one per thread), `policy test`, `policy eval`, `--explain`, coverage and the
 checker all call `new_engine()`, so a policy means the same everywhere. `add_policy()` adds a
-source the way OPA reads it, including the output-argument form of a call to a supplied
-builtin (`io.jwt.decode(token, [header, payload, sig])`), which the engine only understands for
-its own builtins: such a call is rewritten to `[header, payload, sig] = io.jwt.decode(token)`.
+source the way OPA reads it (`engine_text`): functions defined without a body are completed
+(`gateway.policy.compat`), and the output-argument form of a call to a supplied builtin
+(`io.jwt.decode(token, [header, payload, sig])`), which the engine only understands for its
+own builtins, is rewritten to `[header, payload, sig] = io.jwt.decode(token)`. In Rego v0
+(`rego_v0=True`) the engine reads pre-1.0 syntax, and a bare rule name OPA refuses is refused.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any
@@ -22,6 +25,11 @@ os.environ["RUST_BACKTRACE"] = "0"
 import regorus  # noqa: E402  (the environment must be set first)
 
 from gateway.policy.builtins import ARITY, EXTENSIONS  # noqa: E402
+from gateway.policy.compat import (  # noqa: E402
+    Module,
+    bare_rule_names,
+    complete_bodyless_functions,
+)
 from gateway.policy.syntax import dotted, inner, span, walk  # noqa: E402
 
 # regorus refuses a policy line longer than 1,024 columns by default; a JWT, a PEM key or a
@@ -32,9 +40,7 @@ MAX_LINES = 20_000
 
 def new_engine(*, coverage: bool = False, rego_v0: bool = False) -> Any:
     """A fresh regorus Engine with callgate's builtins registered."""
-    engine = bare_engine()
-    if rego_v0:
-        engine.set_rego_v0(True)
+    engine = bare_engine(rego_v0=rego_v0)
     for extension in EXTENSIONS:
         engine.add_extension(extension.name, extension.nargs, extension.contained())
     if coverage:
@@ -42,17 +48,53 @@ def new_engine(*, coverage: bool = False, rego_v0: bool = False) -> Any:
     return engine
 
 
-def bare_engine() -> Any:
+def bare_engine(*, rego_v0: bool = False) -> Any:
     """A regorus Engine with callgate's limits and no extensions (the engine's own builtins)."""
     engine = regorus.Engine()
     engine.set_policy_length_config(max_col=MAX_FILE_BYTES, max_file_bytes=MAX_FILE_BYTES,
                                     max_lines=MAX_LINES)
+    if rego_v0:
+        engine.set_rego_v0(True)
     return engine
 
 
-def add_policy(engine: Any, name: str, text: str) -> None:
-    """Add a policy source (RuntimeError with the engine's located message if it is bad)."""
-    engine.add_policy(name, rewrite_output_calls(name, text))
+def add_policy(engine: Any, name: str, text: str, *, rego_v0: bool = False) -> None:
+    """Add a policy source (RuntimeError with the engine's located message if it is bad);
+    `rego_v0` must be what the engine was made with."""
+    engine.add_policy(name, engine_text(name, text, rego_v0=rego_v0))
+
+
+@functools.lru_cache(maxsize=1024)
+def engine_text(name: str, text: str, *, rego_v0: bool = False) -> str:
+    """The text the engine is given for a source (see the module docstring); the same lines.
+    Each distinct source is prepared once (the engines of every thread, test run and probe
+    reuse it)."""
+    def parse(candidate: str) -> None:
+        bare_engine(rego_v0=rego_v0).add_policy(name, candidate)
+
+    if rego_v0:
+        _refuse_bare_rule_names(name, text)
+    else:
+        text = complete_bodyless_functions(text, parse)
+    return rewrite_output_calls(name, text, rego_v0=rego_v0)
+
+
+def _refuse_bare_rule_names(name: str, text: str) -> None:
+    problems = [p for m in _syntax_tree(name, text) for p in bare_rule_names(Module.of(m))]
+    if problems:
+        raise problems[0]
+
+
+def _syntax_tree(name: str, text: str) -> list[dict[str, Any]]:
+    """The modules of a v0 source, or none if it does not parse (the engine's own error is
+    then reported by the caller's add_policy)."""
+    scratch = bare_engine(rego_v0=True)
+    try:
+        scratch.add_policy(name, text)
+    except RuntimeError:
+        return []
+    modules: list[dict[str, Any]] = json.loads(scratch.get_ast_as_json())
+    return modules
 
 
 def is_panic(exc: BaseException) -> bool:
@@ -65,12 +107,12 @@ def is_panic(exc: BaseException) -> bool:
 # the output-argument form of supplied builtins
 
 
-def rewrite_output_calls(name: str, text: str) -> str:
+def rewrite_output_calls(name: str, text: str, *, rego_v0: bool = False) -> str:
     """`f(a, out)` → `out = f(a)` for statement calls to supplied builtins given one argument
     more than they take; any other text is returned unchanged."""
     if not any(f"{fn}(" in text for fn in ARITY):
         return text
-    scratch = bare_engine()
+    scratch = bare_engine(rego_v0=rego_v0)
     try:
         scratch.add_policy(name, text)
         modules = json.loads(scratch.get_ast_as_json())

@@ -3,16 +3,16 @@
 `--explain` asks whether each body of a rule succeeded and what it produced; a failing test
 asks which of its expressions failed and what the values on each side were. Both are answered
 the same way: a helper rule `__callgate_probe_N contains v if { <body statements>; v := <value> }`
-is added to the module of the rule (same package, same imports, same `with` clauses), and the
-copy is evaluated for the same input. Each helper is evaluated on its own, so one that fails
-does not hide the others.
+(in Rego v0 `__callgate_probe_N[v] { ... }`) is added to the module of the rule (same package,
+same imports, same `with` clauses), and the copy is evaluated for the same input. Each helper is
+evaluated on its own, so one that fails does not hide the others.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.policy.bundle import Bundle
@@ -56,7 +56,9 @@ class Probe:
     def add(self, body: list[str], value: str) -> str:
         """A helper collecting `value` for each way the statements succeed; its name."""
         lines = [*body, f"{_VALUE} := ({value})"]
-        return self.add_rule(lambda name: f"{name} contains {_VALUE} if {{\n  "
+        head = "{name}[" + _VALUE + "] {{" if self._bundle.options.rego_v0 \
+            else "{name} contains " + _VALUE + " if {{"
+        return self.add_rule(lambda name: head.format(name=name) + "\n  "
                              + "\n  ".join(lines) + "\n}")
 
     def add_rule(self, text: Callable[[str], str]) -> str:
@@ -89,9 +91,7 @@ class Probe:
             if self._bundle.source_name(rel) == self._module:
                 target = sources if rel in sources else tests
                 target[rel] = target[rel] + "\n\n" + "\n\n".join(helpers) + "\n"
-        copy = Bundle(root=self._bundle.root, sources=sources, test_sources=tests,
-                      data=self._bundle.data, data_files=self._bundle.data_files,
-                      revision=self._bundle.revision, rules=self._bundle.rules)
+        copy = replace(self._bundle, sources=sources, test_sources=tests)
         return build_regorus_engine(copy, include_tests=self._include_tests)
 
 

@@ -25,13 +25,15 @@ from gateway.policy.base import RejectedReload
 from gateway.policy.bundle import Bundle, PolicyConfigError, load_bundle
 from gateway.policy.decision import error_decision
 from gateway.policy.embedded import EmbeddedEngine, analyze
+from gateway.policy.options import DEFAULT_OPTIONS, RegoOptions
 from gateway.policy.testing import run_tests
 
 log = logging.getLogger("callgate.policy")
 inputs_log = logging.getLogger("callgate.decision_input")
 
 
-def prepare(directory: Path, prefix: str, *, require_tests: bool = False) -> Bundle:
+def prepare(directory: Path, prefix: str, *, require_tests: bool = False,
+            options: RegoOptions = DEFAULT_OPTIONS) -> Bundle:
     """Load and check a policy directory as a candidate revision; PolicyConfigError if it may
     not serve.
 
@@ -41,14 +43,15 @@ def prepare(directory: Path, prefix: str, *, require_tests: bool = False) -> Bun
     """
     error: PolicyConfigError | None = None
     try:
-        return _prepare(directory, prefix, require_tests=require_tests)
+        return _prepare(directory, prefix, require_tests=require_tests, options=options)
     except PolicyConfigError as exc:
         error = exc.detached()
     raise error  # outside the handler: the original and its frames are gone by now
 
 
-def _prepare(directory: Path, prefix: str, *, require_tests: bool) -> Bundle:
-    bundle = load_bundle(directory)
+def _prepare(directory: Path, prefix: str, *, require_tests: bool,
+             options: RegoOptions) -> Bundle:
+    bundle = load_bundle(directory, options)
     analyze(bundle)
     require_decision(bundle, prefix)
     if require_tests:
@@ -132,7 +135,10 @@ class ReloadingEngine:
         self._rejected = rejection
 
     def prepare(self, directory: Path, prefix: str, *, require_tests: bool) -> Bundle:
-        return prepare(directory, prefix, require_tests=require_tests)
+        """A candidate read as the serving revision was (its Rego version, its builtin
+        errors)."""
+        return prepare(directory, prefix, require_tests=require_tests,
+                       options=self._current.bundle.options)
 
     async def load(self, bundle: Bundle, prefix: str) -> None:
         self.install(EmbeddedEngine(bundle, prefix=prefix, checked=True))

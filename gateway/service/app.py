@@ -120,7 +120,7 @@ class Sidecar:
         if cfg.engine == "opa":
             return await self._load_opa()
         bundle = prepare(cfg.policies, cfg.policy_prefix,
-                         require_tests=cfg.reload_requires_tests)
+                         require_tests=cfg.reload_requires_tests, options=cfg.rego_options())
         first = EmbeddedEngine(bundle, prefix=cfg.policy_prefix, checked=True)
         embedded = ReloadingEngine(first, log_inputs=cfg.log_decision_inputs)
         policy: ReloadingEngine | ShadowEngine = embedded
@@ -149,7 +149,8 @@ class Sidecar:
     def _opa_engine(self) -> OpaEngine:
         cfg = self.config
         return OpaEngine(OpaConnection(cfg.opa_settings()), cfg.policy_prefix,
-                         mode=cfg.opa_policies, on_change=self._health_soon)
+                         mode=cfg.opa_policies, on_change=self._health_soon,
+                         options=cfg.rego_options())
 
     def _watch_directory(self, target: ReloadTarget) -> None:
         cfg = self.config

@@ -17,6 +17,7 @@ from gateway.limits import MAX_JSON_DEPTH_CAP, MIB, Limits
 from gateway.model import DEFAULT_APPROVAL_TTL_S
 from gateway.policy.base import DEFAULT_PREFIX
 from gateway.policy.opa.client import OpaSettings
+from gateway.policy.options import DEFAULT_OPTIONS, BuiltinErrors, RegoOptions, RegoVersion
 from gateway.store import sqlite_path
 
 _LIMITS = Limits()
@@ -32,6 +33,9 @@ class ServeConfig(BaseModel):
     insecure_dev_identity: str = ""
     engine: Literal["embedded", "opa", "shadow"] = "embedded"
     policy_prefix: str = DEFAULT_PREFIX
+    # how the policy files are read and how builtin errors count (gateway.policy.options)
+    rego_version: RegoVersion = DEFAULT_OPTIONS.rego_version
+    builtin_errors: BuiltinErrors = DEFAULT_OPTIONS.builtin_errors
     db_busy_timeout_s: float = 5.0
     tls_cert: Path | None = None
     tls_key: Path | None = None
@@ -52,6 +56,9 @@ class ServeConfig(BaseModel):
     opa_client_cert: Path | None = None
     opa_client_key: Path | None = None
     shadow_queue: int = 1000
+
+    def rego_options(self) -> RegoOptions:
+        return RegoOptions(rego_version=self.rego_version, builtin_errors=self.builtin_errors)
 
     def opa_settings(self) -> OpaSettings:
         return OpaSettings(url=self.opa_url, token=self.opa_token, timeout_s=self.opa_timeout_s,

@@ -2,6 +2,8 @@
 
 - `live_opa_url()`: `CALLGATE_TEST_OPA_URL`, or an `opa` binary on PATH started on a free port;
   None when neither exists (tests that need a real OPA are then SKIPPED, never passed).
+  `live_opa_url(v0_compatible=True)`: one that reads Rego v0 (`opa run --v0-compatible`;
+  `CALLGATE_TEST_OPA_V0_URL`).
 - `ReplayOpa`: answers the recorded OPA 1.9 transcript (`tests/gateway/policy/opa_rest/`),
   request by request; anything not in it is a 418 the test sees.
 - `FakeOpa`: a stand-in speaking OPA's REST API (Policy API, Data API, /health, provenance,
@@ -54,20 +56,22 @@ def exchange(title: str) -> dict[str, Any]:
 # a live OPA
 
 
-def live_opa_url() -> str | None:
+def live_opa_url(*, v0_compatible: bool = False) -> str | None:
     """The URL of a real OPA for this test session, or None (see `LiveOpa`)."""
-    return _LIVE.url()
+    return (_LIVE_V0 if v0_compatible else _LIVE).url()
 
 
 class _LiveOpa:
-    def __init__(self) -> None:
+    def __init__(self, variable: str, *flags: str) -> None:
+        self._variable = variable
+        self._flags = flags
         self._url: str | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._tried = False
 
     def url(self) -> str | None:
-        if os.environ.get("CALLGATE_TEST_OPA_URL"):
-            return os.environ["CALLGATE_TEST_OPA_URL"].rstrip("/")
+        if os.environ.get(self._variable):
+            return os.environ[self._variable].rstrip("/")
         if not self._tried:
             self._tried = True
             binary = shutil.which("opa")
@@ -77,7 +81,7 @@ class _LiveOpa:
 
     def _start(self, binary: str) -> str:
         port = _free_port()
-        self._proc = subprocess.Popen([binary, "run", "--server", "--addr",
+        self._proc = subprocess.Popen([binary, "run", "--server", *self._flags, "--addr",
                                        f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{port}"
@@ -96,11 +100,13 @@ class _LiveOpa:
             self._proc.wait(10)
 
 
-_LIVE = _LiveOpa()
+_LIVE = _LiveOpa("CALLGATE_TEST_OPA_URL")
+_LIVE_V0 = _LiveOpa("CALLGATE_TEST_OPA_V0_URL", "--v0-compatible")
 
 
 def stop_live_opa() -> None:
     _LIVE.stop()
+    _LIVE_V0.stop()
 
 
 def _free_port() -> int:

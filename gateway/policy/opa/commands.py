@@ -16,6 +16,7 @@ from gateway.policy.commands import (
     UsageError,
     dump,
     finish,
+    options,
     print_results,
     result_json,
 )
@@ -33,8 +34,8 @@ def test_on_opa(args: argparse.Namespace, out: Out, run_embedded: EmbeddedRun) -
     settings.check()
     embedded = run_embedded(args, coverage=False) if args.engine == "both" else None
     try:
-        report = asyncio.run(run_tests_on_opa(load_bundle(args.directory), settings,
-                                              match=args.run))
+        report = asyncio.run(run_tests_on_opa(load_bundle(args.directory, options(args)),
+                                              settings, match=args.run))
     except OpaError as exc:
         raise ConfigError(f"--opa-url {args.opa_url}: {exc.message}") from None
     differences = compare(embedded, report) if embedded is not None else []

@@ -3,9 +3,11 @@
 Each rule of the policy contract (`decision`, `may_approve`, `may_resolve`, `may_read_audit`,
 `offer`, `batch_policy`) is `POST /v1/data/<prefix>/<rule>` with `strict-builtin-errors=true`,
 so a builtin error fails the evaluation on OPA as it does on the embedded engine (deny,
-`policy_error`) instead of leaving an expression undefined. OPA unreachable, slower than the
-timeout, answering 4xx/5xx, an undefined document (`{}` with no `result`) or a malformed result
-deny `decision` with `policy_error` and a message naming the cause; grants are refused.
+`policy_error`) instead of leaving an expression undefined; `--builtin-errors undefined` asks
+for OPA's default on both engines, and the parameter is left out. OPA unreachable, slower than
+the timeout, answering 4xx/5xx, an undefined document (`{}` with no `result`) or a malformed
+result deny `decision` with `policy_error` and a message naming the cause; grants are
+refused.
 
 Who owns the policy:
 - `push`: callgate uploads the `--policies` directory (`gateway.policy.opa.push`) at start and
@@ -43,6 +45,7 @@ from gateway.policy.decision import (
 from gateway.policy.embedded import input_json, input_sha256
 from gateway.policy.opa.client import OpaConnection, OpaError
 from gateway.policy.opa.push import Pushed, push_bundle
+from gateway.policy.options import DEFAULT_OPTIONS, RegoOptions
 from gateway.policy.reload import require_decision
 
 log = logging.getLogger("callgate.policy.opa")
@@ -97,13 +100,15 @@ class OpaEngine:
     name = "opa"
 
     def __init__(self, connection: OpaConnection, prefix: str, *, mode: OpaMode,
-                 on_change: Callable[[], None] | None = None) -> None:
+                 on_change: Callable[[], None] | None = None,
+                 options: RegoOptions = DEFAULT_OPTIONS) -> None:
         self.connection = connection
         self.prefix = prefix
         self.mode: OpaMode = mode
         self.on_change = on_change
+        self.options = options
         self.reachable = True
-        self._params = {"strict-builtin-errors": "true"}
+        self._params = query_params(options)
         if mode == "external":
             self._params["provenance"] = "true"
         self._revision = "" if mode == "push" else NO_BUNDLE
@@ -272,7 +277,7 @@ class OpaEngine:
     def prepare(self, directory: Path, prefix: str, *, require_tests: bool) -> Bundle:
         """Read the directory and require `decision`; OPA itself parses and compiles it when
         it is pushed (its builtins, not the embedded engine's, are the ones that count)."""
-        bundle = load_bundle(directory)
+        bundle = load_bundle(directory, self.options)
         require_decision(bundle, prefix)
         return bundle
 
@@ -287,6 +292,12 @@ class OpaEngine:
 
     async def close(self) -> None:
         await self.connection.close()
+
+
+def query_params(options: RegoOptions) -> dict[str, str]:
+    """The Data API parameters of a query: `strict-builtin-errors=true` unless builtin errors
+    are to leave expressions undefined."""
+    return {"strict-builtin-errors": "true"} if options.strict else {}
 
 
 def bundle_revision(provenance: dict[str, Any]) -> str:

@@ -2,8 +2,9 @@
 
 The directory's policies, its `*_test.rego` files and its data are pushed to OPA (policy IDs
 `callgate-test/<file>`, data at its top-level keys), each test rule is queried through the Data
-API with `strict-builtin-errors=true` and no input, and everything pushed is deleted again. A
-test passes when it is exactly `true`, as on the embedded engine. Point it at a scratch OPA
+API with `strict-builtin-errors=true` (left out with `--builtin-errors undefined`) and no input,
+and everything pushed is deleted again. A test passes when it is exactly `true`, as on the
+embedded engine. Point it at a scratch OPA
 (`opa run --server`), not the one deciding for a sidecar: its data would be replaced meanwhile.
 
 `compare` pairs the embedded engine's results with OPA's: the engines agree when every test
@@ -18,11 +19,11 @@ from dataclasses import dataclass, replace
 
 from gateway.policy.bundle import Bundle, parse_rules
 from gateway.policy.opa.client import OpaConnection, OpaError, OpaSettings
+from gateway.policy.opa.engine import query_params
 from gateway.policy.opa.push import push_bundle
 from gateway.policy.testing import TestCase, TestReport, TestResult, discover, show
 
 ID_PREFIX = "callgate-test/"
-_STRICT = {"strict-builtin-errors": "true"}
 
 
 async def run_tests_on_opa(bundle: Bundle, settings: OpaSettings, *,
@@ -30,7 +31,8 @@ async def run_tests_on_opa(bundle: Bundle, settings: OpaSettings, *,
     """Every test of the bundle, evaluated by OPA; ConfigError (OPA's parse errors per file
     and line) if OPA refuses the files, OpaError if it cannot be reached."""
     pattern = re.compile(match) if match else None
-    cases = discover(parse_rules(bundle.root, dict(bundle.test_sources)))
+    cases = discover(parse_rules(bundle.root, dict(bundle.test_sources),
+                                 bundle.options.rego_v0))
     if pattern is not None:
         cases = [c for c in cases if pattern.search(c.path)]
     conn = OpaConnection(settings)
@@ -38,7 +40,8 @@ async def run_tests_on_opa(bundle: Bundle, settings: OpaSettings, *,
     try:
         pushed = await push_bundle(conn, everything, None, id_prefix=ID_PREFIX)
         try:
-            results = [await _run_one(conn, case) for case in cases]
+            params = query_params(bundle.options)
+            results = [await _run_one(conn, case, params) for case in cases]
         finally:
             await push_bundle(conn, replace(bundle, sources={}, data={}), pushed,
                               id_prefix=ID_PREFIX)
@@ -47,11 +50,12 @@ async def run_tests_on_opa(bundle: Bundle, settings: OpaSettings, *,
     return TestReport(results=tuple(results))
 
 
-async def _run_one(conn: OpaConnection, case: TestCase) -> TestResult:
+async def _run_one(conn: OpaConnection, case: TestCase,
+                   params: dict[str, str]) -> TestResult:
     start = time.perf_counter()
     path = "/".join([*case.package.split(".")[1:], case.name])
     try:
-        answer = await conn.query(path, None, _STRICT)
+        answer = await conn.query(path, None, params)
     except OpaError as exc:
         reason = f"error: {exc.message}"
     else:

@@ -1,0 +1,263 @@
+"""Rego that OPA 1.9 loads and the embedded engine does not, rewritten so that it does.
+
+Every rewrite keeps each line where it was (an error, a test, coverage and `--explain` name
+the line the author wrote) and is checked against OPA's answers in the tests.
+
+- A function defined by its arguments alone, with no body (`accept("RunAsAny", _)`): OPA gives
+  it the value `true`; the engine refuses it ("rule must have a body or assignment") in Rego v1.
+  It becomes `accept("RunAsAny", _) := true` (one line, the head unchanged).
+- A rule called with no arguments (`allowed_sysctl_string()`, `lib.default_limits()`): OPA
+  evaluates the rule (its type checker lets the call through when the rule's value is not
+  known before evaluation); the engine looks for a function and finds none. The parentheses
+  become spaces, so every column after them stays where it was.
+- Rego v0 only: a rule head that is a bare name (`allow` on a line of its own) is refused as
+  OPA refuses it (`var cannot be used for rule name`); the engine would read it as
+  `allow = true`.
+
+Known difference: OPA refuses `f()` when it knows the rule's value type before evaluation (a
+constant: `f := 3`); callgate evaluates it as OPA evaluates the calls it accepts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.policy.syntax import dotted, inner, span, walk
+
+Parse = Callable[[str], None]  # raises RuntimeError with the engine's located message
+
+_NO_BODY = "rule must have a body or assignment"
+_LOCATION = re.compile(r"-->\s*.+:(?P<line>\d+):(?P<col>\d+)\s*$", re.MULTILINE)
+_HEAD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*\s*\(")
+_CLOSE = {"(": ")", "[": "]", "{": "}"}
+BODY = " := true"
+
+
+class BareRuleName(RuntimeError):
+    """A Rego v0 rule head that is a bare name; the message is located like the engine's."""
+
+
+# ---------------------------------------------------------------------------------------------
+# functions without a body
+
+
+def complete_bodyless_functions(text: str, parse: Parse) -> str:
+    """text with ` := true` after the head of every function defined without a body.
+
+    Driven by the engine's own errors: each one at a function head is completed and the text
+    parsed again, until it parses or fails for another reason (left for the caller to report).
+    """
+    seen: set[tuple[int, int]] = set()
+    for _ in range(text.count("\n") + 2):
+        try:
+            parse(text)
+        except RuntimeError as exc:
+            where = _bodyless_at(str(exc))
+            if where is None or where in seen:
+                return text
+            seen.add(where)
+            completed = _complete(text, *where)
+            if completed is None:
+                return text
+            text = completed
+        else:
+            return text
+    return text
+
+
+def _bodyless_at(message: str) -> tuple[int, int] | None:
+    if _NO_BODY not in message:
+        return None
+    found = _LOCATION.search(message)
+    return (int(found.group("line")), int(found.group("col"))) if found else None
+
+
+def _complete(text: str, line: int, col: int) -> str | None:
+    """The text with BODY after the function head at line:col, or None if there is none."""
+    lines = text.split("\n")
+    if not 1 <= line <= len(lines):
+        return None
+    start = sum(len(x) + 1 for x in lines[: line - 1]) + col - 1
+    head = _HEAD.match(text, start)
+    if head is None:
+        return None
+    end = _closing(text, head.end() - 1)
+    if end is None or not _only_comment(text, end):
+        return None
+    return text[:end] + BODY + text[end:]
+
+
+def _closing(text: str, opening: int) -> int | None:
+    """The offset just past the bracket that closes the one at `opening` (strings, raw
+    strings and comments skipped)."""
+    stack: list[str] = []
+    i = opening
+    while i < len(text):
+        ch = text[i]
+        if ch in _CLOSE:
+            stack.append(_CLOSE[ch])
+        elif ch in ")]}":
+            if not stack or stack.pop() != ch:
+                return None
+            if not stack:
+                return i + 1
+        elif ch == '"':
+            i = _string_end(text, i)
+        elif ch == "`":
+            i = text.find("`", i + 1)
+        elif ch == "#":
+            i = text.find("\n", i)
+        if i < 0:
+            return None
+        i += 1
+    return None
+
+
+def _string_end(text: str, quote: int) -> int:
+    i = quote + 1
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] in '"\n':
+            return i if text[i] == '"' else -1
+        i += 1
+    return -1
+
+
+def _only_comment(text: str, offset: int) -> bool:
+    rest = text[offset:].split("\n", 1)[0].strip()
+    return not rest or rest.startswith("#")
+
+
+# ---------------------------------------------------------------------------------------------
+# rules called with ()
+
+
+@dataclass(frozen=True)
+class Module:
+    """One parsed module: its engine name, package (`data.x`), source and syntax tree."""
+
+    file: str
+    package: str
+    source: bytes
+    ast: dict[str, Any]
+
+    @classmethod
+    def of(cls, module: dict[str, Any]) -> Module:
+        ast = module.get("ast", {})
+        source = module.get("source", {})
+        return cls(
+            file=source.get("file", ""),
+            package="data." + dotted(ast.get("package", {}).get("refr")),
+            source=source.get("contents", "").encode(),
+            ast=ast,
+        )
+
+    def aliases(self) -> set[str]:
+        """Names the imports bind: the `as` alias or the last key of the path."""
+        found: set[str] = set()
+        for imp in self.ast.get("imports") or []:
+            alias = imp.get("as") if isinstance(imp, dict) else None
+            if isinstance(alias, dict) and isinstance(alias.get("start"), int):
+                found.add(self.source[alias["start"] : alias.get("end", 0)].decode())
+            path = dotted(imp.get("refr")) if isinstance(imp, dict) else ""
+            if path:
+                found.add(path.split(".")[-1])
+        return found
+
+
+def rule_arities(modules: Iterable[Module]) -> dict[tuple[str, str], bool]:
+    """(package, first name of the head) → whether some definition takes arguments."""
+    found: dict[tuple[str, str], bool] = {}
+    for module in modules:
+        for rule in module.ast.get("rules") or []:
+            name, takes_args = _head_of(rule)
+            if name:
+                key = (module.package, name)
+                found[key] = found.get(key, False) or takes_args
+    return found
+
+
+def _head_of(rule: Any) -> tuple[str, bool]:
+    kind, body = inner(rule)
+    if kind == "Default":
+        return dotted(body.get("refr")).split(".")[0], bool(body.get("args"))
+    head_kind, head = inner(body.get("head"))
+    name = _first_name(head.get("refr"))
+    return name, head_kind == "Func" and bool(head.get("args"))
+
+
+def _first_name(ref: Any) -> str:
+    while True:
+        kind, node = inner(ref)
+        if kind == "Var":
+            value = node.get("value")
+            return value if isinstance(value, str) else ""
+        if kind not in ("RefDot", "RefBrack"):
+            return ""
+        ref = node.get("refr")
+
+
+def empty_call_edits(
+    module: Module, arities: dict[tuple[str, str], bool], builtins: frozenset[str]
+) -> list[tuple[int, int]]:
+    """Byte ranges of the `()` of each call to a rule that takes no arguments."""
+    aliases = module.aliases()
+    edits = []
+    for node in walk(module.ast.get("rules") or []):
+        kind, call = inner(node)
+        if kind != "Call" or call.get("params"):
+            continue
+        name = dotted(call.get("fcn"))
+        head = name.split(".")[0]
+        if not name or name in builtins:
+            continue
+        known = head == "data" or head in aliases or arities.get((module.package, head)) is False
+        parens = _parens(module.source, call)
+        if known and parens is not None:
+            edits.append(parens)
+    return edits
+
+
+def _parens(source: bytes, call: dict[str, Any]) -> tuple[int, int] | None:
+    fcn_end = span(call.get("fcn")).get("end")
+    end = call.get("span", {}).get("end")
+    if not isinstance(fcn_end, int) or not isinstance(end, int):
+        return None
+    between = source[fcn_end:end]
+    if between.replace(b" ", b"").replace(b"\t", b"") != b"()":
+        return None
+    return fcn_end, end
+
+
+def blank(source: bytes, ranges: Iterable[tuple[int, int]]) -> bytes:
+    """source with each range turned into as many spaces."""
+    out = bytearray(source)
+    for start, end in ranges:
+        out[start:end] = b" " * (end - start)
+    return bytes(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rego v0 rule heads OPA refuses
+
+
+def bare_rule_names(module: Module) -> Iterator[BareRuleName]:
+    """A located error for each rule whose head is a bare name with no body or value."""
+    for rule in module.ast.get("rules") or []:
+        kind, body = inner(rule)
+        head_kind, head = inner(body.get("head")) if kind == "Spec" else ("", {})
+        if head_kind != "Compr" or head.get("assign") or body.get("bodies"):
+            continue
+        if inner(head.get("refr"))[0] != "Var":
+            continue
+        where = span(head)
+        yield BareRuleName(
+            f"--> {module.file}:{where.get('line', 0)}:{where.get('col', 0)}\n"
+            "error: rego_parse_error: var cannot be used for rule name "
+            "(OPA refuses it too: write `name := true` or give it a body)"
+        )

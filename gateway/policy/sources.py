@@ -1,0 +1,74 @@
+"""The texts an engine is given for a bundle: its sources as OPA would read them.
+
+Each source is first prepared on its own (`gateway.policy.engine.engine_text`); what needs the
+whole bundle is done here, on the syntax trees of all its modules at once: a call with `()` to
+a rule that takes no arguments (the rule may be defined in another file of the package) is
+made a reference to the rule (`gateway.policy.compat`). Every change keeps each line where it
+was. A bundle is prepared once for each set of sources (the engines of every thread, a test
+run and its probes reuse it).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from gateway.policy.builtins import SUPPLIED
+from gateway.policy.bundle import Bundle
+from gateway.policy.compat import Module, blank, empty_call_edits, rule_arities
+from gateway.policy.engine import bare_engine, engine_text
+from gateway.policy.options import RegoOptions
+from gateway.policy.signatures import SIGNATURES, VARIADIC
+
+Named = tuple[tuple[str, str], ...]  # (engine name, text) of each source, sorted
+
+BUILTINS: frozenset[str] = frozenset(SIGNATURES) | VARIADIC | SUPPLIED
+_EMPTY_CALL = re.compile(r"[A-Za-z0-9_]\s*\(\s*\)")
+
+
+def engine_sources(bundle: Bundle, *, include_tests: bool = False) -> Named:
+    """(engine name, text) of every source of the bundle (tests when asked), prepared;
+    RuntimeError with the engine's located message for a source that does not parse."""
+    named = tuple(bundle.named_sources(include_tests=include_tests))
+    return _prepared(named, bundle.options)
+
+
+@functools.lru_cache(maxsize=64)
+def _prepared(named: Named, options: RegoOptions) -> Named:
+    v0 = options.rego_v0
+    texts = tuple((name, engine_text(name, text, rego_v0=v0)) for name, text in named)
+    if not any(_EMPTY_CALL.search(text) for _, text in texts):
+        return texts
+    modules = parsed(texts, rego_v0=v0)
+    arities = rule_arities(modules.values())
+    out = []
+    for name, text in texts:
+        module = modules.get(name)
+        edits = empty_call_edits(module, arities, BUILTINS) if module else []
+        out.append((name, blank(text.encode(), edits).decode() if edits else text))
+    return tuple(out)
+
+
+def parsed(texts: Sequence[tuple[str, str]], *, rego_v0: bool) -> dict[str, Module]:
+    """The syntax tree of each source (parsed together, not compiled), by engine name;
+    RuntimeError with the engine's message (and no traceback holding the engine: an engine
+    freed on another thread than its own is an error) if one does not parse."""
+    error: RuntimeError | None = None
+    try:
+        modules = _syntax_trees(texts, rego_v0=rego_v0)
+    except RuntimeError as exc:
+        error = RuntimeError(str(exc))
+    if error is not None:
+        raise error  # outside the handler: the engine's frames are gone by now
+    return {m.file: m for m in map(Module.of, modules)}
+
+
+def _syntax_trees(texts: Sequence[tuple[str, str]], *, rego_v0: bool) -> list[dict[str, Any]]:
+    scratch = bare_engine(rego_v0=rego_v0)
+    for name, text in texts:
+        scratch.add_policy(name, text)
+    modules: list[dict[str, Any]] = json.loads(scratch.get_ast_as_json())
+    return modules
