@@ -355,6 +355,7 @@ def _coverage(args: argparse.Namespace, out: Out) -> int:
     report = _run(args, coverage=True)
     if args.format == "json":
         out.line(dump({"passed": report.passed, "failed": report.failed,
+                        "tests": [result_json(r) for r in report.results],
                         "files": [{"path": f.path, "covered": list(f.covered),
                                    "not_covered": list(f.not_covered),
                                    "percent": round(f.percent, 1)} for f in report.coverage]}))

@@ -1,6 +1,8 @@
 """Rego unit tests: every rule named `test_*` (in any package) of a policy directory.
 
-A test passes when it evaluates to exactly `true`; false, undefined, an evaluation error or an
+Each definition of a test is a test of its own, named as `opa test` names it (`test_x`,
+`test_x#01`, ...: `gateway.policy.testnames`). A test passes when it evaluates to exactly
+`true`; false, undefined, an evaluation error or an
 engine panic is a failure with its reason. For a failing test the runner also finds the first
 expression of its body that failed and the values involved (both sides of a comparison, or the
 value of the expression), by evaluating the body up to each expression (`gateway.policy.probe`).
@@ -18,33 +20,45 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.policy.bundle import Bundle, RuleInfo, load_bundle, rules_of_engine
+from gateway.policy.bundle import (
+    Bundle,
+    RuleInfo,
+    config_error_from_regorus,
+    load_bundle,
+    rules_of_engine,
+)
 from gateway.policy.decision import UNDEFINED
 from gateway.policy.embedded import build_regorus_engine
 from gateway.policy.engine import is_panic
 from gateway.policy.failures import CallIndex, describe
 from gateway.policy.probe import Probe
 from gateway.policy.syntax import inner, span, statement_text, statements, text_of
+from gateway.policy.testnames import TEST_PREFIX, NumberedBundle, numbered
 
-TEST_PREFIX = "test_"
 _SIDE = "__callgate_side"
 _COMPARISONS = {"Eq": "==", "Ne": "!=", "Lt": "<", "Le": "<=", "Gt": ">", "Ge": ">="}
 
 
 @dataclass(frozen=True)
 class TestCase:
-    """One discovered test rule."""
+    """One discovered test: a rule, or one definition of a rule defined more than once."""
 
     __test__ = False  # not a pytest test class
 
     package: str  # data.callgate_test
-    name: str  # test_something
+    name: str  # test_something, or test_something#01 for its second definition
     file: str
     line: int
+    rule: str = ""  # the rule evaluated (test_something__01), when not the name
 
     @property
     def path(self) -> str:
+        """The test's name as reported, and matched by --run: `data.pkg.test_x#01`."""
         return f"{self.package}.{self.name}"
+
+    @property
+    def query(self) -> str:
+        return f"{self.package}.{self.rule or self.name}"
 
 
 @dataclass(frozen=True)
@@ -104,15 +118,27 @@ class TestReport:
 # ---------------------------------------------------------------------------------------------
 
 
-def discover(rules: Iterable[RuleInfo]) -> list[TestCase]:
-    """Test cases among rule heads: non-function rules named test_*, one per path."""
+def discover(rules: Iterable[RuleInfo], names: NumberedBundle | None = None) -> list[TestCase]:
+    """Test cases among the rule heads of a (numbered) bundle: non-function rules named
+    test_*, one per path."""
     cases: dict[str, TestCase] = {}
     for rule in rules:
         if rule.function or "." in rule.name or not rule.name.startswith(TEST_PREFIX):
             continue
-        case = TestCase(package=rule.package, name=rule.name, file=rule.file, line=rule.line)
+        shown = names.name_of(rule.package, rule.name) if names else rule.name
+        case = TestCase(package=rule.package, name=shown, file=rule.file, line=rule.line,
+                        rule=rule.name if shown != rule.name else "")
         cases.setdefault(case.path, case)
     return sorted(cases.values(), key=lambda c: (c.file, c.line, c.name))
+
+
+def numbered_for_tests(bundle: Bundle) -> NumberedBundle:
+    """The bundle a test run evaluates (every definition of a test renamed apart);
+    PolicyConfigError if a source does not parse."""
+    try:
+        return numbered(bundle)
+    except RuntimeError as exc:
+        raise config_error_from_regorus(exc, fallback_file=bundle.root.as_posix()) from exc
 
 
 def run_tests(source: Path | Bundle, *, coverage: bool = False,
@@ -122,11 +148,12 @@ def run_tests(source: Path | Bundle, *, coverage: bool = False,
     `match` is a regular expression: only tests whose path (`data.pkg.test_x`) it matches
     somewhere run (re.error if it is not one).
     """
-    bundle = source if isinstance(source, Bundle) else load_bundle(source)
+    names = numbered_for_tests(source if isinstance(source, Bundle) else load_bundle(source))
+    bundle = names.bundle
     pattern = re.compile(match) if match else None
     engine = build_regorus_engine(bundle, include_tests=True, coverage=coverage)
     index = CallIndex(engine, dict(bundle.named_sources(include_tests=True)))
-    cases = discover(rules_of_engine(engine))
+    cases = discover(rules_of_engine(engine), names)
     if pattern is not None:
         cases = [c for c in cases if pattern.search(c.path)]
     results: list[TestResult] = []
@@ -145,7 +172,7 @@ def _run_one(engine: Any, case: TestCase, index: CallIndex) -> tuple[TestResult,
     start = time.perf_counter()
     panicked = False
     try:  # no input is set: as in OPA, `input` is undefined unless a test sets it with `with`
-        value = _value(engine.eval_query(case.path))
+        value = _value(engine.eval_query(case.query))
         reason = "" if value is True else _describe(value)
     except Exception as exc:  # regorus RuntimeError: builtin error, conflict, ...
         reason = f"error: {describe(exc, index).message}"

@@ -21,7 +21,14 @@ from gateway.policy.bundle import Bundle, parse_rules
 from gateway.policy.opa.client import OpaConnection, OpaError, OpaSettings
 from gateway.policy.opa.engine import query_params
 from gateway.policy.opa.push import push_bundle
-from gateway.policy.testing import TestCase, TestReport, TestResult, discover, show
+from gateway.policy.testing import (
+    TestCase,
+    TestReport,
+    TestResult,
+    discover,
+    numbered_for_tests,
+    show,
+)
 
 ID_PREFIX = "callgate-test/"
 
@@ -31,12 +38,14 @@ async def run_tests_on_opa(bundle: Bundle, settings: OpaSettings, *,
     """Every test of the bundle, evaluated by OPA; ConfigError (OPA's parse errors per file
     and line) if OPA refuses the files, OpaError if it cannot be reached."""
     pattern = re.compile(match) if match else None
-    cases = discover(parse_rules(bundle.root, dict(bundle.test_sources),
-                                 bundle.options.rego_v0))
+    names = numbered_for_tests(bundle)
+    tested = names.bundle
+    everything = replace(tested, sources={**tested.sources, **tested.test_sources})
+    cases = discover(parse_rules(bundle.root, dict(everything.sources),
+                                 bundle.options.rego_v0), names)
     if pattern is not None:
         cases = [c for c in cases if pattern.search(c.path)]
     conn = OpaConnection(settings)
-    everything = replace(bundle, sources={**bundle.sources, **bundle.test_sources})
     try:
         pushed = await push_bundle(conn, everything, None, id_prefix=ID_PREFIX)
         try:
@@ -53,7 +62,7 @@ async def run_tests_on_opa(bundle: Bundle, settings: OpaSettings, *,
 async def _run_one(conn: OpaConnection, case: TestCase,
                    params: dict[str, str]) -> TestResult:
     start = time.perf_counter()
-    path = "/".join([*case.package.split(".")[1:], case.name])
+    path = "/".join([*case.package.split(".")[1:], case.rule or case.name])
     try:
         answer = await conn.query(path, None, params)
     except OpaError as exc:

@@ -135,6 +135,30 @@ def test_test_without_tests_fails(write_bundle: WriteBundle, capsys: Capture) ->
     assert "no tests found" in captured.err
 
 
+REPEATED = {"p.rego": "package p\n\nx := 1\n",
+            "p_test.rego": "package p\n\ntest_x if x == 1\n\ntest_x if x == 2\n"}
+
+
+def test_each_definition_of_a_test_is_listed_and_counted(write_bundle: WriteBundle,
+                                                         capsys: Capture) -> None:
+    root = write_bundle(REPEATED)
+    assert run_policy_command(["test", str(root), "-v"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("PASS data.p.test_x (") and out[0].count("p_test.rego:3)") == 1
+    assert out[1].startswith("FAIL data.p.test_x#01 (") and "p_test.rego:5)" in out[1]
+    assert out[-1] == "1 passed, 1 failed"
+    assert run_policy_command(["test", str(root), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [(t["name"], t["line"], t["passed"]) for t in doc["tests"]] == [
+        ("data.p.test_x", 3, True), ("data.p.test_x#01", 5, False)]
+    assert (doc["passed"], doc["failed"]) == (1, 1)
+    assert run_policy_command(["coverage", str(root), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [t["name"] for t in doc["tests"]] == ["data.p.test_x", "data.p.test_x#01"]
+    assert run_policy_command(["coverage", str(root)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == "1 passed, 1 failed"
+
+
 # -- eval -------------------------------------------------------------------------------------
 
 

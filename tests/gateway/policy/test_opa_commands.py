@@ -54,6 +54,21 @@ def test_a_failing_test_fails_on_opa_too(opa_url: str, write_bundle: WriteBundle
     assert outcome["test_div"].startswith("error: ")  # strict: a builtin error is an error
 
 
+def test_each_definition_of_a_test_runs_on_opa_too(opa_url: str, write_bundle: WriteBundle,
+                                                   capsys: Capture) -> None:
+    root = write_bundle({
+        "p.rego": "package p\n\nx := 1\n\ntest_in_policy if x == 1\n\nok(\"a\", _)\n",
+        "p_test.rego": "package p\n\ntest_x if x == 1\n\ntest_x if x == 2\n\n"
+                       "test_x if ok(\"a\", 2)\n"})
+    code = run_policy_command(["test", str(root), "--engine", "both", "--opa-url", opa_url,
+                               "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1 and doc["differences"] == []
+    assert [(t["name"], t["passed"]) for t in doc["tests"]] == [
+        ("data.p.test_in_policy", True), ("data.p.test_x", True), ("data.p.test_x#01", False),
+        ("data.p.test_x#02", True)]
+
+
 def test_engines_that_disagree_fail_naming_the_test(capsys: Capture) -> None:
     with FakeOpa() as opa:
         opa.fail_next(500, {"code": "internal_error", "message": "boom"}, queries_only=True)

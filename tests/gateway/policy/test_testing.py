@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from gateway.policy.testing import run_tests
@@ -109,3 +110,54 @@ def test_run_selects_by_regular_expression(write_bundle: WriteBundle) -> None:
     root = write_bundle({"p.rego": POLICY, "p_test.rego": TESTS})
     names = [r.case.name for r in run_tests(root, match=r"allows_one$|after_").results]
     assert names == ["test_allows_one", "test_after_panic"]
+
+
+# -- each definition of a test is a test of its own, named as `opa test` names it ------------
+
+
+OPA_NAMES = json.loads((Path(__file__).parent / "opa_answers" / "test_names.json").read_text())
+
+
+def test_every_definition_is_a_test_named_as_opa_names_it(write_bundle: WriteBundle) -> None:
+    root = write_bundle(OPA_NAMES["modules"])
+    report = run_tests(root)
+    got = [{"package": r.case.package, "name": r.case.name,
+            "file": Path(r.case.file).name, "row": r.case.line,
+            "outcome": "PASS" if r.passed else "FAIL"} for r in report.results]
+    assert sorted(got, key=lambda r: (r["file"], r["row"])) == OPA_NAMES["results"]
+    assert not report.ok
+
+
+def test_a_failing_definition_fails_the_run_and_names_its_line(write_bundle: WriteBundle) -> None:
+    root = write_bundle({"p.rego": "package p\n\nx := 1\n",
+                         "p_test.rego": "package p\n\ntest_x if x == 1\n\ntest_x if {\n"
+                                        "  true\n  x == 2\n}\n"})
+    report = run_tests(root)
+    assert report.summary() == "1 passed, 1 failed"
+    second = report.results[1]
+    assert (second.case.path, second.case.line) == ("data.p.test_x#01", 5)
+    assert second.failed is not None and (second.failed.text, second.failed.line) == ("x == 2", 7)
+
+
+def test_definitions_in_several_files_count_in_file_order(write_bundle: WriteBundle) -> None:
+    root = write_bundle({"p.rego": "package p\n\nx := 1\n",
+                         "b_test.rego": "package p\n\ntest_x if x == 2\n",
+                         "a_test.rego": "package p\n\ntest_x if x == 1\n"})
+    report = run_tests(root)
+    assert [(Path(r.case.file).name, r.case.name, r.passed) for r in report.results] == [
+        ("a_test.rego", "test_x", True), ("b_test.rego", "test_x#01", False)]
+
+
+def test_run_selects_a_definition_by_its_number(write_bundle: WriteBundle) -> None:
+    root = write_bundle({"p.rego": "package p\n\nx := 1\n",
+                         "p_test.rego": "package p\n\ntest_x if x == 1\n\ntest_x if x == 2\n"})
+    assert [r.case.name for r in run_tests(root, match="#01$").results] == ["test_x#01"]
+    assert [r.case.name for r in run_tests(root, match=r"test_x$").results] == ["test_x"]
+
+
+def test_a_bundle_without_repeated_tests_is_tested_as_it_is(write_bundle: WriteBundle) -> None:
+    from gateway.policy.bundle import load_bundle
+    from gateway.policy.testnames import numbered
+
+    bundle = load_bundle(write_bundle({"p.rego": POLICY, "p_test.rego": TESTS}))
+    assert numbered(bundle).bundle is bundle
