@@ -7,10 +7,13 @@ revisions no longer alive itself, on its next build. The constructor checks and 
 bundle eagerly (unless the caller already did), so a bad policy fails before it serves.
 
 Builtin errors: the engine raises where OPA (without strict-builtin-errors) would leave the
-expression undefined. callgate's rule: a builtin error anywhere in an evaluation fails it; for
-`decision` that is a DENY with `policy_error` naming the builtin and its file:line; never an
-allow. An engine panic (`pyo3_runtime.PanicException`, a BaseException) is contained the same
-way and the panicked engine is rebuilt before its next use.
+expression undefined. callgate's rule by default (`--builtin-errors strict`): a builtin error
+anywhere in an evaluation fails it; for `decision` that is a DENY with `policy_error` naming
+the builtin and its file:line; never an allow. With `--builtin-errors undefined` the engines
+are built from guarded sources (`gateway.policy.undefined`) and a failing builtin leaves its
+expression undefined, as on OPA by default. An engine panic (`pyo3_runtime.PanicException`, a
+BaseException) is contained the same way and the panicked engine is rebuilt before its next
+use.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from gateway.policy.engine import is_panic, new_engine
 from gateway.policy.failures import CallIndex, describe
 from gateway.policy.reads import InputView
 from gateway.policy.sources import engine_sources
+from gateway.policy.undefined import guards
 
 __all__ = [
     "DEFAULT_PREFIX", "UNDEFINED", "EmbeddedEngine", "PolicyEvalError", "PolicyUndefined",
@@ -70,10 +74,12 @@ _PREFIX = re.compile(rf"data(\.{_NAME})+")
 
 
 def build_regorus_engine(bundle: Bundle, *, include_tests: bool = False,
-                         coverage: bool = False) -> Any:
-    """A compiled regorus Engine with the bundle's policies and data; ConfigError if bad."""
+                         coverage: bool = False, guard: bool = True) -> Any:
+    """A compiled regorus Engine with the bundle's policies and data; ConfigError if bad.
+    With `--builtin-errors undefined` its builtin calls are guarded, unless `guard=False`
+    (the texts as written, for the static checks)."""
     try:
-        return _build(bundle, include_tests=include_tests, coverage=coverage)
+        return _build(bundle, include_tests=include_tests, coverage=coverage, guard=guard)
     except ConfigError:
         raise
     except BaseException as exc:
@@ -84,14 +90,16 @@ def build_regorus_engine(bundle: Bundle, *, include_tests: bool = False,
                                 file=where) from exc
 
 
-def _build(bundle: Bundle, *, include_tests: bool, coverage: bool) -> Any:
+def _build(bundle: Bundle, *, include_tests: bool, coverage: bool, guard: bool) -> Any:
     where = bundle.root.as_posix()
     engine = new_engine(coverage=coverage, rego_v0=bundle.options.rego_v0)
     try:
-        sources = engine_sources(bundle, include_tests=include_tests)
+        sources = engine_sources(bundle, include_tests=include_tests, guard=guard)
     except RuntimeError as exc:
         raise config_error_from_regorus(exc, fallback_file=where) from exc
-    for name, text in sources:
+    for name, nargs, fn in guards(sources.guards):
+        engine.add_extension(name, nargs, fn)
+    for name, text in sources.texts:
         try:
             engine.add_policy(name, text)
         except RuntimeError as exc:
@@ -111,11 +119,13 @@ def _build(bundle: Bundle, *, include_tests: bool, coverage: bool) -> Any:
 def analyze(bundle: Bundle, *, include_tests: bool = False) -> Any:
     """Compile the bundle and run the static checks; the compiled engine, or a
     PolicyConfigError listing every problem (type errors, unknown or unavailable builtins)."""
-    engine = build_regorus_engine(bundle, include_tests=include_tests)
+    engine = build_regorus_engine(bundle, include_tests=include_tests, guard=False)
     problems = check(engine, rules_of_engine(engine))
     if problems:
         raise PolicyConfigError.of(problems)
-    return engine
+    if bundle.options.strict:
+        return engine
+    return build_regorus_engine(bundle, include_tests=include_tests)
 
 
 def input_json(input: dict[str, Any]) -> str:

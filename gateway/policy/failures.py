@@ -17,6 +17,7 @@ from typing import Any
 
 from gateway.policy.bundle import config_error_from_regorus
 from gateway.policy.syntax import dotted, span, walk
+from gateway.policy.undefined import builtin_name
 
 _EXTENSION = re.compile(r"^extension '(?P<name>[^']+)' raises Python error: "
                         r"(?:BuiltinError: (?:(?P=name): )?)?")
@@ -67,7 +68,7 @@ def describe(exc: BaseException, index: CallIndex | None = None, *, query: str =
     extension = _EXTENSION.match(detail)
     builtin = ""
     if extension:
-        builtin = extension.group("name")
+        builtin = builtin_name(extension.group("name"))
         detail = detail[extension.end():]
     if located.line is None:
         prefix = f"{query}: " if query else ""
@@ -94,7 +95,7 @@ def _spans_of(node: Any) -> Iterator[_Span]:
             if not isinstance(inner, dict):
                 continue
             where = inner.get("span", {})
-            name = (dotted(inner.get("fcn")) if kind == "Call"
+            name = (builtin_name(dotted(inner.get("fcn"))) if kind == "Call"
                     else _OPERATORS.get(str(inner.get("op")), ""))
             start, end = where.get("start"), where.get("end")
             if name and isinstance(start, int) and isinstance(end, int):

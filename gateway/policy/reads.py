@@ -27,6 +27,7 @@ from typing import Any
 
 from gateway.policy.engine import add_policy, new_engine
 from gateway.policy.syntax import dotted, walk
+from gateway.policy.undefined import builtin_name
 
 _STEPS = ("RefDot", "RefBrack")
 _LITERAL_INDEX = ("String", "RawString")
@@ -133,7 +134,7 @@ def _project(value: Any, tree: Tree | bool) -> Any:
 def _calls_impure(ast: dict[str, Any]) -> bool:
     for node in walk(ast):
         call = node.get("Call")
-        if isinstance(call, dict) and dotted(call.get("fcn")) in IMPURE:
+        if isinstance(call, dict) and builtin_name(dotted(call.get("fcn"))) in IMPURE:
             return True
     return False
 

@@ -1,11 +1,16 @@
 """The texts an engine is given for a bundle: its sources as OPA would read them.
 
 Each source is first prepared on its own (`gateway.policy.engine.engine_text`); what needs the
-whole bundle is done here, on the syntax trees of all its modules at once: a call with `()` to
-a rule that takes no arguments (the rule may be defined in another file of the package) is
-made a reference to the rule (`gateway.policy.compat`). Every change keeps each line where it
-was. A bundle is prepared once for each set of sources (the engines of every thread, a test
-run and its probes reuse it).
+whole bundle is done here, on the syntax trees of all its modules at once:
+
+- a call with `()` to a rule that takes no arguments (the rule may be defined in another file
+  of the package) is made a reference to the rule (`gateway.policy.compat`);
+- with `--builtin-errors undefined`, builtin calls and operators go through guards that leave
+  a failing one undefined (`gateway.policy.undefined`); `guard=False` leaves them as written
+  (the static checks read the calls the author wrote).
+
+Every change keeps each line where it was. A bundle is prepared once for each set of sources
+(the engines of every thread, a test run and its probes reuse it).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import functools
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.policy.builtins import SUPPLIED
@@ -22,6 +28,8 @@ from gateway.policy.compat import Module, blank, empty_call_edits, rule_arities
 from gateway.policy.engine import bare_engine, engine_text
 from gateway.policy.options import RegoOptions
 from gateway.policy.signatures import SIGNATURES, VARIADIC
+from gateway.policy.syntax import dotted, walk
+from gateway.policy.undefined import Rewrite
 
 Named = tuple[tuple[str, str], ...]  # (engine name, text) of each source, sorted
 
@@ -29,27 +37,60 @@ BUILTINS: frozenset[str] = frozenset(SIGNATURES) | VARIADIC | SUPPLIED
 _EMPTY_CALL = re.compile(r"[A-Za-z0-9_]\s*\(\s*\)")
 
 
-def engine_sources(bundle: Bundle, *, include_tests: bool = False) -> Named:
-    """(engine name, text) of every source of the bundle (tests when asked), prepared;
-    RuntimeError with the engine's located message for a source that does not parse."""
+@dataclass(frozen=True)
+class EngineSources:
+    texts: Named
+    guards: frozenset[str] = frozenset()  # the builtins whose guards the texts call
+
+
+def engine_sources(
+    bundle: Bundle, *, include_tests: bool = False, guard: bool = True
+) -> EngineSources:
+    """Every source of the bundle (tests when asked), prepared; RuntimeError with the engine's
+    located message for a source that does not parse."""
     named = tuple(bundle.named_sources(include_tests=include_tests))
-    return _prepared(named, bundle.options)
+    return _prepared(named, bundle.options, guard and not bundle.options.strict)
 
 
 @functools.lru_cache(maxsize=64)
-def _prepared(named: Named, options: RegoOptions) -> Named:
+def _prepared(named: Named, options: RegoOptions, guard: bool) -> EngineSources:
     v0 = options.rego_v0
     texts = tuple((name, engine_text(name, text, rego_v0=v0)) for name, text in named)
-    if not any(_EMPTY_CALL.search(text) for _, text in texts):
-        return texts
+    if not guard and not any(_EMPTY_CALL.search(text) for _, text in texts):
+        return EngineSources(texts)
     modules = parsed(texts, rego_v0=v0)
     arities = rule_arities(modules.values())
-    out = []
+    called = tuple((name, _called_rules(modules.get(name), text, arities)) for name, text in texts)
+    if not guard:
+        return EngineSources(called)
+    if called != texts:
+        modules = parsed(called, rego_v0=v0)
+    return _guarded(modules, called, set(arities))
+
+
+def _called_rules(module: Module | None, text: str, arities: dict[tuple[str, str], bool]) -> str:
+    edits = empty_call_edits(module, arities, BUILTINS) if module else []
+    return blank(text.encode(), edits).decode() if edits else text
+
+
+def _guarded(
+    modules: dict[str, Module], texts: Named, locals_: set[tuple[str, str]]
+) -> EngineSources:
+    mocked = {
+        dotted(w.get("refr"))
+        for m in modules.values()
+        for node in walk(m.ast)
+        for w in node.get("with_mods") or []
+        if isinstance(w, dict)
+    }
+    out, names = [], set()
     for name, text in texts:
         module = modules.get(name)
-        edits = empty_call_edits(module, arities, BUILTINS) if module else []
-        out.append((name, blank(text.encode(), edits).decode() if edits else text))
-    return tuple(out)
+        rewrite = Rewrite(module, locals_, mocked) if module else None
+        if rewrite is not None:
+            names |= rewrite.names
+        out.append((name, rewrite.text() if rewrite and rewrite.changed else text))
+    return EngineSources(tuple(out), frozenset(names))
 
 
 def parsed(texts: Sequence[tuple[str, str]], *, rego_v0: bool) -> dict[str, Module]:
