@@ -57,8 +57,16 @@ from gateway.policy.sources import engine_sources
 from gateway.policy.undefined import guards
 
 __all__ = [
-    "DEFAULT_PREFIX", "UNDEFINED", "EmbeddedEngine", "PolicyEvalError", "PolicyUndefined",
-    "analyze", "build_regorus_engine", "decision_from_value", "error_decision", "input_json",
+    "DEFAULT_PREFIX",
+    "UNDEFINED",
+    "EmbeddedEngine",
+    "PolicyEvalError",
+    "PolicyUndefined",
+    "analyze",
+    "build_regorus_engine",
+    "decision_from_value",
+    "error_decision",
+    "input_json",
     "is_panic",
 ]
 
@@ -73,8 +81,9 @@ _PREFIX = re.compile(rf"data(\.{_NAME})+")
 # building and checking regorus engines
 
 
-def build_regorus_engine(bundle: Bundle, *, include_tests: bool = False,
-                         coverage: bool = False, guard: bool = True) -> Any:
+def build_regorus_engine(
+    bundle: Bundle, *, include_tests: bool = False, coverage: bool = False, guard: bool = True
+) -> Any:
     """A compiled regorus Engine with the bundle's policies and data; ConfigError if bad.
     With `--builtin-errors undefined` its builtin calls are guarded, unless `guard=False`
     (the texts as written, for the static checks)."""
@@ -86,8 +95,9 @@ def build_regorus_engine(bundle: Bundle, *, include_tests: bool = False,
         if not is_panic(exc):
             raise
         where = bundle.root.as_posix()
-        raise PolicyConfigError(f"{where}: the engine panicked while loading: {exc}",
-                                file=where) from exc
+        raise PolicyConfigError(
+            f"{where}: the engine panicked while loading: {exc}", file=where
+        ) from exc
 
 
 def _build(bundle: Bundle, *, include_tests: bool, coverage: bool, guard: bool) -> Any:
@@ -107,8 +117,9 @@ def _build(bundle: Bundle, *, include_tests: bool, coverage: bool, guard: bool) 
     try:
         engine.add_data_json(json.dumps(bundle.data, allow_nan=False))
     except (RuntimeError, ValueError) as exc:
-        raise PolicyConfigError(f"{where}: data rejected by the engine: "
-                                f"{short_regorus_message(exc)}", file=where) from exc
+        raise PolicyConfigError(
+            f"{where}: data rejected by the engine: {short_regorus_message(exc)}", file=where
+        ) from exc
     try:  # regorus compiles on the first evaluation: force it with a trivial query
         engine.eval_query("true")
     except RuntimeError as exc:
@@ -137,8 +148,9 @@ def input_json(input: dict[str, Any]) -> str:
     try:
         return orjson.dumps(input, option=orjson.OPT_SORT_KEYS).decode()
     except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return json.dumps(input, allow_nan=False, sort_keys=True, separators=(",", ":"),
-                          ensure_ascii=False)
+        return json.dumps(
+            input, allow_nan=False, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
 
 
 def input_sha256(text: str) -> str:
@@ -204,8 +216,9 @@ class EmbeddedEngine:
 
     name = "embedded"
 
-    def __init__(self, bundle: Bundle, prefix: str = DEFAULT_PREFIX, *,
-                 checked: bool = False) -> None:
+    def __init__(
+        self, bundle: Bundle, prefix: str = DEFAULT_PREFIX, *, checked: bool = False
+    ) -> None:
         if not _PREFIX.fullmatch(prefix):
             raise ConfigError(f"policy prefix {prefix!r} is not a data path like data.callgate")
         self._bundle = bundle
@@ -291,16 +304,19 @@ class EmbeddedEngine:
         if value is UNDEFINED:
             return None
         if isinstance(value, set | frozenset | list | tuple) and all(
-                isinstance(v, str) for v in value):
+            isinstance(v, str) for v in value
+        ):
             return set(value)
-        log.warning("policy offer is not a set of tool names (%s); offering nothing",
-                    type_name(value))
+        log.warning(
+            "policy offer is not a set of tool names (%s); offering nothing", type_name(value)
+        )
         return set()
 
     def partial_writes(self, input: dict[str, Any]) -> bool:
         try:
-            value = self._value("batch_policy", _json("batch_policy", input),
-                                null_is_undefined=True)
+            value = self._value(
+                "batch_policy", _json("batch_policy", input), null_is_undefined=True
+            )
         except PolicyEvalError:
             return False
         return isinstance(value, dict) and value.get("partial_writes") is True

@@ -51,8 +51,9 @@ def new_engine(*, coverage: bool = False, rego_v0: bool = False) -> Any:
 def bare_engine(*, rego_v0: bool = False) -> Any:
     """A regorus Engine with callgate's limits and no extensions (the engine's own builtins)."""
     engine = regorus.Engine()
-    engine.set_policy_length_config(max_col=MAX_FILE_BYTES, max_file_bytes=MAX_FILE_BYTES,
-                                    max_lines=MAX_LINES)
+    engine.set_policy_length_config(
+        max_col=MAX_FILE_BYTES, max_file_bytes=MAX_FILE_BYTES, max_lines=MAX_LINES
+    )
     if rego_v0:
         engine.set_rego_v0(True)
     return engine
@@ -69,6 +70,7 @@ def engine_text(name: str, text: str, *, rego_v0: bool = False) -> str:
     """The text the engine is given for a source (see the module docstring); the same lines.
     Each distinct source is prepared once (the engines of every thread, test run and probe
     reuse it)."""
+
     def parse(candidate: str) -> None:
         bare_engine(rego_v0=rego_v0).add_policy(name, candidate)
 
@@ -147,11 +149,11 @@ def _output_call_edit(source: bytes, call: dict[str, Any]) -> tuple[int, int, by
     last_start = span(params[-1]).get("start")
     if not (isinstance(start, int) and isinstance(end, int) and isinstance(last_start, int)):
         return None
-    if source[end - 1:end] != b")":
+    if source[end - 1 : end] != b")":
         return None
     comma = source.rfind(b",", start, last_start)
     if comma < 0:
         return None
-    output = source[comma + 1:end - 1].strip()
+    output = source[comma + 1 : end - 1].strip()
     call_text = source[start:comma].rstrip() + b")"
     return start, end, output + b" = " + call_text

@@ -19,10 +19,21 @@ from gateway.policy.bundle import config_error_from_regorus
 from gateway.policy.syntax import dotted, span, walk
 from gateway.policy.undefined import builtin_name
 
-_EXTENSION = re.compile(r"^extension '(?P<name>[^']+)' raises Python error: "
-                        r"(?:BuiltinError: (?:(?P=name): )?)?")
-_OPERATORS = {"Add": "plus", "Sub": "minus", "Mul": "mul", "Div": "div", "Mod": "rem",
-              "Or": "or", "And": "and", "Union": "or", "Intersection": "and"}
+_EXTENSION = re.compile(
+    r"^extension '(?P<name>[^']+)' raises Python error: "
+    r"(?:BuiltinError: (?:(?P=name): )?)?"
+)
+_OPERATORS = {
+    "Add": "plus",
+    "Sub": "minus",
+    "Mul": "mul",
+    "Div": "div",
+    "Mod": "rem",
+    "Or": "or",
+    "And": "and",
+    "Union": "or",
+    "Intersection": "and",
+}
 
 
 @dataclass(frozen=True)
@@ -48,8 +59,9 @@ class CallIndex:
         self._spans: dict[str, list[_Span]] = {}
         for module in json.loads(engine.get_ast_as_json()):
             file = module.get("source", {}).get("file", "")
-            self._spans[file] = sorted(_spans_of(module.get("ast", {})),
-                                       key=lambda s: s.end - s.start)
+            self._spans[file] = sorted(
+                _spans_of(module.get("ast", {})), key=lambda s: s.end - s.start
+            )
 
     def name_at(self, file: str, line: int, column: int) -> str:
         offset = _offset(self._sources.get(file, ""), line, column)
@@ -69,7 +81,7 @@ def describe(exc: BaseException, index: CallIndex | None = None, *, query: str =
     builtin = ""
     if extension:
         builtin = builtin_name(extension.group("name"))
-        detail = detail[extension.end():]
+        detail = detail[extension.end() :]
     if located.line is None:
         prefix = f"{query}: " if query else ""
         return Failure(f"{prefix}{detail}", builtin=builtin)
@@ -84,8 +96,8 @@ def _offset(text: str, line: int, column: int) -> int | None:
     lines = text.split("\n")
     if not 1 <= line <= len(lines):
         return None
-    before = sum(len(ln.encode()) + 1 for ln in lines[:line - 1])
-    return before + len(lines[line - 1][:max(column - 1, 0)].encode())
+    before = sum(len(ln.encode()) + 1 for ln in lines[: line - 1])
+    return before + len(lines[line - 1][: max(column - 1, 0)].encode())
 
 
 def _spans_of(node: Any) -> Iterator[_Span]:
@@ -95,8 +107,11 @@ def _spans_of(node: Any) -> Iterator[_Span]:
             if not isinstance(inner, dict):
                 continue
             where = inner.get("span", {})
-            name = (builtin_name(dotted(inner.get("fcn"))) if kind == "Call"
-                    else _OPERATORS.get(str(inner.get("op")), ""))
+            name = (
+                builtin_name(dotted(inner.get("fcn")))
+                if kind == "Call"
+                else _OPERATORS.get(str(inner.get("op")), "")
+            )
             start, end = where.get("start"), where.get("end")
             if name and isinstance(start, int) and isinstance(end, int):
                 lhs_start = span(inner.get("lhs")).get("start")

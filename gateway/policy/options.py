@@ -61,12 +61,18 @@ class Setting:
 
 
 REGO_VERSION: Final = Setting(
-    "--rego-version", get_args(RegoVersion), DEFAULT_OPTIONS.rego_version,
+    "--rego-version",
+    get_args(RegoVersion),
+    DEFAULT_OPTIONS.rego_version,
     "Rego syntax of the policy files: v1 (OPA 1.x) or v0 (before Rego 1.0, as "
-    "opa --v0-compatible reads it)")
+    "opa --v0-compatible reads it)",
+)
 BUILTIN_ERRORS: Final = Setting(
-    "--builtin-errors", get_args(BuiltinErrors), DEFAULT_OPTIONS.builtin_errors,
+    "--builtin-errors",
+    get_args(BuiltinErrors),
+    DEFAULT_OPTIONS.builtin_errors,
     "strict: a builtin error fails the evaluation (a decision is denied policy_error); "
     "undefined: the expression is undefined and evaluation goes on, as OPA does without "
-    "strict-builtin-errors")
+    "strict-builtin-errors",
+)
 SETTINGS: Final = (REGO_VERSION, BUILTIN_ERRORS)

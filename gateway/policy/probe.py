@@ -45,8 +45,9 @@ class Outcome:
 class Probe:
     """Helper rules for one module of a bundle, evaluated together on a copy of it."""
 
-    def __init__(self, bundle: Bundle, module_name: str, package: str, *,
-                 include_tests: bool = False) -> None:
+    def __init__(
+        self, bundle: Bundle, module_name: str, package: str, *, include_tests: bool = False
+    ) -> None:
         self._bundle = bundle
         self._module = module_name  # the engine's name of the module: bundle.source_name(rel)
         self._package = package  # data.x.y
@@ -56,10 +57,14 @@ class Probe:
     def add(self, body: list[str], value: str) -> str:
         """A helper collecting `value` for each way the statements succeed; its name."""
         lines = [*body, f"{_VALUE} := ({value})"]
-        head = "{name}[" + _VALUE + "] {{" if self._bundle.options.rego_v0 \
+        head = (
+            "{name}[" + _VALUE + "] {{"
+            if self._bundle.options.rego_v0
             else "{name} contains " + _VALUE + " if {{"
-        return self.add_rule(lambda name: head.format(name=name) + "\n  "
-                             + "\n  ".join(lines) + "\n}")
+        )
+        return self.add_rule(
+            lambda name: head.format(name=name) + "\n  " + "\n  ".join(lines) + "\n}"
+        )
 
     def add_rule(self, text: Callable[[str], str]) -> str:
         """A helper rule written by text(name) (a copy of a rule under a new name); its name."""
@@ -74,8 +79,9 @@ class Probe:
             engine = self._engine(list(self._helpers.values()))
         except Exception:  # noqa: BLE001  (a helper that does not compile: try each alone)
             return {name: self._run_alone(name, input_text) for name in self._helpers}
-        return {name: _evaluate(engine, f"{self._package}.{name}", input_text)
-                for name in self._helpers}
+        return {
+            name: _evaluate(engine, f"{self._package}.{name}", input_text) for name in self._helpers
+        }
 
     def _run_alone(self, name: str, input_text: str | None) -> Outcome:
         try:

@@ -33,11 +33,21 @@ _STEPS = ("RefDot", "RefBrack")
 _LITERAL_INDEX = ("String", "RawString")
 
 # Builtins whose answer is not a function of their arguments (or that have effects).
-IMPURE = frozenset({
-    "time.now_ns", "rand.intn", "uuid.rfc4122", "http.send", "opa.runtime",
-    "net.lookup_ip_addr", "io.jwt.decode_verify", "crypto.x509.parse_and_verify_certificates",
-    "crypto.x509.parse_and_verify_certificates_with_options", "print", "trace",
-})
+IMPURE = frozenset(
+    {
+        "time.now_ns",
+        "rand.intn",
+        "uuid.rfc4122",
+        "http.send",
+        "opa.runtime",
+        "net.lookup_ip_addr",
+        "io.jwt.decode_verify",
+        "crypto.x509.parse_and_verify_certificates",
+        "crypto.x509.parse_and_verify_certificates_with_options",
+        "print",
+        "trace",
+    }
+)
 
 # A path tree: key → subtree, or True where everything below is kept.
 Tree = dict[str, "Tree | bool"]
@@ -167,17 +177,23 @@ def _chain(step: dict[str, Any]) -> Iterator[list[str]]:
     while True:
         if kind == "RefDot":
             field = node.get("field")
-            fields.append(field[1] if isinstance(field, list) and len(field) == 2
-                          and isinstance(field[1], str) else None)
+            fields.append(
+                field[1]
+                if isinstance(field, list) and len(field) == 2 and isinstance(field[1], str)
+                else None
+            )
         else:
             index = node.get("index")
             indexes.append(index)
-            literal = [index[k].get("value") for k in _LITERAL_INDEX
-                       if isinstance(index, dict) and isinstance(index.get(k), dict)]
+            literal = [
+                index[k].get("value")
+                for k in _LITERAL_INDEX
+                if isinstance(index, dict) and isinstance(index.get(k), dict)
+            ]
             fields.append(literal[0] if literal and isinstance(literal[0], str) else None)
         inner = node.get("refr")
         if isinstance(inner, dict) and len(inner) == 1:
-            (kind, body), = inner.items()
+            ((kind, body),) = inner.items()
             if kind in _STEPS and isinstance(body, dict):
                 node = body
                 continue
@@ -207,12 +223,14 @@ def _understood() -> bool:
     """The syntax tree reads as this module expects (checked once, on known policies);
     otherwise every bundle observes its whole input and none is pure."""
     probes: dict[str, tuple[frozenset[tuple[str, ...]] | None, bool]] = {
-        "x if input.run.calls[_].tool == \"a\"": (frozenset({("run", "calls")}), True),
-        "x if input[\"run\"].turn": (frozenset({("run", "turn")}), True),
-        "x if { k := \"calls\"; input.run[k] }": (frozenset({("run",)}), True),
+        'x if input.run.calls[_].tool == "a"': (frozenset({("run", "calls")}), True),
+        'x if input["run"].turn': (frozenset({("run", "turn")}), True),
+        'x if { k := "calls"; input.run[k] }': (frozenset({("run",)}), True),
         "x if walk(input, _)": (None, True),
         "x if input.call.args.n > 1\ny := time.now_ns()": (
-            frozenset({("call", "args", "n")}), False),
+            frozenset({("call", "args", "n")}),
+            False,
+        ),
     }
     for rule, expected in probes.items():
         engine = new_engine()

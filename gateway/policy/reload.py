@@ -32,8 +32,13 @@ log = logging.getLogger("callgate.policy")
 inputs_log = logging.getLogger("callgate.decision_input")
 
 
-def prepare(directory: Path, prefix: str, *, require_tests: bool = False,
-            options: RegoOptions = DEFAULT_OPTIONS) -> Bundle:
+def prepare(
+    directory: Path,
+    prefix: str,
+    *,
+    require_tests: bool = False,
+    options: RegoOptions = DEFAULT_OPTIONS,
+) -> Bundle:
     """Load and check a policy directory as a candidate revision; PolicyConfigError if it may
     not serve.
 
@@ -49,8 +54,7 @@ def prepare(directory: Path, prefix: str, *, require_tests: bool = False,
     raise error  # outside the handler: the original and its frames are gone by now
 
 
-def _prepare(directory: Path, prefix: str, *, require_tests: bool,
-             options: RegoOptions) -> Bundle:
+def _prepare(directory: Path, prefix: str, *, require_tests: bool, options: RegoOptions) -> Bundle:
     bundle = load_bundle(directory, options)
     analyze(bundle)
     require_decision(bundle, prefix)
@@ -63,24 +67,31 @@ def require_decision(bundle: Bundle, prefix: str) -> None:
     """PolicyConfigError unless the bundle defines `<prefix>.decision`."""
     if not any(r.path == f"{prefix}.decision" and not r.function for r in bundle.rules):
         where = bundle.root.as_posix()
-        raise PolicyConfigError(f"{where}: {prefix}.decision is not defined: every call would "
-                                "be denied", file=where, detail=f"{prefix}.decision is not "
-                                "defined")
+        raise PolicyConfigError(
+            f"{where}: {prefix}.decision is not defined: every call would be denied",
+            file=where,
+            detail=f"{prefix}.decision is not defined",
+        )
 
 
 def _require_tests(bundle: Bundle) -> None:
     report = run_tests(bundle, explain_failures=False)
     where = bundle.root.as_posix()
     if not report.results:
-        raise PolicyConfigError(f"{where}: no tests (rules named test_*) and tests are "
-                                "required", file=where)
+        raise PolicyConfigError(
+            f"{where}: no tests (rules named test_*) and tests are required", file=where
+        )
     failed = [r for r in report.results if not r.passed]
     if failed:
         first = failed[0]
         more = f" ({len(failed) - 1} more failed)" if len(failed) > 1 else ""
         detail = f"test {first.case.path} failed: {first.reason}{more}"
-        raise PolicyConfigError(f"{first.case.file}:{first.case.line}: {detail}",
-                                file=first.case.file, line=first.case.line, detail=detail)
+        raise PolicyConfigError(
+            f"{first.case.file}:{first.case.line}: {detail}",
+            file=first.case.file,
+            line=first.case.line,
+            detail=detail,
+        )
 
 
 class ReloadTarget(Protocol):
@@ -137,8 +148,9 @@ class ReloadingEngine:
     def prepare(self, directory: Path, prefix: str, *, require_tests: bool) -> Bundle:
         """A candidate read as the serving revision was (its Rego version, its builtin
         errors)."""
-        return prepare(directory, prefix, require_tests=require_tests,
-                       options=self._current.bundle.options)
+        return prepare(
+            directory, prefix, require_tests=require_tests, options=self._current.bundle.options
+        )
 
     async def load(self, bundle: Bundle, prefix: str) -> None:
         self.install(EmbeddedEngine(bundle, prefix=prefix, checked=True))
@@ -192,7 +204,11 @@ class ReloadingEngine:
 
     @staticmethod
     def _log_input(text: str, decision: Decision) -> None:
-        head = json.dumps({"input_sha256": decision.input_sha256,
-                           "policy_revision": decision.policy_revision,
-                           "verdict": decision.verdict.value})
-        inputs_log.info("%s, \"input\": %s}", head[:-1], text)
+        head = json.dumps(
+            {
+                "input_sha256": decision.input_sha256,
+                "policy_revision": decision.policy_revision,
+                "verdict": decision.verdict.value,
+            }
+        )
+        inputs_log.info('%s, "input": %s}', head[:-1], text)

@@ -126,8 +126,13 @@ def discover(rules: Iterable[RuleInfo], names: NumberedBundle | None = None) -> 
         if rule.function or "." in rule.name or not rule.name.startswith(TEST_PREFIX):
             continue
         shown = names.name_of(rule.package, rule.name) if names else rule.name
-        case = TestCase(package=rule.package, name=shown, file=rule.file, line=rule.line,
-                        rule=rule.name if shown != rule.name else "")
+        case = TestCase(
+            package=rule.package,
+            name=shown,
+            file=rule.file,
+            line=rule.line,
+            rule=rule.name if shown != rule.name else "",
+        )
         cases.setdefault(case.path, case)
     return sorted(cases.values(), key=lambda c: (c.file, c.line, c.name))
 
@@ -141,8 +146,13 @@ def numbered_for_tests(bundle: Bundle) -> NumberedBundle:
         raise config_error_from_regorus(exc, fallback_file=bundle.root.as_posix()) from exc
 
 
-def run_tests(source: Path | Bundle, *, coverage: bool = False,
-              match: str | None = None, explain_failures: bool = True) -> TestReport:
+def run_tests(
+    source: Path | Bundle,
+    *,
+    coverage: bool = False,
+    match: str | None = None,
+    explain_failures: bool = True,
+) -> TestReport:
     """Run every test of a directory (or loaded bundle); ConfigError if it does not load.
 
     `match` is a regular expression: only tests whose path (`data.pkg.test_x`) it matches
@@ -206,7 +216,7 @@ def show(value: Any, limit: int = 200) -> str:
         text = json.dumps(value, default=_sorted_list, sort_keys=True)
     except (TypeError, ValueError):
         text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _sorted_list(value: Any) -> list[Any]:
@@ -225,8 +235,13 @@ def _with_failed_expression(bundle: Bundle, engine: Any, result: TestResult) -> 
     failed = _first_failing(bundle, result.case, source, stmts)
     if failed is None:
         return result
-    return TestResult(case=result.case, passed=False, reason=result.reason,
-                      duration_s=result.duration_s, failed=failed)
+    return TestResult(
+        case=result.case,
+        passed=False,
+        reason=result.reason,
+        duration_s=result.duration_s,
+        failed=failed,
+    )
 
 
 def _test_body(engine: Any, case: TestCase) -> tuple[bytes, list[dict[str, Any]]] | None:
@@ -243,8 +258,9 @@ def _test_body(engine: Any, case: TestCase) -> tuple[bytes, list[dict[str, Any]]
     return None
 
 
-def _first_failing(bundle: Bundle, case: TestCase, source: bytes,
-                   stmts: list[dict[str, Any]]) -> FailedExpression | None:
+def _first_failing(
+    bundle: Bundle, case: TestCase, source: bytes, stmts: list[dict[str, Any]]
+) -> FailedExpression | None:
     texts = [statement_text(source, s) for s in stmts]
     if not texts or not all(texts):
         return None
@@ -254,15 +270,20 @@ def _first_failing(bundle: Bundle, case: TestCase, source: bytes,
     for k, name in enumerate(prefixes):
         if not outcomes[name].succeeded:
             stmt = stmts[k]
-            values = _values(bundle, case, source, texts[:k], stmt) if not outcomes[name].error \
+            values = (
+                _values(bundle, case, source, texts[:k], stmt)
+                if not outcomes[name].error
                 else (("error", outcomes[name].error),)
-            return FailedExpression(text=texts[k], line=int(stmt.get("span", {}).get("line", 0)),
-                                    values=values)
+            )
+            return FailedExpression(
+                text=texts[k], line=int(stmt.get("span", {}).get("line", 0)), values=values
+            )
     return None
 
 
-def _values(bundle: Bundle, case: TestCase, source: bytes, before: list[str],
-            stmt: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+def _values(
+    bundle: Bundle, case: TestCase, source: bytes, before: list[str], stmt: dict[str, Any]
+) -> tuple[tuple[str, str], ...]:
     """Both sides of a failing comparison, or the value of a failing expression."""
     literal = stmt.get("literal", {})
     kind, body = inner(literal)
@@ -279,11 +300,14 @@ def _values(bundle: Bundle, case: TestCase, source: bytes, before: list[str],
     if not parts:
         return ()
     probe = Probe(bundle, case.file, case.package, include_tests=True)
-    names = [(label, probe.add([*before, f"{_SIDE} := {text_of(source, n)} {withs}".rstrip()],
-                               _SIDE)) for label, n in parts]
+    names = [
+        (label, probe.add([*before, f"{_SIDE} := {text_of(source, n)} {withs}".rstrip()], _SIDE))
+        for label, n in parts
+    ]
     outcomes = probe.run(None)
-    return tuple((label, _shown(outcomes[name].values, outcomes[name].error))
-                 for label, name in names)
+    return tuple(
+        (label, _shown(outcomes[name].values, outcomes[name].error)) for label, name in names
+    )
 
 
 def _shown(values: tuple[Any, ...], error: str) -> str:
@@ -296,7 +320,12 @@ def _shown(values: tuple[Any, ...], error: str) -> str:
 
 def _coverage(engine: Any) -> tuple[FileCoverage, ...]:
     report = json.loads(engine.get_coverage_report_as_json())
-    files = [FileCoverage(path=f.get("path", ""), covered=tuple(sorted(f.get("covered", []))),
-                          not_covered=tuple(sorted(f.get("not_covered", []))))
-             for f in report.get("files", [])]
+    files = [
+        FileCoverage(
+            path=f.get("path", ""),
+            covered=tuple(sorted(f.get("covered", []))),
+            not_covered=tuple(sorted(f.get("not_covered", []))),
+        )
+        for f in report.get("files", [])
+    ]
     return tuple(sorted(files, key=lambda f: f.path))

@@ -22,6 +22,7 @@ from gateway.store import sqlite_path
 
 _LIMITS = Limits()
 
+
 class ServeConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -61,9 +62,15 @@ class ServeConfig(BaseModel):
         return RegoOptions(rego_version=self.rego_version, builtin_errors=self.builtin_errors)
 
     def opa_settings(self) -> OpaSettings:
-        return OpaSettings(url=self.opa_url, token=self.opa_token, timeout_s=self.opa_timeout_s,
-                           ca=self.opa_ca, client_cert=self.opa_client_cert,
-                           client_key=self.opa_client_key)
+        return OpaSettings(
+            url=self.opa_url,
+            token=self.opa_token,
+            timeout_s=self.opa_timeout_s,
+            ca=self.opa_ca,
+            client_cert=self.opa_client_cert,
+            client_key=self.opa_client_key,
+        )
+
     db_min_free_bytes: int = Field(default=32 * MIB, ge=0)
     # size limits (docs/operations.md, "Limits"); the defaults live in gateway.limits
     max_message_bytes: int = Field(default=_LIMITS.max_message_bytes, ge=1024)
@@ -84,8 +91,10 @@ class ServeConfig(BaseModel):
 
     def check(self) -> None:
         if self.auth is None and not self.insecure_dev_identity:
-            raise ConfigError("--auth FILE is required (or --insecure-dev-identity SUBJECT for "
-                              "local development, where every caller is that subject)")
+            raise ConfigError(
+                "--auth FILE is required (or --insecure-dev-identity SUBJECT for "
+                "local development, where every caller is that subject)"
+            )
         if not self.tools.is_dir():
             raise ConfigError(f"--tools {self.tools}: not a directory")
         if not self.policies.is_dir():
@@ -93,11 +102,15 @@ class ServeConfig(BaseModel):
         self.audit_key_path()  # a --db of no known kind stops start-up here
         self.check_tls()
         if self.approval_ttl_s < 1:
-            raise ConfigError(f"--approval-ttl {self.approval_ttl_s}: expected a whole number "
-                              "of seconds, 1 or more")
+            raise ConfigError(
+                f"--approval-ttl {self.approval_ttl_s}: expected a whole number "
+                "of seconds, 1 or more"
+            )
         if not 0 <= self.policy_poll_interval_s <= 3600:
-            raise ConfigError(f"--policy-poll-interval {self.policy_poll_interval_s}: expected "
-                              "seconds between 0 (reload only on SIGHUP) and 3600")
+            raise ConfigError(
+                f"--policy-poll-interval {self.policy_poll_interval_s}: expected "
+                "seconds between 0 (reload only on SIGHUP) and 3600"
+            )
         self.check_opa()
 
     def check_opa(self) -> None:
@@ -109,9 +122,11 @@ class ServeConfig(BaseModel):
             raise ConfigError(f"--engine {self.engine} needs --opa-url URL (the OPA server)")
         self.opa_settings().check()
         if self.engine == "opa" and self.reload_requires_tests:
-            raise ConfigError("--reload-requires-tests runs the tests on the embedded engine: "
-                              "it cannot vouch for what OPA serves with --engine opa (run "
-                              "`callgate policy test --engine opa` before pushing instead)")
+            raise ConfigError(
+                "--reload-requires-tests runs the tests on the embedded engine: "
+                "it cannot vouch for what OPA serves with --engine opa (run "
+                "`callgate policy test --engine opa` before pushing instead)"
+            )
         if not 1 <= self.shadow_queue <= 1_000_000:
             raise ConfigError(f"--shadow-queue {self.shadow_queue}: expected 1 to 1000000")
 
@@ -124,11 +139,14 @@ class ServeConfig(BaseModel):
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ConfigError("--tls-cert and --tls-key go together: give both or neither")
         if self.tls_client_ca is not None and self.tls_cert is None:
-            raise ConfigError("--tls-client-ca needs --tls-cert and --tls-key (client "
-                              "certificates are checked only on a TLS listener)")
+            raise ConfigError(
+                "--tls-client-ca needs --tls-cert and --tls-key (client "
+                "certificates are checked only on a TLS listener)"
+            )
 
     def limits(self) -> Limits:
         return Limits(**{name: getattr(self, name) for name in Limits.__dataclass_fields__})
+
 
 def default_audit_key(db: str, given: Path | None) -> Path:
     """The audit key file for --db: the one given, else `<sqlite file>-audit.key`."""
@@ -136,7 +154,9 @@ def default_audit_key(db: str, given: Path | None) -> Path:
     if given is not None:
         return given
     if path is None:
-        raise ConfigError("--audit-key-file is required with a PostgreSQL store: every replica "
-                          "sharing it must mask and seal with the same key (callgate creates "
-                          "the file if it does not exist)")
+        raise ConfigError(
+            "--audit-key-file is required with a PostgreSQL store: every replica "
+            "sharing it must mask and seal with the same key (callgate creates "
+            "the file if it does not exist)"
+        )
     return Path(f"{path}-audit.key")

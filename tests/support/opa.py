@@ -36,8 +36,9 @@ from aiohttp import web
 from gateway.policy.bundle import config_error_from_regorus
 from gateway.policy.engine import add_policy, new_engine
 
-TRANSCRIPT = Path(__file__).parents[1] / "gateway" / "policy" / "opa_rest" / \
-    "opa-1.9-rest-transcript.json"
+TRANSCRIPT = (
+    Path(__file__).parents[1] / "gateway" / "policy" / "opa_rest" / "opa-1.9-rest-transcript.json"
+)
 
 
 def transcript() -> list[dict[str, Any]]:
@@ -81,9 +82,11 @@ class _LiveOpa:
 
     def _start(self, binary: str) -> str:
         port = _free_port()
-        self._proc = subprocess.Popen([binary, "run", "--server", *self._flags, "--addr",
-                                       f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL)
+        self._proc = subprocess.Popen(
+            [binary, "run", "--server", *self._flags, "--addr", f"127.0.0.1:{port}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -190,8 +193,9 @@ class _Server:
         if self._released is not None:
             self._loop.call_soon_threadsafe(self._released.set)
 
-    def fail_next(self, status: int, body: dict[str, Any] | str, count: int = 1, *,
-                  queries_only: bool = False) -> None:
+    def fail_next(
+        self, status: int, body: dict[str, Any] | str, count: int = 1, *, queries_only: bool = False
+    ) -> None:
         """Answer the next count requests (only Data API queries, if asked) with status and
         body (JSON, or a text sent as it is)."""
         self._failures.extend([(status, body, queries_only)] * count)
@@ -210,11 +214,11 @@ class _Server:
         status, answer = self.answer(request.method, request.path, dict(request.query), body)
         if answer is None:
             return web.Response(status=status)
-        return web.Response(status=status, text=json.dumps(answer, default=_sorted),
-                            content_type="application/json")
+        return web.Response(
+            status=status, text=json.dumps(answer, default=_sorted), content_type="application/json"
+        )
 
-    def answer(self, method: str, path: str, query: dict[str, str],
-               body: str) -> tuple[int, Any]:
+    def answer(self, method: str, path: str, query: dict[str, str], body: str) -> tuple[int, Any]:
         raise NotImplementedError
 
 
@@ -228,21 +232,24 @@ class ReplayOpa(_Server):
     """Answers requests found in the transcript (method, path with query and JSON body equal),
     each exchange once, in the order given; anything else is 418 with what was not found."""
 
-    def __init__(self, exchanges: list[dict[str, Any]],
-                 lenient: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, exchanges: list[dict[str, Any]], lenient: frozenset[str] = frozenset()
+    ) -> None:
         super().__init__()
         self._exchanges = list(exchanges)
         self._lenient = lenient
         self.unmatched: list[str] = []
 
-    def answer(self, method: str, path: str, query: dict[str, str],
-               body: str) -> tuple[int, Any]:
+    def answer(self, method: str, path: str, query: dict[str, str], body: str) -> tuple[int, Any]:
         full = path + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
         for i, item in enumerate(self._exchanges):
             req = item["request"]
             ignored = self._lenient if item.get("lenient") else frozenset()
-            if req["method"] == method and _same_path(req["path"], full, ignored) and \
-                    _same_body(req["body"], body):
+            if (
+                req["method"] == method
+                and _same_path(req["path"], full, ignored)
+                and _same_body(req["body"], body)
+            ):
                 del self._exchanges[i]
                 return item["response"]["status"], item["response"]["body"]
         self.unmatched.append(f"{method} {full} {body[:200]}")
@@ -251,9 +258,11 @@ class ReplayOpa(_Server):
 
 def _same_path(recorded: str, seen: str, ignored: frozenset[str]) -> bool:
     """Same path and query parameters, except the parameters named in ignored."""
+
     def split(p: str) -> tuple[str, frozenset[str]]:
         base, _, q = p.partition("?")
         return base, frozenset(x for x in q.split("&") if x and x.split("=")[0] not in ignored)
+
     return split(recorded) == split(seen)
 
 
@@ -283,8 +292,7 @@ class FakeOpa(_Server):
         self._engine: Any = None
         self._pristine: Any = None
 
-    def answer(self, method: str, path: str, query: dict[str, str],
-               body: str) -> tuple[int, Any]:
+    def answer(self, method: str, path: str, query: dict[str, str], body: str) -> tuple[int, Any]:
         if path == "/health":
             return 200, {}
         if path.startswith("/v1/policies"):
@@ -309,8 +317,10 @@ class FakeOpa(_Server):
             return 200, {}
         if method == "DELETE":
             if pid not in self.policies:
-                return 404, {"code": "resource_not_found",
-                             "message": f"storage_not_found_error: policy id {pid!r}"}
+                return 404, {
+                    "code": "resource_not_found",
+                    "message": f"storage_not_found_error: policy id {pid!r}",
+                }
             rest = {k: v for k, v in self.policies.items() if k != pid}
             error = self._rebuild(rest, self.data)
             if error is not None:
@@ -328,11 +338,21 @@ class FakeOpa(_Server):
             engine.eval_query("true")
         except RuntimeError as exc:
             problem = config_error_from_regorus(exc)
-            return {"code": "invalid_parameter",
-                    "message": "error(s) occurred while compiling module(s)",
-                    "errors": [{"code": "rego_parse_error", "message": problem.detail,
-                                "location": {"file": problem.file, "row": problem.line or 0,
-                                             "col": problem.column or 0}}]}
+            return {
+                "code": "invalid_parameter",
+                "message": "error(s) occurred while compiling module(s)",
+                "errors": [
+                    {
+                        "code": "rego_parse_error",
+                        "message": problem.detail,
+                        "location": {
+                            "file": problem.file,
+                            "row": problem.line or 0,
+                            "col": problem.column or 0,
+                        },
+                    }
+                ],
+            }
         self._engine = engine
         self._pristine = engine.clone()  # no input ever set: for queries without one
         return None
@@ -358,8 +378,10 @@ class FakeOpa(_Server):
         try:
             doc = json.loads(body) if body else {}
         except ValueError as exc:
-            return 400, {"code": "invalid_parameter",
-                         "message": f"body contains malformed input document: {exc}"}
+            return 400, {
+                "code": "invalid_parameter",
+                "message": f"body contains malformed input document: {exc}",
+            }
         answer: dict[str, Any] = {}
         if query.get("provenance") == "true":
             answer["provenance"] = self._provenance()
@@ -373,10 +395,11 @@ class FakeOpa(_Server):
         except RuntimeError as exc:
             if query.get("strict-builtin-errors") != "true":
                 return 200, answer
-            return 500, {"code": "internal_error",
-                         "message": "error(s) occurred while evaluating query",
-                         "errors": [{"code": "eval_builtin_error",
-                                     "message": str(exc).splitlines()[-1]}]}
+            return 500, {
+                "code": "internal_error",
+                "message": "error(s) occurred while evaluating query",
+                "errors": [{"code": "eval_builtin_error", "message": str(exc).splitlines()[-1]}],
+            }
         results = out.get("result") or []
         if results:
             answer["result"] = results[0]["expressions"][0]["value"]
@@ -388,9 +411,11 @@ class FakeOpa(_Server):
 
     def forget_everything(self) -> None:
         """Hold no policy and no data (as a restarted OPA does)."""
+
         async def forget() -> None:
             self.policies, self.data = {}, {}
             await self._dispose()
+
         self._call(forget())
 
     def _empty(self) -> Any:
@@ -398,8 +423,12 @@ class FakeOpa(_Server):
         return self._engine
 
     def _provenance(self) -> dict[str, Any]:
-        prov: dict[str, Any] = {"version": "1.9.0", "build_commit": "", "build_timestamp": "",
-                                "build_hostname": ""}
+        prov: dict[str, Any] = {
+            "version": "1.9.0",
+            "build_commit": "",
+            "build_timestamp": "",
+            "build_hostname": "",
+        }
         if self.bundles:
             prov["bundles"] = {n: {"revision": r} for n, r in self.bundles.items()}
         return prov
@@ -443,10 +472,10 @@ class SyncOpaEngine:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
-        self.engine = OpaEngine(OpaConnection(OpaSettings(url, timeout_s=10)), prefix,
-                                mode="push")
-        self._run(self.engine.install_bundle(
-            self.engine.prepare(directory, prefix, require_tests=False)))
+        self.engine = OpaEngine(OpaConnection(OpaSettings(url, timeout_s=10)), prefix, mode="push")
+        self._run(
+            self.engine.install_bundle(self.engine.prepare(directory, prefix, require_tests=False))
+        )
         self.name = "opa"
 
     @property

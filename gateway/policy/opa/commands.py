@@ -34,15 +34,19 @@ def test_on_opa(args: argparse.Namespace, out: Out, run_embedded: EmbeddedRun) -
     settings.check()
     embedded = run_embedded(args, coverage=False) if args.engine == "both" else None
     try:
-        report = asyncio.run(run_tests_on_opa(load_bundle(args.directory, options(args)),
-                                              settings, match=args.run))
+        report = asyncio.run(
+            run_tests_on_opa(load_bundle(args.directory, options(args)), settings, match=args.run)
+        )
     except OpaError as exc:
         raise ConfigError(f"--opa-url {args.opa_url}: {exc.message}") from None
     differences = compare(embedded, report) if embedded is not None else []
     if args.format == "json":
-        doc: dict[str, Any] = {"engine": args.engine, "passed": report.passed,
-                               "failed": report.failed,
-                               "tests": [result_json(r) for r in report.results]}
+        doc: dict[str, Any] = {
+            "engine": args.engine,
+            "passed": report.passed,
+            "failed": report.failed,
+            "tests": [result_json(r) for r in report.results],
+        }
         if embedded is not None:
             doc["differences"] = [_difference_json(d) for d in differences]
         out.line(dump(doc))
@@ -56,8 +60,10 @@ def test_on_opa(args: argparse.Namespace, out: Out, run_embedded: EmbeddedRun) -
 
 def _print_differences(embedded: TestReport, differences: list[Difference], out: Out) -> None:
     if not differences:
-        out.line(f"engines agree: embedded and OPA give the same outcome for all "
-                 f"{len(embedded.results)} tests")
+        out.line(
+            f"engines agree: embedded and OPA give the same outcome for all "
+            f"{len(embedded.results)} tests"
+        )
         return
     out.line(out.paint(f"engines disagree on {len(differences)} test(s):", "red"))
     for d in differences:

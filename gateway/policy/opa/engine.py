@@ -99,9 +99,15 @@ class OpaEngine:
 
     name = "opa"
 
-    def __init__(self, connection: OpaConnection, prefix: str, *, mode: OpaMode,
-                 on_change: Callable[[], None] | None = None,
-                 options: RegoOptions = DEFAULT_OPTIONS) -> None:
+    def __init__(
+        self,
+        connection: OpaConnection,
+        prefix: str,
+        *,
+        mode: OpaMode,
+        on_change: Callable[[], None] | None = None,
+        options: RegoOptions = DEFAULT_OPTIONS,
+    ) -> None:
         self.connection = connection
         self.prefix = prefix
         self.mode: OpaMode = mode
@@ -169,8 +175,9 @@ class OpaEngine:
             return None
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             return set(value)
-        log.warning("policy offer is not a set of tool names (%s); offering nothing",
-                    type_name(value))
+        log.warning(
+            "policy offer is not a set of tool names (%s); offering nothing", type_name(value)
+        )
         return set()
 
     async def partial_writes(self, input: dict[str, Any]) -> bool:
@@ -202,8 +209,11 @@ class OpaEngine:
                 answer = await self.connection.query(path, text, self._params)
         except TimeoutError:
             self._set_reachable(False)
-            raise OpaUnavailable(rule, f"OPA at {self.connection.url} did not answer within "
-                                 f"{self.connection.settings.timeout_s} s") from None
+            raise OpaUnavailable(
+                rule,
+                f"OPA at {self.connection.url} did not answer within "
+                f"{self.connection.settings.timeout_s} s",
+            ) from None
         except OpaError as exc:
             self._set_reachable(not exc.transport)
             log.warning("OPA query %s failed: %s", path, exc.message)
@@ -219,8 +229,12 @@ class OpaEngine:
         if reachable == self.reachable:
             return
         self.reachable = reachable
-        log.log(logging.INFO if reachable else logging.ERROR, "OPA at %s is %s",
-                self.connection.url, "reachable again" if reachable else "unreachable")
+        log.log(
+            logging.INFO if reachable else logging.ERROR,
+            "OPA at %s is %s",
+            self.connection.url,
+            "reachable again" if reachable else "unreachable",
+        )
         if self.on_change is not None:
             self.on_change()
 
@@ -236,11 +250,14 @@ class OpaEngine:
                 self._pushed = await push_bundle(self.connection, bundle, self._pushed)
             except OpaError as exc:
                 if not exc.transport:
-                    raise PolicyConfigError(f"{bundle.root.as_posix()}: {exc.message}",
-                                            file=bundle.root.as_posix()) from None
+                    raise PolicyConfigError(
+                        f"{bundle.root.as_posix()}: {exc.message}", file=bundle.root.as_posix()
+                    ) from None
                 self._set_reachable(False)
-                log.error("cannot push the policies to OPA now (%s); retrying when OPA is "
-                          "back", exc.message)
+                log.error(
+                    "cannot push the policies to OPA now (%s); retrying when OPA is back",
+                    exc.message,
+                )
                 return
             except PolicyConfigError:
                 self._wanted = self._pushed.bundle if self._pushed else None
@@ -260,8 +277,11 @@ class OpaEngine:
         assert wanted is not None
         try:
             present = await self.connection.policy_ids()
-            if (self._pushed is not None and self._pushed.bundle is wanted
-                    and self._pushed.ids <= present):
+            if (
+                self._pushed is not None
+                and self._pushed.bundle is wanted
+                and self._pushed.ids <= present
+            ):
                 return True
             if self._pushed is not None and not self._pushed.ids <= present:
                 log.warning("OPA no longer has the pushed policies (restarted?): pushing again")
@@ -306,8 +326,10 @@ def bundle_revision(provenance: dict[str, Any]) -> str:
     bundles = provenance.get("bundles")
     if not isinstance(bundles, dict) or not bundles:
         return NO_BUNDLE
-    revisions = {str(name): str(b.get("revision", "")) if isinstance(b, dict) else ""
-                 for name, b in bundles.items()}
+    revisions = {
+        str(name): str(b.get("revision", "")) if isinstance(b, dict) else ""
+        for name, b in bundles.items()
+    }
     if len(revisions) == 1:
         name, revision = next(iter(revisions.items()))
         return revision or f"{name}@unrevisioned"

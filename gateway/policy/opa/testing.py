@@ -33,16 +33,18 @@ from gateway.policy.testing import (
 ID_PREFIX = "callgate-test/"
 
 
-async def run_tests_on_opa(bundle: Bundle, settings: OpaSettings, *,
-                           match: str | None = None) -> TestReport:
+async def run_tests_on_opa(
+    bundle: Bundle, settings: OpaSettings, *, match: str | None = None
+) -> TestReport:
     """Every test of the bundle, evaluated by OPA; ConfigError (OPA's parse errors per file
     and line) if OPA refuses the files, OpaError if it cannot be reached."""
     pattern = re.compile(match) if match else None
     names = numbered_for_tests(bundle)
     tested = names.bundle
     everything = replace(tested, sources={**tested.sources, **tested.test_sources})
-    cases = discover(parse_rules(bundle.root, dict(everything.sources),
-                                 bundle.options.rego_v0), names)
+    cases = discover(
+        parse_rules(bundle.root, dict(everything.sources), bundle.options.rego_v0), names
+    )
     if pattern is not None:
         cases = [c for c in cases if pattern.search(c.path)]
     conn = OpaConnection(settings)
@@ -52,15 +54,15 @@ async def run_tests_on_opa(bundle: Bundle, settings: OpaSettings, *,
             params = query_params(bundle.options)
             results = [await _run_one(conn, case, params) for case in cases]
         finally:
-            await push_bundle(conn, replace(bundle, sources={}, data={}), pushed,
-                              id_prefix=ID_PREFIX)
+            await push_bundle(
+                conn, replace(bundle, sources={}, data={}), pushed, id_prefix=ID_PREFIX
+            )
     finally:
         await conn.close()
     return TestReport(results=tuple(results))
 
 
-async def _run_one(conn: OpaConnection, case: TestCase,
-                   params: dict[str, str]) -> TestResult:
+async def _run_one(conn: OpaConnection, case: TestCase, params: dict[str, str]) -> TestResult:
     start = time.perf_counter()
     path = "/".join([*case.package.split(".")[1:], case.rule or case.name])
     try:
@@ -69,9 +71,15 @@ async def _run_one(conn: OpaConnection, case: TestCase,
         reason = f"error: {exc.message}"
     else:
         value = answer.result
-        reason = ("undefined" if not answer.defined else "" if value is True
-                  else "evaluated to false" if value is False
-                  else f"evaluated to {show(value)}, not true")
+        reason = (
+            "undefined"
+            if not answer.defined
+            else ""
+            if value is True
+            else "evaluated to false"
+            if value is False
+            else f"evaluated to {show(value)}, not true"
+        )
     elapsed = time.perf_counter() - start
     return TestResult(case=case, passed=not reason, reason=reason, duration_s=elapsed)
 

@@ -35,38 +35,52 @@ def write_input(tmp_path: Path, doc: object) -> str:
     return str(path)
 
 
-OLGA_WRITE = call_input("reserve_seat", "write", {"event_id": "ws-acme-1"},
-                        identity("olga", "acme", "organizer"))
-OLGA_FOREIGN = call_input("get_train_status", "read", {"train_number": "X1"},
-                          identity("olga", "acme", "organizer"))
+OLGA_WRITE = call_input(
+    "reserve_seat", "write", {"event_id": "ws-acme-1"}, identity("olga", "acme", "organizer")
+)
+OLGA_FOREIGN = call_input(
+    "get_train_status", "read", {"train_number": "X1"}, identity("olga", "acme", "organizer")
+)
 
 
 # -- check ------------------------------------------------------------------------------------
 
 
-def test_check_lists_every_problem_with_file_and_line(write_bundle: WriteBundle,
-                                                      capsys: Capture) -> None:
-    root = write_bundle({"p.rego": 'package callgate\n\nx := concat(", ", 42)\n\n'
-                                   "y := upper(1, 2, 3)\n",
-                         "q.rego": "package callgate\n\nz if {\n"})
+def test_check_lists_every_problem_with_file_and_line(
+    write_bundle: WriteBundle, capsys: Capture
+) -> None:
+    root = write_bundle(
+        {
+            "p.rego": 'package callgate\n\nx := concat(", ", 42)\n\ny := upper(1, 2, 3)\n',
+            "q.rego": "package callgate\n\nz if {\n",
+        }
+    )
     assert run_policy_command(["check", str(root)]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert any(line.endswith("q.rego:4:1: expecting expression") or "q.rego:" in line
-               for line in err)
+    assert any(
+        line.endswith("q.rego:4:1: expecting expression") or "q.rego:" in line for line in err
+    )
     assert err[-1] == "1 problem: the policies were not loaded"  # a syntax error stops there
 
     (root / "q.rego").unlink()
     assert run_policy_command(["check", str(root)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert [line.split("/bundle/")[1].split(": rego_type_error")[0] for line in err[:-1]] == [
-        "p.rego:3:19", "p.rego:5:6"]
+        "p.rego:3:19",
+        "p.rego:5:6",
+    ]
     assert err[-1] == "2 problems: the policies were not loaded"
 
 
-def test_check_a_type_error_fails_instead_of_denying_at_run_time(write_bundle: WriteBundle,
-                                                                 capsys: Capture) -> None:
-    root = write_bundle({"p.rego": 'package callgate\n\ndecision := {"allow": true, '
-                                   '"reasons": [concat(", ", 42)]}\n'})
+def test_check_a_type_error_fails_instead_of_denying_at_run_time(
+    write_bundle: WriteBundle, capsys: Capture
+) -> None:
+    root = write_bundle(
+        {
+            "p.rego": 'package callgate\n\ndecision := {"allow": true, '
+            '"reasons": [concat(", ", 42)]}\n'
+        }
+    )
     assert run_policy_command(["check", str(root)]) == 1
     assert "rego_type_error: concat: invalid argument 2" in capsys.readouterr().err
 
@@ -104,8 +118,9 @@ def test_test_summary_and_failure_details(write_bundle: WriteBundle, capsys: Cap
     assert not any(line.startswith("PASS") for line in out)
 
 
-def test_test_verbose_lists_every_test_with_its_time(write_bundle: WriteBundle,
-                                                     capsys: Capture) -> None:
+def test_test_verbose_lists_every_test_with_its_time(
+    write_bundle: WriteBundle, capsys: Capture
+) -> None:
     root = write_bundle({"p.rego": POLICY, "p_test.rego": TESTS})
     run_policy_command(["test", str(root), "-v"])
     out = capsys.readouterr().out.splitlines()
@@ -135,12 +150,15 @@ def test_test_without_tests_fails(write_bundle: WriteBundle, capsys: Capture) ->
     assert "no tests found" in captured.err
 
 
-REPEATED = {"p.rego": "package p\n\nx := 1\n",
-            "p_test.rego": "package p\n\ntest_x if x == 1\n\ntest_x if x == 2\n"}
+REPEATED = {
+    "p.rego": "package p\n\nx := 1\n",
+    "p_test.rego": "package p\n\ntest_x if x == 1\n\ntest_x if x == 2\n",
+}
 
 
-def test_each_definition_of_a_test_is_listed_and_counted(write_bundle: WriteBundle,
-                                                         capsys: Capture) -> None:
+def test_each_definition_of_a_test_is_listed_and_counted(
+    write_bundle: WriteBundle, capsys: Capture
+) -> None:
     root = write_bundle(REPEATED)
     assert run_policy_command(["test", str(root), "-v"]) == 1
     out = capsys.readouterr().out.splitlines()
@@ -150,7 +168,9 @@ def test_each_definition_of_a_test_is_listed_and_counted(write_bundle: WriteBund
     assert run_policy_command(["test", str(root), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert [(t["name"], t["line"], t["passed"]) for t in doc["tests"]] == [
-        ("data.p.test_x", 3, True), ("data.p.test_x#01", 5, False)]
+        ("data.p.test_x", 3, True),
+        ("data.p.test_x#01", 5, False),
+    ]
     assert (doc["passed"], doc["failed"]) == (1, 1)
     assert run_policy_command(["coverage", str(root), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
@@ -164,16 +184,19 @@ def test_each_definition_of_a_test_is_listed_and_counted(write_bundle: WriteBund
 
 def test_eval_exits_0_for_any_decision_even_deny(tmp_path: Path, capsys: Capture) -> None:
     for doc, verdict in ((OLGA_WRITE, "APPROVAL_REQUIRED"), (OLGA_FOREIGN, "DENY")):
-        assert run_policy_command(["eval", str(POLICIES), "--input",
-                                   write_input(tmp_path, doc)]) == 0
+        assert (
+            run_policy_command(["eval", str(POLICIES), "--input", write_input(tmp_path, doc)]) == 0
+        )
         assert f"verdict: {verdict}" in capsys.readouterr().out
 
 
-def test_eval_exits_1_when_undefined_or_failing(tmp_path: Path, write_bundle: WriteBundle,
-                                                capsys: Capture) -> None:
+def test_eval_exits_1_when_undefined_or_failing(
+    tmp_path: Path, write_bundle: WriteBundle, capsys: Capture
+) -> None:
     path = write_input(tmp_path, OLGA_WRITE)
-    assert run_policy_command(["eval", str(POLICIES), "--input", path,
-                               "--rule", "no_such_rule"]) == 1
+    assert (
+        run_policy_command(["eval", str(POLICIES), "--input", path, "--rule", "no_such_rule"]) == 1
+    )
     assert capsys.readouterr().out.splitlines()[0] == "undefined"
     root = write_bundle({"p.rego": 'package callgate\n\ndecision := {"allow": 1 / 0}\n'})
     assert run_policy_command(["eval", str(root), "--input", path]) == 1
@@ -184,16 +207,16 @@ def test_eval_exits_1_when_undefined_or_failing(tmp_path: Path, write_bundle: Wr
 
 def test_eval_json_format(tmp_path: Path, capsys: Capture) -> None:
     path = write_input(tmp_path, OLGA_WRITE)
-    assert run_policy_command(["eval", str(POLICIES), "--input", path, "--format",
-                               "json"]) == 0
+    assert run_policy_command(["eval", str(POLICIES), "--input", path, "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["defined"] is True and doc["value"]["approval_required"] is True
     assert doc["decision"]["verdict"] == "APPROVAL_REQUIRED"
     assert doc["revision"].startswith("sha256:")
 
 
-def test_eval_input_from_stdin_and_usage_errors(tmp_path: Path, capsys: Capture,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_eval_input_from_stdin_and_usage_errors(
+    tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(OLGA_WRITE)))
     assert run_policy_command(["eval", str(POLICIES), "--input", "-"]) == 0
     capsys.readouterr()
@@ -212,20 +235,24 @@ def test_eval_explain_shows_each_rule_body(tmp_path: Path, capsys: Capture) -> N
     assert "\033[" not in out  # not a terminal: no colour
     lines = [line.strip() for line in out.splitlines()]
     deny = [line for line in lines if " data.callgate.deny " in f" {line} "]
-    assert any("body succeeded" in line and '"train X1 is outside tenant acme"' in line
-               for line in deny), deny
+    assert any(
+        "body succeeded" in line and '"train X1 is outside tenant acme"' in line for line in deny
+    ), deny
     assert any("body failed" in line for line in deny)
-    decision = [line for line in lines if "policies/callgate.rego:" in line
-                and "data.callgate.decision" in line]
+    decision = [
+        line
+        for line in lines
+        if "policies/callgate.rego:" in line and "data.callgate.decision" in line
+    ]
     assert any("default" in line for line in decision)
-    assert any("body succeeded" in line and '"allow":false' in line.replace(" ", "")
-               for line in decision)
+    assert any(
+        "body succeeded" in line and '"allow":false' in line.replace(" ", "") for line in decision
+    )
 
 
 def test_eval_explain_json(tmp_path: Path, capsys: Capture) -> None:
     path = write_input(tmp_path, OLGA_FOREIGN)
-    run_policy_command(["eval", str(POLICIES), "--input", path, "--explain", "--format",
-                        "json"])
+    run_policy_command(["eval", str(POLICIES), "--input", path, "--explain", "--format", "json"])
     rules = json.loads(capsys.readouterr().out)["explanation"]["rules"]
     fired = [r for r in rules if r["rule"] == "data.callgate.deny" and r.get("succeeded")]
     assert fired and all(r["file"].endswith("policies/callgate.rego") for r in fired)
@@ -233,8 +260,9 @@ def test_eval_explain_json(tmp_path: Path, capsys: Capture) -> None:
     assert all(isinstance(r["line"], int) for r in rules)
 
 
-def test_colour_only_on_a_terminal(tmp_path: Path, capsys: Capture,
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_colour_only_on_a_terminal(
+    tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
             return True
@@ -272,12 +300,15 @@ def test_usage_errors_exit_2(capsys: Capture) -> None:
     assert "is not a package path" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("command", "options"), [
-    ("check", ["--prefix", "--format"]),
-    ("test", ["--verbose", "--run", "--format"]),
-    ("eval", ["--input", "--rule", "--prefix", "--explain", "--format"]),
-    ("coverage", ["--verbose", "--format"]),
-])
+@pytest.mark.parametrize(
+    ("command", "options"),
+    [
+        ("check", ["--prefix", "--format"]),
+        ("test", ["--verbose", "--run", "--format"]),
+        ("eval", ["--input", "--rule", "--prefix", "--explain", "--format"]),
+        ("coverage", ["--verbose", "--format"]),
+    ],
+)
 def test_help_lists_options(command: str, options: list[str], capsys: Capture) -> None:
     assert run_policy_command([command, "--help"]) == 0
     out = capsys.readouterr().out
@@ -286,16 +317,24 @@ def test_help_lists_options(command: str, options: list[str], capsys: Capture) -
 
 def test_bad_policies_print_no_traceback(write_bundle: WriteBundle) -> None:
     root = write_bundle({"p.rego": "package callgate\n\nx if {\n"})
-    proc = subprocess.run([sys.executable, "-m", "gateway.policy.commands", "check", str(root)],
-                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway.policy.commands", "check", str(root)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr and "p.rego:4:1" in proc.stderr
 
 
 def test_a_closed_pipe_ends_quietly() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.policy.commands", "coverage", "-v",
-                             str(POLICIES)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway.policy.commands", "coverage", "-v", str(POLICIES)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # the reader goes away before the command writes
     err = proc.stderr.read().decode()

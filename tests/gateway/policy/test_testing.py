@@ -43,17 +43,22 @@ def test_runner_reports_passing_and_failing_tests(write_bundle: WriteBundle) -> 
     assert "divide by zero" in results["test_builtin_error"][1]
     assert results["test_panic"] == (False, "error: engine panic: window size must be non-zero")
     assert results["test_after_panic"] == (True, "")
-    assert set(results) == {"test_allows_one", "test_wrong_expectation", "test_builtin_error",
-                            "test_panic", "test_after_panic"}
+    assert set(results) == {
+        "test_allows_one",
+        "test_wrong_expectation",
+        "test_builtin_error",
+        "test_panic",
+        "test_after_panic",
+    }
 
 
 def test_a_false_test_fails(write_bundle: WriteBundle) -> None:
-    root = write_bundle({"p.rego": POLICY,
-                         "p_test.rego": "package t\n\ntest_false := false\n\ntest_one := 1\n"})
+    root = write_bundle(
+        {"p.rego": POLICY, "p_test.rego": "package t\n\ntest_false := false\n\ntest_one := 1\n"}
+    )
     report = run_tests(root)
     assert report.summary() == "0 passed, 2 failed"
-    assert {r.reason for r in report.results} == {"evaluated to false",
-                                                  "evaluated to 1, not true"}
+    assert {r.reason for r in report.results} == {"evaluated to false", "evaluated to 1, not true"}
     assert report.results[0].case.file.endswith("p_test.rego")
     assert report.results[0].case.line == 3
 
@@ -121,17 +126,27 @@ OPA_NAMES = json.loads((Path(__file__).parent / "opa_answers" / "test_names.json
 def test_every_definition_is_a_test_named_as_opa_names_it(write_bundle: WriteBundle) -> None:
     root = write_bundle(OPA_NAMES["modules"])
     report = run_tests(root)
-    got = [{"package": r.case.package, "name": r.case.name,
-            "file": Path(r.case.file).name, "row": r.case.line,
-            "outcome": "PASS" if r.passed else "FAIL"} for r in report.results]
+    got = [
+        {
+            "package": r.case.package,
+            "name": r.case.name,
+            "file": Path(r.case.file).name,
+            "row": r.case.line,
+            "outcome": "PASS" if r.passed else "FAIL",
+        }
+        for r in report.results
+    ]
     assert sorted(got, key=lambda r: (r["file"], r["row"])) == OPA_NAMES["results"]
     assert not report.ok
 
 
 def test_a_failing_definition_fails_the_run_and_names_its_line(write_bundle: WriteBundle) -> None:
-    root = write_bundle({"p.rego": "package p\n\nx := 1\n",
-                         "p_test.rego": "package p\n\ntest_x if x == 1\n\ntest_x if {\n"
-                                        "  true\n  x == 2\n}\n"})
+    root = write_bundle(
+        {
+            "p.rego": "package p\n\nx := 1\n",
+            "p_test.rego": "package p\n\ntest_x if x == 1\n\ntest_x if {\n  true\n  x == 2\n}\n",
+        }
+    )
     report = run_tests(root)
     assert report.summary() == "1 passed, 1 failed"
     second = report.results[1]
@@ -140,17 +155,27 @@ def test_a_failing_definition_fails_the_run_and_names_its_line(write_bundle: Wri
 
 
 def test_definitions_in_several_files_count_in_file_order(write_bundle: WriteBundle) -> None:
-    root = write_bundle({"p.rego": "package p\n\nx := 1\n",
-                         "b_test.rego": "package p\n\ntest_x if x == 2\n",
-                         "a_test.rego": "package p\n\ntest_x if x == 1\n"})
+    root = write_bundle(
+        {
+            "p.rego": "package p\n\nx := 1\n",
+            "b_test.rego": "package p\n\ntest_x if x == 2\n",
+            "a_test.rego": "package p\n\ntest_x if x == 1\n",
+        }
+    )
     report = run_tests(root)
     assert [(Path(r.case.file).name, r.case.name, r.passed) for r in report.results] == [
-        ("a_test.rego", "test_x", True), ("b_test.rego", "test_x#01", False)]
+        ("a_test.rego", "test_x", True),
+        ("b_test.rego", "test_x#01", False),
+    ]
 
 
 def test_run_selects_a_definition_by_its_number(write_bundle: WriteBundle) -> None:
-    root = write_bundle({"p.rego": "package p\n\nx := 1\n",
-                         "p_test.rego": "package p\n\ntest_x if x == 1\n\ntest_x if x == 2\n"})
+    root = write_bundle(
+        {
+            "p.rego": "package p\n\nx := 1\n",
+            "p_test.rego": "package p\n\ntest_x if x == 1\n\ntest_x if x == 2\n",
+        }
+    )
     assert [r.case.name for r in run_tests(root, match="#01$").results] == ["test_x#01"]
     assert [r.case.name for r in run_tests(root, match=r"test_x$").results] == ["test_x"]
 
