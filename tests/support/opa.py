@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import shutil
@@ -141,6 +142,10 @@ class _Server:
         return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> Self:
+        # Engines an earlier test left in reference cycles (an exception kept with the frames
+        # that made them) must be freed here, on their own thread: a collection started by
+        # the server's thread would free them there, which the engine does not allow.
+        gc.collect()
         self._thread.start()
         self.start()
         return self
