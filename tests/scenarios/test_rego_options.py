@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gateway import pb
 from gateway.client import tool_call
-from tests.scenarios.test_policy_reload import eventually, sidecar_over, weather_decision
+from tests.support.reloads import eventually, sidecar_over, weather_decision
 
 V0_POLICY = """package callgate
 
