@@ -58,7 +58,10 @@ class CallIndex:
         self._sources = dict(sources)
         self._spans: dict[str, list[_Span]] = {}
         for module in json.loads(engine.get_ast_as_json()):
-            file = module.get("source", {}).get("file", "")
+            source = module.get("source", {})
+            file = source.get("file", "")
+            # the text the engine was given (its errors' columns count in it), when it says
+            self._sources[file] = source.get("contents") or self._sources.get(file, "")
             self._spans[file] = sorted(
                 _spans_of(module.get("ast", {})), key=lambda s: s.end - s.start
             )

@@ -183,3 +183,17 @@ def test_a_guarded_builtin_that_reads_the_clock_keeps_decisions_from_being_remem
     engine = build_regorus_engine(load_bundle(root, UNDEFINED))
     assert "__callgate_undefined.io.jwt.decode_verify(" in engine.get_ast_as_json()
     assert InputView.of(engine).pure is False
+
+
+def test_an_error_left_strict_names_its_builtin_on_a_guarded_line(
+    write_bundle: WriteBundle,
+) -> None:
+    root = write_bundle(
+        {
+            "p.rego": 'package callgate\n\ndecision := {"allow": count([1]) == '
+            "rand.intn(input.n, 10)}\n"
+        }
+    )
+    decision = EmbeddedEngine(load_bundle(root, UNDEFINED)).decide({"n": 1})
+    assert decision.is_policy_error
+    assert "rand.intn failed at " in decision.reasons[0], decision.reasons
