@@ -35,6 +35,7 @@ Named = tuple[tuple[str, str], ...]  # (engine name, text) of each source, sorte
 
 BUILTINS: frozenset[str] = frozenset(SIGNATURES) | VARIADIC | SUPPLIED
 _EMPTY_CALL = re.compile(r"[A-Za-z0-9_]\s*\(\s*\)")
+_ERROR_LINE = re.compile(r"^error:.*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def _prepared(named: Named, options: RegoOptions, guard: bool) -> EngineSources:
         return EngineSources(called)
     if called != texts:
         modules = parsed(called, rego_v0=v0)
-    return _guarded(modules, called, set(arities))
+    return _guarded(modules, called, set(arities), rego_v0=v0)
 
 
 def _called_rules(module: Module | None, text: str, arities: dict[tuple[str, str], bool]) -> str:
@@ -74,7 +75,7 @@ def _called_rules(module: Module | None, text: str, arities: dict[tuple[str, str
 
 
 def _guarded(
-    modules: dict[str, Module], texts: Named, locals_: set[tuple[str, str]]
+    modules: dict[str, Module], texts: Named, locals_: set[tuple[str, str]], *, rego_v0: bool
 ) -> EngineSources:
     mocked = {
         dotted(w.get("refr"))
@@ -90,7 +91,25 @@ def _guarded(
         if rewrite is not None:
             names |= rewrite.names
         out.append((name, rewrite.text() if rewrite and rewrite.changed else text))
+    try:
+        parsed(out, rego_v0=rego_v0)
+    except RuntimeError as exc:
+        raise _unguardable(exc) from None
     return EngineSources(tuple(out), frozenset(names))
+
+
+def _unguardable(exc: RuntimeError) -> RuntimeError:
+    """A guarded text the engine refuses: the engine's located message, saying so."""
+    text = str(exc)
+    note = (
+        "(its builtin calls could not be guarded for --builtin-errors undefined; load it "
+        "with --builtin-errors strict)"
+    )
+    found = list(_ERROR_LINE.finditer(text))
+    if not found:
+        return RuntimeError(f"{text}\nerror: {note}")
+    last = found[-1]
+    return RuntimeError(f"{text[: last.end()]} {note}{text[last.end() :]}")
 
 
 def parsed(texts: Sequence[tuple[str, str]], *, rego_v0: bool) -> dict[str, Module]:

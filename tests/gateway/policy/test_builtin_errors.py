@@ -197,3 +197,17 @@ def test_an_error_left_strict_names_its_builtin_on_a_guarded_line(
     decision = EmbeddedEngine(load_bundle(root, UNDEFINED)).decide({"n": 1})
     assert decision.is_policy_error
     assert "rand.intn failed at " in decision.reasons[0], decision.reasons
+
+
+def test_a_module_whose_calls_cannot_be_guarded_is_refused_saying_so(
+    write_bundle: WriteBundle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.policy import undefined
+
+    monkeypatch.setattr(undefined.Rewrite, "text", lambda self: "package callgate\n\nx := (\n")
+    root = write_bundle({"p.rego": 'package callgate\n\nn := to_number("1")\n'})
+    with pytest.raises(PolicyConfigError) as caught:
+        EmbeddedEngine(load_bundle(root, UNDEFINED))
+    message = caught.value.message
+    del caught  # no cycle keeping the engine's frames
+    assert "p.rego:4:" in message and "load it with --builtin-errors strict" in message
