@@ -52,9 +52,9 @@ from gateway.policy.decision import (
 )
 from gateway.policy.engine import is_panic, new_engine
 from gateway.policy.failures import CallIndex, describe
+from gateway.policy.guards import SUPPORT_FILE, extensions
 from gateway.policy.reads import InputView
 from gateway.policy.sources import engine_sources
-from gateway.policy.undefined import guards
 
 __all__ = [
     "DEFAULT_PREFIX",
@@ -107,9 +107,10 @@ def _build(bundle: Bundle, *, include_tests: bool, coverage: bool, guard: bool) 
         sources = engine_sources(bundle, include_tests=include_tests, guard=guard)
     except RuntimeError as exc:
         raise config_error_from_regorus(exc, fallback_file=where) from exc
-    for name, nargs, fn in guards(sources.guards):
+    for name, nargs, fn in extensions(sources.guards):
         engine.add_extension(name, nargs, fn)
-    for name, text in sources.texts:
+    support = ((SUPPORT_FILE, sources.support),) if sources.support else ()
+    for name, text in (*sources.texts, *support):
         try:
             engine.add_policy(name, text)
         except RuntimeError as exc:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.policy.bundle import config_error_from_regorus
+from gateway.policy.guards import builtin_name
 from gateway.policy.syntax import dotted, span, walk
-from gateway.policy.undefined import builtin_name
 
 _EXTENSION = re.compile(
     r"^extension '(?P<name>[^']+)' raises Python error: "

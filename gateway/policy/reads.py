@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.policy.engine import add_policy, new_engine
+from gateway.policy.guards import builtin_name
 from gateway.policy.syntax import dotted, walk
-from gateway.policy.undefined import builtin_name
 
 _STEPS = ("RefDot", "RefBrack")
 _LITERAL_INDEX = ("String", "RawString")

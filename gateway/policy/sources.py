@@ -26,6 +26,7 @@ from gateway.policy.builtins import SUPPLIED
 from gateway.policy.bundle import Bundle
 from gateway.policy.compat import Module, blank, empty_call_edits, rule_arities
 from gateway.policy.engine import bare_engine, engine_text
+from gateway.policy.guards import SUPPORT_FILE, support_module
 from gateway.policy.options import RegoOptions
 from gateway.policy.signatures import SIGNATURES, VARIADIC
 from gateway.policy.syntax import dotted, walk
@@ -42,6 +43,11 @@ _ERROR_LINE = re.compile(r"^error:.*$", re.MULTILINE)
 class EngineSources:
     texts: Named
     guards: frozenset[str] = frozenset()  # the builtins whose guards the texts call
+
+    @property
+    def support(self) -> str:
+        """The guards' support module ("" when the texts need none)."""
+        return support_module(self.guards)
 
 
 def engine_sources(
@@ -91,11 +97,13 @@ def _guarded(
         if rewrite is not None:
             names |= rewrite.names
         out.append((name, rewrite.text() if rewrite and rewrite.changed else text))
+    guarded = EngineSources(tuple(out), frozenset(names))
+    support = [(SUPPORT_FILE, guarded.support)] if guarded.support else []
     try:
-        parsed(out, rego_v0=rego_v0)
+        parsed([*out, *support], rego_v0=rego_v0)
     except RuntimeError as exc:
         raise _unguardable(exc) from None
-    return EngineSources(tuple(out), frozenset(names))
+    return guarded
 
 
 def _unguardable(exc: RuntimeError) -> RuntimeError:

@@ -31,6 +31,7 @@ from gateway.policy.decision import UNDEFINED
 from gateway.policy.embedded import build_regorus_engine
 from gateway.policy.engine import is_panic
 from gateway.policy.failures import CallIndex, describe
+from gateway.policy.guards import SUPPORT_FILE
 from gateway.policy.probe import Probe
 from gateway.policy.syntax import inner, span, statement_text, statements, text_of
 from gateway.policy.testnames import TEST_PREFIX, NumberedBundle, numbered
@@ -327,5 +328,6 @@ def _coverage(engine: Any) -> tuple[FileCoverage, ...]:
             not_covered=tuple(sorted(f.get("not_covered", []))),
         )
         for f in report.get("files", [])
+        if f.get("path") != SUPPORT_FILE  # callgate's own, for --builtin-errors undefined
     ]
     return tuple(sorted(files, key=lambda f: f.path))

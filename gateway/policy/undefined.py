@@ -3,18 +3,20 @@ does without `strict-builtin-errors`, and the evaluation goes on.
 
 The engine raises on every builtin error, and its Python binding cannot be told otherwise
 (regorus's `set_strict_builtin_errors` is not exposed). So in this mode each builtin call and
-each arithmetic or set operator of the bundle is rewritten to go through a guard, an extension
-that answers `[value]`, or `[]` when the builtin fails; the call site takes element 0, which
-of `[]` is undefined, so the expression is undefined exactly where OPA makes it so (a `not`
-over it succeeds, a rule whose body it is in does not apply, a `default` answers):
+each arithmetic or set operator of the bundle is rewritten to go through a guard
+(`gateway.policy.guards`) that answers `[value]`, or `[]` when the builtin fails; the call
+site takes element 0, which of `[]` is undefined, so the expression is undefined exactly where
+OPA makes it so (a `not` over it succeeds, a rule whose body it is in does not apply, a
+`default` answers):
 
-    to_number(x)               →  __callgate_undefined.to_number(x)[0]
-    a / b                      →  __callgate_undefined.div(a, b)[0]
-    split(s, ",", parts)       →  parts = __callgate_undefined.split(s, ",")[0]
+    to_number(x)               →  __callgate_guard.to_number(x)[0]
+    a / b                      →  __callgate_guard.div(a, b)[0]
+    split(s, ",", parts)       →  parts = __callgate_guard.split(s, ",")[0]
+    count(violations)          →  data.__callgate_undefined.g_count(violations)[0]
 
-Every line stays where it was (a line's columns move). The engine's own builtins run in the
-guard on a plain engine of the calling thread; callgate's supplied builtins are called
-directly. Left as they are (their errors stay errors): `print`, `trace`, `walk` (a relation),
+(the last form for builtins whose arguments may hold what cannot be handed to Python).
+Every line stays where it was (a line's columns move). Left as they are (their errors stay
+errors): `print`, `trace`, `walk` (a relation),
 builtins without arguments, `rand.intn` and `uuid.rfc4122` (OPA answers them once per query;
 a guard would answer afresh), calls in `with` clauses and `default` values, and a builtin
 that a `with` replaces anywhere in the bundle (the replacement applies to the name as written).
@@ -24,24 +26,14 @@ modes, as on OPA.
 
 from __future__ import annotations
 
-import functools
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
-from gateway.policy.builtins import EXTENSIONS, BuiltinError
 from gateway.policy.compat import Module
-from gateway.policy.signatures import SIGNATURES
+from gateway.policy.guards import ARITIES, GUARD, SUPPORT, SYMBOLS, builtin_name, callee
 from gateway.policy.syntax import dotted, extent, inner, span
 
-PREFIX: Final = "__callgate_undefined"
-_KEEP = frozenset({"print", "trace", "walk", "rand.intn", "uuid.rfc4122"})
-_SUPPLIED = {e.name: e for e in EXTENSIONS}
-ARITIES: dict[str, int] = {
-    **{name: len(s.args) for name, s in SIGNATURES.items() if s.args and name not in _KEEP},
-    **{name: e.nargs for name, e in _SUPPLIED.items() if e.nargs and name not in _KEEP},
-}
 # operator (as the syntax tree names it) → (its builtin name, the symbol written)
 OPERATORS: dict[str, tuple[str, str]] = {
     "Add": ("plus", "+"),
@@ -54,12 +46,7 @@ OPERATORS: dict[str, tuple[str, str]] = {
     "And": ("and", "&"),
     "Intersection": ("and", "&"),
 }
-_SYMBOLS = {name: symbol for name, symbol in OPERATORS.values()}
-
-
-def builtin_name(name: str) -> str:
-    """The builtin a (possibly guarded) call names: `__callgate_undefined.x.y` → `x.y`."""
-    return name.removeprefix(PREFIX + ".")
+_GUARDED = (f"{GUARD}.", f"data.{SUPPORT}.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,7 +101,7 @@ class Rewrite:
 
     def _call(self, call: dict[str, Any], aliases: set[str], statement: bool) -> _Guard | None:
         name = dotted(call.get("fcn"))
-        if name.startswith(PREFIX + "."):  # a guarded text read back (a probe's copy of it)
+        if name.startswith(_GUARDED):  # a guarded text read back (a probe's copy of it)
             self.names.add(builtin_name(name))
             return None
         head = name.split(".")[0]
@@ -168,31 +155,16 @@ class Rewrite:
                 reached = guard.end
 
     def _replacement(self, g: _Guard) -> bytes:
-        prefix = f"{PREFIX}.".encode()
-        if g.name in _SYMBOLS:  # an operator: `a / b` → `PREFIX.div(a , b)[0]`
-            return (
-                prefix
-                + g.name.encode()
-                + b"("
-                + self._render(g.start, g.split)
-                + b","
-                + self._render(g.split + 1, g.end)
-                + b")[0]"
-            )
-        fcn = self._source[g.start : g.split]
+        fcn = callee(g.name).encode()
+        if g.name in SYMBOLS:  # an operator: `a / b` → `__callgate_guard.div(a , b)[0]`
+            lhs, rhs = self._render(g.start, g.split), self._render(g.split + 1, g.end)
+            return fcn + b"(" + lhs + b"," + rhs + b")[0]"
         if g.output is None:
-            return prefix + fcn + self._render(g.split, g.end) + b"[0]"
+            return fcn + self._render(g.split, g.end) + b"[0]"
         last_in, out_start, out_end = g.output
-        tail = self._source[last_in : g.end]
-        return (
-            self._render(out_start, out_end)
-            + b" = "
-            + prefix
-            + fcn
-            + self._render(g.split, last_in)
-            + b")[0]"
-            + b"\n" * tail.count(b"\n")
-        )
+        newlines = b"\n" * self._source[last_in : g.end].count(b"\n")
+        out = self._render(out_start, out_end)
+        return out + b" = " + fcn + self._render(g.split, last_in) + b")[0]" + newlines
 
 
 def _nodes(rule: Any) -> Iterator[tuple[dict[str, Any], bool]]:
@@ -240,63 +212,3 @@ def _symbol_at(source: bytes, lo: int, hi: int, symbol: str) -> int | None:
             return i
         i += 1
     return None
-
-
-# ---------------------------------------------------------------------------------------------
-# the guards
-
-
-def guards(names: set[str] | frozenset[str]) -> list[tuple[str, int, Callable[..., Any]]]:
-    """(extension name, argument count, function) of the guard of each builtin named."""
-    return [_guard(name) for name in sorted(names)]
-
-
-@functools.cache
-def _guard(name: str) -> tuple[str, int, Callable[..., Any]]:
-    if name in _SYMBOLS:
-        return f"{PREFIX}.{name}", 2, _native(f"input[0] {_SYMBOLS[name]} input[1]")
-    nargs = ARITIES[name]
-    supplied = _SUPPLIED.get(name)
-    if supplied is not None:
-        return f"{PREFIX}.{name}", nargs, _supplied(supplied.contained())
-    call = f"{name}({', '.join(f'input[{i}]' for i in range(nargs))})"
-    return f"{PREFIX}.{name}", nargs, _native(call)
-
-
-def _supplied(fn: Callable[..., Any]) -> Callable[..., list[Any]]:
-    def guard(*args: Any) -> list[Any]:
-        try:
-            return [fn(*args)]
-        except BuiltinError:
-            return []
-
-    return guard
-
-
-_local = threading.local()
-
-
-def _native(expression: str) -> Callable[..., list[Any]]:
-    """A guard evaluating `expression` (over `input[i]`, the arguments) on a plain engine of
-    the calling thread."""
-    module = f"package __callgate_guard\n\nr := [{expression}]\n"
-
-    def guard(*args: Any) -> list[Any]:
-        engines: dict[str, Any] = _local.__dict__.setdefault("engines", {})
-        engine = engines.get(expression)
-        if engine is None:
-            from gateway.policy.engine import bare_engine  # the one place engines are made
-
-            engine = engines[expression] = bare_engine()
-            engine.add_policy("guard.rego", module)
-        try:
-            engine.set_input(list(args))
-            value = engine.eval_rule("data.__callgate_guard.r")
-        except RuntimeError:
-            return []
-        except BaseException:
-            engines.pop(expression, None)  # a panic: the engine is not used again
-            raise
-        return value if isinstance(value, list) else []
-
-    return guard

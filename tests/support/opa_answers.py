@@ -4,7 +4,8 @@ A fixture file (`tests/gateway/policy/opa_answers/*.json`) holds cases: modules,
 a builtin-error mode, an input, a query, and what OPA 1.9.0 answered (recorded with the Data
 API of `opa run --server`, `--v0-compatible` for v0 cases, `strict-builtin-errors=true` for
 strict ones): `{"value": ...}`, `{"undefined": true}` or `{"error": "..."}` (a policy OPA
-refuses, or an evaluation that fails). Sets are sorted arrays, as OPA writes them.
+refuses, or an evaluation that fails). Sets are sorted arrays, as OPA writes them, and as the
+engine writes them in JSON.
 
 - `embedded_answer(case, tmp)`: what callgate's embedded engine answers, loading the modules
   as a policy directory would be loaded (the load-time checks included);
@@ -89,7 +90,7 @@ def embedded_answer(case: Case, tmp: Path) -> dict[str, Any]:
     try:
         if case.input is not None:
             engine.set_input_json(json.dumps(case.input))
-        out = engine.eval_query(case.query)
+        out = json.loads(engine.eval_query_as_json(case.query))  # sets of objects too
     except Exception as exc:  # noqa: BLE001  (the evaluation failed: that is the answer)
         return {"error": str(exc).split("Stack backtrace:")[0].strip()}
     except BaseException as exc:

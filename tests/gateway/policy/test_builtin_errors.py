@@ -70,8 +70,8 @@ def test_guarded_sources_keep_every_line(write_bundle: WriteBundle) -> None:
     bundle = load_bundle(write_bundle({"p.rego": text}), UNDEFINED)
     [(_, guarded)] = engine_sources(bundle).texts
     assert guarded.count("\n") == text.count("\n")
-    assert guarded.splitlines()[2].startswith("x := __callgate_undefined.count(")
-    assert "parts = __callgate_undefined.split(input.s," in guarded
+    assert guarded.splitlines()[2].startswith("x := data.__callgate_undefined.g_count(")
+    assert "parts = __callgate_guard.split(input.s," in guarded
     assert engine_sources(bundle, guard=False).texts == ((bundle.source_name("p.rego"), text),)
 
 
@@ -181,7 +181,7 @@ def test_a_guarded_builtin_that_reads_the_clock_keeps_decisions_from_being_remem
         {"p.rego": 'package callgate\n\nx := io.jwt.decode_verify(input.t, {"secret": "s"})\n'}
     )
     engine = build_regorus_engine(load_bundle(root, UNDEFINED))
-    assert "__callgate_undefined.io.jwt.decode_verify(" in engine.get_ast_as_json()
+    assert "__callgate_undefined.g_io__jwt__decode_verify(" in engine.get_ast_as_json()
     assert InputView.of(engine).pure is False
 
 
