@@ -10,9 +10,14 @@ the line the author wrote) and is checked against OPA's answers in the tests.
   evaluates the rule (its type checker lets the call through when the rule's value is not
   known before evaluation); the engine looks for a function and finds none. The parentheses
   become spaces, so every column after them stays where it was.
+- A reference that ends a line of a body, followed by a parenthesized expression on the
+  next (`input.parameters.limit` then `(a - b) >= input.parameters.limit`): OPA reads two
+  statements, the engine one call (`could not find function`). A `;` ends the first.
 - Rego v0 only: a rule head that is a bare name (`allow` on a line of its own) is refused as
   OPA refuses it (`var cannot be used for rule name`); the engine would read it as
-  `allow = true`.
+  `allow = true`. A rule with several bodies (`deny[msg] { ... } { ... }`: each body a
+  definition of its own to OPA) is refused, naming the way around it: the engine reads the
+  second body as an `else` (or refuses it for a partial set).
 
 Known difference: OPA refuses `f()` when it knows the rule's value type before evaluation (a
 constant: `f := 3`); callgate evaluates it as OPA evaluates the calls it accepts.
@@ -38,6 +43,34 @@ BODY = " := true"
 
 class BareRuleName(RuntimeError):
     """A Rego v0 rule head that is a bare name; the message is located like the engine's."""
+
+
+class SeveralBodies(RuntimeError):
+    """A Rego v0 rule with several bodies; the message is located like the engine's."""
+
+    def __init__(self, file: str, line: int, col: int) -> None:
+        super().__init__(
+            f"--> {file}:{line}:{col}\nerror: a rule with several bodies "
+            "(`p { ... } { ... }`, each body a definition of its own) is read "
+            "differently by the embedded engine: write each body as a rule of "
+            "its own, with the head repeated"
+        )
+
+
+_ELSE_ON_SET = "else cannot be used with set rules"
+
+
+def several_bodies_refused(message: str, text: str) -> SeveralBodies | None:
+    """The engine's refusal of a partial set rule with several bodies, said as what it is;
+    None for any other error (or a real `else`)."""
+    found = _LOCATION.search(message) if _ELSE_ON_SET in message else None
+    if found is None:
+        return None
+    line, col = int(found.group("line")), int(found.group("col"))
+    lines = text.split("\n")
+    if not 1 <= line <= len(lines) or not lines[line - 1][col - 1 :].startswith("{"):
+        return None
+    return SeveralBodies(found.group(0).split()[1].rsplit(":", 2)[0], line, col)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,7 +276,57 @@ def blank(source: bytes, ranges: Iterable[tuple[int, int]]) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------
-# Rego v0 rule heads OPA refuses
+# a statement ending at the end of its line
+
+
+def statement_breaks(module: Module) -> list[int]:
+    """Offsets where a `;` ends a statement that is a reference ending its line, followed by a
+    parenthesized expression on the next line (the engine reads a call)."""
+    starts = {
+        node["span"]["start"]
+        for node in walk(module.ast.get("rules") or [])
+        if "literal" in node and isinstance(node.get("span"), dict)
+    }
+    found = []
+    for node in walk(module.ast.get("rules") or []):
+        kind, call = inner(node)
+        if kind != "Call":
+            continue
+        fcn = span(call.get("fcn"))
+        start, end = fcn.get("start"), fcn.get("end")
+        if not isinstance(start, int) or not isinstance(end, int) or start not in starts:
+            continue
+        paren = module.source.find(b"(", end)
+        if paren > 0 and b"\n" in module.source[end:paren] and not module.source[end:paren].strip():
+            found.append(end)
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Rego v0 rules OPA reads otherwise
+
+
+def several_bodies(module: Module) -> Iterator[SeveralBodies]:
+    """A located error for each rule with several bodies (not joined by `else`) that give a
+    value of their own: OPA fails when two give different values, the engine takes the
+    first (for a rule that is only true, the two agree)."""
+    for rule in module.ast.get("rules") or []:
+        kind, body = inner(rule)
+        bodies = body.get("bodies") or [] if kind == "Spec" else []
+        assign = inner(body.get("head"))[1].get("assign") if kind == "Spec" else None
+        value = inner(assign.get("value"))[0] if isinstance(assign, dict) else "Bool"
+        if value in _CONSTANTS:
+            continue
+        for before, after in zip(bodies, bodies[1:], strict=False):
+            gap = module.source[span(before).get("end", 0) : span(after).get("start", 0)]
+            if not re.search(rb"\belse\b", gap):
+                where = span(after)
+                yield SeveralBodies(
+                    module.file, int(where.get("line", 0)), int(where.get("col", 0))
+                )
+
+
+_CONSTANTS = frozenset({"Bool", "Number", "String", "RawString", "Null"})
 
 
 def bare_rule_names(module: Module) -> Iterator[BareRuleName]:

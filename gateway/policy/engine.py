@@ -29,6 +29,9 @@ from gateway.policy.compat import (  # noqa: E402
     Module,
     bare_rule_names,
     complete_bodyless_functions,
+    several_bodies,
+    several_bodies_refused,
+    statement_breaks,
 )
 from gateway.policy.syntax import dotted, inner, span, walk  # noqa: E402
 
@@ -74,29 +77,40 @@ def engine_text(name: str, text: str, *, rego_v0: bool = False) -> str:
     def parse(candidate: str) -> None:
         bare_engine(rego_v0=rego_v0).add_policy(name, candidate)
 
-    if rego_v0:
-        _refuse_bare_rule_names(name, text)
-    else:
+    if not rego_v0:
         text = complete_bodyless_functions(text, parse)
+    modules = _syntax_tree(name, text, rego_v0=rego_v0)
+    if rego_v0:
+        _refuse_v0_readings(modules)
+    breaks = sorted((o for m in modules for o in statement_breaks(m)), reverse=True)
+    if breaks:
+        source = text.encode()
+        for offset in breaks:
+            source = source[:offset] + b";" + source[offset:]
+        text = source.decode()
     return rewrite_output_calls(name, text, rego_v0=rego_v0)
 
 
-def _refuse_bare_rule_names(name: str, text: str) -> None:
-    problems = [p for m in _syntax_tree(name, text) for p in bare_rule_names(Module.of(m))]
-    if problems:
-        raise problems[0]
+def _refuse_v0_readings(modules: list[Module]) -> None:
+    for module in modules:
+        for problem in (*bare_rule_names(module), *several_bodies(module)):
+            raise problem
 
 
-def _syntax_tree(name: str, text: str) -> list[dict[str, Any]]:
-    """The modules of a v0 source, or none if it does not parse (the engine's own error is
-    then reported by the caller's add_policy)."""
-    scratch = bare_engine(rego_v0=True)
+def _syntax_tree(name: str, text: str, *, rego_v0: bool) -> list[Module]:
+    """The modules of a source; none if it does not parse (the engine's own error is then
+    reported by the caller's add_policy, or said as what it is)."""
+    scratch = bare_engine(rego_v0=rego_v0)
+    error: RuntimeError | None = None
     try:
         scratch.add_policy(name, text)
-    except RuntimeError:
-        return []
-    modules: list[dict[str, Any]] = json.loads(scratch.get_ast_as_json())
-    return modules
+    except RuntimeError as exc:
+        error = several_bodies_refused(str(exc), text) if rego_v0 else None
+        if error is None:
+            return []
+    if error is not None:
+        raise error
+    return [Module.of(m) for m in json.loads(scratch.get_ast_as_json())]
 
 
 def is_panic(exc: BaseException) -> bool:
