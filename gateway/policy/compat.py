@@ -16,8 +16,8 @@ the line the author wrote) and is checked against OPA's answers in the tests.
 - Rego v0 only: a rule head that is a bare name (`allow` on a line of its own) is refused as
   OPA refuses it (`var cannot be used for rule name`); the engine would read it as
   `allow = true`. A rule with several bodies (`deny[msg] { ... } { ... }`: each body a
-  definition of its own to OPA) is refused, naming the way around it: the engine reads the
-  second body as an `else` (or refuses it for a partial set).
+  definition of its own to OPA) is refused, naming the way around it: the engine gives the
+  later bodies the value `true` (and refuses the form for a partial set, calling it `else`).
 
 Known difference: OPA refuses `f()` when it knows the rule's value type before evaluation (a
 constant: `f := 3`); callgate evaluates it as OPA evaluates the calls it accepts.
@@ -308,8 +308,8 @@ def statement_breaks(module: Module) -> list[int]:
 
 def several_bodies(module: Module) -> Iterator[SeveralBodies]:
     """A located error for each rule with several bodies (not joined by `else`) that give a
-    value of their own: OPA fails when two give different values, the engine takes the
-    first (for a rule that is only true, the two agree)."""
+    value of their own: to OPA each is a definition of the rule; the engine gives the second
+    and later ones the value `true` (for a rule that is only true, the two agree)."""
     for rule in module.ast.get("rules") or []:
         kind, body = inner(rule)
         bodies = body.get("bodies") or [] if kind == "Spec" else []
@@ -319,7 +319,7 @@ def several_bodies(module: Module) -> Iterator[SeveralBodies]:
             continue
         for before, after in zip(bodies, bodies[1:], strict=False):
             gap = module.source[span(before).get("end", 0) : span(after).get("start", 0)]
-            if not re.search(rb"\belse\b", gap):
+            if not after.get("is_else") and not re.search(rb"\belse\b", gap):
                 where = span(after)
                 yield SeveralBodies(
                     module.file, int(where.get("line", 0)), int(where.get("col", 0))
