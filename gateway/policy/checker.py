@@ -6,7 +6,9 @@
   (input, data, rule values) is `any` and never reported;
 - arithmetic on operands of a known wrong type (`"a" + 1`);
 - a call to a function that is neither a builtin nor defined by the policies;
-- a call to a builtin this engine cannot evaluate (OPA has it; regorus lacks it).
+- a call to a builtin this engine cannot evaluate (OPA has it; regorus lacks it);
+- a variable inside `not` that nothing outside the negation binds, `_` included: OPA's
+  `rego_unsafe_var_error` (the engine evaluates such a negation as if it were bound).
 
 The engine itself raises these only when the call is evaluated, which would deny every call
 at run time; here they are reported with file and line when the policy is loaded.
@@ -21,6 +23,7 @@ from typing import Any
 
 from gateway.policy.bundle import PolicyConfigError, RuleInfo
 from gateway.policy.engine import is_panic
+from gateway.policy.negation import unsafe_variables, without_generated
 from gateway.policy.signatures import (
     ANY,
     OPERATORS,
@@ -65,8 +68,10 @@ class Checker:
     def run(self) -> list[PolicyConfigError]:
         local = {(r.package, r.name.split(".")[0]) for r in self.rules}
         for module in _modules(self.engine):
+            known = frozenset(h for p, h in local if p == module.package) | module.aliases
             for rule in module.rules:
-                for body, env in _bodies(rule):
+                self._check_negations(module, rule, known)
+                for body, env in _bodies(without_generated(rule)):
                     self._check_body(module, local, body, env)
         unique = {(p.file, p.line, p.column, p.detail): p for p in self.problems}
         return sorted(unique.values(), key=lambda p: (p.file, p.line or 0, p.column or 0))
@@ -131,6 +136,13 @@ class Checker:
                 where["start"] -= 1  # the span starts after the opening quote
             self._add(module, where, f"rego_type_error: {name}: invalid argument "
                       f"{index}: have {type_text(have)}, want {type_text(expected)}")
+
+    def _check_negations(self, module: _Module, rule: Any, known: frozenset[str]) -> None:
+        for var in unsafe_variables(module.source, without_generated(rule), known):
+            name = inner(var)[1].get("value")
+            self._add(module, span(var), f"rego_unsafe_var_error: var {name} is unsafe (a "
+                      "variable inside `not` must be bound outside it: bind it before the "
+                      "negation, or count with a comprehension)")
 
     # -- helpers ------------------------------------------------------------------------------
 

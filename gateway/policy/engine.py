@@ -4,11 +4,13 @@ Serving engines (one per thread), `policy test`, `policy eval`, `--explain`, cov
 checker all call `new_engine()`, so a policy means the same everywhere. `add_policy()` adds a
 source the way OPA reads it, including the output-argument form of a call to a supplied
 builtin (`io.jwt.decode(token, [header, payload, sig])`), which the engine only understands for
-its own builtins: such a call is rewritten to `[header, payload, sig] = io.jwt.decode(token)`.
+its own builtins: such a call is rewritten to `[header, payload, sig] = io.jwt.decode(token)`;
+and OPA's order of evaluation around `not` (gateway.policy.negation).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any
@@ -22,6 +24,7 @@ os.environ["RUST_BACKTRACE"] = "0"
 import regorus  # noqa: E402  (the environment must be set first)
 
 from gateway.policy.builtins import ARITY, EXTENSIONS  # noqa: E402
+from gateway.policy.negation import rewrite_negations  # noqa: E402
 from gateway.policy.syntax import dotted, inner, span, walk  # noqa: E402
 
 # regorus refuses a policy line longer than 1,024 columns by default; a JWT, a PEM key or a
@@ -52,7 +55,21 @@ def bare_engine() -> Any:
 
 def add_policy(engine: Any, name: str, text: str) -> None:
     """Add a policy source (RuntimeError with the engine's located message if it is bad)."""
-    engine.add_policy(name, rewrite_output_calls(name, text))
+    engine.add_policy(name, rewrite_source(name, text))
+
+
+@functools.lru_cache(maxsize=256)
+def rewrite_source(name: str, text: str) -> str:
+    """A source as the engine is given it: with the output-argument form of supplied builtins
+    rewritten, and OPA's evaluation order around `not` (gateway.policy.negation) made explicit.
+    Every line stays where it was."""
+    return rewrite_negations(name, rewrite_output_calls(name, text), _syntax_tree)
+
+
+def _syntax_tree(name: str, text: str) -> Any:
+    scratch = bare_engine()
+    scratch.add_policy(name, text)
+    return json.loads(scratch.get_ast_as_json())
 
 
 def is_panic(exc: BaseException) -> bool:

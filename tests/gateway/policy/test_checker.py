@@ -14,6 +14,9 @@ from gateway.policy.engine import add_policy, new_engine
 from tests.gateway.policy.conformance import all_cases
 from tests.gateway.policy.inputs import DEFAULT_POLICIES, WriteBundle
 
+UNSAFE = ("rego_unsafe_var_error: var {} is unsafe (a variable inside `not` must be bound "
+          "outside it: bind it before the negation, or count with a comprehension)")
+
 
 def problems(write_bundle: WriteBundle, body: str) -> list[str]:
     root = write_bundle({"p.rego": f"package callgate\n\nimport data.lib\n\n{body}\n",
@@ -42,10 +45,21 @@ def problems(write_bundle: WriteBundle, body: str) -> list[str]:
     ('x := crypto.x509.parse_certificates("pem")',
      "p.rego:5:6: function crypto.x509.parse_certificates is not available in the embedded "
      "engine (regorus); use the OPA engine for this policy"),
+    # OPA 1.9 `opa check`: var ... is unsafe
+    ('x if not startswith(input.names[_], "a")', f"p.rego:5:33: {UNSAFE.format('_')}"),
+    ("x if { some i; not input.names[i] }", f"p.rego:5:32: {UNSAFE.format('i')}"),
 ])
 def test_problem_reported_with_place(write_bundle: WriteBundle, body: str,
                                      message: str) -> None:
     assert problems(write_bundle, body) == [message]
+
+
+def test_a_guarded_term_is_reported_once(write_bundle: WriteBundle) -> None:
+    """The term OPA evaluates before a negation is copied into a guard: its type error is still
+    one problem, at the place written."""
+    assert problems(write_bundle, 'x if not concat(", ", 42) == ""') == [
+        "p.rego:5:23: rego_type_error: concat: invalid argument 2: have number, want "
+        "array[string] or set[string]"]
 
 
 def test_every_problem_is_reported_not_just_the_first(write_bundle: WriteBundle) -> None:
@@ -64,6 +78,14 @@ def test_every_problem_is_reported_not_just_the_first(write_bundle: WriteBundle)
     "x := {1} - {2}",
     'x := sprintf("%d", [count(input.xs)])',
     'x := io.jwt.decode("a.b.c")',  # supplied builtins are available
+    # bound outside the negation, or evaluated before it (a nested call), or local to a
+    # comprehension: OPA accepts these
+    "x if { some name in input.names; not startswith(name, lib.g(name)) }",
+    "x if not count(input.names[_]) == 2",
+    "x if not count([n | n := input.names[_]]) == 2",
+    "f(v) if not v\n\nx if f(input.a)",
+    "x if every v in input.names { not v == 1 }",
+    'x if not concat(", ", ["a"]) == "b"',
 ])
 def test_well_typed_or_unknown_types_pass(write_bundle: WriteBundle, body: str) -> None:
     root = write_bundle({"p.rego": f"package callgate\n\nimport data.lib\n\n{body}\n",
