@@ -25,7 +25,7 @@ import regorus  # noqa: E402  (the environment must be set first)
 
 from gateway.policy.builtins import ARITY, EXTENSIONS  # noqa: E402
 from gateway.policy.negation import rewrite_negations  # noqa: E402
-from gateway.policy.syntax import dotted, inner, span, walk  # noqa: E402
+from gateway.policy.syntax import dotted, extent, inner, span, text_of, walk  # noqa: E402
 
 # regorus refuses a policy line longer than 1,024 columns by default; a JWT, a PEM key or a
 # JWKS written into a policy is longer. Lines may be as long as a file may be large.
@@ -84,8 +84,10 @@ def is_panic(exc: BaseException) -> bool:
 
 def rewrite_output_calls(name: str, text: str) -> str:
     """`f(a, out)` → `out = f(a)` for statement calls to supplied builtins given one argument
-    more than they take; any other text is returned unchanged."""
-    if not any(f"{fn}(" in text for fn in ARITY):
+    more than they take, and `[path, value] := walk(x)` → `walk(x, [path, value])` (the engine
+    gives nothing for walk's value form, only for its output form); any other text is returned
+    unchanged."""
+    if not any(f"{fn}(" in text for fn in ARITY) and "walk(" not in text:
         return text
     scratch = bare_engine()
     try:
@@ -107,11 +109,29 @@ def _edits(source: bytes, tree: Any) -> list[tuple[int, int, bytes]]:
         if not isinstance(literal, dict):
             continue
         expr = (literal.get("Expr") or literal.get("NotExpr") or {}).get("expr")
-        kind, call = inner(expr)
-        edit = _output_call_edit(source, call) if kind == "Call" else None
+        kind, node = inner(expr)
+        edit = _output_call_edit(source, node) if kind == "Call" else None
+        if kind == "AssignExpr" and "Expr" in literal:
+            edit = _walk_edit(source, node)
         if edit is not None:
             found.append(edit)
     return found
+
+
+def _walk_edit(source: bytes, assign: dict[str, Any]) -> tuple[int, int, bytes] | None:
+    """`T := walk(x)` or `T = walk(x)` (either way round) as `walk(x, T)`."""
+    sides = [assign.get("lhs"), assign.get("rhs")]
+    for call_side, other in ((sides[1], sides[0]), (sides[0], sides[1])):
+        kind, call = inner(call_side)
+        if kind == "Call" and dotted(call.get("fcn")) == "walk" and \
+                len(call.get("params") or []) == 1 and inner(other)[0] != "Call":
+            where = extent(source, {"AssignExpr": assign})
+            if where is None or (call_side is sides[0] and assign.get("op") != "Eq"):
+                return None
+            argument = text_of(source, call["params"][0]).encode()
+            target = text_of(source, other).encode()
+            return where[0], where[1], b"walk(" + argument + b", " + target + b")"
+    return None
 
 
 def _output_call_edit(source: bytes, call: dict[str, Any]) -> tuple[int, int, bytes] | None:
