@@ -23,6 +23,7 @@ from typing import Any
 
 from gateway.policy.bundle import PolicyConfigError, RuleInfo
 from gateway.policy.engine import is_panic
+from gateway.policy.fidelity import number_findings, with_findings
 from gateway.policy.negation import unsafe_variables, without_generated
 from gateway.policy.signatures import (
     ANY,
@@ -54,6 +55,7 @@ class _Module:
     aliases: set[str]
     rules: list[Any]
     source: bytes
+    imports: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,13 +66,21 @@ class Checker:
     rules: tuple[RuleInfo, ...]
     problems: list[PolicyConfigError] = field(default_factory=list)
     _missing: dict[str, bool] = field(default_factory=dict)
+    _arities: dict[str, set[int]] = field(default_factory=dict)
 
     def run(self) -> list[PolicyConfigError]:
         local = {(r.package, r.name.split(".")[0]) for r in self.rules}
-        for module in _modules(self.engine):
+        modules = list(_modules(self.engine))
+        self._arities = _function_arities(modules)
+        for module in modules:
             known = frozenset(h for p, h in local if p == module.package) | module.aliases
+            functions = _function_names(module, self._arities)
+            for node, message in number_findings(module.source, module.rules):
+                self._add(module, span(node), message)
             for rule in module.rules:
                 self._check_negations(module, rule, known)
+                for node, message in with_findings(rule, functions):
+                    self._add(module, span(node), message)
                 for body, env in _bodies(without_generated(rule)):
                     self._check_body(module, local, body, env)
         unique = {(p.file, p.line, p.column, p.detail): p for p in self.problems}
@@ -80,23 +90,32 @@ class Checker:
 
     def _check_body(self, module: _Module, local: set[tuple[str, str]], body: Any,
                     env: dict[str, Any]) -> None:
+        statements = _statement_calls(body)
         for node in walk(body):
             kind, value = inner(node)
             if kind == "Call":
-                self._check_call(module, local, value, env)
+                self._check_call(module, local, value, env, id(value) in statements)
             elif kind in ("ArithExpr", "BinExpr"):
                 self._check_operator(module, kind, value, env)
+            elif kind == "AssignExpr" and value.get("op") == "Eq":
+                self._check_unification(module, value, env)
 
     def _check_call(self, module: _Module, local: set[tuple[str, str]], call: dict[str, Any],
-                    env: dict[str, Any]) -> None:
+                    env: dict[str, Any], statement: bool) -> None:
+        """A call's arity (OPA takes one argument more, an output, only from a call that is a
+        statement of its own) and the types of its arguments."""
         name = dotted(call.get("fcn"))
         head = name.split(".")[0]
+        where = span(call.get("fcn")) or call.get("span", {})
+        params = call.get("params") or []
+        function = _function_path(module, name, self._arities)
+        if function is not None:
+            self._check_function_arity(module, where, function, len(params), statement)
+            return
         if not name or head in ("data", "input") or head in module.aliases:
             return
         if (module.package, head) in local:
             return
-        where = span(call.get("fcn")) or call.get("span", {})
-        params = call.get("params") or []
         if name in VARIADIC:
             return
         signature = SIGNATURES.get(name)
@@ -109,13 +128,36 @@ class Checker:
                       "engine (regorus); use the OPA engine for this policy")
             return
         want = len(signature.args)
-        if len(params) not in (want, want + 1):
+        if len(params) not in ((want, want + 1) if statement else (want,)):
             self._add(module, where, f"rego_type_error: {name}: arity mismatch: have "
                       f"{len(params)} argument{'s' * (len(params) != 1)}, want {want}")
             return
         for index, (param, expected) in enumerate(zip(params, signature.args, strict=False),
                                                   start=1):
             self._check_operand(module, name, index, param, expected, env)
+        if len(params) == want + 1:
+            self._check_operand(module, name, want + 1, params[-1], signature.result, env)
+
+    def _check_function_arity(self, module: _Module, where: dict[str, Any], function: str,
+                              have: int, statement: bool) -> None:
+        arities = self._arities[function]
+        if any(have in ((n, n + 1) if statement else (n,)) for n in arities):
+            return
+        self._add(module, where, f"rego_type_error: function {function} has arity "
+                  f"{min(arities)}, got {have} argument{'s' * (have != 1)}")
+
+    def _check_unification(self, module: _Module, node: dict[str, Any],
+                           env: dict[str, Any]) -> None:
+        """`x = f(...)` where the builtin's result cannot be x (as OPA's type checker finds,
+        also for the output argument callgate rewrites a supplied builtin's into this)."""
+        for call_side, other in (("rhs", "lhs"), ("lhs", "rhs")):
+            kind, call = inner(node.get(call_side))
+            signature = SIGNATURES.get(dotted(call.get("fcn"))) if kind == "Call" else None
+            have = infer(node.get(other), env)
+            if signature is not None and not compatible(have, signature.result):
+                self._add(module, span(node.get(other)), "rego_type_error: match error: have "
+                          f"{type_text(have)}, want {type_text(signature.result)} "
+                          f"({signature.name}'s result)")
 
     def _check_operator(self, module: _Module, kind: str, node: dict[str, Any],
                         env: dict[str, Any]) -> None:
@@ -164,6 +206,29 @@ class Checker:
 def check(engine: Any, rules: tuple[RuleInfo, ...]) -> list[PolicyConfigError]:
     """Every static problem of the policies compiled into engine, sorted by place."""
     return Checker(engine, rules).run()
+
+
+def refusals(engine: Any) -> list[PolicyConfigError]:
+    """The constructs gateway.policy.fidelity refuses, in policies the engine has parsed but
+    may have failed to compile (its own message for some of them is an unsafe variable)."""
+    checker = Checker(engine, ())
+    modules = list(_modules(engine))
+    arities = _function_arities(modules)
+    for module in modules:
+        functions = _function_names(module, arities)
+        for node, message in number_findings(module.source, module.rules):
+            checker._add(module, span(node), message)
+        for rule in module.rules:
+            for node, message in with_findings(rule, functions):
+                checker._add(module, span(node), message)
+    return sorted(checker.problems, key=lambda p: (p.file, p.line or 0, p.column or 0))
+
+
+def _function_names(module: _Module, arities: dict[str, set[int]]) -> frozenset[str]:
+    """The names a `with` replacement may name a function of the policies by in module."""
+    prefix = module.package + "."
+    local = {path[len(prefix):] for path in arities if path.startswith(prefix)}
+    return frozenset(local | set(arities))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,9 +290,64 @@ def _modules(engine: Any) -> Iterable[_Module]:
         ast = module.get("ast", {})
         package = "data." + dotted(ast.get("package", {}).get("refr"))
         contents = source.get("contents", "")
+        imports = _import_paths(ast.get("imports", []), contents)
         yield _Module(file=source.get("file", ""), package=package,
                       aliases=_import_aliases(ast.get("imports", []), contents),
-                      rules=list(ast.get("rules", [])), source=contents.encode())
+                      rules=list(ast.get("rules", [])), source=contents.encode(),
+                      imports=imports)
+
+
+def _import_paths(imports: list[Any], contents: str) -> dict[str, str]:
+    """Name bound by each `import data.…` → the path it stands for."""
+    paths: dict[str, str] = {}
+    for imp in imports:
+        path = dotted(imp.get("refr")) if isinstance(imp, dict) else ""
+        if not path.startswith("data."):
+            continue
+        alias = imp.get("as")
+        name = path.rsplit(".", 1)[-1]
+        if isinstance(alias, dict) and isinstance(alias.get("start"), int):
+            name = contents.encode()[alias["start"]:alias.get("end", alias["start"])].decode()
+        paths[name] = path
+    return paths
+
+
+def _statement_calls(body: Any) -> set[int]:
+    """The calls that are statements of their own (where an output argument may follow)."""
+    found: set[int] = set()
+    for item in walk(body):
+        literal = item.get("literal")
+        if isinstance(literal, dict):
+            expr = (literal.get("Expr") or literal.get("NotExpr") or {}).get("expr")
+            kind, call = inner(expr)
+            if kind == "Call":
+                found.add(id(call))
+    return found
+
+
+def _function_arities(modules: list[_Module]) -> dict[str, set[int]]:
+    """Full path of every function the policies define → its numbers of arguments."""
+    arities: dict[str, set[int]] = {}
+    for module in modules:
+        for rule in module.rules:
+            head_kind, head = inner(inner(rule)[1].get("head"))
+            name = dotted(head.get("refr"))
+            if head_kind == "Func" and name:
+                path = f"{module.package}.{name}"
+                arities.setdefault(path, set()).add(len(head.get("args") or []))
+    return arities
+
+
+def _function_path(module: _Module, name: str, arities: dict[str, set[int]]) -> str | None:
+    """The function of the policies a call names (by its package-local name, `data.…`, or an
+    import), or None for anything else."""
+    if not name:
+        return None
+    head, _, rest = name.partition(".")
+    candidates = [f"{module.package}.{name}", name]
+    if head in module.imports:
+        candidates.append(module.imports[head] + (f".{rest}" if rest else ""))
+    return next((c for c in candidates if c in arities), None)
 
 
 def _import_aliases(imports: list[Any], contents: str) -> set[str]:
