@@ -90,14 +90,15 @@ class Checker:
 
     def _check_body(self, module: _Module, local: set[tuple[str, str]], body: Any,
                     env: dict[str, Any]) -> None:
-        statements = _statement_calls(body)
+        statements = _statement_exprs(body)
         for node in walk(body):
             kind, value = inner(node)
             if kind == "Call":
                 self._check_call(module, local, value, env, id(value) in statements)
             elif kind in ("ArithExpr", "BinExpr"):
                 self._check_operator(module, kind, value, env)
-            elif kind == "AssignExpr" and value.get("op") == "Eq":
+            if kind in ("AssignExpr", "BoolExpr") and value.get("op") == "Eq" and \
+                    id(value) in statements:
                 self._check_unification(module, value, env)
 
     def _check_call(self, module: _Module, local: set[tuple[str, str]], call: dict[str, Any],
@@ -148,16 +149,13 @@ class Checker:
 
     def _check_unification(self, module: _Module, node: dict[str, Any],
                            env: dict[str, Any]) -> None:
-        """`x = f(...)` where the builtin's result cannot be x (as OPA's type checker finds,
-        also for the output argument callgate rewrites a supplied builtin's into this)."""
-        for call_side, other in (("rhs", "lhs"), ("lhs", "rhs")):
-            kind, call = inner(node.get(call_side))
-            signature = SIGNATURES.get(dotted(call.get("fcn"))) if kind == "Call" else None
-            have = infer(node.get(other), env)
-            if signature is not None and not compatible(have, signature.result):
-                self._add(module, span(node.get(other)), "rego_type_error: match error: have "
-                          f"{type_text(have)}, want {type_text(signature.result)} "
-                          f"({signature.name}'s result)")
+        """A statement `a = b` or `a == b` that can never hold, by the types of its sides
+        (OPA's `match error`; also the output argument of a supplied builtin, rewritten so)."""
+        left, right = node.get("lhs"), node.get("rhs")
+        if not unifiable(left, right, env):
+            self._add(module, span(left), "rego_type_error: match error: left is "
+                      f"{type_text(infer(left, env))}, right {type_text(infer(right, env))}: "
+                      "the two sides can never be equal")
 
     def _check_operator(self, module: _Module, kind: str, node: dict[str, Any],
                         env: dict[str, Any]) -> None:
@@ -266,6 +264,48 @@ def _element_kind(items: list[Type]) -> str:
     return ""
 
 
+_CONSTANTS = ("String", "RawString", "Number", "Bool", "Null")
+
+
+def unifiable(left: Any, right: Any, env: dict[str, Any], depth: int = 0) -> bool:
+    """False when the two terms can never be equal: types that exclude each other, arrays of
+    different lengths, objects with different constant keys (OPA types these literals)."""
+    left, right = _resolve(left, env), _resolve(right, env)
+    (lk, lv), (rk, rv) = inner(left), inner(right)
+    if depth < 20 and lk == rk == "Array":
+        items, others = lv.get("items") or [], rv.get("items") or []
+        return len(items) == len(others) and all(
+            unifiable(a, b, env, depth + 1) for a, b in zip(items, others, strict=True))
+    if depth < 20 and lk == rk == "Object":
+        mine, theirs = _constant_fields(lv), _constant_fields(rv)
+        if mine is not None and theirs is not None:
+            return mine.keys() == theirs.keys() and all(
+                unifiable(mine[k], theirs[k], env, depth + 1) for k in mine)
+    return compatible(infer(left, env), infer(right, env))
+
+
+def _resolve(node: Any, env: dict[str, Any]) -> Any:
+    for _ in range(20):
+        kind, value = inner(node)
+        bound = env.get(str(value.get("value"))) if kind == "Var" else None
+        if bound is None:
+            return node
+        node = bound
+    return node
+
+
+def _constant_fields(node: dict[str, Any]) -> dict[tuple[str, Any], Any] | None:
+    fields: dict[tuple[str, Any], Any] = {}
+    for entry in node.get("fields") or []:
+        if not (isinstance(entry, list) and len(entry) == 3):
+            return None
+        kind, key = inner(entry[1])
+        if kind not in _CONSTANTS:
+            return None
+        fields[("s" if kind == "RawString" else kind[0], key.get("value"))] = entry[2]
+    return fields
+
+
 def compatible(have: Type, want: Type) -> bool:
     """True unless every alternative of `have` is ruled out by every alternative of `want`."""
     return any(_kind_fits(h, w) for h in have for w in want)
@@ -312,16 +352,17 @@ def _import_paths(imports: list[Any], contents: str) -> dict[str, str]:
     return paths
 
 
-def _statement_calls(body: Any) -> set[int]:
-    """The calls that are statements of their own (where an output argument may follow)."""
+def _statement_exprs(body: Any) -> set[int]:
+    """The expressions that are statements of their own (a call there may take an output
+    argument; an equality there is a unification OPA type-checks)."""
     found: set[int] = set()
     for item in walk(body):
         literal = item.get("literal")
         if isinstance(literal, dict):
             expr = (literal.get("Expr") or literal.get("NotExpr") or {}).get("expr")
-            kind, call = inner(expr)
-            if kind == "Call":
-                found.add(id(call))
+            kind, node = inner(expr)
+            if kind:
+                found.add(id(node))
     return found
 
 

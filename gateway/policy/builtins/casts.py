@@ -6,11 +6,12 @@ OPA accepts for a string whatever Go's `strconv.ParseFloat` parses (`+1`, `.5`, 
 reads strings as JSON (refusing `+1`, `.5`, `1_000`, accepting ` 1`) and rounds quietly.
 
 Here the value is the string's number when the engine can hold it: an integer of 64 bits
-exactly, anything else as the nearest 64-bit float when that float is the number or the
-number is the float's shortest decimal form (`0.1`, `1e308`: what a literal in the policy
-becomes, too). A number with more digits than that (`123456789012345678901234567890`,
-`0.1000000000000000000001`) and a non-zero one too small for a float (`1e-400`, which would
-become 0) are refused with an error naming them, never turned into another number.
+exactly, a fraction as the nearest 64-bit float when that float is the number or the number is
+the float's shortest decimal form (`0.1`: what the literal becomes in a policy, too). An
+integer beyond 64 bits (`123456789012345678901234567890`, `1e20`), a fraction with more digits
+than a float holds (`0.1000000000000000000001`) and a non-zero one too small for a float
+(`1e-400`, which would become 0) are refused with an error naming them, never turned into
+another number.
 """
 
 from __future__ import annotations
@@ -71,24 +72,22 @@ def _held(text: str, exact: Decimal) -> int | float:
         nearest = math.inf
     if math.isinf(nearest):
         raise BuiltinError(f'strconv.ParseFloat: parsing "{text}": value out of range')
-    if exact == exact.to_integral_value() and -_INT64 <= int(exact) < _UINT64:
-        return int(exact)
-    if nearest == 0 and exact != 0:
-        raise BuiltinError(
-            f'"{text}" is too small for a 64-bit float: the embedded engine would '
-            "make it 0, where OPA keeps it; use the OPA engine"
-        )
+    if exact == exact.to_integral_value():
+        if -_INT64 <= int(exact) < _UINT64:
+            return int(exact)
+        # a float would do for some (1e20), but a whole float of 2^64 or more cannot be handed
+        # back from the engine intact (2^64 comes back as 2^64 - 1): refused as the others
+        raise BuiltinError(f'"{text}" is an integer beyond 64 bits: the embedded engine would '
+                           "not keep it, where OPA keeps it exact; use the OPA engine, or keep "
+                           "such numbers as strings")
+    if nearest == 0:
+        raise BuiltinError(f'"{text}" is too small for a 64-bit float: the embedded engine would '
+                           "make it 0, where OPA keeps it; use the OPA engine")
     if Decimal(nearest) == exact or Decimal(repr(nearest)) == exact:
         return nearest  # the float is that number, or that number is the float's shortest form
-    what = (
-        "an integer beyond 64 bits"
-        if exact == exact.to_integral_value()
-        else "a decimal with more digits than a 64-bit float holds"
-    )
-    raise BuiltinError(
-        f'"{text}" is {what}: the embedded engine would round it, where OPA '
-        "keeps it exact; use the OPA engine, or keep such numbers as strings"
-    )
+    raise BuiltinError(f'"{text}" is a decimal with more digits than a 64-bit float holds: the '
+                       "embedded engine would round it, where OPA keeps it exact; use the OPA "
+                       "engine, or keep such numbers as strings")
 
 
 EXTENSIONS = (Extension("to_number", 1, to_number),)

@@ -50,8 +50,12 @@ def problems(write_bundle: WriteBundle, body: str) -> list[str]:
                            "arguments, want 1"),
     ('x if upper("a", 1)', "p.rego:5:17: rego_type_error: upper: invalid argument 2: have "
                            "number, want string"),
-    ('x if sprintf("%v", [1], 1)', "p.rego:5:6: rego_type_error: match error: have number, "
-                                   "want string (sprintf's result)"),
+    ('x if sprintf("%v", [1], 1)', "p.rego:5:6: rego_type_error: match error: left is number, "
+                                   "right string: the two sides can never be equal"),
+    ('x if [input.a] == 1', "p.rego:5:6: rego_type_error: match error: left is array, right "
+                            "number: the two sides can never be equal"),
+    ('x if {"a": input.a} = {"b": 1}', "p.rego:5:6: rego_type_error: match error: left is "
+                                       "object, right object: the two sides can never be equal"),
     ("f(v) := v\n\nx := f(1, 2)", "p.rego:7:6: rego_type_error: function data.callgate.f "
                                   "has arity 1, got 2 arguments"),
     ("f(v) := v\n\nx := f()", "p.rego:7:6: rego_type_error: function data.callgate.f has "
@@ -122,6 +126,9 @@ def test_every_problem_is_reported_not_just_the_first(write_bundle: WriteBundle)
     'x := y if { y := io.jwt.decode("t") with io.jwt.decode as [{}, {}, ""] }',
     "m(v) := 1\n\nx := y if { y := count([1]) with count as m }",
     "x := 0.1", "x := 123456789012345678901234567890", "x := 1.5e300",
+    # a comparison that is a value, not a statement, is not a unification to OPA
+    "x := [1] == 1", "x := a if { [a, b] = [1, input.b] }", 'x if { {"a": y} = input; y }',
+    "x if { y := [input.a]; y == [1] }",
 ])
 def test_well_typed_or_unknown_types_pass(write_bundle: WriteBundle, body: str) -> None:
     root = write_bundle({"p.rego": f"package callgate\n\nimport data.lib\n\n{body}\n",
