@@ -37,7 +37,6 @@ from typing import Any
 
 from gateway.policy.syntax import extent, inner, walk
 
-GUARD_VAR = re.compile(r"__cg[dv]\d+__")
 _GUARD_ASSIGN = re.compile(r"__cgd\d+__")
 _COMPREHENSIONS = ("ArrayCompr", "SetCompr", "ObjectCompr")
 _REFS = ("RefDot", "RefBrack")

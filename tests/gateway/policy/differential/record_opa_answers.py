@@ -4,7 +4,10 @@
 
 The corpus is drawn from `strategies.py` by Hypothesis with a fixed seed (the same Hypothesis
 version and strategies draw the same cases), `PER_TOPIC` cases per topic, duplicates dropped.
-Each case is evaluated by `opa eval --strict-builtin-errors --format json -d t.rego -i input.json data.t.r`
+Each case is evaluated by
+
+    opa eval --strict-builtin-errors --format json -d t.rego -i input.json data.t.r
+
 (callgate queries OPA with strict builtin errors, DESIGN §9), and the answer stored as one of
 `{"value": v}`, `{"undefined": true}` or `{"error": code, "stage": "compile"|"eval"}` (a
 `rego_*` code is OPA refusing the module; an `eval_*` code an error while evaluating, and so
@@ -100,6 +103,7 @@ def opa_answer(opa: str, case: Case) -> dict[str, Any]:
             text=True,
             timeout=60,
             check=False,
+            env={},  # nothing of this machine in what OPA may answer (opa.runtime())
         )
     try:
         out = json.loads(done.stdout)
