@@ -5,7 +5,7 @@ exceptions are exact, so a case that starts failing and one that starts passing 
    1.9, and some expect a later release's answer (OPA 1.9 itself fails 52 of them).
 2. Against what OPA 1.9 answers, as callgate queries it (strict builtin errors), recorded in
    `opa_conformance/_opa-1.9-answers.json` by `record_opa_conformance.py`: OPA 1.9 is the
-   reference for Rego semantics (DESIGN §9).
+   reference for Rego semantics (docs/policies.md).
 
 The plain engine (regorus as packaged, no callgate builtins) passes 456 of these 509 cases
 and panics on 2.

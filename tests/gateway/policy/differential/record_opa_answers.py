@@ -8,7 +8,7 @@ Each case is evaluated by
 
     opa eval --strict-builtin-errors --format json -d t.rego -i input.json data.t.r
 
-(callgate queries OPA with strict builtin errors, DESIGN §9), and the answer stored as one of
+(callgate queries OPA with strict builtin errors: docs/policies.md), and the answer stored as one of
 `{"value": v}`, `{"undefined": true}` or `{"error": code, "stage": "compile"|"eval"}` (a
 `rego_*` code is OPA refusing the module; an `eval_*` code an error while evaluating, and so
 is a value OPA evaluates but cannot write as JSON, which its REST API fails on too). The
