@@ -160,12 +160,21 @@ class Bundle:
 # regorus error text
 
 
+# Engine messages that say less than what they mean to a policy's author.
+_ENGINE_MEANING = {
+    "invalid number. serde_json cannot parse number: out of range":
+        "a number beyond the range of a 64-bit float: the embedded engine's numbers are 64-bit "
+        "floats, OPA's are not; use the OPA engine for it",
+}
+
+
 def config_error_from_regorus(exc: BaseException, *, fallback_file: str = "") -> PolicyConfigError:
     """Turn regorus's `--> file:line:col ... error: msg` text into a located ConfigError."""
     text = str(exc).split("Stack backtrace:", 1)[0].strip()
     loc = _LOCATION.search(text)
     err = _ERROR_LINE.search(text)
     detail = err.group("msg").strip() if err else (text.splitlines()[-1] if text else repr(exc))
+    detail = _ENGINE_MEANING.get(detail, detail)
     if loc is None:
         where = fallback_file
         return PolicyConfigError(

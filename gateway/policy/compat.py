@@ -192,14 +192,18 @@ class Module:
 
     def aliases(self) -> set[str]:
         """Names the imports bind: the `as` alias or the last key of the path."""
-        found: set[str] = set()
+        return set(self.imports())
+
+    def imports(self) -> dict[str, str]:
+        """Each name an import binds (the `as` alias or the last key) → the path imported."""
+        found: dict[str, str] = {}
         for imp in self.ast.get("imports") or []:
+            path = dotted(imp.get("refr")) if isinstance(imp, dict) else ""
             alias = imp.get("as") if isinstance(imp, dict) else None
             if isinstance(alias, dict) and isinstance(alias.get("start"), int):
-                found.add(self.source[alias["start"] : alias.get("end", 0)].decode())
-            path = dotted(imp.get("refr")) if isinstance(imp, dict) else ""
-            if path:
-                found.add(path.split(".")[-1])
+                found[self.source[alias["start"] : alias.get("end", 0)].decode()] = path
+            elif path:
+                found[path.split(".")[-1]] = path
         return found
 
 
@@ -238,22 +242,37 @@ def _first_name(ref: Any) -> str:
 def empty_call_edits(
     module: Module, arities: dict[tuple[str, str], bool], builtins: frozenset[str]
 ) -> list[tuple[int, int]]:
-    """Byte ranges of the `()` of each call to a rule that takes no arguments."""
-    aliases = module.aliases()
+    """Byte ranges of the `()` of each call to a rule that takes no arguments (of this
+    package, or named through `data` or an import)."""
+    imports = module.imports()
     edits = []
     for node in walk(module.ast.get("rules") or []):
         kind, call = inner(node)
         if kind != "Call" or call.get("params"):
             continue
         name = dotted(call.get("fcn"))
-        head = name.split(".")[0]
-        if not name or name in builtins:
-            continue
-        known = head == "data" or head in aliases or arities.get((module.package, head)) is False
         parens = _parens(module.source, call)
-        if known and parens is not None:
+        if (
+            name
+            and name not in builtins
+            and parens is not None
+            and _rule_without_arguments(module.package, name, imports, arities)
+        ):
             edits.append(parens)
     return edits
+
+
+def _rule_without_arguments(
+    package: str, name: str, imports: dict[str, str], arities: dict[tuple[str, str], bool]
+) -> bool:
+    head, _, rest = name.partition(".")
+    if head in imports:
+        name = imports[head] + ("." + rest if rest else "")
+    elif head != "data":
+        return arities.get((package, head)) is False
+    parts = name.split(".")
+    found = [arities.get((".".join(parts[:i]), parts[i])) for i in range(2, len(parts))]
+    return False in found and True not in found
 
 
 def _parens(source: bytes, call: dict[str, Any]) -> tuple[int, int] | None:

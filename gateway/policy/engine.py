@@ -2,11 +2,13 @@
 
 Serving engines (one per thread), `policy test`, `policy eval`, `--explain`, coverage and the
 checker all call `new_engine()`, so a policy means the same everywhere. `add_policy()` adds a
-source the way OPA reads it (`engine_text`): functions defined without a body are completed
-(`gateway.policy.compat`), and the output-argument form of a call to a supplied builtin
-(`io.jwt.decode(token, [header, payload, sig])`), which the engine only understands for its
-own builtins, is rewritten to `[header, payload, sig] = io.jwt.decode(token)`. In Rego v0
-(`rego_v0=True`) the engine reads pre-1.0 syntax, and a bare rule name OPA refuses is refused.
+source the way OPA reads it (`rewrite_source`): functions defined without a body are completed
+and a reference ending a line is ended there (`gateway.policy.compat`), the output-argument
+form of a call to a supplied builtin (`io.jwt.decode(token, [header, payload, sig])`), which
+the engine only understands for its own builtins, is rewritten to
+`[header, payload, sig] = io.jwt.decode(token)`, and OPA's order of evaluation around `not` is
+made explicit (gateway.policy.negation). In Rego v0 (`rego_v0=True`) the engine reads pre-1.0
+syntax, and what OPA reads otherwise (a bare rule name, several bodies) is refused.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from gateway.policy.compat import (  # noqa: E402
     several_bodies_refused,
     statement_breaks,
 )
-from gateway.policy.syntax import dotted, inner, span, walk  # noqa: E402
+from gateway.policy.negation import rewrite_negations  # noqa: E402
+from gateway.policy.syntax import dotted, extent, inner, span, text_of, walk  # noqa: E402
 
 # regorus refuses a policy line longer than 1,024 columns by default; a JWT, a PEM key or a
 # JWKS written into a policy is longer. Lines may be as long as a file may be large.
@@ -65,30 +68,36 @@ def bare_engine(*, rego_v0: bool = False) -> Any:
 def add_policy(engine: Any, name: str, text: str, *, rego_v0: bool = False) -> None:
     """Add a policy source (RuntimeError with the engine's located message if it is bad);
     `rego_v0` must be what the engine was made with."""
-    engine.add_policy(name, engine_text(name, text, rego_v0=rego_v0))
+    engine.add_policy(name, rewrite_source(name, text, rego_v0=rego_v0))
 
 
 @functools.lru_cache(maxsize=1024)
-def engine_text(name: str, text: str, *, rego_v0: bool = False) -> str:
-    """The text the engine is given for a source (see the module docstring); the same lines.
-    Each distinct source is prepared once (the engines of every thread, test run and probe
-    reuse it)."""
+def rewrite_source(name: str, text: str, *, rego_v0: bool = False) -> str:
+    """A source as the engine is given it (see the module docstring). Every line stays where it
+    was. Each distinct source is prepared once (the engines of every thread, test run and
+    probe reuse it)."""
 
     def parse(candidate: str) -> None:
         bare_engine(rego_v0=rego_v0).add_policy(name, candidate)
 
     if not rego_v0:
         text = complete_bodyless_functions(text, parse)
-    modules = _syntax_tree(name, text, rego_v0=rego_v0)
+    modules = _modules(name, text, rego_v0=rego_v0)
     if rego_v0:
         _refuse_v0_readings(modules)
+    text = _end_statements(text, modules)
+    text = rewrite_output_calls(name, text, rego_v0=rego_v0)
+    return rewrite_negations(name, text, functools.partial(_syntax_tree, rego_v0=rego_v0))
+
+
+def _end_statements(text: str, modules: list[Module]) -> str:
     breaks = sorted((o for m in modules for o in statement_breaks(m)), reverse=True)
-    if breaks:
-        source = text.encode()
-        for offset in breaks:
-            source = source[:offset] + b";" + source[offset:]
-        text = source.decode()
-    return rewrite_output_calls(name, text, rego_v0=rego_v0)
+    if not breaks:
+        return text
+    source = text.encode()
+    for offset in breaks:
+        source = source[:offset] + b";" + source[offset:]
+    return source.decode()
 
 
 def _refuse_v0_readings(modules: list[Module]) -> None:
@@ -97,7 +106,7 @@ def _refuse_v0_readings(modules: list[Module]) -> None:
             raise problem
 
 
-def _syntax_tree(name: str, text: str, *, rego_v0: bool) -> list[Module]:
+def _modules(name: str, text: str, *, rego_v0: bool) -> list[Module]:
     """The modules of a source; none if it does not parse (the engine's own error is then
     reported by the caller's add_policy, or said as what it is)."""
     scratch = bare_engine(rego_v0=rego_v0)
@@ -113,6 +122,12 @@ def _syntax_tree(name: str, text: str, *, rego_v0: bool) -> list[Module]:
     return [Module.of(m) for m in json.loads(scratch.get_ast_as_json())]
 
 
+def _syntax_tree(name: str, text: str, *, rego_v0: bool = False) -> Any:
+    scratch = bare_engine(rego_v0=rego_v0)
+    scratch.add_policy(name, text)
+    return json.loads(scratch.get_ast_as_json())
+
+
 def is_panic(exc: BaseException) -> bool:
     """True for pyo3's PanicException (it derives from BaseException, not Exception)."""
     kind = type(exc)
@@ -125,8 +140,10 @@ def is_panic(exc: BaseException) -> bool:
 
 def rewrite_output_calls(name: str, text: str, *, rego_v0: bool = False) -> str:
     """`f(a, out)` → `out = f(a)` for statement calls to supplied builtins given one argument
-    more than they take; any other text is returned unchanged."""
-    if not any(f"{fn}(" in text for fn in ARITY):
+    more than they take, and `[path, value] := walk(x)` → `walk(x, [path, value])` (the engine
+    gives nothing for walk's value form, only for its output form); any other text is returned
+    unchanged."""
+    if not any(f"{fn}(" in text for fn in ARITY) and "walk(" not in text:
         return text
     scratch = bare_engine(rego_v0=rego_v0)
     try:
@@ -148,11 +165,29 @@ def _edits(source: bytes, tree: Any) -> list[tuple[int, int, bytes]]:
         if not isinstance(literal, dict):
             continue
         expr = (literal.get("Expr") or literal.get("NotExpr") or {}).get("expr")
-        kind, call = inner(expr)
-        edit = _output_call_edit(source, call) if kind == "Call" else None
+        kind, node = inner(expr)
+        edit = _output_call_edit(source, node) if kind == "Call" else None
+        if kind == "AssignExpr" and "Expr" in literal:
+            edit = _walk_edit(source, node)
         if edit is not None:
             found.append(edit)
     return found
+
+
+def _walk_edit(source: bytes, assign: dict[str, Any]) -> tuple[int, int, bytes] | None:
+    """`T := walk(x)` or `T = walk(x)` (either way round) as `walk(x, T)`."""
+    sides = [assign.get("lhs"), assign.get("rhs")]
+    for call_side, other in ((sides[1], sides[0]), (sides[0], sides[1])):
+        kind, call = inner(call_side)
+        if kind == "Call" and dotted(call.get("fcn")) == "walk" and \
+                len(call.get("params") or []) == 1 and inner(other)[0] != "Call":
+            where = extent(source, {"AssignExpr": assign})
+            if where is None or (call_side is sides[0] and assign.get("op") != "Eq"):
+                return None
+            argument = text_of(source, call["params"][0]).encode()
+            target = text_of(source, other).encode()
+            return where[0], where[1], b"walk(" + argument + b", " + target + b")"
+    return None
 
 
 def _output_call_edit(source: bytes, call: dict[str, Any]) -> tuple[int, int, bytes] | None:

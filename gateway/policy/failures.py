@@ -76,6 +76,26 @@ class CallIndex:
         return ""
 
 
+# What the engine says when a value cannot cross to Python (a supplied builtin's arguments,
+# a rule's value), and what that means to the policy's author.
+_CROSSING = (
+    (re.compile(r"^(?:error: )?not an? [iu]64$"),
+     "a number of 2^64 or more (an integer, or a float that large and whole) cannot be handed "
+     "from the embedded engine to callgate's builtins or back; the OPA engine takes it"),
+    (re.compile(r"^(?:error: )?TypeError: unhashable type: '(?:list|dict)'$"),
+     "a set of arrays or objects (or an object keyed by them) cannot be handed from the "
+     "embedded engine to callgate's builtins; the OPA engine takes it"),
+)
+
+
+def plain(detail: str) -> str:
+    """The engine's message, or what it means when it is one of the crossing failures."""
+    for pattern, meaning in _CROSSING:
+        if pattern.match(detail):
+            return meaning
+    return detail
+
+
 def describe(exc: BaseException, index: CallIndex | None = None, *, query: str = "") -> Failure:
     """The failure of an evaluation as one line naming the builtin and its place."""
     located = config_error_from_regorus(exc)
@@ -85,6 +105,7 @@ def describe(exc: BaseException, index: CallIndex | None = None, *, query: str =
     if extension:
         builtin = builtin_name(extension.group("name"))
         detail = detail[extension.end() :]
+    detail = plain(detail)
     if located.line is None:
         prefix = f"{query}: " if query else ""
         return Failure(f"{prefix}{detail}", builtin=builtin)

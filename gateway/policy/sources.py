@@ -1,6 +1,6 @@
 """The texts an engine is given for a bundle: its sources as OPA would read them.
 
-Each source is first prepared on its own (`gateway.policy.engine.engine_text`); what needs the
+Each source is first prepared on its own (`gateway.policy.engine.rewrite_source`); what needs the
 whole bundle is done here, on the syntax trees of all its modules at once:
 
 - a call with `()` to a rule that takes no arguments (the rule may be defined in another file
@@ -25,7 +25,7 @@ from typing import Any
 from gateway.policy.builtins import SUPPLIED
 from gateway.policy.bundle import Bundle
 from gateway.policy.compat import Module, blank, empty_call_edits, rule_arities
-from gateway.policy.engine import bare_engine, engine_text
+from gateway.policy.engine import bare_engine, rewrite_source
 from gateway.policy.guards import SUPPORT_FILE, support_module
 from gateway.policy.options import RegoOptions
 from gateway.policy.signatures import SIGNATURES, VARIADIC
@@ -62,7 +62,7 @@ def engine_sources(
 @functools.lru_cache(maxsize=64)
 def _prepared(named: Named, options: RegoOptions, guard: bool) -> EngineSources:
     v0 = options.rego_v0
-    texts = tuple((name, engine_text(name, text, rego_v0=v0)) for name, text in named)
+    texts = tuple((name, rewrite_source(name, text, rego_v0=v0)) for name, text in named)
     if not guard and not any(_EMPTY_CALL.search(text) for _, text in texts):
         return EngineSources(texts)
     modules = parsed(texts, rego_v0=v0)

@@ -22,7 +22,7 @@ from typing import Any
 
 from gateway.policy.bundle import Bundle
 from gateway.policy.compat import Module
-from gateway.policy.engine import engine_text
+from gateway.policy.engine import rewrite_source
 from gateway.policy.sources import parsed
 from gateway.policy.syntax import inner, span
 
@@ -54,7 +54,7 @@ def numbered(bundle: Bundle) -> NumberedBundle:
     itself when no test is defined twice); RuntimeError if a source does not parse."""
     v0 = bundle.options.rego_v0
     named = bundle.named_sources(include_tests=True)
-    modules = parsed([(n, engine_text(n, t, rego_v0=v0)) for n, t in named], rego_v0=v0)
+    modules = parsed([(n, rewrite_source(n, t, rego_v0=v0)) for n, t in named], rego_v0=v0)
     taken = {(h.package, h.name) for m in modules.values() for h in _heads(m, any_name=True)}
     seen: dict[tuple[str, str], int] = {}
     renames: dict[str, list[tuple[_Head, str]]] = {}

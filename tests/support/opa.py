@@ -490,6 +490,15 @@ class SyncOpaEngine:
     def _run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(60)
 
+    async def _remove_pushed(self) -> None:
+        pushed = self.engine._pushed
+        if pushed is None:
+            return
+        for policy_id in sorted(pushed.policies):
+            await self.engine.connection.delete_policy(policy_id)
+        for key in sorted(pushed.data):
+            await self.engine.connection.delete_data(key)
+
     def decide(self, input: dict[str, Any]) -> Any:
         return self._run(self.engine.decide(input))
 
@@ -506,6 +515,9 @@ class SyncOpaEngine:
         return partial
 
     def close(self) -> None:
+        """Remove what was pushed (a live OPA is shared by the whole test session: a policy
+        left behind would take part in the next test's evaluations), then disconnect."""
+        self._run(self._remove_pushed())
         self._run(self.engine.close())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
