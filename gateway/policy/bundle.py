@@ -162,9 +162,10 @@ class Bundle:
 
 # Engine messages that say less than what they mean to a policy's author.
 _ENGINE_MEANING = {
-    "invalid number. serde_json cannot parse number: out of range":
+    "invalid number. serde_json cannot parse number: out of range": (
         "a number beyond the range of a 64-bit float: the embedded engine's numbers are 64-bit "
-        "floats, OPA's are not; use the OPA engine for it",
+        "floats, OPA's are not; use the OPA engine for it"
+    ),
 }
 
 

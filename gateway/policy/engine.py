@@ -179,8 +179,12 @@ def _walk_edit(source: bytes, assign: dict[str, Any]) -> tuple[int, int, bytes] 
     sides = [assign.get("lhs"), assign.get("rhs")]
     for call_side, other in ((sides[1], sides[0]), (sides[0], sides[1])):
         kind, call = inner(call_side)
-        if kind == "Call" and dotted(call.get("fcn")) == "walk" and \
-                len(call.get("params") or []) == 1 and inner(other)[0] != "Call":
+        if (
+            kind == "Call"
+            and dotted(call.get("fcn")) == "walk"
+            and len(call.get("params") or []) == 1
+            and inner(other)[0] != "Call"
+        ):
             where = extent(source, {"AssignExpr": assign})
             if where is None or (call_side is sides[0] and assign.get("op") != "Eq"):
                 return None

@@ -79,12 +79,16 @@ class CallIndex:
 # What the engine says when a value cannot cross to Python (a supplied builtin's arguments,
 # a rule's value), and what that means to the policy's author.
 _CROSSING = (
-    (re.compile(r"^(?:error: )?not an? [iu]64$"),
-     "a number of 2^64 or more (an integer, or a float that large and whole) cannot be handed "
-     "from the embedded engine to callgate's builtins or back; the OPA engine takes it"),
-    (re.compile(r"^(?:error: )?TypeError: unhashable type: '(?:list|dict)'$"),
-     "a set of arrays or objects (or an object keyed by them) cannot be handed from the "
-     "embedded engine to callgate's builtins; the OPA engine takes it"),
+    (
+        re.compile(r"^(?:error: )?not an? [iu]64$"),
+        "a number of 2^64 or more (an integer, or a float that large and whole) cannot be handed "
+        "from the embedded engine to callgate's builtins or back; the OPA engine takes it",
+    ),
+    (
+        re.compile(r"^(?:error: )?TypeError: unhashable type: '(?:list|dict)'$"),
+        "a set of arrays or objects (or an object keyed by them) cannot be handed from the "
+        "embedded engine to callgate's builtins; the OPA engine takes it",
+    ),
 )
 
 

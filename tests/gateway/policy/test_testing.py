@@ -41,9 +41,12 @@ def test_runner_reports_passing_and_failing_tests(write_bundle: WriteBundle) -> 
     assert results["test_wrong_expectation"] == (False, "undefined")
     assert results["test_builtin_error"][0] is False
     assert "divide by zero" in results["test_builtin_error"][1]
-    assert results["test_panic"] == (False, "error: engine panic: a formatting trait "
-                                     "implementation returned an error when the underlying "
-                                     "stream did not: Error")
+    assert results["test_panic"] == (
+        False,
+        "error: engine panic: a formatting trait "
+        "implementation returned an error when the underlying "
+        "stream did not: Error",
+    )
     assert results["test_after_panic"] == (True, "")
     assert set(results) == {
         "test_allows_one",
