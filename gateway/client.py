@@ -32,10 +32,13 @@ def error_code(err: grpc.RpcError) -> str:
     return ""
 
 
-def tool_call(call_id: str, name: str, arguments: dict[str, Any] | str,
-              complete: bool = True) -> pb.ToolCall:
+def tool_call(call_id: str, name: str, arguments: dict[str, Any] | str, *,
+              partial: bool = False) -> pb.ToolCall:
+    """A ToolCall; `partial` marks a fragment (never executed). It also sets the deprecated
+    `complete` for a call that is not partial, which sidecars older than `partial` require."""
     text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return pb.ToolCall(call_id=call_id, name=name, arguments_json=text, complete=complete)
+    return pb.ToolCall(call_id=call_id, name=name, arguments_json=text, partial=partial,
+                       complete=not partial)
 
 
 class GatewayClient:

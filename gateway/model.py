@@ -184,6 +184,9 @@ class Decision:
 
 @dataclass(frozen=True)
 class ToolCall:
+    """A proposed call. `complete` False: the call is known to be a fragment (marked `partial`
+    on the wire, or cut off in a provider's response) and is rejected without being read."""
+
     call_id: str
     name: str
     arguments_json: str

@@ -92,8 +92,9 @@ CALL_MEANINGS: dict[str, str] = {
     "invalid_arguments": "REJECTED: the arguments do not match the tool's `input_schema`, or "
                          "have no canonical JSON form (an integer beyond ±2^53, a lone "
                          "surrogate)",
-    "incomplete_arguments": "REJECTED: the arguments are not a complete JSON object, or the "
-                            "call was marked `complete: false`",
+    "incomplete_arguments": "REJECTED: the arguments are not a complete JSON object (empty, "
+                            "cut off, or JSON that is not an object: the message quotes what "
+                            "the reader found), or the call was marked `partial: true`",
     "duplicate_call_id": "REJECTED: the call ID was used in an earlier turn of the run",
     "policy_denied": "REJECTED: the policy's `decision` denied the call; the message joins its "
                      "reasons",

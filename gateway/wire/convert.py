@@ -95,7 +95,11 @@ def start_params(req: pb.StartRunRequest) -> StartRunParams:
 
 
 def tool_calls(calls: list[pb.ToolCall]) -> tuple[ToolCall, ...]:
-    return tuple(ToolCall(c.call_id, c.name, c.arguments_json, c.complete) for c in calls)
+    """The calls as the runner judges them: a fragment only when marked `partial`. The
+    deprecated `complete` is not read: proto3 sends a false as nothing at all, so it cannot
+    tell "a fragment" from "a client that never heard of the field"."""
+    return tuple(ToolCall(c.call_id, c.name, c.arguments_json, complete=not c.partial)
+                 for c in calls)
 
 
 def turn_event(req: pb.SubmitTurnRequest) -> TurnEvent:

@@ -93,16 +93,16 @@ def test_arguments_failing_the_schema(connect: Connect, run_id: str,
     assert out.next == pb.NEXT_ACTION_CONTINUE
 
 
-@pytest.mark.parametrize("text,complete", [('{"train_number": "ICE1', True),
-                                           (json.dumps(TRAIN), False),
-                                           ('["ICE123"]', True)])
+@pytest.mark.parametrize("text,partial", [('{"train_number": "ICE1', False),
+                                          (json.dumps(TRAIN), True),
+                                          ('["ICE123"]', False)])
 def test_arguments_that_are_not_complete_json(connect: Connect, run_id: str, text: str,
-                                              complete: bool,
+                                              partial: bool,
                                               fresh_travel: TravelService) -> None:
     c = connect("alice-token")
     c.start_run(run_id=run_id)
     (res,) = c.submit_calls(run_id, "t1", tool_call("c1", "get_train_status", text,
-                                                    complete=complete)).results
+                                                    partial=partial)).results
     assert res.status == pb.CALL_STATUS_REJECTED and res.error.code == "incomplete_arguments"
     assert fresh_travel.stats()["train_status"] == 0
 

@@ -148,16 +148,18 @@ class Decision(_message.Message):
     def __init__(self, verdict: _Optional[_Union[Verdict, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., policy_revision: _Optional[str] = ...) -> None: ...
 
 class ToolCall(_message.Message):
-    __slots__ = ("call_id", "name", "arguments_json", "complete")
+    __slots__ = ("call_id", "name", "arguments_json", "complete", "partial")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    PARTIAL_FIELD_NUMBER: _ClassVar[int]
     call_id: str
     name: str
     arguments_json: str
     complete: bool
-    def __init__(self, call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., complete: _Optional[bool] = ...) -> None: ...
+    partial: bool
+    def __init__(self, call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., complete: _Optional[bool] = ..., partial: _Optional[bool] = ...) -> None: ...
 
 class CallResult(_message.Message):
     __slots__ = ("call_id", "tool", "status", "output_json", "error", "decision", "execution_count", "approval_id")
