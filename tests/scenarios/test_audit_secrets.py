@@ -111,7 +111,7 @@ def test_an_investigator_with_the_key_checks_a_known_value(connect: Connect, run
     done = check(key_of(sidecar), "someone@example.com")
     assert done.returncode == 1 and "does not match" in done.stdout
     other = tmp_path / "other.key"
-    AuditKey.load_or_create(other)
+    AuditKey.write_new(other, b"k" * 32)
     done = check(other, EMAIL)  # another key cannot confirm it
     assert done.returncode == 1 and "does not match" in done.stdout
 
