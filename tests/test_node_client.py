@@ -54,4 +54,5 @@ def test_a_call_the_node_client_marks_partial_never_runs(
 def test_node_client_sees_the_error_code(sidecar: SidecarProcess, run_id: str) -> None:
     summary = run_node(sidecar.target, "wrong-token", run_id)
     assert summary["error"] == {"code": "UNAUTHENTICATED",
-                                "details": "the bearer token is not known to this gateway"}
+                                "details": "the bearer token is not known to this gateway (it "
+                                           "is none of the tokens in its --auth file)"}

@@ -19,7 +19,7 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 
 from gateway import pb
-from gateway.cli.common import UsageError, client_tls, nonempty, option, switch
+from gateway.cli.common import UsageError, connected, nonempty, option, switch
 from gateway.errors import RequestCode, RequestError
 
 ACTIONS = ("list", "show", "approve", "deny")
@@ -76,15 +76,13 @@ def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], Non
 
 
 def run(ns: argparse.Namespace) -> int:
-    from gateway.client import GatewayClient
-
     if ns.action == "list" and ns.approval_id:
         raise UsageError("list takes no APPROVAL_ID (use show APPROVAL_ID)")
     if ns.action != "list" and not ns.approval_id:
         raise UsageError(f"{ns.action} needs an APPROVAL_ID (see 'callgate approvals list')")
     if ns.action in ("approve", "deny"):
         nonempty_reason(ns.reason)
-    with GatewayClient(ns.target, ns.token, tls=client_tls(ns), timeout_s=60) as client:
+    with connected(ns) as client:
         if ns.action == "list":
             return _list(client, ns)
         if ns.action == "show":

@@ -32,7 +32,7 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 
 from gateway import pb
-from gateway.cli.common import Parser, UsageError, client_tls, nonempty, option, switch
+from gateway.cli.common import Parser, UsageError, connected, nonempty, option, switch
 
 OFFLINE = ("verify", "export", "prune", "check-value")
 VERDICTS = ("allow", "deny", "approval_required", "unspecified")
@@ -126,9 +126,7 @@ def query_fields(ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_query(ns: argparse.Namespace) -> int:
-    from gateway.client import GatewayClient
-
-    with GatewayClient(ns.target, ns.token, tls=client_tls(ns)) as client:
+    with connected(ns) as client:
         stream = client.query_audit(timeout_s=None if ns.follow else 300, **query_fields(ns))
         try:
             shown, last = print_records(stream, as_json=ns.json, aligned=not ns.follow)

@@ -24,6 +24,7 @@ from gateway.cli.common import (
     client_options,
     client_tls,
     configure_logging,
+    connected,
     nonempty,
     option,
     quiet_engine_backtraces,
@@ -61,9 +62,7 @@ def _policy_status_parser() -> Parser:
     return p
 
 def _policy_status(ns: argparse.Namespace) -> int:
-    from gateway.client import GatewayClient
-
-    with GatewayClient(ns.target, ns.token, tls=client_tls(ns), timeout_s=30) as client:
+    with connected(ns, timeout_s=30) as client:
         status = client.get_status()
     print(f"engine:           {status.engine}\npolicy revision:  {status.policy_revision}\n"
           f"loaded at:        {status.policy_loaded_at}\nstore:            {status.store}\n"

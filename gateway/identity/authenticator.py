@@ -98,7 +98,8 @@ class Authenticator:
         if self._jwt is not None:
             raise Unauthenticated("the bearer token is neither a token this gateway knows nor "
                                   "a JWT")
-        raise Unauthenticated("the bearer token is not known to this gateway")
+        raise Unauthenticated("the bearer token is not known to this gateway (it is none of the "
+                              "tokens in its --auth file)")
 
     def _how_to_authenticate(self) -> str:
         ways = []
