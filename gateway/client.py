@@ -126,6 +126,20 @@ class GatewayClient:
             run_id=run_id, page_size=page_size, page_token=page_token))
         return result
 
+    def list_runs(self, **fields: Any) -> pb.ListRunsResponse:
+        """One page of runs, newest first (fields of ListRunsRequest: state, page_size,
+        page_token, subject, every_subject); the caller's own unless the policy allows more."""
+        result: pb.ListRunsResponse = self._call("ListRuns", pb.ListRunsRequest(**fields))
+        return result
+
+    def list_tools(self, provider: str = "openai.responses",
+                   api_version: str = "") -> pb.ListToolsResponse:
+        """The caller's permitted tools: `tools` as the manifests describe them, `tools_json`
+        as that provider's declarations."""
+        result: pb.ListToolsResponse = self._call("ListTools", pb.ListToolsRequest(
+            provider=provider, api_version=api_version))
+        return result
+
     def whole_run(self, run_id: str, *, page_size: int = 0) -> pb.Run:
         """The run with every turn and call, oldest first, gathered page by page (the
         summary is the latest page's). Each answer stays bounded; the result is not."""

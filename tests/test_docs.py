@@ -32,6 +32,7 @@ from gateway.policy.inputs import (
     audit_input,
     batch_input,
     call_input,
+    list_runs_input,
     offer_input,
 )
 from gateway.run.judge import Judge
@@ -216,7 +217,8 @@ def _built_inputs() -> dict[str, Any]:
             "offer": offer_input(who),
             "approve": approve_input(Identity("olga", "acme", ("owner",)), approval, tool),
             "approval": approval_input(approval),
-            "audit": audit_input(Identity("audrey", "acme", ("auditor",)), "acme", "")}
+            "audit": audit_input(Identity("audrey", "acme", ("auditor",)), "acme", ""),
+            "list_runs": list_runs_input(Identity("oscar", "acme", ("operator",)), "acme", "")}
 
 
 def test_policy_input_examples_have_the_fields_callgate_sends() -> None:

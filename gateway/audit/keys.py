@@ -106,6 +106,12 @@ class AuditKey:
         return cls(secret)
 
     @classmethod
+    def load_or_create(cls, path: Path, *, flag: str = "--audit-key-file") -> AuditKey:
+        """The key in path, written first (mode 0600) when the file does not exist."""
+        key, secret = cls.load_or_new(path, flag=flag)
+        return key if secret is None else cls.write_new(path, secret, flag=flag)
+
+    @classmethod
     def load_or_new(cls, path: Path, *,
                     flag: str = "--audit-key-file") -> tuple[AuditKey, bytes | None]:
         """The key in path; or, when there is no such file, a new key and its secret, which

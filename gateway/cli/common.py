@@ -248,7 +248,8 @@ def client_options(p: argparse.ArgumentParser) -> None:
     option(conn, "--target", parse=target_address, default=DEFAULT_TARGET, owner=p,
            metavar="HOST:PORT", help="the sidecar: HOST:PORT or unix:PATH")
     option(conn, "--token", default="", secret=True, owner=p,
-           help="bearer token (sent as 'authorization: Bearer TOKEN')")
+           help="bearer token, one of the sidecar's --auth file (make run: "
+           "examples/auth.yaml); sent as 'authorization: Bearer TOKEN'")
     switch(conn, "--tls", owner=p, help="connect with TLS, trusting the system's CAs")
     option(conn, "--tls-ca", parse=existing_file, metavar="FILE", owner=p,
            help="PEM CA certificates to trust for the sidecar's certificate (implies --tls)")

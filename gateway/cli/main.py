@@ -1,4 +1,4 @@
-"""The `callgate` command: serve, demo, policy, approvals, audit.
+"""The `callgate` command: serve, demo, policy, runs, tools, approvals, audit.
 
 Every option also reads an environment variable, CALLGATE_<OPTION> (`--listen` reads
 CALLGATE_LISTEN); `callgate COMMAND --help` lists each with its variable and default.
@@ -103,12 +103,21 @@ def _audit_parser(sub: SubParsers) -> None:
     from gateway.cli.audit import add_parser
     add_parser(sub, client_options)
 
+def _runs_parser(sub: SubParsers) -> None:
+    from gateway.cli.runs import add_parser
+    add_parser(sub, client_options)
+
+def _tools_parser(sub: SubParsers) -> None:
+    from gateway.cli.tools import add_parser
+    add_parser(sub, client_options)
+
 def build_parser() -> Parser:
     parser = Parser(prog="callgate", description=__doc__)
     parser.add_argument("--version", action="version",
                         version=f"callgate {callgate_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (serve.add_parser, _demo_parser, _policy_parser, _approvals_parser, _audit_parser):
+    for add in (serve.add_parser, _demo_parser, _policy_parser, _runs_parser, _tools_parser,
+                _approvals_parser, _audit_parser):
         add(sub)
     return parser
 

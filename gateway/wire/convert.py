@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from gateway import pb
@@ -36,8 +37,10 @@ from gateway.model import (
 )
 from gateway.run import pages
 from gateway.run.authorize import AuthorizeDecision
+from gateway.run.listing import RunsRequest
 from gateway.run.resolution import ResolveRequest
 from gateway.run.runner import StartRunParams
+from gateway.tools import Tool
 
 
 def _enum(prefix: str, name: str) -> Any:
@@ -66,6 +69,27 @@ def resolve_request(req: pb.ResolveCallRequest) -> ResolveRequest:
     return ResolveRequest(run_id=req.run_id, call_id=req.call_id,
                           outcome=call_status_from(req.outcome), output_json=req.output_json,
                           reason=req.reason)
+
+
+def run_state_from(value: int) -> RunState:
+    try:
+        return RunState(str(pb.RunState.Name(value)).removeprefix("RUN_STATE_"))
+    except ValueError:
+        raise RequestError(RequestCode.INVALID_ARGUMENT, f"state {value} is not a run state: "
+                           "use RUN_STATE_ACTIVE, _PAUSED_FOR_APPROVAL, _PAUSED_UNKNOWN_OUTCOME, "
+                           "_COMPLETED, _HANDED_OFF, _BUDGET_EXHAUSTED or _CANCELLED") from None
+
+
+def runs_request(req: pb.ListRunsRequest) -> RunsRequest:
+    return RunsRequest(states=tuple(dict.fromkeys(run_state_from(s) for s in req.state)),
+                       page_size=req.page_size, page_token=req.page_token,
+                       subject=req.subject, every_subject=req.every_subject)
+
+
+def tool_summary(t: Tool) -> pb.ToolSummary:
+    return pb.ToolSummary(name=t.name, version=t.version, effect=t.effect.value,
+                          description=t.description,
+                          input_schema_json=json.dumps(t.manifest.input_schema, sort_keys=True))
 
 
 def budget_from(b: pb.Budget) -> Budget:

@@ -211,7 +211,7 @@ def test_an_unreachable_sidecar_names_the_target_flag_and_variable() -> None:
     with socket.socket() as s:  # a port that was free a moment ago: nothing listens on it
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    for command in (["policy", "status"], ["audit"]):
+    for command in (["policy", "status"], ["runs", "list"], ["tools", "list"], ["audit"]):
         done = callgate(*command, "--target", f"127.0.0.1:{port}", "--token", "t")
         assert done.returncode == 1, done.stderr
         line = one_line(done.stderr)

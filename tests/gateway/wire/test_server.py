@@ -14,8 +14,8 @@ from tests.support.paths import Connect
 from tests.support.scenarios import TRAIN, WEATHER
 
 # Every RPC of the contract; none of them may answer UNIMPLEMENTED.
-IMPLEMENTED = {"StartRun", "GetRun", "SubmitTurn", "Authorize", "ResumeRun", "CancelRun",
-               "SubmitProviderResponse", "SubmitProviderStream", "ListTools",
+IMPLEMENTED = {"StartRun", "GetRun", "ListRuns", "SubmitTurn", "Authorize", "ResumeRun",
+               "CancelRun", "SubmitProviderResponse", "SubmitProviderStream", "ListTools",
                "GetStatus", "ResolveCall", "WatchRun", "ListApprovals", "DecideApproval",
                "QueryAudit"}
 

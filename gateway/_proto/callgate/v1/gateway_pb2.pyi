@@ -339,6 +339,28 @@ class StartRunRequest(_message.Message):
     conversation_json: str
     def __init__(self, run_id: _Optional[str] = ..., provider: _Optional[str] = ..., api_version: _Optional[str] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., conversation_json: _Optional[str] = ...) -> None: ...
 
+class ListRunsRequest(_message.Message):
+    __slots__ = ("state", "page_size", "page_token", "subject", "every_subject")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    EVERY_SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    state: _containers.RepeatedScalarFieldContainer[RunState]
+    page_size: int
+    page_token: str
+    subject: str
+    every_subject: bool
+    def __init__(self, state: _Optional[_Iterable[_Union[RunState, str]]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., subject: _Optional[str] = ..., every_subject: _Optional[bool] = ...) -> None: ...
+
+class ListRunsResponse(_message.Message):
+    __slots__ = ("runs", "next_page_token")
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    runs: _containers.RepeatedCompositeFieldContainer[Run]
+    next_page_token: str
+    def __init__(self, runs: _Optional[_Iterable[_Union[Run, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
 class GetRunRequest(_message.Message):
     __slots__ = ("run_id", "page_size", "page_token")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
@@ -458,10 +480,26 @@ class ListToolsRequest(_message.Message):
     def __init__(self, provider: _Optional[str] = ..., api_version: _Optional[str] = ...) -> None: ...
 
 class ListToolsResponse(_message.Message):
-    __slots__ = ("tools_json",)
+    __slots__ = ("tools_json", "tools")
     TOOLS_JSON_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
     tools_json: str
-    def __init__(self, tools_json: _Optional[str] = ...) -> None: ...
+    tools: _containers.RepeatedCompositeFieldContainer[ToolSummary]
+    def __init__(self, tools_json: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ToolSummary, _Mapping]]] = ...) -> None: ...
+
+class ToolSummary(_message.Message):
+    __slots__ = ("name", "version", "effect", "description", "input_schema_json")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    EFFECT_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    version: str
+    effect: str
+    description: str
+    input_schema_json: str
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., effect: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ...) -> None: ...
 
 class AuthorizeRequest(_message.Message):
     __slots__ = ("run_id", "calls")
