@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from gateway.errors import PermissionDenied, RequestCode, RequestError
+from gateway.grants import refused
 from gateway.model import Identity, RunFilter, RunRecord, RunState, rfc3339
 from gateway.policy.base import PolicyEngine
 from gateway.policy.inputs import list_runs_input
@@ -103,6 +104,5 @@ class RunLister:
         grant = list_runs_input(who, who.tenant, subject or "")
         if not await self.policy.allows("may_list_runs", grant):
             raise PermissionDenied(
-                f"{who.subject} may not list the runs of {_whose(subject, who.tenant)}: the "
-                "policy's may_list_runs refused (under the default policy an operator or an "
-                "auditor of the tenant may); your own runs need no grant")
+                f"{who.subject} may not list the runs of {_whose(subject, who.tenant)}: "
+                f"{refused('may_list_runs', who, who.tenant)}; your own runs need no grant")

@@ -265,8 +265,10 @@ def approval_to(a: ApprovalRecord) -> pb.Approval:
 
 
 def approvals_to(page: ApprovalPage) -> pb.ListApprovalsResponse:
-    return pb.ListApprovalsResponse(approvals=[approval_to(a) for a in page.approvals],
-                                    next_page_token=page.next_page_token)
+    shown = [approval_to(a) for a in page.approvals]
+    for a in shown:
+        a.caller_may_decide = a.approval_id in page.decidable
+    return pb.ListApprovalsResponse(approvals=shown, next_page_token=page.next_page_token)
 
 
 # ---------------------------------------------------------------------- audit

@@ -175,7 +175,10 @@ def test_an_owner_of_the_tenant_approves_and_exactly_one_seat_is_booked(
     owner = gw.client("olga-token", replica=-1)
     (mine,) = loop.list_approvals(run_id=run_id).approvals  # the requester sees its own
     (seen,) = owner.list_approvals(run_id=run_id, status=[pb.APPROVAL_STATUS_PENDING]).approvals
-    assert seen == mine and seen.approval_id == res["w1"].approval_id
+    assert seen.approval_id == mine.approval_id == res["w1"].approval_id
+    assert (seen.caller_may_decide, mine.caller_may_decide) == (True, False)  # olga's to decide
+    mine.caller_may_decide = True
+    assert seen == mine  # the same record
     assert json.loads(seen.arguments_json) == seats("mia")
     assert (seen.requested_by, seen.tenant, list(seen.requester_roles)) == (
         "mia", "acme", ["member"])
@@ -425,9 +428,10 @@ def test_the_approvals_command_lists_shows_and_decides(
     olga = ("--target", sidecar.target, "--token", "olga-token")
 
     code, out, _ = callgate(capsys, "approvals", "list", "--run-id", run_id, *olga)
-    header, row = out.splitlines()
-    assert code == 0 and header.split()[:3] == ["APPROVAL", "STATUS", "RUN"]
-    assert row.split()[:5] == [approval_id, "PENDING", run_id, "w1", "reserve_seat"]
+    header, row, legend = out.splitlines()
+    assert code == 0 and header.split()[:4] == ["APPROVAL", "STATUS", "YOU", "RUN"]
+    assert row.split()[:6] == [approval_id, "PENDING", "decide", run_id, "w1", "reserve_seat"]
+    assert legend.startswith("YOU: decide: you may approve or deny it")
     code, out, _ = callgate(capsys, "approvals", "show", approval_id, *olga)
     assert code == 0 and "requested by:" in out and "mia (tenant acme, roles member)" in out
     assert '"seats": 3' in out and "needs approval by an owner" in out

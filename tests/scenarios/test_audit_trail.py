@@ -69,7 +69,7 @@ def test_a_call_that_runs_leaves_its_decision_and_its_result(connect: Connect, r
      "launch_rocket"),
     (tool_call("c1", "get_train_status", {"train_number": "12-XYZ!", "date": "2026-12-01"}),
      "invalid_arguments", pb.VERDICT_UNSPECIFIED, "train_number"),
-    (tool_call("c1", "get_train_status", '{"train_number": "ICE1', True),
+    (tool_call("c1", "get_train_status", '{"train_number": "ICE1'),
      "incomplete_arguments", pb.VERDICT_UNSPECIFIED, ""),
     (tool_call("c1", "get_train_status", {"train_number": "TGV9", "date": "2026-12-01"}),
      "policy_denied", pb.VERDICT_DENY, "outside tenant acme"),

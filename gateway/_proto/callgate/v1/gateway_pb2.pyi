@@ -526,7 +526,7 @@ class AuthorizeResponse(_message.Message):
     def __init__(self, decisions: _Optional[_Iterable[_Union[CallDecision, _Mapping]]] = ...) -> None: ...
 
 class Approval(_message.Message):
-    __slots__ = ("approval_id", "run_id", "call_id", "tool", "tool_version", "arguments_json", "arguments_sha256", "status", "requested_by", "decided_by", "created_at", "expires_at", "reason", "turn_id", "decided_at", "tenant", "requester_roles", "policy_reasons")
+    __slots__ = ("approval_id", "run_id", "call_id", "tool", "tool_version", "arguments_json", "arguments_sha256", "status", "requested_by", "decided_by", "created_at", "expires_at", "reason", "turn_id", "decided_at", "tenant", "requester_roles", "policy_reasons", "caller_may_decide")
     APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
@@ -545,6 +545,7 @@ class Approval(_message.Message):
     TENANT_FIELD_NUMBER: _ClassVar[int]
     REQUESTER_ROLES_FIELD_NUMBER: _ClassVar[int]
     POLICY_REASONS_FIELD_NUMBER: _ClassVar[int]
+    CALLER_MAY_DECIDE_FIELD_NUMBER: _ClassVar[int]
     approval_id: str
     run_id: str
     call_id: str
@@ -563,7 +564,8 @@ class Approval(_message.Message):
     tenant: str
     requester_roles: _containers.RepeatedScalarFieldContainer[str]
     policy_reasons: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, approval_id: _Optional[str] = ..., run_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., arguments_json: _Optional[str] = ..., arguments_sha256: _Optional[str] = ..., status: _Optional[_Union[ApprovalStatus, str]] = ..., requested_by: _Optional[str] = ..., decided_by: _Optional[str] = ..., created_at: _Optional[str] = ..., expires_at: _Optional[str] = ..., reason: _Optional[str] = ..., turn_id: _Optional[str] = ..., decided_at: _Optional[str] = ..., tenant: _Optional[str] = ..., requester_roles: _Optional[_Iterable[str]] = ..., policy_reasons: _Optional[_Iterable[str]] = ...) -> None: ...
+    caller_may_decide: bool
+    def __init__(self, approval_id: _Optional[str] = ..., run_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., arguments_json: _Optional[str] = ..., arguments_sha256: _Optional[str] = ..., status: _Optional[_Union[ApprovalStatus, str]] = ..., requested_by: _Optional[str] = ..., decided_by: _Optional[str] = ..., created_at: _Optional[str] = ..., expires_at: _Optional[str] = ..., reason: _Optional[str] = ..., turn_id: _Optional[str] = ..., decided_at: _Optional[str] = ..., tenant: _Optional[str] = ..., requester_roles: _Optional[_Iterable[str]] = ..., policy_reasons: _Optional[_Iterable[str]] = ..., caller_may_decide: _Optional[bool] = ...) -> None: ...
 
 class ListApprovalsRequest(_message.Message):
     __slots__ = ("run_id", "status", "tool", "page_size", "page_token", "approval_id")
