@@ -313,4 +313,13 @@ def audit_record_to(r: AuditRecord) -> pb.AuditRecord:
         prev_hash=r.prev_hash, hash=r.hash, actor=r.actor or "",
         actor_tenant=r.actor_tenant or "", approval_id=r.approval_id or "",
         message=r.message or "", detail_json=r.detail_json or "",
-        input_sha256=d.input_sha256 if d else "", key_id=r.key_id or "", seal=r.seal or "")
+        input_sha256=d.input_sha256 if d else "", key_id=r.key_id or "", seal=r.seal or "",
+        approval_status=_approval_status_of(r))
+
+
+def _approval_status_of(r: AuditRecord) -> Any:
+    """An approval record's approval status (from its detail), UNSPECIFIED for other kinds."""
+    status = r.detail().get("approval_status") if r.kind == "approval" else None
+    if not isinstance(status, str) or status not in ApprovalStatus.__members__:
+        return 0
+    return _enum("APPROVAL_STATUS", status)

@@ -48,13 +48,25 @@ def test_a_runs_records_as_a_table_and_as_json_lines(sidecar: SidecarProcess,
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["SEQ", "TIME", "KIND", "RUN", "CALL", "TOOL", "VERDICT",
-                                "STATUS", "CODE", "ACTOR"]
-    assert any("launch_rocket" in line and "unknown_tool" in line for line in lines)
+                                "STATUS", "CODE", "ACTOR", "WHY"]
+    (rocket,) = [line for line in lines if "launch_rocket" in line]
+    # why it was refused, in the table itself: no --json needed
+    assert "unknown_tool" in rocket and "no tool named 'launch_rocket' is registered" in rocket
+    assert rocket.endswith("…")  # cut at the column's width; --wide shows it whole
+    (allowed,) = [line for line in lines if " decision " in line and " c1 " in line]
+    assert "tool get_weather allowed for roles" in allowed  # a decision says its reasons
     assert sum(" execution " in line and "callgate" in line for line in lines) == 1
+    wide = callgate(*base, "--wide").stdout
+    assert "(known: " in wide and "…" not in wide
     done = callgate(*base, "--json", "--limit", "2")
     found = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(r["kind"], r["call_id"]) for r in found] == [("decision", "c1"),
                                                            ("decision", "c2")]
+    first = found[0]
+    assert isinstance(first["seq"], int) and first["execution_count"] == 0  # typed, present
+    assert first["arguments_summary"] == {"city": "Berlin", "date": "2026-12-01"}
+    assert "detail_json" not in first and first["detail"] is None
+    assert first["status"] == "CALL_STATUS_UNSPECIFIED" and first["error_code"] == ""
     assert f"more: --after-seq {found[-1]['seq']}" in done.stderr
     denied = callgate("audit", "--target", sidecar.target, "--token", "gina-token",
                       "--run-id", with_records)

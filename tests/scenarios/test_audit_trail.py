@@ -116,20 +116,29 @@ def test_an_approval_is_requested_decided_checked_again_and_run(connect: Connect
     approval_id = out.results[0].approval_id
     olga.decide_approval(approval_id, approve=True, reason="trip approved by finance")
     found = records(auditor, run_id=run_id)
-    assert [(r.kind, r.status, r.error_code, r.actor) for r in found] == [
-        ("decision", pb.CALL_STATUS_PENDING_APPROVAL, "approval_required", "tina"),
-        ("approval", pb.CALL_STATUS_PENDING_APPROVAL, "approval_required", "tina"),
-        ("approval", pb.CALL_STATUS_PENDING_APPROVAL, "", "olga"),
-        # checked again by callgate with the approval, just before it runs
-        ("decision", pb.CALL_STATUS_PENDING_APPROVAL, "approval_required", ""),
-        ("execution", SUCCEEDED, "", "")]
+    # each record carries its own verdict, status, code and message: what it tells of
+    assert [(r.kind, r.decision.verdict, r.status, r.approval_status, r.error_code, r.actor)
+            for r in found] == [
+        ("decision", pb.VERDICT_APPROVAL_REQUIRED, pb.CALL_STATUS_PENDING_APPROVAL, 0,
+         "approval_required", "tina"),
+        ("approval", pb.VERDICT_APPROVAL_REQUIRED, pb.CALL_STATUS_PENDING_APPROVAL,
+         pb.APPROVAL_STATUS_PENDING, "approval_required", "tina"),
+        ("approval", pb.VERDICT_ALLOW, 0, pb.APPROVAL_STATUS_APPROVED, "", "olga"),
+        # checked again by callgate with the approval, just before it runs: no status yet
+        ("decision", pb.VERDICT_ALLOW, 0, 0, "", ""),
+        ("execution", pb.VERDICT_ALLOW, SUCCEEDED, 0, "", "")]
     assert {r.approval_id for r in found} == {approval_id}
     assert all((r.subject, r.tenant) == ("tina", "acme") for r in found)
-    decided, rechecked = found[2], found[3]
-    assert rechecked.decision.verdict == pb.VERDICT_ALLOW
-    assert decided.decision.verdict == pb.VERDICT_ALLOW and decided.actor_tenant == "acme"
+    asked, decided, rechecked = found[1], found[2], found[3]
+    assert asked.message == "; ".join(asked.decision.reasons) and asked.message
+    assert decided.actor_tenant == "acme"
     assert "trip approved by finance" in decided.decision.reasons[0]
+    assert decided.message == decided.decision.reasons[0]
     assert json.loads(decided.detail_json)["approval_status"] == "APPROVED"
+    assert rechecked.message == (f"approved by olga ({approval_id}) and checked again with "
+                                 "the approval: it runs now")
+    assert json.loads(rechecked.detail_json) == {"recheck_of": approval_id}
+    assert "waiting" not in rechecked.message
     # the seat is masked by the manifest, so every digest of these arguments is keyed
     assert json.loads(found[0].arguments_summary_json)["seat"].startswith("redacted:")
     assert all(r.arguments_sha256.startswith("hmac-sha256:") for r in found)

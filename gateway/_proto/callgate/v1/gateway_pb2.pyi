@@ -724,7 +724,7 @@ class QueryAuditRequest(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., subject: _Optional[str] = ..., verdict: _Optional[_Iterable[_Union[Verdict, str]]] = ..., status: _Optional[_Iterable[_Union[CallStatus, str]]] = ..., since: _Optional[str] = ..., until: _Optional[str] = ..., limit: _Optional[int] = ..., after_seq: _Optional[int] = ..., follow: _Optional[bool] = ..., tenant: _Optional[str] = ..., tail: _Optional[int] = ...) -> None: ...
 
 class AuditRecord(_message.Message):
-    __slots__ = ("seq", "time", "kind", "run_id", "turn_id", "call_id", "provider", "tool", "tool_version", "subject", "tenant", "arguments_summary_json", "arguments_sha256", "decision", "status", "error_code", "execution_count", "policy_revision", "prev_hash", "hash", "actor", "actor_tenant", "approval_id", "message", "detail_json", "input_sha256", "key_id", "seal")
+    __slots__ = ("seq", "time", "kind", "run_id", "turn_id", "call_id", "provider", "tool", "tool_version", "subject", "tenant", "arguments_summary_json", "arguments_sha256", "decision", "status", "error_code", "execution_count", "policy_revision", "prev_hash", "hash", "actor", "actor_tenant", "approval_id", "message", "detail_json", "input_sha256", "key_id", "seal", "approval_status")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -753,6 +753,7 @@ class AuditRecord(_message.Message):
     INPUT_SHA256_FIELD_NUMBER: _ClassVar[int]
     KEY_ID_FIELD_NUMBER: _ClassVar[int]
     SEAL_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_STATUS_FIELD_NUMBER: _ClassVar[int]
     seq: int
     time: str
     kind: str
@@ -781,4 +782,5 @@ class AuditRecord(_message.Message):
     input_sha256: str
     key_id: str
     seal: str
-    def __init__(self, seq: _Optional[int] = ..., time: _Optional[str] = ..., kind: _Optional[str] = ..., run_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., call_id: _Optional[str] = ..., provider: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., subject: _Optional[str] = ..., tenant: _Optional[str] = ..., arguments_summary_json: _Optional[str] = ..., arguments_sha256: _Optional[str] = ..., decision: _Optional[_Union[Decision, _Mapping]] = ..., status: _Optional[_Union[CallStatus, str]] = ..., error_code: _Optional[str] = ..., execution_count: _Optional[int] = ..., policy_revision: _Optional[str] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ..., actor: _Optional[str] = ..., actor_tenant: _Optional[str] = ..., approval_id: _Optional[str] = ..., message: _Optional[str] = ..., detail_json: _Optional[str] = ..., input_sha256: _Optional[str] = ..., key_id: _Optional[str] = ..., seal: _Optional[str] = ...) -> None: ...
+    approval_status: ApprovalStatus
+    def __init__(self, seq: _Optional[int] = ..., time: _Optional[str] = ..., kind: _Optional[str] = ..., run_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., call_id: _Optional[str] = ..., provider: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., subject: _Optional[str] = ..., tenant: _Optional[str] = ..., arguments_summary_json: _Optional[str] = ..., arguments_sha256: _Optional[str] = ..., decision: _Optional[_Union[Decision, _Mapping]] = ..., status: _Optional[_Union[CallStatus, str]] = ..., error_code: _Optional[str] = ..., execution_count: _Optional[int] = ..., policy_revision: _Optional[str] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ..., actor: _Optional[str] = ..., actor_tenant: _Optional[str] = ..., approval_id: _Optional[str] = ..., message: _Optional[str] = ..., detail_json: _Optional[str] = ..., input_sha256: _Optional[str] = ..., key_id: _Optional[str] = ..., seal: _Optional[str] = ..., approval_status: _Optional[_Union[ApprovalStatus, str]] = ...) -> None: ...
