@@ -142,7 +142,7 @@ def run() -> int:
         check_ports(dev)
         return asyncio.run(main(dev))
     except (UsageError, ConfigError) as err:
-        print(f"make run: {err.message if isinstance(err, ConfigError) else err}",
+        print(f"make run: {err.report() if isinstance(err, ConfigError) else err}",
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:

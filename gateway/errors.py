@@ -125,3 +125,7 @@ class SidecarUnreachable(CallgateError):
 
 class ConfigError(CallgateError):
     """Start-up configuration is wrong: names the source (file, field) and the problem."""
+
+    def report(self) -> str:
+        """What to print: one line per problem (this message, unless a subclass has more)."""
+        return self.message

@@ -196,12 +196,17 @@ def approval_ended(a: ApprovalRecord, *, actor: Identity, policy_revision: str,
 
 
 def policy_rejected(*, file: str, line: int | None, message: str, serving: str,
-                    now: datetime) -> AuditEvent:
-    """A changed policy directory refused on reload; `serving` keeps deciding."""
+                    now: datetime, column: int | None = None,
+                    problems: tuple[dict[str, Any], ...] = ()) -> AuditEvent:
+    """A changed policy directory refused on reload; `serving` keeps deciding. The message
+    is the first problem (`file:line:col: what`); `problems` lists every one."""
     return AuditEvent(kind=AuditKind.POLICY.value, subject="", time=now,
-                      decision=Decision(Verdict.DENY, (message,), serving),
+                      decision=Decision(Verdict.DENY, tuple(p["message"] for p in problems)
+                                        or (message,), serving),
                       policy_revision=serving, error_code="policy_reload_rejected",
-                      message=message, detail_json=_detail(file=file, line=line))
+                      message=message, detail_json=_detail(
+                          file=file, line=line, column=column,
+                          problems=list(problems) if len(problems) > 1 else None))
 
 
 def policy_installed(*, revision: str, previous: str, now: datetime) -> AuditEvent:

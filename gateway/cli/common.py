@@ -302,7 +302,7 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
         sys.stdout.flush()
         return code
     except (UsageError, ConfigError) as err:
-        return _fail(prog, err.message if isinstance(err, ConfigError) else str(err), 2)
+        return _fail(prog, err.report() if isinstance(err, ConfigError) else str(err), 2)
     except CallgateError as err:
         return _fail(prog, err.message, 1)
     except grpc.RpcError as err:

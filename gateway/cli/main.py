@@ -31,6 +31,7 @@ from gateway.cli.common import (
     resolve,
     run_command,
 )
+from gateway.errors import CallgateError
 from gateway.version import callgate_version
 
 
@@ -56,7 +57,9 @@ def _policy_parser(sub: SubParsers) -> None:
 
 def _policy_status_parser() -> Parser:
     p = Parser(prog="callgate policy status",
-               description="The running sidecar's policy engine, revision, store and tools.")
+               description="The running sidecar's policy engine, revision, store and tools. "
+               "Exits 1 while the newest --policies files are rejected (each problem is "
+               "listed), so a deploy script can wait for a reload to take.")
     client_options(p)
     p.set_defaults(handler=_policy_status)
     return p
@@ -67,13 +70,16 @@ def _policy_status(ns: argparse.Namespace) -> int:
     print(f"engine:           {status.engine}\npolicy revision:  {status.policy_revision}\n"
           f"loaded at:        {status.policy_loaded_at}\nstore:            {status.store}\n"
           f"version:          {status.version}\ntools:            {', '.join(status.tools)}")
-    if status.HasField("last_rejected_reload"):
-        rejected = status.last_rejected_reload
-        where = f"{rejected.file}:{rejected.line}" if rejected.line else rejected.file
-        print(f"rejected reload:  at {rejected.at}, still serving the revision above\n"
-              f"  {where}\n  {rejected.message}")
     if status.HasField("shadow"):
         _print_shadow(status.shadow)
+    if status.HasField("last_rejected_reload"):
+        rejected = status.last_rejected_reload
+        problems = [p.message for p in rejected.problems] or [rejected.message]
+        print(f"rejected reload:  at {rejected.at}, still serving the revision above",
+              *(f"  {p}" for p in problems), sep="\n")
+        raise CallgateError(f"the newest policy files were rejected ({len(problems)} "
+                            f"problem{'s' * (len(problems) != 1)}, listed above): fix them and "
+                            "the sidecar reloads them itself (or on SIGHUP)")
     return 0
 
 def _print_shadow(shadow: Any) -> None:

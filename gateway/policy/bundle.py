@@ -34,6 +34,7 @@ import yaml
 from gateway.errors import ConfigError
 from gateway.jsontext import JsonTextError, read_json
 from gateway.limits import MAX_JSON_DEPTH_CAP
+from gateway.policy import brackets
 from gateway.policy.engine import add_policy, new_engine
 from gateway.yamltext import YamlExpansionError, check_expansion
 
@@ -61,6 +62,10 @@ class PolicyConfigError(ConfigError):
         self.column = column
         self.detail = detail or message
         self._problems = tuple(problems)
+
+    def report(self) -> str:
+        """Every problem, one per line (the message names only the first and a count)."""
+        return "\n".join(p.message for p in self.problems)
 
     @property
     def problems(self) -> tuple[PolicyConfigError, ...]:
@@ -137,8 +142,10 @@ class Bundle:
 # regorus error text
 
 
-def config_error_from_regorus(exc: BaseException, *, fallback_file: str = "") -> PolicyConfigError:
-    """Turn regorus's `--> file:line:col ... error: msg` text into a located ConfigError."""
+def config_error_from_regorus(exc: BaseException, *, fallback_file: str = "",
+                              source: str | None = None) -> PolicyConfigError:
+    """Turn regorus's `--> file:line:col ... error: msg` text into a located ConfigError.
+    With the `source` it was parsing, an unclosed bracket is located where it opens."""
     text = str(exc).split("Stack backtrace:", 1)[0].strip()
     loc = _LOCATION.search(text)
     err = _ERROR_LINE.search(text)
@@ -148,8 +155,29 @@ def config_error_from_regorus(exc: BaseException, *, fallback_file: str = "") ->
         return PolicyConfigError(f"{where}: {detail}" if where else detail, file=where,
                                  detail=detail)
     file, line, col = loc.group("file"), int(loc.group("line")), int(loc.group("col"))
+    expected = _EXPECTING.match(detail)
+    if source is not None and expected is not None:
+        opened = brackets.opener_of(source, line, col, expected.group("closing"))
+        if opened is not None:
+            return _unclosed(file, opened, line, col, expected.group("closing"),
+                             brackets.at_end(source, line, col))
     return PolicyConfigError(f"{file}:{line}:{col}: {detail}", file=file, line=line,
                              column=col, detail=detail)
+
+
+_EXPECTING = re.compile(r"expecting `(?P<closing>[}\])])`")
+
+
+def _unclosed(file: str, opened: brackets.Opened, line: int, col: int, closing: str,
+              at_end: bool) -> PolicyConfigError:
+    """The error of a bracket never closed, located where it opens (the parser's own place,
+    often the end of the file, is said in words)."""
+    bracket, at_line, at_col = opened
+    detail = (f"this {bracket} is never closed: the file ends (line {line}) before its "
+              f"{closing}" if at_end else f"this {bracket} is not closed: the parser expected "
+              f"{closing} at line {line}, column {col}")
+    return PolicyConfigError(f"{file}:{at_line}:{at_col}: {detail}", file=file, line=at_line,
+                             column=at_col, detail=detail)
 
 
 def short_regorus_message(exc: BaseException) -> str:
@@ -439,7 +467,7 @@ def _parse_one(name: str, text: str) -> tuple[RuleInfo, ...]:
     try:
         add_policy(engine, name, text)
     except RuntimeError as exc:
-        raise config_error_from_regorus(exc, fallback_file=name) from exc
+        raise config_error_from_regorus(exc, fallback_file=name, source=text) from exc
     return rules_of_engine(engine)
 
 

@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import sys
+from dataclasses import asdict
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -114,6 +115,7 @@ class Sidecar:
             server)
         _add_health_and_reflection(server, self._health)
         await server.start()
+        log.info("listening with %s", describe(certificates))
         if new_secret is not None:  # the last step that can fail: a refused start writes none
             _keep_new_key(cfg, key, new_secret)
         self._desk.start()
@@ -171,8 +173,10 @@ class Sidecar:
         now = now_utc()
         rejected = result.rejection
         event = (events.policy_rejected(file=rejected.file, line=rejected.line,
-                                        message=rejected.message, serving=result.revision,
-                                        now=now) if rejected is not None
+                                        column=rejected.column, message=rejected.message,
+                                        serving=result.revision, now=now,
+                                        problems=tuple(asdict(p) for p in rejected.problems))
+                 if rejected is not None
                  else events.policy_installed(revision=result.revision,
                                               previous=result.previous, now=now))
         if self.store is None:
@@ -206,7 +210,6 @@ class Sidecar:
             if "in use" in str(exc) or "Failed to bind" in str(exc):
                 raise in_use_error(listen) from exc
             raise ConfigError(f"--listen {listen}: cannot listen there: {exc}") from exc
-        log.info("listening with %s", describe(certificates))
         if listen.startswith("unix:"):
             return listen
         host = listen.rsplit(":", 1)[0]

@@ -35,6 +35,7 @@ from gateway.model import (
     Verdict,
     rfc3339,
 )
+from gateway.policy.base import RejectedReload
 from gateway.run import pages
 from gateway.run.authorize import AuthorizeDecision
 from gateway.run.listing import RunsRequest
@@ -271,7 +272,15 @@ def approvals_to(page: ApprovalPage) -> pb.ListApprovalsResponse:
     return pb.ListApprovalsResponse(approvals=shown, next_page_token=page.next_page_token)
 
 
-# ---------------------------------------------------------------------- audit
+# ---------------------------------------------------------------------- status and audit
+
+
+def rejected_reload_to(r: RejectedReload) -> pb.RejectedReload:
+    return pb.RejectedReload(
+        file=r.file, line=r.line or 0, column=r.column or 0, message=r.message,
+        at=rfc3339(r.at), problems=[pb.PolicyProblem(file=p.file, line=p.line or 0,
+                                                     column=p.column or 0, message=p.message)
+                                    for p in r.problems])
 
 
 def _verdict_from(value: int) -> Verdict:

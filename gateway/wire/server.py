@@ -336,9 +336,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                                tools=[t.name for t in self.runner.registry.tools()])
             rejected = self.info.rejected_reload()
             if rejected is not None:
-                status.last_rejected_reload.CopyFrom(pb.RejectedReload(
-                    file=rejected.file, line=rejected.line or 0, message=rejected.message,
-                    at=rfc3339(rejected.at)))
+                status.last_rejected_reload.CopyFrom(convert.rejected_reload_to(rejected))
             shadow = self.info.shadow()
             if shadow is not None:
                 status.shadow.CopyFrom(pb.ShadowStatus(

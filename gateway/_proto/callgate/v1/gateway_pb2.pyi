@@ -646,16 +646,32 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class RejectedReload(_message.Message):
-    __slots__ = ("file", "line", "message", "at")
+    __slots__ = ("file", "line", "message", "at", "column", "problems")
     FILE_FIELD_NUMBER: _ClassVar[int]
     LINE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    PROBLEMS_FIELD_NUMBER: _ClassVar[int]
     file: str
     line: int
     message: str
     at: str
-    def __init__(self, file: _Optional[str] = ..., line: _Optional[int] = ..., message: _Optional[str] = ..., at: _Optional[str] = ...) -> None: ...
+    column: int
+    problems: _containers.RepeatedCompositeFieldContainer[PolicyProblem]
+    def __init__(self, file: _Optional[str] = ..., line: _Optional[int] = ..., message: _Optional[str] = ..., at: _Optional[str] = ..., column: _Optional[int] = ..., problems: _Optional[_Iterable[_Union[PolicyProblem, _Mapping]]] = ...) -> None: ...
+
+class PolicyProblem(_message.Message):
+    __slots__ = ("file", "line", "column", "message")
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    file: str
+    line: int
+    column: int
+    message: str
+    def __init__(self, file: _Optional[str] = ..., line: _Optional[int] = ..., column: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class Status(_message.Message):
     __slots__ = ("engine", "policy_revision", "policy_loaded_at", "last_rejected_reload", "store", "version", "tools", "shadow")
