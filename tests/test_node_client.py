@@ -31,7 +31,7 @@ def run_node(target: str, token: str, run_id: str, mark: str = "none") -> dict[s
 def test_node_client_runs_a_turn(sidecar: SidecarProcess, fresh_travel: TravelService,
                                  run_id: str, mark: str) -> None:
     # "none": a client that never heard of the marks; "complete": one of the first proto
-    summary = run_node(sidecar.target, "alice-token", run_id, mark)
+    summary = run_node(sidecar.target, "alice-demo-token", run_id, mark)
     assert summary["run_state"] == "RUN_STATE_ACTIVE"
     assert summary["next"] == "NEXT_ACTION_CONTINUE"
     results = {r["call_id"]: r for r in summary["results"]}  # type: ignore[attr-defined]
@@ -43,7 +43,7 @@ def test_node_client_runs_a_turn(sidecar: SidecarProcess, fresh_travel: TravelSe
 
 def test_a_call_the_node_client_marks_partial_never_runs(
         sidecar: SidecarProcess, fresh_travel: TravelService, run_id: str) -> None:
-    summary = run_node(sidecar.target, "alice-token", run_id, "partial")
+    summary = run_node(sidecar.target, "alice-demo-token", run_id, "partial")
     results = {r["call_id"]: r for r in summary["results"]}  # type: ignore[attr-defined]
     assert results["n_train"]["status"] == "CALL_STATUS_SUCCEEDED"
     assert results["n_weather"]["status"] == "CALL_STATUS_REJECTED"
@@ -54,5 +54,6 @@ def test_a_call_the_node_client_marks_partial_never_runs(
 def test_node_client_sees_the_error_code(sidecar: SidecarProcess, run_id: str) -> None:
     summary = run_node(sidecar.target, "wrong-token", run_id)
     assert summary["error"] == {"code": "UNAUTHENTICATED",
-                                "details": "the bearer token is not known to this gateway (it "
-                                           "is none of the tokens in its --auth file)"}
+                                "details": "the bearer token is neither a token this gateway "
+                                           "knows (none of its --auth file's tokens) nor a "
+                                           "JWT"}

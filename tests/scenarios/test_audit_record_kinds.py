@@ -26,7 +26,8 @@ def trail(auditor: GatewayClient, run_id: str) -> list[pb.AuditRecord]:
 
 def test_a_denied_approval_and_the_rejection_it_causes(connect: Connect, run_id: str,
                                                        fresh_workshop: WorkshopService) -> None:
-    mia, olga, audrey = connect("mia-token"), connect("olga-token"), connect("audrey-token")
+    mia, olga = connect("mia-demo-token"), connect("olga-demo-token")
+    audrey = connect("audrey-demo-token")
     mia.start_run(run_id=run_id)
     (asked,) = mia.submit_calls(run_id, "t1", tool_call("w1", "reserve_seat", {
         **ONE_SEAT, "seats": 3})).results
@@ -51,7 +52,7 @@ def test_a_denied_approval_and_the_rejection_it_causes(connect: Connect, run_id:
 def test_a_lost_answer_looked_up_and_found(connect: Connect, run_id: str,
                                            fresh_workshop: WorkshopService) -> None:
     fresh_workshop.control(reserve_seat={"apply_then_drop": True, "times": 1})
-    mia, audrey = connect("mia-token"), connect("audrey-token")
+    mia, audrey = connect("mia-demo-token"), connect("audrey-demo-token")
     mia.start_run(run_id=run_id)
     (booked,) = mia.submit_calls(run_id, "t1", tool_call("w1", "reserve_seat",
                                                          ONE_SEAT)).results
@@ -69,7 +70,8 @@ def test_an_operators_settlement(connect: Connect, run_id: str,
                                  fresh_workshop: WorkshopService) -> None:
     fresh_workshop.control(reserve_seat={"apply_then_drop": True, "times": 1},
                            lookup={"status": 500})
-    mia, oscar, audrey = connect("mia-token"), connect("oscar-token"), connect("audrey-token")
+    mia, oscar = connect("mia-demo-token"), connect("oscar-demo-token")
+    audrey = connect("audrey-demo-token")
     mia.start_run(run_id=run_id)
     mia.submit_calls(run_id, "t1", tool_call("w1", "reserve_seat", ONE_SEAT))
     (booked,) = fresh_workshop.reservations(f"{run_id}:w1")

@@ -26,7 +26,7 @@ def stub(sidecar: SidecarProcess) -> Iterator[pb.ToolGatewayStub]:
         yield pb.ToolGatewayStub(channel)
 
 
-MD = [("authorization", "Bearer alice-token")]
+MD = [("authorization", "Bearer alice-demo-token")]
 
 
 def submit(stub: pb.ToolGatewayStub, run_id: str, *calls: pb.ToolCall) -> pb.TurnOutcome:

@@ -61,7 +61,7 @@ def few() -> Any:
 
 @pytest.fixture(scope="module")
 def gw(sidecar: SidecarProcess) -> Iterator[GatewayClient]:
-    with GatewayClient(sidecar.target, "alice-token", timeout_s=60) as client:
+    with GatewayClient(sidecar.target, "alice-demo-token", timeout_s=60) as client:
         yield client
 
 
@@ -327,7 +327,7 @@ def serve_or_refuse(tmp: Path, travel: TravelService, effects_db: Path, tools: P
 
 
 def _one_call(proc: SidecarProcess) -> None:
-    with GatewayClient(proc.target, "alice-token", timeout_s=60) as c:
+    with GatewayClient(proc.target, "alice-demo-token", timeout_s=60) as c:
         run_id = start(c)
         attempt(lambda: c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER)))
         attempt(lambda: c.authorize(tool_call("c2", "get_weather", {"city": "a" * 30 + "!",

@@ -18,7 +18,7 @@ def listed(client: GatewayClient, **fields: object) -> pb.ListRunsResponse:
 
 
 def test_a_callers_own_runs_newest_first_by_state_and_page(connect: Connect) -> None:
-    mia = connect("mia-token")
+    mia = connect("mia-demo-token")
     tag = uuid.uuid4().hex[:8]
     ids = [f"lr-{tag}-{i}" for i in range(3)]
     for run_id in ids:
@@ -42,18 +42,18 @@ def test_a_callers_own_runs_newest_first_by_state_and_page(connect: Connect) -> 
 
 
 def test_another_subjects_runs_need_the_policys_grant(connect: Connect) -> None:
-    mia, gina = connect("mia-token"), connect("gina-token")
+    mia, gina = connect("mia-demo-token"), connect("gina-demo-token")
     run_id = f"lr-{uuid.uuid4().hex[:8]}"
     mia.start_run(run_id=run_id)
     with pytest.raises(grpc.RpcError) as err:
-        listed(connect("olga-token"), subject="mia")
+        listed(connect("olga-demo-token"), subject="mia")
     assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
     assert error_code(err.value) == "permission_denied"
     assert "may_list_runs" in (err.value.details() or "")
     assert "operator" in (err.value.details() or "")
-    operator = listed(connect("oscar-token"), subject="mia", page_size=500).runs
+    operator = listed(connect("oscar-demo-token"), subject="mia", page_size=500).runs
     assert run_id in {r.run_id for r in operator}
-    tenant = listed(connect("audrey-token"), every_subject=True, page_size=500).runs
+    tenant = listed(connect("audrey-demo-token"), every_subject=True, page_size=500).runs
     assert run_id in {r.run_id for r in tenant} and {r.tenant for r in tenant} == {"acme"}
     assert run_id not in {r.run_id for r in listed(gina, page_size=500).runs}
 
@@ -67,6 +67,6 @@ def test_another_subjects_runs_need_the_policys_grant(connect: Connect) -> None:
 def test_a_bad_listing_request_is_invalid_argument(connect: Connect, fields: dict[str, object],
                                                    code: str) -> None:
     with pytest.raises(grpc.RpcError) as err:
-        listed(connect("mia-token"), **fields)
+        listed(connect("mia-demo-token"), **fields)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert error_code(err.value) == code
