@@ -40,12 +40,6 @@ def still_open(text: str, stop: int | None = None) -> list[Opened]:
     return stack
 
 
-def unclosed_bracket(text: str) -> tuple[int, int] | None:
-    """Where the innermost bracket still open at the end of the text opens, if any."""
-    found = still_open(text)
-    return (found[-1][1], found[-1][2]) if found else None
-
-
 def offset_of(text: str, line: int, col: int) -> int:
     """The character offset of a line and column (past the end: the text's length)."""
     lines = text.splitlines(keepends=True)

@@ -9,7 +9,7 @@ import pytest
 
 from gateway.policy import load_bundle
 from gateway.policy.base import RejectedReload
-from gateway.policy.brackets import unclosed_bracket
+from gateway.policy.brackets import still_open
 from gateway.policy.bundle import PolicyConfigError
 
 UNCLOSED = 'package callgate\n\nfoo if {\n\tinput.x == 1\n\nbar := 2\n'
@@ -42,7 +42,8 @@ def test_an_unclosed_brace_is_reported_where_it_opens(tmp_path: Path) -> None:
 ])
 def test_the_unclosed_bracket_is_found_outside_strings_and_comments(
         text: str, where: tuple[int, int] | None) -> None:
-    assert unclosed_bracket(text) == where
+    found = still_open(text)
+    assert (found[-1][1:] if found else None) == where
 
 
 def test_a_bracket_closed_later_is_not_blamed(tmp_path: Path) -> None:
