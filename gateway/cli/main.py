@@ -34,6 +34,7 @@ from gateway.cli.common import (
 from gateway.errors import CallgateError
 from gateway.version import callgate_version
 
+DEMO_APPROVER = "olga-demo-token"  # examples/auth.yaml: an owner of acme
 
 def _demo_parser(sub: SubParsers) -> None:
     p = sub.add_parser("demo", help="drive the example scenarios through a running sidecar",
@@ -44,11 +45,15 @@ def _demo_parser(sub: SubParsers) -> None:
            help="the example travel service (the demo sets its latency)")
     option(p, "--workshop-url", parse=nonempty, default="http://127.0.0.1:8766", metavar="URL",
            help="the example workshop service (reset before the demo's booking)")
+    option(p, "--approver-token", default=DEMO_APPROVER, secret=True, metavar="TOKEN",
+           help="the token of the person who approves the demo's booking (an owner of the "
+           "--token's tenant)")
     p.set_defaults(handler=_demo)
 
 def _demo(ns: argparse.Namespace) -> int:
     from gateway.cli.demo import run_demo
-    return run_demo(ns.target, ns.token, ns.travel_url, ns.workshop_url, tls=client_tls(ns))
+    return run_demo(ns.target, ns.token, ns.travel_url, ns.workshop_url, tls=client_tls(ns),
+                    approver_token=ns.approver_token)
 
 def _policy_parser(sub: SubParsers) -> None:
     # listed in `callgate --help`; `callgate policy ...` is dispatched before parsing (main)
