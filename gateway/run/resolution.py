@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from gateway.errors import CallCode, PermissionDenied, RequestCode, RequestError
-from gateway.executors.outcome import json_problem
+from gateway.executors.output import json_problem
 from gateway.grants import refused
 from gateway.model import CallRecord, CallStatus, Identity, RunRecord
 from gateway.tools import Tool
