@@ -16,7 +16,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from gateway.errors import CallCode, PermissionDenied, RequestCode, RequestError
-from gateway.grants import refused
 from gateway.model import (
     ApprovalRecord,
     ApprovalStatus,
@@ -27,6 +26,7 @@ from gateway.model import (
     rfc3339,
 )
 from gateway.policy.base import PolicyEngine
+from gateway.policy.grants import refused
 from gateway.policy.inputs import approve_input
 from gateway.tools import Registry
 

@@ -28,9 +28,9 @@ from datetime import datetime
 
 from gateway.audit.records import AuditFilter, AuditRecord, audit_time
 from gateway.errors import PermissionDenied, RequestCode, RequestError
-from gateway.grants import refused
 from gateway.model import CallStatus, Identity, Verdict
 from gateway.policy.base import PolicyEngine
+from gateway.policy.grants import refused
 from gateway.policy.inputs import audit_input
 from gateway.request_checks import check_id
 from gateway.store.base import RunStore

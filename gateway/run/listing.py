@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from gateway.errors import PermissionDenied, RequestCode, RequestError
-from gateway.grants import refused
 from gateway.model import Identity, RunFilter, RunRecord, RunState, rfc3339
 from gateway.policy.base import PolicyEngine
+from gateway.policy.grants import refused
 from gateway.policy.inputs import list_runs_input
 from gateway.request_checks import check_id
 from gateway.store.base import RunStore

@@ -17,8 +17,8 @@ from datetime import datetime
 
 from gateway.errors import CallCode, PermissionDenied, RequestCode, RequestError
 from gateway.executors.output import json_problem
-from gateway.grants import refused
 from gateway.model import CallRecord, CallStatus, Identity, RunRecord
+from gateway.policy.grants import refused
 from gateway.tools import Tool
 
 OUTCOMES = (CallStatus.SUCCEEDED, CallStatus.FAILED)
