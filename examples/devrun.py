@@ -3,7 +3,12 @@ default policies, and the demo against them; then the sidecar keeps serving unti
 
 Ports come from CALLGATE_TRAVEL_PORT (default 8765), CALLGATE_WORKSHOP_PORT (default 8766) and
 CALLGATE_LISTEN (default 127.0.0.1:50051); a port already in use is named with the variable
-that moves it. State (the run store, the workshop's database) lives in .callgate/.
+that moves it. The sidecar's settings read the variables `callgate serve` reads:
+CALLGATE_TOOLS (default: both examples' manifests, copied into .callgate/tools),
+CALLGATE_POLICIES (default policies/), CALLGATE_AUTH (default examples/auth.yaml) and
+CALLGATE_DB (default .callgate/run.db). What it uses, and which variable changes each, is
+printed before anything starts. State (the run store, the workshop's database) lives in
+.callgate/.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from gateway.service.config import ServeConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".callgate"
-DEMO_TOKEN = "alice-demo-token"
+DEMO_TOKEN = "alice-demo-token"  # examples/auth.yaml: a traveler and member of acme
+DEMO_APPROVER = "olga-demo-token"  # an owner of acme: approves the demo's larger booking
 EXAMPLES = ("travel", "workshop")
 
 
@@ -47,6 +53,43 @@ class DevSettings:
     workshop_port: int
     listen: str
     db: str
+    tools: Path | None = None  # None: the examples' manifests
+    policies: Path = ROOT / "policies"
+    auth: Path = ROOT / "examples" / "auth.yaml"
+
+    def lines(self) -> list[str]:
+        """What make run uses, each with the variable that changes it."""
+        tools = (f"{self.tools} (CALLGATE_TOOLS)" if self.tools is not None else
+                 "the examples' five, from examples/travel/tools and examples/workshop/tools, "
+                 "copied into .callgate/tools (CALLGATE_TOOLS names another directory)")
+        return [f"travel service    127.0.0.1:{self.travel_port} (CALLGATE_TRAVEL_PORT)",
+                f"workshop service  127.0.0.1:{self.workshop_port} (CALLGATE_WORKSHOP_PORT), "
+                "its bookings in .callgate/workshop.db",
+                f"sidecar           {self.listen} (CALLGATE_LISTEN)",
+                f"tools             {tools}",
+                f"policies          {_shown(self.policies)} (CALLGATE_POLICIES)",
+                f"identities        {_shown(self.auth)} (CALLGATE_AUTH)",
+                f"run store         {self.db} (CALLGATE_DB)"]
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _path(env: dict[str, str] | os._Environ[str], name: str, default: Path, *,
+          directory: bool) -> Path:
+    raw = env.get(name)
+    if not raw:
+        return default
+    path = Path(raw).expanduser()
+    if directory and not path.is_dir():
+        raise UsageError(f"{name}={raw!r}: no such directory")
+    if not directory and not path.is_file():
+        raise UsageError(f"{name}={raw!r}: no such file")
+    return path
 
 
 def _port(env: dict[str, str] | os._Environ[str], name: str, default: str) -> int:
@@ -65,7 +108,13 @@ def settings(env: dict[str, str] | os._Environ[str] = os.environ) -> DevSettings
     except ValueError as exc:
         raise UsageError(f"CALLGATE_LISTEN={listen!r}: {exc}") from None
     db = env.get("CALLGATE_DB") or str(STATE / "run.db")
-    return DevSettings(travel_port, workshop_port, listen, db)
+    tools = _path(env, "CALLGATE_TOOLS", STATE / "tools", directory=True)
+    return DevSettings(travel_port, workshop_port, listen, db,
+                       tools=tools if env.get("CALLGATE_TOOLS") else None,
+                       policies=_path(env, "CALLGATE_POLICIES", ROOT / "policies",
+                                      directory=True),
+                       auth=_path(env, "CALLGATE_AUTH", ROOT / "examples" / "auth.yaml",
+                                  directory=False))
 
 
 def check_ports(dev: DevSettings) -> None:
@@ -109,16 +158,21 @@ async def main(dev: DevSettings) -> int:
     STATE.mkdir(exist_ok=True)
     travel = start_travel_service(port=dev.travel_port)
     workshop = start_workshop_service(STATE / "workshop.db", port=dev.workshop_port)
-    os.environ.setdefault("CALLGATE_TRAVEL_URL", travel.url)
-    os.environ.setdefault("CALLGATE_WORKSHOP_URL", workshop.url)
-    config = ServeConfig(listen=dev.listen, tools=example_tools(), policies=ROOT / "policies",
-                         auth=ROOT / "examples" / "auth.yaml", db=dev.db)
+    for variable, service in (("CALLGATE_TRAVEL_URL", travel), ("CALLGATE_WORKSHOP_URL",
+                                                                 workshop)):
+        given = os.environ.setdefault(variable, service.url)
+        if given != service.url:  # the manifests read it: say where their calls go
+            print(f"  note: {variable}={given} is set: the example tools call it, not the "
+                  f"service started at {service.url}", flush=True)
+    config = ServeConfig(listen=dev.listen, tools=dev.tools or example_tools(),
+                         policies=dev.policies, auth=dev.auth, db=dev.db)
     sidecar = Sidecar(config)
     try:
         bound = await sidecar.start()
         print(f"callgate listening on {bound}; example tools at {travel.url} (travel) and "
               f"{workshop.url} (workshop)", flush=True)
-        code = await asyncio.to_thread(run_demo, bound, DEMO_TOKEN, travel.url, workshop.url)
+        code = await asyncio.to_thread(lambda: run_demo(
+            bound, DEMO_TOKEN, travel.url, workshop.url, approver_token=DEMO_APPROVER))
         print(f"\nthe sidecar keeps serving on {bound} (token {DEMO_TOKEN}); Ctrl-C stops it",
               flush=True)
         stop = asyncio.Event()
@@ -140,9 +194,10 @@ def run() -> int:
     try:
         dev = settings()
         check_ports(dev)
+        print("make run uses:", *(f"  {line}" for line in dev.lines()), sep="\n", flush=True)
         return asyncio.run(main(dev))
     except (UsageError, ConfigError) as err:
-        print(f"make run: {err.message if isinstance(err, ConfigError) else err}",
+        print(f"make run: {err.report() if isinstance(err, ConfigError) else err}",
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:

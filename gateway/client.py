@@ -1,6 +1,9 @@
 """A small synchronous client for the sidecar: the demo, the CLI and tests use it.
 
-`error_code(err)` reads the stable code callgate puts in `google.rpc.ErrorInfo.reason`.
+`error_code(err)` reads the stable code callgate puts in `google.rpc.ErrorInfo.reason`. A
+sidecar that cannot be reached is `Unreachable`: callgate's `SidecarUnreachable` (with a
+message naming the target and what to check) and still the `grpc.RpcError` it was. Every other
+refusal is the `grpc.RpcError` the sidecar answered, its code read with `error_code`.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from gateway import pb
+from gateway.errors import SidecarUnreachable
 from gateway.tls import ClientTLS
 
 # where a sidecar listens unless told otherwise (`serve --listen`, every `--target`)
@@ -32,10 +36,45 @@ def error_code(err: grpc.RpcError) -> str:
     return ""
 
 
-def tool_call(call_id: str, name: str, arguments: dict[str, Any] | str,
-              complete: bool = True) -> pb.ToolCall:
+class Unreachable(SidecarUnreachable, grpc.RpcError):
+    """No sidecar answered (UNAVAILABLE without a callgate code): callgate's error, and still
+    the gRPC error, so code that catches `grpc.RpcError` and reads `code()` keeps working."""
+
+    def __init__(self, target: str, err: grpc.RpcError, *, tls: bool) -> None:
+        self.rpc = err
+        detail = str(err.details() or "no answer")
+        tls_hint = ("; with TLS, that it listens with TLS and --tls-ca trusts its certificate"
+                    if tls else "; if it listens with TLS, connect with --tls (or --tls-ca)")
+        super().__init__(target, f"cannot reach the sidecar at {target}: {detail}: check "
+                         "that --target (CALLGATE_TARGET) names the address `callgate serve` "
+                         f"listens on and that it is running{tls_hint}")
+
+    def code(self) -> grpc.StatusCode:
+        return self.rpc.code()
+
+    def details(self) -> str | None:
+        return self.rpc.details()
+
+    def trailing_metadata(self) -> Any:
+        return self.rpc.trailing_metadata()
+
+    def initial_metadata(self) -> Any:
+        return self.rpc.initial_metadata()
+
+
+def unreachable(err: grpc.RpcError) -> bool:
+    """Whether a failed call means no sidecar answered (not one that refused with a code)."""
+    return (err.code() == grpc.StatusCode.UNAVAILABLE
+            and not error_code(err))
+
+
+def tool_call(call_id: str, name: str, arguments: dict[str, Any] | str, *,
+              partial: bool = False) -> pb.ToolCall:
+    """A ToolCall; `partial` marks a fragment (never executed). It also sets the deprecated
+    `complete` for a call that is not partial, which sidecars older than `partial` require."""
     text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return pb.ToolCall(call_id=call_id, name=name, arguments_json=text, complete=complete)
+    return pb.ToolCall(call_id=call_id, name=name, arguments_json=text, partial=partial,
+                       complete=not partial)
 
 
 class GatewayClient:
@@ -53,6 +92,8 @@ class GatewayClient:
         self.stub = pb.ToolGatewayStub(self.channel)
         self.metadata = [("authorization", f"Bearer {token}")] if token else []
         self.timeout_s = timeout_s
+        self.target = target
+        self._tls = tls is not None
 
     def __enter__(self) -> GatewayClient:
         return self
@@ -65,7 +106,13 @@ class GatewayClient:
         self.channel.close()
 
     def _call(self, name: str, request: Any) -> Any:
-        return getattr(self.stub, name)(request, metadata=self.metadata, timeout=self.timeout_s)
+        try:
+            return getattr(self.stub, name)(request, metadata=self.metadata,
+                                            timeout=self.timeout_s)
+        except grpc.RpcError as err:
+            if unreachable(err):
+                raise Unreachable(self.target, err, tls=self._tls) from err
+            raise
 
     def start_run(self, **fields: Any) -> pb.Run:
         result: pb.Run = self._call("StartRun", pb.StartRunRequest(**fields))
@@ -77,6 +124,20 @@ class GatewayClient:
         `next_page_token`) leads to."""
         result: pb.Run = self._call("GetRun", pb.GetRunRequest(
             run_id=run_id, page_size=page_size, page_token=page_token))
+        return result
+
+    def list_runs(self, **fields: Any) -> pb.ListRunsResponse:
+        """One page of runs, newest first (fields of ListRunsRequest: state, page_size,
+        page_token, subject, every_subject); the caller's own unless the policy allows more."""
+        result: pb.ListRunsResponse = self._call("ListRuns", pb.ListRunsRequest(**fields))
+        return result
+
+    def list_tools(self, provider: str = "openai.responses",
+                   api_version: str = "") -> pb.ListToolsResponse:
+        """The caller's permitted tools: `tools` as the manifests describe them, `tools_json`
+        as that provider's declarations."""
+        result: pb.ListToolsResponse = self._call("ListTools", pb.ListToolsRequest(
+            provider=provider, api_version=api_version))
         return result
 
     def whole_run(self, run_id: str, *, page_size: int = 0) -> pb.Run:

@@ -6,6 +6,7 @@
     │   ├── PermissionDenied      always `permission_denied`
     │   └── StoreUnavailable      always `store_unavailable`
     │       └── StoreConflict     a guarded write found a call changed by someone else
+    ├── SidecarUnreachable        (clients) no sidecar answered at `target`; says what to check
     └── ConfigError               start-up refused: a bad manifest, policy, file or flag
 
 A request error names its code explicitly (`RequestError(RequestCode.RUN_NOT_FOUND, "...")`):
@@ -112,5 +113,19 @@ class StoreConflict(StoreUnavailable):
     first); the whole commit was rolled back, so nothing here executes on its strength."""
 
 
+class SidecarUnreachable(CallgateError):
+    """A client could not reach the sidecar at `target` (nothing listens there, it stopped
+    while answering, TLS on one side only): raised by `gateway.client`, with the transport's
+    error chained and a message naming what to check."""
+
+    def __init__(self, target: str, message: str) -> None:
+        super().__init__(message)
+        self.target = target
+
+
 class ConfigError(CallgateError):
     """Start-up configuration is wrong: names the source (file, field) and the problem."""
+
+    def report(self) -> str:
+        """What to print: one line per problem (this message, unless a subclass has more)."""
+        return self.message

@@ -183,7 +183,20 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class RunFilter:
+    """Which runs a listing reads: one tenant's, of one subject (None: every subject of the
+    tenant), in one of these states (empty: any)."""
+
+    tenant: str
+    subject: str | None
+    states: tuple[RunState, ...] = ()
+
+
+@dataclass(frozen=True)
 class ToolCall:
+    """A proposed call. `complete` False: the call is known to be a fragment (marked `partial`
+    on the wire, or cut off in a provider's response) and is rejected without being read."""
+
     call_id: str
     name: str
     arguments_json: str

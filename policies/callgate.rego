@@ -7,6 +7,7 @@
 #   may_approve     may this person approve a call?  bool
 #   may_resolve     may this operator resolve it?    bool
 #   may_read_audit  may this identity read audit?    bool
+#   may_list_runs   may it list others' runs?        bool (a subject always lists its own)
 #   offer           tool names to list for a caller  set (undefined: every registered tool)
 #   batch_policy    not defined here, so a batch never runs partial writes
 #
@@ -292,6 +293,17 @@ may_read_audit if {
 	input.subject != ""
 	input.subject == input.identity.subject
 	input.tenant == input.identity.tenant
+}
+
+# An operator (who resolves unknown outcomes) and an auditor list the runs of their own tenant:
+# one subject's (input.subject) or every subject's (input.subject == ""). A subject lists its
+# own runs without being asked about.
+default may_list_runs := false
+
+may_list_runs if {
+	some role in ["operator", "auditor"]
+	role in caller_roles
+	input.tenant == caller_tenant
 }
 
 # ---------------------------------------------------------------------------------------------

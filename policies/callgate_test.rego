@@ -418,6 +418,25 @@ test_subject_may_not_read_other_subject if {
 }
 
 # ---------------------------------------------------------------------------------------------
+# may_list_runs
+
+runs_input(who, tenant, subject) := {"action": "list_runs", "identity": who, "tenant": tenant, "subject": subject}
+
+test_operator_and_auditor_list_their_tenants_runs if {
+	callgate.may_list_runs with input as runs_input(oscar, "acme", "")
+	callgate.may_list_runs with input as runs_input(audrey, "acme", "alice")
+}
+
+test_no_one_lists_another_tenants_runs if {
+	not callgate.may_list_runs with input as runs_input(oscar, "globex", "")
+}
+
+test_others_may_not_list_someone_elses_runs if {
+	not callgate.may_list_runs with input as runs_input(olga, "acme", "alice")
+	callgate.may_list_runs == false with input as {}
+}
+
+# ---------------------------------------------------------------------------------------------
 # offer
 
 test_offer_traveler_tools if {

@@ -10,6 +10,9 @@ Each table sits between `<!-- BEGIN GENERATED: name -->` and `<!-- END GENERATED
     request-codes  every `gateway.errors.RequestCode` with its gRPC status
                    (`gateway.wire.server.GRPC_STATUS`) and what it means
     call-codes     every `gateway.errors.CallCode` and what it means
+    enums          every value of every enum of the proto (`gateway.pb`: CallStatus, Verdict,
+                   NextAction, RunState, ApprovalStatus, EventKind) with its number and what
+                   it means
 
 The meanings below are the only hand-written part: a code without one stops the generator, so a
 new code cannot reach the docs undescribed. tests/test_docs.py fails when the committed tables
@@ -92,8 +95,9 @@ CALL_MEANINGS: dict[str, str] = {
     "invalid_arguments": "REJECTED: the arguments do not match the tool's `input_schema`, or "
                          "have no canonical JSON form (an integer beyond ±2^53, a lone "
                          "surrogate)",
-    "incomplete_arguments": "REJECTED: the arguments are not a complete JSON object, or the "
-                            "call was marked `complete: false`",
+    "incomplete_arguments": "REJECTED: the arguments are not a complete JSON object (empty, "
+                            "cut off, or JSON that is not an object: the message quotes what "
+                            "the reader found), or the call was marked `partial: true`",
     "duplicate_call_id": "REJECTED: the call ID was used in an earlier turn of the run",
     "policy_denied": "REJECTED: the policy's `decision` denied the call; the message joins its "
                      "reasons",
@@ -127,6 +131,57 @@ CALL_MEANINGS: dict[str, str] = {
 }
 
 
+ENUM_MEANINGS: dict[str, str] = {
+    "CALL_STATUS_UNSPECIFIED": "not set: a call of an interrupted turn not started yet "
+                               "(`ResumeRun` decides it), or a record that has no call status",
+    "CALL_STATUS_SUCCEEDED": "the effect happened / the read answered (terminal)",
+    "CALL_STATUS_REJECTED": "never ran: the code says why (terminal)",
+    "CALL_STATUS_FAILED": "the effect is known not to have happened (terminal)",
+    "CALL_STATUS_UNKNOWN": "a write whose effect cannot be known yet; looked up, never "
+                           "repeated blindly",
+    "CALL_STATUS_PENDING_APPROVAL": "waits for a person's approval (`approval_id`)",
+    "CALL_STATUS_HELD": "an allowed write waiting for a sibling write's approval",
+    "CALL_STATUS_EXECUTING": "intent committed: the request may be on the wire",
+    "CALL_STATUS_NOT_RUN": "an allowed write the batch will not run (`held_by_batch`): re-plan "
+                           "(terminal)",
+    "VERDICT_UNSPECIFIED": "no policy ran (an unknown tool, invalid arguments): the error says "
+                           "why",
+    "VERDICT_ALLOW": "the policy allowed the call",
+    "VERDICT_DENY": "the policy denied it (or could not decide: `policy_error`)",
+    "VERDICT_APPROVAL_REQUIRED": "the policy asks a person first",
+    "NEXT_ACTION_UNSPECIFIED": "not set (a turn not settled yet)",
+    "NEXT_ACTION_CONTINUE": "send the results back to the model and ask again",
+    "NEXT_ACTION_DONE": "the model gave its final answer",
+    "NEXT_ACTION_RETRY_TURN": "ask the model again: nothing ran",
+    "NEXT_ACTION_PAUSED_FOR_APPROVAL": "stop asking the model: a call waits for a person",
+    "NEXT_ACTION_PAUSED_UNKNOWN_OUTCOME": "stop asking the model: a write's outcome is unknown",
+    "NEXT_ACTION_HANDOFF": "hand over to a person (refusal, fatal provider error, retries spent, "
+                           "cancelled)",
+    "NEXT_ACTION_BUDGET_EXHAUSTED": "stop: a budget of the run is spent",
+    "RUN_STATE_UNSPECIFIED": "not set",
+    "RUN_STATE_ACTIVE": "accepts a new turn",
+    "RUN_STATE_PAUSED_FOR_APPROVAL": "waits for approvals to be decided (or to expire)",
+    "RUN_STATE_PAUSED_UNKNOWN_OUTCOME": "waits for an unknown write to be looked up or resolved",
+    "RUN_STATE_COMPLETED": "ended with a final answer (terminal)",
+    "RUN_STATE_HANDED_OFF": "ended: handed to a person (terminal)",
+    "RUN_STATE_BUDGET_EXHAUSTED": "ended: a budget is spent (terminal)",
+    "RUN_STATE_CANCELLED": "ended by `CancelRun` (terminal)",
+    "APPROVAL_STATUS_UNSPECIFIED": "not set (an audit record of another kind)",
+    "APPROVAL_STATUS_PENDING": "waits for a person's decision until `expires_at`",
+    "APPROVAL_STATUS_APPROVED": "approved: the call is re-checked and runs",
+    "APPROVAL_STATUS_DENIED": "denied: the call is REJECTED `approval_denied`",
+    "APPROVAL_STATUS_EXPIRED": "nobody decided in time: REJECTED `approval_expired`",
+    "APPROVAL_STATUS_CANCELLED": "its run was cancelled, or a sibling write will not run",
+    "EVENT_KIND_UNSPECIFIED": "not set",
+    "EVENT_KIND_TOOL_REQUEST": "the model asked for tool calls",
+    "EVENT_KIND_FINAL": "the model answered",
+    "EVENT_KIND_REFUSAL": "the model refused",
+    "EVENT_KIND_INCOMPLETE": "the response was cut short (nothing ran)",
+    "EVENT_KIND_PAUSED": "the provider paused the turn (Anthropic `pause_turn`)",
+    "EVENT_KIND_PROVIDER_ERROR": "the provider answered with an error",
+}
+
+
 class MissingMeaning(Exception):
     """A code of the enum has no meaning in this script."""
 
@@ -135,7 +190,7 @@ def _meaning(table: dict[str, str], code: str, kind: str) -> str:
     try:
         return table[code]
     except KeyError:
-        raise MissingMeaning(f"{kind} code {code!r} has no meaning in scripts/gen_docs.py: "
+        raise MissingMeaning(f"{kind} {code!r} has no meaning in scripts/gen_docs.py: "
                              "describe it there, then run the script") from None
 
 
@@ -149,6 +204,17 @@ def call_codes() -> str:
     rows = [f"| `{code.value}` | {_meaning(CALL_MEANINGS, code.value, 'per-call')} |"
             for code in CallCode]
     return "\n".join(["| code | status and meaning |", "|---|---|", *rows])
+
+
+def enums() -> str:
+    """One table per enum: each value, its number, and what it means."""
+    parts = []
+    for name, enum in pb.DESCRIPTOR.enum_types_by_name.items():
+        rows = [f"| `{v.name}` | {v.number} | {_meaning(ENUM_MEANINGS, v.name, 'enum')} |"
+                for v in enum.values]
+        parts.append("\n".join([f"`{name}` (`gateway.pb.{name}`)", "",
+                                "| value | number | meaning |", "|---|---|---|", *rows]))
+    return "\n\n".join(parts)
 
 
 def rpcs() -> str:
@@ -167,6 +233,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "rpcs": rpcs,
     "request-codes": request_codes,
     "call-codes": call_codes,
+    "enums": enums,
 }
 
 

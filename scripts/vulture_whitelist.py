@@ -6,6 +6,7 @@ Every entry says why it is alive. Anything else vulture reports is dead code: de
 # ruff: noqa: B018
 from adapters.base import ProviderAdapter
 from adapters.events import ErrorKind
+from gateway.audit.keys import AuditKey
 from gateway.client import GatewayClient
 from gateway.errors import CallCode
 from gateway.executors.http1 import _Connection
@@ -25,6 +26,7 @@ from gateway.wire.server import ToolGatewayService
 # gRPC calls the servicer's methods by name.
 ToolGatewayService.StartRun
 ToolGatewayService.GetRun
+ToolGatewayService.ListRuns
 ToolGatewayService.SubmitTurn
 ToolGatewayService.SubmitProviderResponse
 ToolGatewayService.SubmitProviderStream
@@ -81,3 +83,7 @@ _StrictJwt._decode_payload
 
 # RE2's option, read by the library.
 _.log_errors  # noqa: F821
+
+# The one-step key file form for library use (serve writes a new key last, with
+# load_or_new and write_new, so that a refused start leaves no file).
+AuditKey.load_or_create

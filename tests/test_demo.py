@@ -32,8 +32,14 @@ def test_demo_passes_against_the_example_setup(tmp_path: Path, travel: TravelSer
     assert done.returncode == 0, done.stdout + done.stderr
     assert "call_weather" in done.stdout and "CALL_STATUS_SUCCEEDED" in done.stdout
     assert "call_book" in done.stdout and "0 failed" in done.stdout
-    (booked,) = workshop.reservations()  # the demo's one booking, in the service's database
-    assert booked["participant"] == "alice" and booked["seats"] == 1
+    # the demo's three bookings, in the service's database: one seat, three seats an owner
+    # approved, and one seat whose answer was lost (booked once all the same)
+    booked = workshop.reservations()
+    assert [(b["participant"], b["seats"]) for b in booked] == [("alice", 1), ("alice", 3),
+                                                               ("alice", 1)]
+    assert [b["idempotency_key"].split(":")[1] for b in booked] == [
+        "call_book", "call_book3", "call_lost"]
+    assert "approved by olga" in done.stdout
 
 
 def test_demo_fails_when_an_outcome_is_wrong(tmp_path: Path, travel: TravelService,

@@ -5,6 +5,7 @@ nothing in the repository referring to a document the repository does not have."
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import posixpath
 import re
@@ -15,9 +16,11 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import BaseModel
 
 from gateway.cli.main import build_parser
+from gateway.client import GatewayClient
 from gateway.executors import config as executor_config
 from gateway.model import (
     ApprovalRecord,
@@ -35,10 +38,12 @@ from gateway.policy.inputs import (
     audit_input,
     batch_input,
     call_input,
+    list_runs_input,
     offer_input,
 )
 from gateway.run.judge import Judge
 from gateway.tools import Registry, ToolManifest
+from gateway.tools.environment import expand_env
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -423,6 +428,7 @@ def _built_inputs() -> dict[str, Any]:
         "approve": approve_input(Identity("olga", "acme", ("owner",)), approval, tool),
         "approval": approval_input(approval),
         "audit": audit_input(Identity("audrey", "acme", ("auditor",)), "acme", ""),
+        "list_runs": list_runs_input(Identity("oscar", "acme", ("operator",)), "acme", ""),
     }
 
 
@@ -451,3 +457,64 @@ def test_every_call_input_field_has_a_row() -> None:
 
     missing = [p for p in leaves(_built_inputs()["call"]) if f"`{p}`" not in page]
     assert not missing, f"docs/policies.md has no row for call input fields {missing}"
+
+
+# ---------------------------------------------------------------------------------------------
+# examples that must be what runs
+
+
+def _marked_blocks(page: str, marker: str) -> list[tuple[str, str]]:
+    """(what the marker names, the fenced block after it) for each `<!-- MARKER[: NAME] -->`."""
+    pattern = rf"<!-- {marker}(?:: ([^>]*?))? -->\n```\w*\n(.*?)```"
+    return [((m.group(1) or "").strip(), m.group(2)) for m in re.finditer(pattern, page, re.S)]
+
+
+def test_a_manifest_shown_as_a_file_is_that_file() -> None:
+    files = _marked_blocks(_text("tools.md"), "manifest file")
+    assert files, "docs/tools.md shows no example manifest file"
+    for name, body in files:
+        assert body == (ROOT / name).read_text(encoding="utf-8"), \
+            f"docs/tools.md: the manifest shown as {name} differs from the file"
+
+
+def test_every_example_manifest_is_one_callgate_accepts() -> None:
+    examples = [body for name, body in _marked_blocks(_text("tools.md"), "manifest example")]
+    assert len(examples) >= 2
+    for body in examples:  # as the registry reads a file: variables expanded, then checked
+        ToolManifest.model_validate(expand_env(yaml.safe_load(body), {}))
+
+
+def test_the_example_tools_table_lists_what_make_run_serves() -> None:
+    page = _text("tools.md")
+    table = page[page.index("## The example tools"):]
+    rows = dict(re.findall(r"^\| `(\w+)` \| (read|write) \|", table, re.M))
+    manifests = {m["name"]: m["effect"] for folder in ("travel", "workshop")
+                 for m in (yaml.safe_load(p.read_text()) for p in
+                           sorted((ROOT / "examples" / folder / "tools").glob("*.yaml")))}
+    assert rows == manifests
+
+
+def test_the_client_page_names_every_method_of_the_client() -> None:
+    page = _text("client.md")
+    methods = [name for name, _ in inspect.getmembers(GatewayClient, inspect.isfunction)
+               if not name.startswith("_")]
+    missing = [m for m in methods if f"`{m}(" not in page]
+    assert not missing, f"docs/client.md does not describe {missing}"
+
+
+def test_an_enum_value_without_a_meaning_stops_the_generator(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    gen = _generator()
+    monkeypatch.delitem(gen.ENUM_MEANINGS, "CALL_STATUS_HELD")
+    with pytest.raises(gen.MissingMeaning, match="CALL_STATUS_HELD"):
+        gen.render(_text("api.md"))
+
+
+def test_the_docs_use_the_demo_identities() -> None:
+    """One cast: every `<name>-demo-token` a page names is in examples/auth.yaml, with the
+    subject it is named for."""
+    tokens = yaml.safe_load((ROOT / "examples" / "auth.yaml").read_text())["tokens"]
+    named = {t for page in PAGES for t in re.findall(r"\b([a-z]+-demo-token)\b",
+                                                     page.read_text(encoding="utf-8"))}
+    assert named and named <= set(tokens), sorted(named - set(tokens))
+    assert all(tokens[t]["subject"] == t.removesuffix("-demo-token") for t in tokens)

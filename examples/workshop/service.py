@@ -454,8 +454,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="its SQLite file (created and seeded with events if new)")
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
     options = parser.parse_args(argv)
-    with start_workshop_service(options.db, options.host, options.port,
-                                quiet=options.quiet) as service:
+    try:
+        service = start_workshop_service(options.db, options.host, options.port,
+                                         quiet=options.quiet)
+    except OSError as exc:
+        raise SystemExit(f"workshop service: cannot listen on {options.host}:{options.port}: "
+                         f"{exc.strerror or exc}") from None
+    with service:
         run_until_signal(service.url, "workshop service")
 
 

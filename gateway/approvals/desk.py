@@ -48,6 +48,7 @@ class ListRequest:
 class ApprovalPage:
     approvals: tuple[ApprovalRecord, ...]
     next_page_token: str = ""  # "" when there is nothing after this page
+    decidable: frozenset[str] = frozenset()  # the IDs of those the caller may decide now
 
 
 class ApprovalRuns(Protocol):
@@ -78,7 +79,12 @@ class ApprovalDesk:
             check_id(kind, value)
         size = ap.page_size(req.page_size)
         found, token = await self._scan(who, req.which, ap.page_after(req.page_token), size)
-        return ApprovalPage(tuple(await self._current(found, req.which)), token)
+        current = tuple(await self._current(found, req.which))
+        return ApprovalPage(current, token, frozenset(await self._decidable(who, current)))
+
+    async def _decidable(self, who: Identity, shown: Sequence[ApprovalRecord]) -> list[str]:
+        return [a.approval_id for a in shown if a.status == ApprovalStatus.PENDING
+                and await ap.may_approve(self.runner.policy, self.runner.registry, who, a)]
 
     async def _scan(self, who: Identity, which: ApprovalFilter, after: int,
                     size: int) -> tuple[list[ApprovalRecord], str]:

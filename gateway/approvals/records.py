@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from gateway.errors import CallCode, RequestCode, RequestError
+from gateway.errors import CallCode, PermissionDenied, RequestCode, RequestError
 from gateway.model import (
     ApprovalRecord,
     ApprovalStatus,
@@ -26,6 +26,7 @@ from gateway.model import (
     rfc3339,
 )
 from gateway.policy.base import PolicyEngine
+from gateway.policy.grants import refused
 from gateway.policy.inputs import approve_input
 from gateway.tools import Registry
 
@@ -73,6 +74,18 @@ def already_decided(a: ApprovalRecord) -> RequestError:
 async def may_approve(policy: PolicyEngine, registry: Registry, approver: Identity,
                       a: ApprovalRecord) -> bool:
     return await policy.allows("may_approve", approve_input(approver, a, registry.get(a.tool)))
+
+
+def not_allowed(approver: Identity, a: ApprovalRecord) -> PermissionDenied:
+    """The refusal of a decision `may_approve` did not allow: the rule, who may decide."""
+    grant = refused("may_approve", approver, a.tenant)
+    if own(approver, a):
+        return PermissionDenied(f"{approver.subject} may not decide approval {a.approval_id}: "
+                                f"you requested it, so someone else decides it ({grant})")
+    whose = (f" (requested by {a.requested_by} of tenant {a.tenant})"
+             if a.tenant == approver.tenant else "")
+    return PermissionDenied(f"{approver.subject} may not decide approval {a.approval_id}"
+                            f"{whose}: {grant}")
 
 
 def own(who: Identity, a: ApprovalRecord) -> bool:

@@ -77,15 +77,16 @@ class _Shown:
 
 def _call(kind: AuditKind, rec: CallRecord, *, owner: Identity, provider: str,
           actor: Identity, registry: Registry, now: datetime, detail: str = "",
-          decision: Decision | None = None) -> AuditEvent:
+          decision: Decision | None = None, decided_only: bool = False) -> AuditEvent:
     shown = _Shown(registry, rec.tool, rec.arguments_json)
     d = shown.decision(decision or rec.decision)
+    decided = decided_only or rec.status == CallStatus.PROPOSED  # decided, not run (yet)
     return AuditEvent(
         kind=kind.value, subject=owner.subject, tenant=owner.tenant, run_id=rec.run_id,
         turn_id=rec.turn_id, call_id=rec.call_id, provider=provider, tool=rec.tool,
         tool_version=rec.tool_version, arguments_summary_json=shown.summary(),
         arguments_sha256=shown.digest(rec.arguments_sha256), decision=d,
-        status=None if rec.status == CallStatus.PROPOSED else rec.status,  # decided, not run
+        status=None if decided else rec.status,
         error_code=rec.error_code, execution_count=rec.execution_count,
         policy_revision=d.policy_revision if d else "", time=now, actor=actor.subject,
         actor_tenant=actor.tenant, approval_id=rec.approval_id,
@@ -100,6 +101,15 @@ def decision(rec: CallRecord, run: RunRecord, *, actor: Identity, registry: Regi
     """A call judged (or stopped by the plan, or by its approval), in actor's name."""
     return _call(AuditKind.DECISION, rec, owner=run.owner, provider=provider or run.provider,
                  actor=actor, registry=registry, now=now)
+
+
+def rechecked(rec: CallRecord, run: RunRecord, *, registry: Registry,
+              now: datetime) -> AuditEvent:
+    """An approved call decided again with its approval just before it runs: callgate acted;
+    its own verdict (the re-check's) and no status yet (the execution record follows)."""
+    return _call(AuditKind.DECISION, rec, owner=run.owner, provider=run.provider, actor=NOBODY,
+                 registry=registry, now=now, decided_only=True,
+                 detail=_detail(recheck_of=rec.approval_id))
 
 
 def authorize(rec: CallRecord, caller: Identity, *, registry: Registry,
@@ -142,7 +152,11 @@ def cancelled(run: RunRecord, calls: list[CallRecord], by: Identity, *, registry
 
 
 def _approval(a: ApprovalRecord, *, actor: Identity, decision: Decision, error_code: str,
-              registry: Registry, now: datetime, provider: str) -> AuditEvent:
+              registry: Registry, now: datetime, provider: str,
+              status: CallStatus | None) -> AuditEvent:
+    """An approval's record: its own verdict (asked for: APPROVAL_REQUIRED; approved: ALLOW;
+    else DENY), the call's status while it waits (none once the approval ended: the call's
+    next record says what became of it), and the decision's reasons as its message."""
     shown = _Shown(registry, a.tool, a.arguments_json)
     d = shown.decision(decision)
     return AuditEvent(
@@ -150,9 +164,10 @@ def _approval(a: ApprovalRecord, *, actor: Identity, decision: Decision, error_c
         run_id=a.run_id, turn_id=a.turn_id, call_id=a.call_id, provider=provider, tool=a.tool,
         tool_version=a.tool_version, arguments_summary_json=shown.summary(),
         arguments_sha256=shown.digest(a.arguments_sha256), decision=d,
-        status=CallStatus.PENDING_APPROVAL, error_code=error_code,
+        status=status, error_code=error_code,
         policy_revision=d.policy_revision if d else "", time=now, actor=actor.subject,
-        actor_tenant=actor.tenant, approval_id=a.approval_id, message=shown.text(a.reason),
+        actor_tenant=actor.tenant, approval_id=a.approval_id,
+        message=shown.text("; ".join(decision.reasons)),
         detail_json=_detail(approval_status=a.status.value,
                             expires_at=a.expires_at.isoformat() if a.expires_at else None))
 
@@ -162,7 +177,7 @@ def approval_requested(a: ApprovalRecord, decision: Decision, *, registry: Regis
     """An approval asked for: the requester acted, the policy's decision says why."""
     return _approval(a, actor=a.requester, decision=decision,
                      error_code=CallCode.APPROVAL_REQUIRED.value, registry=registry, now=now,
-                     provider=provider)
+                     provider=provider, status=CallStatus.PENDING_APPROVAL)
 
 
 def approval_ended(a: ApprovalRecord, *, actor: Identity, policy_revision: str,
@@ -174,19 +189,24 @@ def approval_ended(a: ApprovalRecord, *, actor: Identity, policy_revision: str,
     outcome = Decision(verdict, (f"approval {a.approval_id} {a.status.value.lower()}{who}: "
                                  f"{a.reason}",), policy_revision)
     return _approval(a, actor=actor, decision=outcome, error_code=error_code_of(a),
-                     registry=registry, now=now, provider=provider)
+                     registry=registry, now=now, provider=provider, status=None)
 
 
 # ---------------------------------------------------------------------- callgate itself
 
 
 def policy_rejected(*, file: str, line: int | None, message: str, serving: str,
-                    now: datetime) -> AuditEvent:
-    """A changed policy directory refused on reload; `serving` keeps deciding."""
+                    now: datetime, column: int | None = None,
+                    problems: tuple[dict[str, Any], ...] = ()) -> AuditEvent:
+    """A changed policy directory refused on reload; `serving` keeps deciding. The message
+    is the first problem (`file:line:col: what`); `problems` lists every one."""
     return AuditEvent(kind=AuditKind.POLICY.value, subject="", time=now,
-                      decision=Decision(Verdict.DENY, (message,), serving),
+                      decision=Decision(Verdict.DENY, tuple(p["message"] for p in problems)
+                                        or (message,), serving),
                       policy_revision=serving, error_code="policy_reload_rejected",
-                      message=message, detail_json=_detail(file=file, line=line))
+                      message=message, detail_json=_detail(
+                          file=file, line=line, column=column,
+                          problems=list(problems) if len(problems) > 1 else None))
 
 
 def policy_installed(*, revision: str, previous: str, now: datetime) -> AuditEvent:

@@ -108,6 +108,24 @@ class AuditKey:
     @classmethod
     def load_or_create(cls, path: Path, *, flag: str = "--audit-key-file") -> AuditKey:
         """The key in path, written first (mode 0600) when the file does not exist."""
+        key, secret = cls.load_or_new(path, flag=flag)
+        return key if secret is None else cls.write_new(path, secret, flag=flag)
+
+    @classmethod
+    def load_or_new(cls, path: Path, *,
+                    flag: str = "--audit-key-file") -> tuple[AuditKey, bytes | None]:
+        """The key in path; or, when there is no such file, a new key and its secret, which
+        `write_new` writes once nothing can stop start-up any more (a refused start then
+        leaves no key file behind)."""
+        if os.path.lexists(path):
+            return cls.load(path, flag=flag), None
+        secret = secrets.token_bytes(KEY_BYTES)
+        return cls(secret), secret
+
+    @classmethod
+    def write_new(cls, path: Path, secret: bytes, *, flag: str = "--audit-key-file") -> AuditKey:
+        """Write secret to path (mode 0600) unless the file exists by now; answers the key the
+        file holds afterwards (another process's, if it wrote first)."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -116,7 +134,7 @@ class AuditKey:
         except OSError as exc:
             raise ConfigError(f"{flag} {path}: cannot create it: {exc.strerror}") from None
         with os.fdopen(fd, "w", encoding="ascii") as out:
-            out.write(secrets.token_bytes(KEY_BYTES).hex() + "\n")
+            out.write(secret.hex() + "\n")
         key = cls.load(path, flag=flag)
         log.info("created the audit key %s (key id %s): keep it; masks and seals are checked "
                  "with it", path, key.key_id)

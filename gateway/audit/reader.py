@@ -30,6 +30,7 @@ from gateway.audit.records import AuditFilter, AuditRecord, audit_time
 from gateway.errors import PermissionDenied, RequestCode, RequestError
 from gateway.model import CallStatus, Identity, Verdict
 from gateway.policy.base import PolicyEngine
+from gateway.policy.grants import refused
 from gateway.policy.inputs import audit_input
 from gateway.request_checks import check_id
 from gateway.store.base import RunStore
@@ -109,21 +110,21 @@ class AuditReader:
                 raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {q.run_id!r}")
             if not await self._may(who, run.tenant, run.subject):
                 raise PermissionDenied(f"{who.subject} may not read the audit records of run "
-                                       f"{q.run_id} (the policy's may_read_audit refused)")
+                                       f"{q.run_id}: {refused('may_read_audit', who, run.tenant)}")
             return replace(which, run_id=q.run_id, subject=q.subject, tenant=q.tenant)
         tenant = who.tenant if q.tenant is None else q.tenant
         if q.subject:
             if not await self._may(who, tenant, q.subject):
                 raise PermissionDenied(f"{who.subject} may not read the audit records of "
-                                       f"{q.subject} in tenant {tenant!r} (the policy's "
-                                       "may_read_audit refused)")
+                                       f"{q.subject} in tenant {tenant!r}: "
+                                       f"{refused('may_read_audit', who, tenant)}")
             return replace(which, tenant=tenant, subject=q.subject)
         if await self._may(who, tenant, ""):
             return replace(which, tenant=tenant)
         if tenant == who.tenant and who.subject:  # not an auditor: their own records
             return replace(which, tenant=tenant, subject=who.subject)
         raise PermissionDenied(f"{who.subject} may not read the audit records of tenant "
-                               f"{tenant!r} (the policy's may_read_audit refused)")
+                               f"{tenant!r}: {refused('may_read_audit', who, tenant)}")
 
     async def stream(self, who: Identity, q: AuditQuery) -> AsyncIterator[AuditRecord]:
         which = await self.scope(who, q)

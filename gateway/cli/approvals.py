@@ -19,7 +19,7 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 
 from gateway import pb
-from gateway.cli.common import UsageError, client_tls, nonempty, option, switch
+from gateway.cli.common import UsageError, connected, nonempty, option, switch
 from gateway.errors import RequestCode, RequestError
 
 ACTIONS = ("list", "show", "approve", "deny")
@@ -76,15 +76,13 @@ def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], Non
 
 
 def run(ns: argparse.Namespace) -> int:
-    from gateway.client import GatewayClient
-
     if ns.action == "list" and ns.approval_id:
         raise UsageError("list takes no APPROVAL_ID (use show APPROVAL_ID)")
     if ns.action != "list" and not ns.approval_id:
         raise UsageError(f"{ns.action} needs an APPROVAL_ID (see 'callgate approvals list')")
     if ns.action in ("approve", "deny"):
         nonempty_reason(ns.reason)
-    with GatewayClient(ns.target, ns.token, tls=client_tls(ns), timeout_s=60) as client:
+    with connected(ns) as client:
         if ns.action == "list":
             return _list(client, ns)
         if ns.action == "show":
@@ -135,11 +133,20 @@ def status_name(value: int) -> str:
     return str(pb.ApprovalStatus.Name(value)).removeprefix("APPROVAL_STATUS_")
 
 
-COLUMNS = ("APPROVAL", "STATUS", "RUN", "CALL", "TOOL", "REQUESTED BY", "EXPIRES")
+COLUMNS = ("APPROVAL", "STATUS", "YOU", "RUN", "CALL", "TOOL", "REQUESTED BY", "EXPIRES")
+LEGEND = ("YOU: decide: you may approve or deny it (callgate approvals approve|deny APPROVAL_ID "
+          "--reason TEXT); asked: your own run's, for someone else to decide")
+
+
+def yours(a: Any) -> str:
+    """What the caller may do with an approval: decide it, or wait (its own run's)."""
+    if a.caller_may_decide:
+        return "decide"
+    return "asked" if a.status == pb.APPROVAL_STATUS_PENDING else "-"
 
 
 def table_text(answer: Any) -> str:
-    rows = [(a.approval_id, status_name(a.status), a.run_id, a.call_id, a.tool,
+    rows = [(a.approval_id, status_name(a.status), yours(a), a.run_id, a.call_id, a.tool,
              f"{a.requested_by} ({a.tenant})", a.expires_at) for a in answer.approvals]
     if not rows:
         lines = ["no approvals"]
@@ -147,6 +154,8 @@ def table_text(answer: Any) -> str:
         widths = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
                  for row in [COLUMNS, *rows]]
+        if any(a.status == pb.APPROVAL_STATUS_PENDING for a in answer.approvals):
+            lines.append(LEGEND)
     if answer.next_page_token:
         lines.append(f"more: --page-token {answer.next_page_token}")
     return "\n".join(lines)
@@ -157,7 +166,10 @@ def details_text(a: Any) -> str:
         args = json.dumps(json.loads(a.arguments_json), indent=2, sort_keys=True)
     except ValueError:
         args = a.arguments_json
-    fields = [("approval", a.approval_id), ("status", status_name(a.status)),
+    you = {"decide": "you may decide it (callgate approvals approve|deny ... --reason TEXT)",
+           "asked": "your own run's: someone the policy's may_approve allows decides it",
+           "-": "decided"}[yours(a)]
+    fields = [("approval", a.approval_id), ("status", status_name(a.status)), ("you", you),
               ("run", a.run_id), ("turn", a.turn_id), ("call", a.call_id),
               ("tool", f"{a.tool} {a.tool_version}"),
               ("requested by", f"{a.requested_by} (tenant {a.tenant}, roles "

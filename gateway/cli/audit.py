@@ -9,8 +9,10 @@
     callgate audit check-value --audit-key-file FILE [VALUE] [--json-value JSON]
                    [--digest HEX] [--mask MASK]
 
-The first asks the sidecar (QueryAudit): a table by default, one JSON object per line with
-`--json`; `--follow` keeps printing new records as the sidecar commits them (it is woken by the
+The first asks the sidecar (QueryAudit): a table by default, whose last column (WHY) is the
+record's message, or its decision's reasons (`--wide`: in full); one JSON object per line with
+`--json` (numbers as numbers, `detail` and `arguments_summary` as JSON); `--follow` keeps
+printing new records as the sidecar commits them (it is woken by the
 store, it does not poll) until Ctrl-C. The others open the store itself. `verify` exits 1 at
 the first broken link, naming the record; `check-value` exits 1 when a value does not match a
 mask.
@@ -24,15 +26,14 @@ import getpass
 import json
 import socket
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
-
 from gateway import pb
-from gateway.cli.common import Parser, UsageError, client_tls, nonempty, option, switch
+from gateway.cli.audit_text import WHY_CHARS, print_records
+from gateway.cli.common import Parser, UsageError, connected, nonempty, option, switch
 
 OFFLINE = ("verify", "export", "prune", "check-value")
 VERDICTS = ("allow", "deny", "approval_required", "unspecified")
@@ -107,7 +108,9 @@ def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], Non
     option(p, "--tail", parse=count, default=0, metavar="N",
            help="start with the last N matching records")
     switch(p, "--follow", help="keep printing new records as they are written (Ctrl-C ends)")
-    switch(p, "--json", help="one JSON object per record and line")
+    switch(p, "--wide", help="the WHY column (the record's message or reasons) in full, not "
+           f"cut at {WHY_CHARS} characters")
+    switch(p, "--json", help="one JSON object per record and line, with typed fields")
     p.set_defaults(handler=run_query)
 
 
@@ -126,63 +129,16 @@ def query_fields(ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_query(ns: argparse.Namespace) -> int:
-    from gateway.client import GatewayClient
-
-    with GatewayClient(ns.target, ns.token, tls=client_tls(ns)) as client:
+    with connected(ns) as client:
         stream = client.query_audit(timeout_s=None if ns.follow else 300, **query_fields(ns))
         try:
-            shown, last = print_records(stream, as_json=ns.json, aligned=not ns.follow)
+            shown, last = print_records(stream, as_json=ns.json, aligned=not ns.follow,
+                                        wide=ns.wide)
         finally:
             stream.cancel()
     if ns.limit and shown == ns.limit and not ns.follow:
         print(f"more: --after-seq {last}", file=sys.stderr)
     return 0
-
-
-def print_records(records: Iterable[Any], *, as_json: bool, aligned: bool) -> tuple[int, int]:
-    """Print each record as it arrives (aligned: the table's columns fitted to all of them,
-    printed at the end); answers how many, and the last seq."""
-    rows: list[tuple[str, ...]] = []
-    shown = last = 0
-    if not as_json and not aligned:
-        print(_line(COLUMNS, WIDTHS), flush=True)
-    for r in records:
-        shown, last = shown + 1, r.seq
-        if as_json:
-            print(json.dumps(MessageToDict(r, preserving_proto_field_name=True)), flush=True)
-        elif aligned:
-            rows.append(cells(r))
-        else:
-            print(_line(cells(r), WIDTHS), flush=True)
-    if aligned and not as_json:
-        print(table_text(rows))
-    return shown, last
-
-
-COLUMNS = ("SEQ", "TIME", "KIND", "RUN", "CALL", "TOOL", "VERDICT", "STATUS", "CODE", "ACTOR")
-WIDTHS = (6, 24, 9, 16, 10, 16, 17, 16, 18, 10)
-
-
-def _name(enum: Any, value: int, prefix: str) -> str:
-    return str(enum.Name(value)).removeprefix(prefix) if value else ""
-
-
-def cells(r: Any) -> tuple[str, ...]:
-    verdict = _name(pb.Verdict, r.decision.verdict, "VERDICT_") if r.HasField("decision") else ""
-    return (str(r.seq), r.time, r.kind, r.run_id, r.call_id, r.tool, verdict,
-            _name(pb.CallStatus, r.status, "CALL_STATUS_"), r.error_code,
-            r.actor or "callgate")
-
-
-def _line(row: tuple[str, ...], widths: tuple[int, ...]) -> str:
-    return "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-
-
-def table_text(rows: list[tuple[str, ...]]) -> str:
-    if not rows:
-        return "no audit records"
-    widths = tuple(max(len(r[i]) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS)))
-    return "\n".join(_line(r, widths) for r in [COLUMNS, *rows])
 
 
 # ---------------------------------------------------------------------- offline commands

@@ -17,14 +17,15 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 import grpc
 
-from gateway.client import DEFAULT_TARGET
+from gateway.client import DEFAULT_TARGET, GatewayClient, Unreachable, error_code, unreachable
 from gateway.errors import CallgateError, ConfigError
 from gateway.tls import ClientTLS
 
@@ -247,7 +248,8 @@ def client_options(p: argparse.ArgumentParser) -> None:
     option(conn, "--target", parse=target_address, default=DEFAULT_TARGET, owner=p,
            metavar="HOST:PORT", help="the sidecar: HOST:PORT or unix:PATH")
     option(conn, "--token", default="", secret=True, owner=p,
-           help="bearer token (sent as 'authorization: Bearer TOKEN')")
+           help="bearer token, one of the sidecar's --auth file (make run: "
+           "examples/auth.yaml); sent as 'authorization: Bearer TOKEN'")
     switch(conn, "--tls", owner=p, help="connect with TLS, trusting the system's CAs")
     option(conn, "--tls-ca", parse=existing_file, metavar="FILE", owner=p,
            help="PEM CA certificates to trust for the sidecar's certificate (implies --tls)")
@@ -257,6 +259,20 @@ def client_options(p: argparse.ArgumentParser) -> None:
            help="PEM private key of --tls-client-cert")
     option(conn, "--tls-server-name", default="", metavar="NAME", owner=p,
            help="name to check the sidecar's certificate against, if not the target's host")
+
+@contextmanager
+def connected(ns: argparse.Namespace, timeout_s: float = 60.0) -> Iterator[GatewayClient]:
+    """A client of the sidecar the command's connection options name. A stream whose sidecar
+    cannot be reached fails as a unary call does: SidecarUnreachable, naming the target."""
+    tls = client_tls(ns)
+    with GatewayClient(ns.target, ns.token, tls=tls, timeout_s=timeout_s) as client:
+        try:
+            yield client
+        except grpc.RpcError as err:
+            if unreachable(err) and not isinstance(err, Unreachable):
+                raise Unreachable(ns.target, err, tls=tls is not None) from err
+            raise
+
 
 def client_tls(ns: argparse.Namespace) -> ClientTLS | None:
     if not (ns.tls or ns.tls_ca or ns.tls_client_cert or ns.tls_client_key):
@@ -286,7 +302,7 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
         sys.stdout.flush()
         return code
     except (UsageError, ConfigError) as err:
-        return _fail(prog, err.message if isinstance(err, ConfigError) else str(err), 2)
+        return _fail(prog, err.report() if isinstance(err, ConfigError) else str(err), 2)
     except CallgateError as err:
         return _fail(prog, err.message, 1)
     except grpc.RpcError as err:
@@ -304,14 +320,22 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
         return _fail(prog, f"unexpected error ({type(err).__name__}: {err}); this is a bug: "
                      "CALLGATE_DEBUG=1 shows where", 1)
 
-def _rpc_error(err: grpc.RpcError) -> str:
-    from gateway.client import error_code
+TOKEN_HINT = ("give a token with --token or CALLGATE_TOKEN: one of the tokens in the --auth "
+              "file the sidecar was started with (under `make run`: examples/auth.yaml, e.g. "
+              "alice-demo-token)")
 
+
+def _rpc_error(err: grpc.RpcError) -> str:
     code = err.code()
     details = err.details()
-    if code == grpc.StatusCode.UNAVAILABLE:
-        return (f"the sidecar is unavailable: {details} (check --target, and the TLS options "
-                "if it listens with TLS)")
+    if unreachable(err):  # a stream's error (unary calls raise SidecarUnreachable)
+        return (f"cannot reach the sidecar: {details}: check that --target (CALLGATE_TARGET) "
+                "names the address `callgate serve` listens on and that it is running, and "
+                "the TLS options if it listens with TLS")
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        said = ("no token was sent" if str(details).startswith("no credentials")
+                else f"the sidecar refused the token ({details})")
+        return f"{code.name} {error_code(err)}: {said}: {TOKEN_HINT}"
     return f"{code.name} {error_code(err)}: {details}"
 
 def _fail(prog: str, message: str, code: int) -> int:

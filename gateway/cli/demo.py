@@ -1,14 +1,20 @@
 """`callgate demo`: the travel and workshop scenarios of the examples, driven through a running
 sidecar over gRPC.
 
-Four runs, each call ID printed with its status; exits 1 when any outcome differs from the
+Six runs, each call ID printed with its status; exits 1 when any outcome differs from the
 expected one:
 1. both reads in parallel, the weather answer arriving first, each result under its own ID;
 2. the weather service times out: the train result is still returned, weather FAILED;
 3. an invalid train number: REJECTED before anything runs;
 4. a workshop booking: the events and the seats are read, then one seat is reserved for the
    caller, which the default policy allows a member without approval; the workshop service has
-   exactly that reservation under the call's idempotency key.
+   exactly that reservation under the call's idempotency key;
+5. a booking that needs a person: three seats pause the run for an owner's approval; the
+   demo's approver (`--approver-token`, an owner of the caller's tenant) approves it, the write
+   runs once, and the loop's ResumeRun sees the settled turn;
+6. a lost answer: the workshop books the seat but drops its answer; callgate records the write
+   as of unknown outcome, looks it up by its idempotency key, finds the booking and settles
+   the call SUCCEEDED, sent once: one reservation, never two.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from gateway.tls import ClientTLS
 STATUS = pb.CallStatus.Name
 NEXT = pb.NextAction.Name
 TRAIN = {"train_number": "ICE123", "date": "2026-12-01"}
+WORKSHOP = "ws-acme-1"  # the caller's tenant's workshop with room for the demo's bookings
 WEATHER = {"city": "Berlin", "date": "2026-12-01"}
 
 
@@ -40,8 +47,10 @@ class Check:
 
 
 class Demo:
-    def __init__(self, client: GatewayClient, travel_url: str, workshop_url: str) -> None:
+    def __init__(self, client: GatewayClient, travel_url: str, workshop_url: str,
+                 approver: GatewayClient | None = None) -> None:
         self.client = client
+        self.approver = approver
         self.travel = httpx.Client(base_url=travel_url, timeout=5)
         self.workshop = httpx.Client(base_url=workshop_url, timeout=5)
         self.checks: list[Check] = []
@@ -142,9 +151,59 @@ class Demo:
                     and lookup.json()["reservation_id"] in book.output_json,
                     lookup.text)
 
+    def booking(self, run_id: str, call_id: str, seats: int) -> pb.CallResult:
+        run = self.client.get_run(run_id)
+        out = self.show(self.client.submit_calls(run_id, "resp_1", tool_call(
+            call_id, "reserve_seat", {"event_id": WORKSHOP, "participant": run.subject,
+                                      "seats": seats})))
+        return out[call_id]
+
+    def reservations(self, key: str) -> list[Any]:
+        found = self.workshop.get(f"/reservations/by-key/{key}")
+        return [found.json()] if found.status_code == 200 else []
+
+    def approved_booking(self) -> None:
+        run_id = self.start("approval")
+        asked = self.booking(run_id, "call_book3", 3)
+        self.expect("three seats wait for an owner's approval (nothing sent yet)",
+                    asked.status == pb.CALL_STATUS_PENDING_APPROVAL
+                    and asked.execution_count == 0, asked.error.message)
+        if self.approver is None:
+            self.expect("an approver decides it", False, "no --approver-token")
+            return
+        (pending,) = [a for a in self.approver.list_approvals(run_id=run_id).approvals
+                      if a.approval_id == asked.approval_id]
+        print(f"  approver sees {pending.approval_id}: {'; '.join(pending.policy_reasons)}")
+        decided = self.approver.decide_approval(pending.approval_id, approve=True,
+                                                reason="the demo's approver agrees")
+        print(f"  approved by {decided.approval.decided_by}")
+        settled = self.show(self.client.resume_run(run_id))["call_book3"]
+        self.expect("approved, checked again and sent once",
+                    settled.status == pb.CALL_STATUS_SUCCEEDED
+                    and settled.execution_count == 1)
+        booked = self.reservations(f"{run_id}:call_book3")
+        self.expect("the workshop holds one reservation of three seats",
+                    len(booked) == 1 and booked[0]["seats"] == 3, str(booked))
+
+    def lost_answer(self) -> None:
+        self.workshop.post("/_control", json={"reserve_seat": {
+            "apply_then_drop": True, "times": 1}}).raise_for_status()
+        run_id = self.start("lost")
+        print("  the workshop will book the seat, then drop its answer")
+        result = self.booking(run_id, "call_lost", 1)
+        self.expect("looked up by its idempotency key and found: SUCCEEDED, sent once",
+                    result.status == pb.CALL_STATUS_SUCCEEDED and result.execution_count == 1,
+                    result.error.message)
+        kinds = [r.kind for r in self.client.query_audit(run_id=run_id, timeout_s=30)]
+        self.expect("the audit trail shows the unknown outcome and its look-up",
+                    kinds.count("execution") == 1 and "reconcile" in kinds, ", ".join(kinds))
+        booked = self.reservations(f"{run_id}:call_lost")
+        self.expect("one reservation, never two", len(booked) == 1, str(booked))
+
     def run(self) -> bool:
         steps: list[Callable[[], None]] = [self.parallel_reads, self.weather_timeout,
-                                           self.invalid_train, self.workshop_booking]
+                                           self.invalid_train, self.workshop_booking,
+                                           self.approved_booking, self.lost_answer]
         for step in steps:
             try:
                 step()
@@ -161,7 +220,9 @@ class Demo:
 
 
 def run_demo(target: str, token: str, travel_url: str, workshop_url: str, *,
-             tls: ClientTLS | None = None) -> int:
+             tls: ClientTLS | None = None, approver_token: str = "") -> int:
     print(f"callgate demo against {target} (tools at {travel_url} and {workshop_url})")
-    with GatewayClient(target, token, tls=tls) as client:
-        return 0 if Demo(client, travel_url, workshop_url).run() else 1
+    with GatewayClient(target, token, tls=tls) as client, \
+            GatewayClient(target, approver_token, tls=tls) as approver:
+        demo = Demo(client, travel_url, workshop_url, approver if approver_token else None)
+        return 0 if demo.run() else 1

@@ -1,4 +1,4 @@
-"""The `callgate` command: serve, demo, policy, approvals, audit.
+"""The `callgate` command: serve, demo, policy, runs, tools, approvals, audit.
 
 Every option also reads an environment variable, CALLGATE_<OPTION> (`--listen` reads
 CALLGATE_LISTEN); `callgate COMMAND --help` lists each with its variable and default.
@@ -24,14 +24,17 @@ from gateway.cli.common import (
     client_options,
     client_tls,
     configure_logging,
+    connected,
     nonempty,
     option,
     quiet_engine_backtraces,
     resolve,
     run_command,
 )
+from gateway.errors import CallgateError
 from gateway.version import callgate_version
 
+DEMO_APPROVER = "olga-demo-token"  # examples/auth.yaml: an owner of acme
 
 def _demo_parser(sub: SubParsers) -> None:
     p = sub.add_parser("demo", help="drive the example scenarios through a running sidecar",
@@ -42,11 +45,15 @@ def _demo_parser(sub: SubParsers) -> None:
            help="the example travel service (the demo sets its latency)")
     option(p, "--workshop-url", parse=nonempty, default="http://127.0.0.1:8766", metavar="URL",
            help="the example workshop service (reset before the demo's booking)")
+    option(p, "--approver-token", default=DEMO_APPROVER, secret=True, metavar="TOKEN",
+           help="the token of the person who approves the demo's booking (an owner of the "
+           "--token's tenant)")
     p.set_defaults(handler=_demo)
 
 def _demo(ns: argparse.Namespace) -> int:
     from gateway.cli.demo import run_demo
-    return run_demo(ns.target, ns.token, ns.travel_url, ns.workshop_url, tls=client_tls(ns))
+    return run_demo(ns.target, ns.token, ns.travel_url, ns.workshop_url, tls=client_tls(ns),
+                    approver_token=ns.approver_token)
 
 def _policy_parser(sub: SubParsers) -> None:
     # listed in `callgate --help`; `callgate policy ...` is dispatched before parsing (main)
@@ -55,26 +62,29 @@ def _policy_parser(sub: SubParsers) -> None:
 
 def _policy_status_parser() -> Parser:
     p = Parser(prog="callgate policy status",
-               description="The running sidecar's policy engine, revision, store and tools.")
+               description="The running sidecar's policy engine, revision, store and tools. "
+               "Exits 1 while the newest --policies files are rejected (each problem is "
+               "listed), so a deploy script can wait for a reload to take.")
     client_options(p)
     p.set_defaults(handler=_policy_status)
     return p
 
 def _policy_status(ns: argparse.Namespace) -> int:
-    from gateway.client import GatewayClient
-
-    with GatewayClient(ns.target, ns.token, tls=client_tls(ns), timeout_s=30) as client:
+    with connected(ns, timeout_s=30) as client:
         status = client.get_status()
     print(f"engine:           {status.engine}\npolicy revision:  {status.policy_revision}\n"
           f"loaded at:        {status.policy_loaded_at}\nstore:            {status.store}\n"
           f"version:          {status.version}\ntools:            {', '.join(status.tools)}")
-    if status.HasField("last_rejected_reload"):
-        rejected = status.last_rejected_reload
-        where = f"{rejected.file}:{rejected.line}" if rejected.line else rejected.file
-        print(f"rejected reload:  at {rejected.at}, still serving the revision above\n"
-              f"  {where}\n  {rejected.message}")
     if status.HasField("shadow"):
         _print_shadow(status.shadow)
+    if status.HasField("last_rejected_reload"):
+        rejected = status.last_rejected_reload
+        problems = [p.message for p in rejected.problems] or [rejected.message]
+        print(f"rejected reload:  at {rejected.at}, still serving the revision above",
+              *(f"  {p}" for p in problems), sep="\n")
+        raise CallgateError(f"the newest policy files were rejected ({len(problems)} "
+                            f"problem{'s' * (len(problems) != 1)}, listed above): fix them and "
+                            "the sidecar reloads them itself (or on SIGHUP)")
     return 0
 
 def _print_shadow(shadow: Any) -> None:
@@ -104,12 +114,21 @@ def _audit_parser(sub: SubParsers) -> None:
     from gateway.cli.audit import add_parser
     add_parser(sub, client_options)
 
+def _runs_parser(sub: SubParsers) -> None:
+    from gateway.cli.runs import add_parser
+    add_parser(sub, client_options)
+
+def _tools_parser(sub: SubParsers) -> None:
+    from gateway.cli.tools import add_parser
+    add_parser(sub, client_options)
+
 def build_parser() -> Parser:
     parser = Parser(prog="callgate", description=__doc__)
     parser.add_argument("--version", action="version",
                         version=f"callgate {callgate_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (serve.add_parser, _demo_parser, _policy_parser, _approvals_parser, _audit_parser):
+    for add in (serve.add_parser, _demo_parser, _policy_parser, _runs_parser, _tools_parser,
+                _approvals_parser, _audit_parser):
         add(sub)
     return parser
 

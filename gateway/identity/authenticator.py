@@ -96,9 +96,10 @@ class Authenticator:
         if self._jwt is not None and looks_like_jwt(token):
             return await self._jwt.verify(token)
         if self._jwt is not None:
-            raise Unauthenticated("the bearer token is neither a token this gateway knows nor "
-                                  "a JWT")
-        raise Unauthenticated("the bearer token is not known to this gateway")
+            raise Unauthenticated("the bearer token is neither a token this gateway knows "
+                                  "(none of its --auth file's tokens) nor a JWT")
+        raise Unauthenticated("the bearer token is not known to this gateway (it is none of the "
+                              "tokens in its --auth file)")
 
     def _how_to_authenticate(self) -> str:
         ways = []

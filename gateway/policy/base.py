@@ -18,18 +18,36 @@ DEFAULT_PREFIX: Final = "data.callgate"  # the Rego package callgate queries unl
 
 
 @dataclass(frozen=True)
+class ReloadProblem:
+    """One problem of a rejected set of policy files: where, and what (the message starts
+    with `file:line:col:` when the place is known)."""
+
+    file: str
+    line: int | None
+    column: int | None
+    message: str
+
+
+@dataclass(frozen=True)
 class RejectedReload:
-    """Why the newest policy files are not serving (GetStatus `last_rejected_reload`)."""
+    """Why the newest policy files are not serving (GetStatus `last_rejected_reload`): the
+    first problem's place and message, and every problem."""
 
     file: str
     line: int | None
     message: str
     at: datetime
+    column: int | None = None
+    problems: tuple[ReloadProblem, ...] = ()
 
     @classmethod
     def of(cls, error: Any) -> RejectedReload:
-        """From a PolicyConfigError (its file, line and message)."""
-        return cls(file=error.file, line=error.line, message=error.message, at=now_utc())
+        """From a PolicyConfigError (its place, and each of its problems)."""
+        problems = tuple(ReloadProblem(p.file, p.line, p.column, p.message)
+                         for p in error.problems)
+        first = problems[0].message if problems else error.message
+        return cls(file=error.file, line=error.line, message=first, at=now_utc(),
+                   column=error.column, problems=problems)
 
 
 class PolicyEngine(Protocol):

@@ -32,6 +32,7 @@ from typing import Any
 from gateway.errors import ConfigError
 from gateway.jsontext import JsonTextError, read_json
 from gateway.limits import MAX_JSON_DEPTH_CAP
+from gateway.policy import brackets
 from gateway.policy.engine import add_policy, new_engine
 from gateway.policy.options import DEFAULT_OPTIONS, RegoOptions
 from gateway.yamltext import YamlTextError, read_yaml
@@ -51,22 +52,19 @@ class PolicyConfigError(ConfigError):
     `problems` lists every problem found (this one first); the message is the first one's.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        file: str = "",
-        line: int | None = None,
-        column: int | None = None,
-        detail: str = "",
-        problems: Sequence[PolicyConfigError] = (),
-    ) -> None:
+    def __init__(self, message: str, *, file: str = "", line: int | None = None,
+                 column: int | None = None, detail: str = "",
+                 problems: Sequence[PolicyConfigError] = ()) -> None:
         super().__init__(message)
         self.file = file
         self.line = line
         self.column = column
         self.detail = detail or message
         self._problems = tuple(problems)
+
+    def report(self) -> str:
+        """Every problem, one per line (the message names only the first and a count)."""
+        return "\n".join(p.message for p in self.problems)
 
     @property
     def problems(self) -> tuple[PolicyConfigError, ...]:
@@ -79,32 +77,18 @@ class PolicyConfigError(ConfigError):
         """A copy (of each problem too) without traceback, cause or context: keeping an error
         must not keep the frames it was raised through, which may hold an engine (an engine
         freed on another thread than its own is an error)."""
-        problems = [
-            PolicyConfigError(p.message, file=p.file, line=p.line, column=p.column, detail=p.detail)
-            for p in self.problems
-        ]
-        return PolicyConfigError(
-            self.message,
-            file=self.file,
-            line=self.line,
-            column=self.column,
-            detail=self.detail,
-            problems=problems,
-        )
+        problems = [PolicyConfigError(p.message, file=p.file, line=p.line, column=p.column,
+                                      detail=p.detail) for p in self.problems]
+        return PolicyConfigError(self.message, file=self.file, line=self.line,
+                                 column=self.column, detail=self.detail, problems=problems)
 
     @classmethod
     def of(cls, problems: Sequence[PolicyConfigError]) -> PolicyConfigError:
         """One error standing for several: the first's place and message, all of them listed."""
         first, more = problems[0], len(problems) - 1
         suffix = f" (and {more} more problem{'s' * (more != 1)})" if more else ""
-        return cls(
-            first.message + suffix,
-            file=first.file,
-            line=first.line,
-            column=first.column,
-            detail=first.detail,
-            problems=problems,
-        )
+        return cls(first.message + suffix, file=first.file, line=first.line,
+                   column=first.column, detail=first.detail, problems=problems)
 
 
 @dataclass(frozen=True)
@@ -162,15 +146,16 @@ class Bundle:
 
 # Engine messages that say less than what they mean to a policy's author.
 _ENGINE_MEANING = {
-    "invalid number. serde_json cannot parse number: out of range": (
+    "invalid number. serde_json cannot parse number: out of range":
         "a number beyond the range of a 64-bit float: the embedded engine's numbers are 64-bit "
-        "floats, OPA's are not; use the OPA engine for it"
-    ),
+        "floats, OPA's are not; use the OPA engine for it",
 }
 
 
-def config_error_from_regorus(exc: BaseException, *, fallback_file: str = "") -> PolicyConfigError:
-    """Turn regorus's `--> file:line:col ... error: msg` text into a located ConfigError."""
+def config_error_from_regorus(exc: BaseException, *, fallback_file: str = "",
+                              source: str | None = None) -> PolicyConfigError:
+    """Turn regorus's `--> file:line:col ... error: msg` text into a located ConfigError.
+    With the `source` it was parsing, an unclosed bracket is located where it opens."""
     text = str(exc).split("Stack backtrace:", 1)[0].strip()
     loc = _LOCATION.search(text)
     err = _ERROR_LINE.search(text)
@@ -178,13 +163,32 @@ def config_error_from_regorus(exc: BaseException, *, fallback_file: str = "") ->
     detail = _ENGINE_MEANING.get(detail, detail)
     if loc is None:
         where = fallback_file
-        return PolicyConfigError(
-            f"{where}: {detail}" if where else detail, file=where, detail=detail
-        )
+        return PolicyConfigError(f"{where}: {detail}" if where else detail, file=where,
+                                 detail=detail)
     file, line, col = loc.group("file"), int(loc.group("line")), int(loc.group("col"))
-    return PolicyConfigError(
-        f"{file}:{line}:{col}: {detail}", file=file, line=line, column=col, detail=detail
-    )
+    expected = _EXPECTING.match(detail)
+    if source is not None and expected is not None:
+        opened = brackets.opener_of(source, line, col, expected.group("closing"))
+        if opened is not None:
+            return _unclosed(file, opened, line, col, expected.group("closing"),
+                             brackets.at_end(source, line, col))
+    return PolicyConfigError(f"{file}:{line}:{col}: {detail}", file=file, line=line,
+                             column=col, detail=detail)
+
+
+_EXPECTING = re.compile(r"expecting `(?P<closing>[}\])])`")
+
+
+def _unclosed(file: str, opened: brackets.Opened, line: int, col: int, closing: str,
+              at_end: bool) -> PolicyConfigError:
+    """The error of a bracket never closed, located where it opens (the parser's own place,
+    often the end of the file, is said in words)."""
+    bracket, at_line, at_col = opened
+    detail = (f"this {bracket} is never closed: the file ends (line {line}) before its "
+              f"{closing}" if at_end else f"this {bracket} is not closed: the parser expected "
+              f"{closing} at line {line}, column {col}")
+    return PolicyConfigError(f"{file}:{at_line}:{at_col}: {detail}", file=file, line=at_line,
+                             column=at_col, detail=detail)
 
 
 def short_regorus_message(exc: BaseException) -> str:
@@ -222,14 +226,12 @@ def load_paths(paths: Sequence[Path], options: RegoOptions = DEFAULT_OPTIONS) ->
         elif path.is_file() and _Entry(path.name, path.name).kind != "other":
             entries.append(_Entry(path.as_posix(), path.name))
         elif path.is_file():
-            problems.append(
-                PolicyConfigError(
-                    f"{path}: not a policy (.rego) or data file (data.json, data.yaml)",
-                    file=str(path),
-                )
-            )
+            problems.append(PolicyConfigError(
+                f"{path}: not a policy (.rego) or data file (data.json, data.yaml)",
+                file=str(path)))
         else:
-            problems.append(PolicyConfigError(f"{path}: no such file or directory", file=str(path)))
+            problems.append(PolicyConfigError(f"{path}: no such file or directory",
+                                              file=str(path)))
     if problems:
         raise PolicyConfigError.of(problems)
     return _load(Path("."), entries, options)
@@ -273,43 +275,28 @@ def _load(root: Path, entries: list[_Entry], options: RegoOptions) -> Bundle:
     for entry in entries:
         by_kind.setdefault(entry.kind, []).append(entry)
     if not by_kind["policy"]:
-        raise PolicyConfigError(
-            f"{root}: no .rego policy files found (test files alone do not make a bundle)",
-            file=str(root),
-        )
+        raise PolicyConfigError(f"{root}: no .rego policy files found (test files alone do "
+                                "not make a bundle)", file=str(root))
     problems = _Problems()
-    raw = {
-        e.rel: problems.attempt(_read, root, e.rel)
-        for e in by_kind["policy"] + by_kind["test"] + by_kind["data"]
-    }
+    raw = {e.rel: problems.attempt(_read, root, e.rel)
+           for e in by_kind["policy"] + by_kind["test"] + by_kind["data"]}
     problems.raise_any()
-    sources = {e.rel: problems.attempt(_decode, root, e.rel, raw[e.rel]) for e in by_kind["policy"]}
+    sources = {e.rel: problems.attempt(_decode, root, e.rel, raw[e.rel])
+               for e in by_kind["policy"]}
     tests = {e.rel: problems.attempt(_decode, root, e.rel, raw[e.rel]) for e in by_kind["test"]}
-    values = [
-        (e.rel, problems.attempt(_parse_data, root, e.rel, raw[e.rel], e.mount))
-        for e in by_kind["data"]
-    ]
-    rules = problems.attempt(
-        parse_rules, root, {k: v for k, v in sources.items() if v}, options.rego_v0
-    )
+    values = [(e.rel, problems.attempt(_parse_data, root, e.rel, raw[e.rel], e.mount))
+              for e in by_kind["data"]]
+    rules = problems.attempt(parse_rules, root, {k: v for k, v in sources.items() if v},
+                             options.rego_v0)
     problems.raise_any()
-    rooted = [
-        (rel, _mount(mount.mount, value))
-        for (rel, value), mount in zip(values, by_kind["data"], strict=True)
-    ]
+    rooted = [(rel, _mount(mount.mount, value))
+              for (rel, value), mount in zip(values, by_kind["data"], strict=True)]
     data = _merge_all(root, rooted)
     _check_rule_data_conflicts(root, rules, rooted)
     revision_files = {e.rel: raw[e.rel] for e in by_kind["policy"] + by_kind["data"]}
-    return Bundle(
-        root=root,
-        sources=sources,
-        test_sources=tests,
-        data=data,
-        data_files=tuple(e.rel for e in by_kind["data"]),
-        revision=compute_revision(revision_files),
-        rules=rules,
-        options=options,
-    )
+    return Bundle(root=root, sources=sources, test_sources=tests, data=data,
+                  data_files=tuple(e.rel for e in by_kind["data"]),
+                  revision=compute_revision(revision_files), rules=rules, options=options)
 
 
 def compute_revision(files: Mapping[str, bytes]) -> str:
@@ -354,9 +341,8 @@ def _decode(root: Path, rel: str, body: bytes) -> str:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
         name = (root / rel).as_posix()
-        raise PolicyConfigError(
-            f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})", file=name
-        ) from exc
+        raise PolicyConfigError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+                                file=name) from exc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,16 +366,11 @@ def _parse_json(name: str, text: str) -> Any:
         cause = exc.__cause__
         if isinstance(cause, json.JSONDecodeError):
             detail = f"invalid JSON: {cause.msg}"
-            raise PolicyConfigError(
-                f"{name}:{cause.lineno}:{cause.colno}: {detail}",
-                file=name,
-                line=cause.lineno,
-                column=cause.colno,
-                detail=detail,
-            ) from exc
-        raise PolicyConfigError(
-            f"{name}: invalid JSON: {exc.message}", file=name, detail=f"invalid JSON: {exc.message}"
-        ) from exc
+            raise PolicyConfigError(f"{name}:{cause.lineno}:{cause.colno}: {detail}",
+                                    file=name, line=cause.lineno, column=cause.colno,
+                                    detail=detail) from exc
+        raise PolicyConfigError(f"{name}: invalid JSON: {exc.message}", file=name,
+                                detail=f"invalid JSON: {exc.message}") from exc
 
 
 def _parse_yaml(name: str, text: str) -> Any:
@@ -397,9 +378,8 @@ def _parse_yaml(name: str, text: str) -> Any:
         value = read_yaml(text)
     except YamlTextError as exc:
         where = f"{name}:{exc.line}" if exc.line else name
-        raise PolicyConfigError(
-            f"{where}: {exc}", file=name, line=exc.line, detail=str(exc)
-        ) from exc
+        raise PolicyConfigError(f"{where}: {exc}", file=name, line=exc.line,
+                                detail=str(exc)) from exc
     return {} if value is None else value
 
 
@@ -408,19 +388,18 @@ def _check_json_value(name: str, value: Any, path: str) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise PolicyConfigError(
-                    f"{name}: key {key!r} at {path or '/'} is not a string", file=name
-                )
+                raise PolicyConfigError(f"{name}: key {key!r} at {path or '/'} is not a string",
+                                        file=name)
             _check_json_value(name, item, f"{path}/{key}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _check_json_value(name, item, f"{path}/{index}")
     elif isinstance(value, float) and not math.isfinite(value):
-        raise PolicyConfigError(f"{name}: value at {path or '/'} is not a finite number", file=name)
+        raise PolicyConfigError(f"{name}: value at {path or '/'} is not a finite number",
+                                file=name)
     elif not (value is None or isinstance(value, str | int | float | bool)):
-        raise PolicyConfigError(
-            f"{name}: value at {path or '/'} is not JSON ({type(value).__name__})", file=name
-        )
+        raise PolicyConfigError(f"{name}: value at {path or '/'} is not JSON "
+                                f"({type(value).__name__})", file=name)
 
 
 def _mount(rel: str, value: Any) -> dict[str, Any]:
@@ -438,21 +417,17 @@ def _merge_all(root: Path, rooted: list[tuple[str, dict[str, Any]]]) -> dict[str
         conflict = _merge_into(merged, tree, ())
         if conflict is not None:
             name = (root / rel).as_posix()
-            others = [
-                (root / r).as_posix() for r, t in rooted[:index] if _occupies(t, list(conflict))
-            ]
+            others = [(root / r).as_posix() for r, t in rooted[:index]
+                      if _occupies(t, list(conflict))]
             where = ".".join(conflict)
-            raise PolicyConfigError(
-                f"{name}: data.{where} conflicts with a value from "
-                f"{others[0] if others else 'another data file'}",
-                file=name,
-            )
+            raise PolicyConfigError(f"{name}: data.{where} conflicts with a value from "
+                                    f"{others[0] if others else 'another data file'}",
+                                    file=name)
     return merged
 
 
-def _merge_into(
-    target: dict[str, Any], tree: dict[str, Any], path: tuple[str, ...]
-) -> tuple[str, ...] | None:
+def _merge_into(target: dict[str, Any], tree: dict[str, Any],
+                path: tuple[str, ...]) -> tuple[str, ...] | None:
     """Deep-merge tree into target; return the conflicting path, if any."""
     for key, value in tree.items():
         here = (*path, key)
@@ -471,9 +446,8 @@ def _merge_into(
 # rules (from regorus's AST)
 
 
-def parse_rules(
-    root: Path, sources: Mapping[str, str], rego_v0: bool = False
-) -> tuple[RuleInfo, ...]:
+def parse_rules(root: Path, sources: Mapping[str, str],
+                rego_v0: bool = False) -> tuple[RuleInfo, ...]:
     """Parse each source on its own; the rule heads found, or every syntax error."""
     problems = _Problems()
     rules: list[RuleInfo] = []
@@ -489,7 +463,7 @@ def _parse_one(name: str, text: str, rego_v0: bool) -> tuple[RuleInfo, ...]:
     try:
         add_policy(engine, name, text, rego_v0=rego_v0)
     except RuntimeError as exc:
-        raise config_error_from_regorus(exc, fallback_file=name) from exc
+        raise config_error_from_regorus(exc, fallback_file=name, source=text) from exc
     return rules_of_engine(engine)
 
 
@@ -515,13 +489,8 @@ def _rule_info(package: str, file: str, rule: dict[str, Any]) -> RuleInfo:
         head_kind, head = next(iter(body.get("head", {"": {}}).items()))
         function = head_kind == "Func"
     line = int(head.get("span", body.get("span", {})).get("line", 0))
-    return RuleInfo(
-        package=package,
-        name=_static_path(head.get("refr")),
-        file=file,
-        line=line,
-        function=function,
-    )
+    return RuleInfo(package=package, name=_static_path(head.get("refr")), file=file, line=line,
+                    function=function)
 
 
 def _static_path(ref: Any) -> str:
@@ -552,9 +521,8 @@ def _ref_parts(ref: Any) -> list[str | None]:
     return [None]
 
 
-def _check_rule_data_conflicts(
-    root: Path, rules: tuple[RuleInfo, ...], rooted: list[tuple[str, dict[str, Any]]]
-) -> None:
+def _check_rule_data_conflicts(root: Path, rules: tuple[RuleInfo, ...],
+                               rooted: list[tuple[str, dict[str, Any]]]) -> None:
     for rule in rules:
         path = rule.path.split(".")[1:]
         for rel, tree in rooted:
@@ -562,9 +530,7 @@ def _check_rule_data_conflicts(
                 name = (root / rel).as_posix()
                 raise PolicyConfigError(
                     f"{name}: data.{'.'.join(path)} conflicts with rule {rule.path} "
-                    f"defined at {rule.file}:{rule.line}",
-                    file=name,
-                )
+                    f"defined at {rule.file}:{rule.line}", file=name)
 
 
 def _occupies(tree: Any, path: list[str]) -> bool:

@@ -6,6 +6,8 @@
     resolve_input `may_resolve`: may this operator resolve this call?
     approve_input `may_approve`: may this person decide this approval?
     approval_input `input.approval` of the re-check before an approved call runs
+    audit_input   `may_read_audit`: may this identity read these audit records?
+    list_runs_input `may_list_runs`: may this identity list these runs?
 """
 
 from __future__ import annotations
@@ -185,6 +187,13 @@ def audit_input(reader: Identity, tenant: str, subject: str) -> dict[str, Any]:
     """The `may_read_audit` input: may the reader read the audit records of this tenant
     (`subject` "": all of them; tenant "": callgate's own records, such as policy reloads)?"""
     return {"action": "audit", "identity": reader.as_input(), "tenant": tenant,
+            "subject": subject}
+
+
+def list_runs_input(reader: Identity, tenant: str, subject: str) -> dict[str, Any]:
+    """The `may_list_runs` input: may the reader list the runs of this subject of the tenant
+    (`subject` "": every subject's)? A subject's own runs are listed without asking."""
+    return {"action": "list_runs", "identity": reader.as_input(), "tenant": tenant,
             "subject": subject}
 
 

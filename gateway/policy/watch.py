@@ -185,11 +185,16 @@ class PolicyReloader:
 
     def _rejected(self, rejection: RejectedReload) -> ReloadResult:
         self.engine.reject(rejection)
-        news = rejection.message != self._last_logged  # logged once per distinct problem
+        problems = [p.message for p in rejection.problems] or [rejection.message]
+        key = "\n".join(problems)
+        news = key != self._last_logged  # logged once per distinct set of problems
         if news:
-            self._last_logged = rejection.message
+            self._last_logged = key
             log.error("policy reload rejected, still serving %s: %s", self.engine.revision,
-                      rejection.message)
+                      problems[0])
+            for number, problem in enumerate(problems[1:], start=2):
+                log.error("  the same reload, problem %d of %d: %s", number, len(problems),
+                          problem)
         self._notify(True)
         return ReloadResult("rejected", revision=self.engine.revision, rejection=rejection,
                             news=news)

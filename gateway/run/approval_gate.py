@@ -168,7 +168,7 @@ class ApprovalGate:
         block_writes(step)  # a write the re-check rejected stops the others
         say_waiting(step)
         released = self._released(step, set(checked))
-        await self._commit(run, calls, step, before)
+        await self._commit(run, calls, step, before, rechecked=released & set(checked))
         return step.calls, released
 
     @staticmethod
@@ -222,14 +222,21 @@ class ApprovalGate:
                             "approved call when it was checked again with the approval: "
                             f"{'; '.join(judged.decision.reasons if judged.decision else ())}",
                             now=now)
-        return judged
+        if judged.status != CallStatus.PENDING_APPROVAL:
+            return judged
+        return replace(judged, error_code="", error_message=(  # no longer waiting for anyone
+            f"approved by {a.decided_by} ({a.approval_id}) and checked again with the "
+            "approval: it runs now"))
 
     async def _commit(self, run: RunRecord, before: Sequence[CallRecord], step: GateStep,
-                      approvals_before: dict[str, ApprovalRecord]) -> None:
+                      approvals_before: dict[str, ApprovalRecord], *,
+                      rechecked: frozenset[str]) -> None:
         calls = [c for c, old in zip(step.calls, before, strict=True) if c != old]
         if not calls and not step.changed:
             return
-        audit = [events.decision(c, run, actor=events.NOBODY, registry=self.registry,
+        audit = [events.rechecked(c, run, registry=self.registry, now=step.now)
+                 if c.call_id in rechecked else
+                 events.decision(c, run, actor=events.NOBODY, registry=self.registry,
                                  now=step.now) for c in calls]
         audit += [self._ended(a, run, step.now) for a in step.changed.values()]
         expect = [approvals_before[a.call_id] for a in step.changed.values()]

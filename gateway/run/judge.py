@@ -37,8 +37,18 @@ def rejected(rec: CallRecord, code: CallCode, message: str, *, now: datetime,
                      decided_at=now, finished_at=now)
 
 
-INCOMPLETE = ("the arguments are not a complete JSON object; the call was not executed — ask "
-              "the model for the full call again")
+ASK_AGAIN = "the call was not executed — ask the model for the full call again"
+MARKED_PARTIAL = ("the call was marked partial (ToolCall.partial, or the provider's response "
+                  f"ended inside it): its arguments are a fragment and were not read; {ASK_AGAIN}")
+
+
+def incomplete(text: str, exc: JsonTextError) -> str:
+    """What an unmarked call's arguments were, when they are not a whole JSON object."""
+    if not text.strip():
+        return ("no arguments were sent (arguments_json is empty; a tool without arguments "
+                f"takes {{}}); {ASK_AGAIN}")
+    return (f"the arguments are not a complete JSON object ({exc.message}; {utf8_len(text)} "
+            f"bytes received); {ASK_AGAIN}")
 
 
 def _sha256_or_empty(text: str, max_depth: int) -> str:
@@ -68,7 +78,7 @@ class Judge:
     def propose(self, run_id: str, turn_id: str, index: int, call: ToolCall,
                 now: datetime) -> CallRecord:
         """The one factory of call records: the call as proposed, with its tool's version and
-        effect and its arguments hash. A call the model marked incomplete is rejected at once,
+        effect and its arguments hash. A call marked partial is rejected at once,
         so the mark survives in the store even if the turn is resumed later; so is a call whose
         arguments are over the size limit (and they are not kept)."""
         tool = self.registry.get(call.name)
@@ -86,7 +96,7 @@ class Judge:
             return rejected(rec, CallCode.INVALID_ARGUMENTS,
                             _too_large(size, self.limits.max_arguments_bytes), now=now)
         if not call.complete:
-            return rejected(rec, CallCode.INCOMPLETE_ARGUMENTS, INCOMPLETE, now=now)
+            return rejected(rec, CallCode.INCOMPLETE_ARGUMENTS, MARKED_PARTIAL, now=now)
         return rec
 
     async def judge(self, rec: CallRecord, *, identity: Identity, run: RunContext | None,
@@ -101,7 +111,8 @@ class Judge:
             args = read_arguments(rec.arguments_json, self.limits.max_json_depth)
         except JsonTextError as exc:
             if exc.rule in INCOMPLETE_RULES:
-                return rejected(rec, CallCode.INCOMPLETE_ARGUMENTS, INCOMPLETE, now=now)
+                return rejected(rec, CallCode.INCOMPLETE_ARGUMENTS,
+                                incomplete(rec.arguments_json, exc), now=now)
             return rejected(rec, CallCode.INVALID_ARGUMENTS, "the arguments break a rule of "
                             f"JSON ({exc.rule}): {exc.message}; the call was not executed",
                             now=now)

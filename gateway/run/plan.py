@@ -23,6 +23,13 @@ def _verdict(rec: CallRecord) -> Verdict | None:
     return rec.decision.verdict if rec.decision else None
 
 
+def _waiting(rec: CallRecord) -> str:
+    """What a call waiting for a person says: the policy's reasons say who it waits for."""
+    why = "; ".join(rec.decision.reasons) if rec.decision else ""
+    return f"waiting for a person's approval: {why}" if why else \
+        "waiting for a person's approval"
+
+
 def is_write(rec: CallRecord) -> bool:
     return rec.effect == Effect.WRITE.value
 
@@ -61,7 +68,7 @@ def plan_batch(calls: Sequence[CallRecord], *, remaining_tool_calls: int | None,
         elif _verdict(rec) == Verdict.APPROVAL_REQUIRED:
             out.append(rec.moved(CallStatus.PENDING_APPROVAL,
                                  error_code=CallCode.APPROVAL_REQUIRED.value,
-                                 error_message="waiting for a person's approval"))
+                                 error_message=_waiting(rec)))
         elif not partial_writes and is_write(rec) and writes_pending:
             out.append(rec.moved(CallStatus.HELD, error_code=CallCode.HELD_BY_BATCH.value,
                                  error_message="waiting for the approval of another write "

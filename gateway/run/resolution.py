@@ -15,9 +15,10 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
-from gateway.errors import CallCode, RequestCode, RequestError
+from gateway.errors import CallCode, PermissionDenied, RequestCode, RequestError
 from gateway.executors.output import json_problem
-from gateway.model import CallRecord, CallStatus, Identity
+from gateway.model import CallRecord, CallStatus, Identity, RunRecord
+from gateway.policy.grants import refused
 from gateway.tools import Tool
 
 OUTCOMES = (CallStatus.SUCCEEDED, CallStatus.FAILED)
@@ -72,6 +73,11 @@ def output_of(req: ResolveRequest) -> str:
     if req.outcome != CallStatus.SUCCEEDED:
         return ""
     return req.output_json.strip() or "null"
+
+
+def not_allowed(operator: Identity, run: RunRecord) -> PermissionDenied:
+    return PermissionDenied(f"{operator.subject} may not resolve calls of run {run.run_id}: "
+                            f"{refused('may_resolve', operator, run.tenant)}")
 
 
 def not_unknown(rec: CallRecord) -> RequestError:

@@ -470,8 +470,7 @@ class Runner:
         if found is None:
             raise ap.not_found(req.approval_id)
         if not await ap.may_approve(self.policy, self.registry, approver, found):
-            raise PermissionDenied(f"{approver.subject} may not decide approval "
-                                   f"{found.approval_id} (the policy's may_approve refused)")
+            raise ap.not_allowed(approver, found)
         return await self._exclusive(found.run_id,
                                      lambda: self._decide_approval(approver, req))
 
@@ -554,8 +553,7 @@ class Runner:
         rec = await self.store.find_call(run.run_id, req.call_id)
         grant = resolve_input(operator, run.owner, run.run_id, req.call_id, rec)
         if not await self.policy.allows("may_resolve", grant):
-            raise PermissionDenied(f"{operator.subject} may not resolve calls of run "
-                                   f"{run.run_id} (the policy's may_resolve refused)")
+            raise resolution.not_allowed(operator, run)
         if rec is None:
             raise RequestError(RequestCode.CALL_NOT_FOUND,
                                f"run {run.run_id} has no call {req.call_id!r}")

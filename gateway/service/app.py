@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import sys
+from dataclasses import asdict
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -30,6 +31,7 @@ from gateway.policy.shadow import ShadowEngine, audit_event
 from gateway.policy.watch import PolicyReloader, ReloadResult
 from gateway.run.runner import Runner
 from gateway.service.config import ServeConfig
+from gateway.service.startup import NewFiles, check_listen_free, in_use_error
 from gateway.store import RunStore, open_store
 from gateway.tls import ServerCertificates, describe
 from gateway.tools import Registry
@@ -68,16 +70,31 @@ class Sidecar:
         self.reloader: PolicyReloader | None = None
         self._reload_task: asyncio.Task[None] | None = None
         self._health_update: asyncio.Task[None] | None = None
+        self._stopped = False
 
     async def start(self) -> str:
         """Load everything (any problem raises ConfigError before listening); answers the
-        address actually bound."""
+        address actually bound. A start that fails stops what it started and removes the
+        files it created (`gateway.service.startup`)."""
         cfg = self.config
         cfg.check()
+        if not self.worker:  # the workers of `serve --workers` share the port by design
+            check_listen_free(cfg.listen)
+        created = NewFiles.before_start(cfg.db, None)
+        try:
+            return await self._start(cfg)
+        except BaseException:
+            await self.stop(0)
+            created.remove()
+            raise
+
+    async def _start(self, cfg: ServeConfig) -> str:
         certificates = _certificates(cfg)
         auth = self._auth = _authenticator(cfg, certificates)
         await auth.start()
-        key = AuditKey.load_or_create(cfg.audit_key_path())
+        server = self.server = _grpc_server(cfg, worker=self.worker)
+        self.bound = self._bind(server, cfg.listen, certificates)  # the port is ours from here
+        key, new_secret = AuditKey.load_or_new(cfg.audit_key_path())
         self.registry = Registry.load(cfg.tools, limits=cfg.limits(), audit_key=key)
         policy = await self._load_policy()
         self.store = await open_store(cfg.db, busy_timeout_s=cfg.db_busy_timeout_s,
@@ -90,24 +107,17 @@ class Sidecar:
         self._runner = Runner(store=self.store, registry=self.registry, policy=policy,
                               approval_ttl_s=cfg.approval_ttl_s, limits=cfg.limits())
         self._desk = ApprovalDesk(self._runner)
-        server = grpc.aio.server(options=[
-            # one owner per address, so a second serve fails to bind; the workers of one
-            # `serve --workers` share it (the supervisor checked that nobody else has it)
-            ("grpc.so_reuseport", 1 if self.worker else 0),
-            ("grpc.max_receive_message_length", cfg.max_message_bytes)])
         add_to_server(
             ToolGatewayService(self._runner, self._desk, auth, StatusInfo(
                 self.store.name, callgate_version(),
                 rejected_reload=lambda: policy.last_rejected,
                 shadow=policy.stats if isinstance(policy, ShadowEngine) else lambda: None)),
             server)
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        reflection.enable_server_reflection(
-            (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-             reflection.SERVICE_NAME), server)
-        self.bound = self._bind(server, cfg.listen, certificates)
+        _add_health_and_reflection(server, self._health)
         await server.start()
-        self.server = server
+        log.info("listening with %s", describe(certificates))
+        if new_secret is not None:  # the last step that can fail: a refused start writes none
+            _keep_new_key(cfg, key, new_secret)
         self._desk.start()
         await self._update_health()
         self._watch = asyncio.create_task(self._health_loop())
@@ -164,8 +174,10 @@ class Sidecar:
         now = now_utc()
         rejected = result.rejection
         event = (events.policy_rejected(file=rejected.file, line=rejected.line,
-                                        message=rejected.message, serving=result.revision,
-                                        now=now) if rejected is not None
+                                        column=rejected.column, message=rejected.message,
+                                        serving=result.revision, now=now,
+                                        problems=tuple(asdict(p) for p in rejected.problems))
+                 if rejected is not None
                  else events.policy_installed(revision=result.revision,
                                               previous=result.previous, now=now))
         if self.store is None:
@@ -195,10 +207,10 @@ class Sidecar:
         try:
             port = (server.add_secure_port(listen, certificates.credentials()) if certificates
                     else server.add_insecure_port(listen))
-        except RuntimeError as exc:
-            raise ConfigError(f"--listen {listen}: cannot listen there (is another callgate "
-                              f"or another program using it?): {exc}") from exc
-        log.info("listening with %s", describe(certificates))
+        except RuntimeError as exc:  # taken since check_listen_free looked, or not bindable
+            if "in use" in str(exc) or "Failed to bind" in str(exc):
+                raise in_use_error(listen) from exc
+            raise ConfigError(f"--listen {listen}: cannot listen there: {exc}") from exc
         if listen.startswith("unix:"):
             return listen
         host = listen.rsplit(":", 1)[0]
@@ -231,6 +243,10 @@ class Sidecar:
             await self._update_health()
 
     async def stop(self, grace: float = 2.0) -> None:
+        """Stop serving and close everything (once: a second call does nothing)."""
+        if self._stopped:
+            return
+        self._stopped = True
         if self.store is not None:  # WatchRun streams end now: their clients reconnect
             self.store.close_watches()
         for task in (self._watch, self._reload_task):
@@ -252,6 +268,31 @@ class Sidecar:
             await self.store.close()
         if self._auth is not None:
             await self._auth.aclose()
+
+
+def _grpc_server(cfg: ServeConfig, *, worker: bool) -> grpc.aio.Server:
+    return grpc.aio.server(options=[
+        # one owner per address, so a second serve fails to bind; the workers of one
+        # `serve --workers` share it (the supervisor checked that nobody else has it)
+        ("grpc.so_reuseport", 1 if worker else 0),
+        ("grpc.max_receive_message_length", cfg.max_message_bytes)])
+
+
+def _add_health_and_reflection(server: grpc.aio.Server,
+                               servicer: health.aio.HealthServicer) -> None:
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    reflection.enable_server_reflection(
+        (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+         reflection.SERVICE_NAME), server)
+
+
+def _keep_new_key(cfg: ServeConfig, key: AuditKey, secret: bytes) -> None:
+    """Write the audit key this start made; refuse if another process wrote one meanwhile
+    (what this process sealed would not check with it)."""
+    path = cfg.audit_key_path()
+    if AuditKey.write_new(path, secret).key_id != key.key_id:
+        raise ConfigError(f"--audit-key-file {path}: another process created it while this "
+                          "one started; start again (it will use that key)")
 
 
 def _certificates(cfg: ServeConfig) -> ServerCertificates | None:
@@ -285,11 +326,7 @@ async def serve(config: ServeConfig, *, worker: bool = False) -> None:
     """Run in the foreground until SIGINT/SIGTERM (a worker also stops when its standard
     input closes: its supervisor is gone)."""
     sidecar = Sidecar(config, worker=worker)
-    try:
-        bound = await sidecar.start()
-    except BaseException:
-        await sidecar.stop(0)
-        raise
+    bound = await sidecar.start()  # a start that fails has stopped what it started
     _tune_collector()
     print(f"callgate listening on {bound}", flush=True)
     stop = asyncio.Event()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from datetime import datetime
 from typing import Any, Protocol
 
 from gateway.audit.records import AuditCheckpoint, AuditEvent, AuditFilter, AuditRecord
@@ -36,6 +37,7 @@ from gateway.model import (
     ApprovalRecord,
     CallRecord,
     PastCall,
+    RunFilter,
     RunPage,
     RunRecord,
     RunSnapshot,
@@ -79,6 +81,12 @@ class RunStore(Protocol):
         ...
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    async def list_runs(self, which: RunFilter, *, before: tuple[datetime, str] | None,
+                        limit: int) -> list[RunRecord]:
+        """Up to `limit` runs of `which`, newest first (created_at, then run_id, descending),
+        those created before `before` (a (created_at, run_id) pair; None: from the newest)."""
+        ...
 
     async def get_view(self, run_id: str) -> RunView | None: ...
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import datetime
 from typing import Any, TypeVar
 
 import psycopg
@@ -39,6 +40,7 @@ from gateway.model import (
     ApprovalRecord,
     CallRecord,
     PastCall,
+    RunFilter,
     RunPage,
     RunRecord,
     RunSnapshot,
@@ -281,6 +283,10 @@ class PostgresStore(Notifying):
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         return await self._drive(reading.get_run(POSTGRES, run_id))
+
+    async def list_runs(self, which: RunFilter, *, before: tuple[datetime, str] | None,
+                        limit: int) -> list[RunRecord]:
+        return await self._drive(reading.list_runs(POSTGRES, which, before=before, limit=limit))
 
     async def get_view(self, run_id: str) -> RunView | None:
         return await self._drive(reading.view(POSTGRES, run_id), snapshot=True)

@@ -13,9 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
-from gateway.model import CallRecord, PastCall, RunPage, RunRecord, RunSnapshot, RunView, TurnRecord
+from gateway.model import (
+    CallRecord,
+    PastCall,
+    RunFilter,
+    RunPage,
+    RunRecord,
+    RunSnapshot,
+    RunView,
+    TurnRecord,
+    rfc3339,
+)
 from gateway.store import codecs, fragments, schema
 
 T = TypeVar("T")
@@ -87,6 +98,28 @@ def _calls(d: Dialect, where: str, args: Sequence[Any], order: str) -> Reader[li
 def get_run(d: Dialect, run_id: str) -> Reader[RunRecord | None]:
     row: Row | None = yield _run_row(d, run_id)
     return codecs.run_from_row(row) if row else None
+
+
+def list_runs(d: Dialect, which: RunFilter, *, before: tuple[datetime, str] | None,
+              limit: int) -> Reader[list[RunRecord]]:
+    """Up to `limit` runs of `which`, newest first (by creation time, then ID), created before
+    the (created_at, run_id) `before` (None: from the newest); an index answers it."""
+    m = d.mark
+    where, args = [f"tenant = {m}"], [which.tenant]
+    if which.subject is not None:
+        where.append(f"subject = {m}")
+        args.append(which.subject)
+    if which.states:
+        where.append(f"state IN ({', '.join(m for _ in which.states)})")
+        args += [s.value for s in which.states]
+    if before is not None:
+        at = rfc3339(before[0])  # as stored
+        where.append(f"(created_at < {m} OR (created_at = {m} AND run_id < {m}))")
+        args += [at, at, before[1]]
+    rows: list[Row] = yield All(
+        _select(schema.RUN_COLUMNS, "runs") + f" WHERE {' AND '.join(where)} "
+        f"ORDER BY created_at DESC, run_id DESC LIMIT {m}", (*args, limit))
+    return [codecs.run_from_row(r) for r in rows]
 
 
 def last_turn(d: Dialect, run_id: str) -> Reader[TurnRecord | None]:

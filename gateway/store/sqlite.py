@@ -20,6 +20,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,6 +33,7 @@ from gateway.model import (
     ApprovalRecord,
     CallRecord,
     PastCall,
+    RunFilter,
     RunPage,
     RunRecord,
     RunSnapshot,
@@ -280,6 +282,11 @@ class SQLiteStore(Notifying):
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         return await self._db.here(lambda: self._drive(reading.get_run(SQLITE, run_id)))
+
+    async def list_runs(self, which: RunFilter, *, before: tuple[datetime, str] | None,
+                        limit: int) -> list[RunRecord]:
+        return await self._db.run(lambda: self._drive(
+            reading.list_runs(SQLITE, which, before=before, limit=limit)))
 
     async def get_view(self, run_id: str) -> RunView | None:
         return await self._db.run(lambda: self._read(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from gateway import pb
@@ -34,10 +35,13 @@ from gateway.model import (
     Verdict,
     rfc3339,
 )
+from gateway.policy.base import RejectedReload
 from gateway.run import pages
 from gateway.run.authorize import AuthorizeDecision
+from gateway.run.listing import RunsRequest
 from gateway.run.resolution import ResolveRequest
 from gateway.run.runner import StartRunParams
+from gateway.tools import Tool
 
 
 def _enum(prefix: str, name: str) -> Any:
@@ -68,6 +72,27 @@ def resolve_request(req: pb.ResolveCallRequest) -> ResolveRequest:
                           reason=req.reason)
 
 
+def run_state_from(value: int) -> RunState:
+    try:
+        return RunState(str(pb.RunState.Name(value)).removeprefix("RUN_STATE_"))
+    except ValueError:
+        raise RequestError(RequestCode.INVALID_ARGUMENT, f"state {value} is not a run state: "
+                           "use RUN_STATE_ACTIVE, _PAUSED_FOR_APPROVAL, _PAUSED_UNKNOWN_OUTCOME, "
+                           "_COMPLETED, _HANDED_OFF, _BUDGET_EXHAUSTED or _CANCELLED") from None
+
+
+def runs_request(req: pb.ListRunsRequest) -> RunsRequest:
+    return RunsRequest(states=tuple(dict.fromkeys(run_state_from(s) for s in req.state)),
+                       page_size=req.page_size, page_token=req.page_token,
+                       subject=req.subject, every_subject=req.every_subject)
+
+
+def tool_summary(t: Tool) -> pb.ToolSummary:
+    return pb.ToolSummary(name=t.name, version=t.version, effect=t.effect.value,
+                          description=t.description,
+                          input_schema_json=json.dumps(t.manifest.input_schema, sort_keys=True))
+
+
 def budget_from(b: pb.Budget) -> Budget:
     return Budget(b.max_turns, b.max_tool_calls, b.max_total_tokens, b.max_retries)
 
@@ -95,7 +120,11 @@ def start_params(req: pb.StartRunRequest) -> StartRunParams:
 
 
 def tool_calls(calls: list[pb.ToolCall]) -> tuple[ToolCall, ...]:
-    return tuple(ToolCall(c.call_id, c.name, c.arguments_json, c.complete) for c in calls)
+    """The calls as the runner judges them: a fragment only when marked `partial`. The
+    deprecated `complete` is not read: proto3 sends a false as nothing at all, so it cannot
+    tell "a fragment" from "a client that never heard of the field"."""
+    return tuple(ToolCall(c.call_id, c.name, c.arguments_json, complete=not c.partial)
+                 for c in calls)
 
 
 def turn_event(req: pb.SubmitTurnRequest) -> TurnEvent:
@@ -237,11 +266,21 @@ def approval_to(a: ApprovalRecord) -> pb.Approval:
 
 
 def approvals_to(page: ApprovalPage) -> pb.ListApprovalsResponse:
-    return pb.ListApprovalsResponse(approvals=[approval_to(a) for a in page.approvals],
-                                    next_page_token=page.next_page_token)
+    shown = [approval_to(a) for a in page.approvals]
+    for a in shown:
+        a.caller_may_decide = a.approval_id in page.decidable
+    return pb.ListApprovalsResponse(approvals=shown, next_page_token=page.next_page_token)
 
 
-# ---------------------------------------------------------------------- audit
+# ---------------------------------------------------------------------- status and audit
+
+
+def rejected_reload_to(r: RejectedReload) -> pb.RejectedReload:
+    return pb.RejectedReload(
+        file=r.file, line=r.line or 0, column=r.column or 0, message=r.message,
+        at=rfc3339(r.at), problems=[pb.PolicyProblem(file=p.file, line=p.line or 0,
+                                                     column=p.column or 0, message=p.message)
+                                    for p in r.problems])
 
 
 def _verdict_from(value: int) -> Verdict:
@@ -283,4 +322,13 @@ def audit_record_to(r: AuditRecord) -> pb.AuditRecord:
         prev_hash=r.prev_hash, hash=r.hash, actor=r.actor or "",
         actor_tenant=r.actor_tenant or "", approval_id=r.approval_id or "",
         message=r.message or "", detail_json=r.detail_json or "",
-        input_sha256=d.input_sha256 if d else "", key_id=r.key_id or "", seal=r.seal or "")
+        input_sha256=d.input_sha256 if d else "", key_id=r.key_id or "", seal=r.seal or "",
+        approval_status=_approval_status_of(r))
+
+
+def _approval_status_of(r: AuditRecord) -> Any:
+    """An approval record's approval status (from its detail), UNSPECIFIED for other kinds."""
+    status = r.detail().get("approval_status") if r.kind == "approval" else None
+    if not isinstance(status, str) or status not in ApprovalStatus.__members__:
+        return 0
+    return _enum("APPROVAL_STATUS", status)

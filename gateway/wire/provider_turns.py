@@ -58,6 +58,7 @@ from gateway.model import (
 )
 from gateway.policy.inputs import offer_input
 from gateway.run.runner import Runner, StartRunParams
+from gateway.tools import Tool
 
 log = logging.getLogger("callgate.providers")
 # the deepest provider JSON any sidecar accepts (its own limit plus the envelope)
@@ -239,14 +240,16 @@ class ProviderTurns:
 
     # ------------------------------------------------------------------ tools
 
-    async def list_tools(self, identity: Identity, provider: str, api_version: str) -> str:
-        """The caller's permitted tools as a JSON array of the provider's declarations."""
+    async def list_tools(self, identity: Identity, provider: str,
+                         api_version: str) -> tuple[str, list[Tool]]:
+        """The caller's permitted tools: a JSON array of the provider's declarations, and the
+        tools themselves."""
         api_version_of(provider, api_version)
         adapter = adapter_for(provider)
         offered = await self.runner.policy.offer(offer_input(identity))
-        specs = [ToolSpec(t.name, t.description, t.manifest.input_schema)
-                 for t in self.runner.registry.tools() if offered is None or t.name in offered]
-        return json.dumps(adapter.tool_declarations(specs))
+        tools = [t for t in self.runner.registry.tools() if offered is None or t.name in offered]
+        specs = [ToolSpec(t.name, t.description, t.manifest.input_schema) for t in tools]
+        return json.dumps(adapter.tool_declarations(specs)), tools
 
 
 # ---------------------------------------------------------------------- streams

@@ -25,6 +25,7 @@ from gateway.model import Identity, rfc3339
 from gateway.policy.base import RejectedReload
 from gateway.policy.shadow import ShadowStats
 from gateway.run.authorize import Authorizer
+from gateway.run.listing import RunLister
 from gateway.run.runner import Runner
 from gateway.wire import convert
 from gateway.wire.provider_turns import ProviderTurnRequest, ProviderTurns
@@ -157,6 +158,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                  info: StatusInfo) -> None:
         self.runner = runner
         self.authorizer = Authorizer(runner)
+        self.lister = RunLister(runner.store, runner.policy)
         self.turns = ProviderTurns(runner)
         self.desk = desk
         self.audit = AuditReader(runner.store, runner.policy)
@@ -212,6 +214,14 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             return convert.run_page_to(page, conversation)
         return await self._call(context, go, request)
 
+    async def ListRuns(self, request: pb.ListRunsRequest,
+                       context: grpc.aio.ServicerContext[Any, Any]) -> pb.ListRunsResponse:
+        async def go(who: Identity) -> pb.ListRunsResponse:
+            page = await self.lister.list_page(who, convert.runs_request(request))
+            return pb.ListRunsResponse(runs=[convert.run_to(r) for r in page.runs],
+                                       next_page_token=page.next_page_token)
+        return await self._call(context, go, request)
+
     async def SubmitTurn(self, request: pb.SubmitTurnRequest,
                          context: grpc.aio.ServicerContext[Any, Any]) -> pb.TurnOutcome:
         async def go(who: Identity) -> pb.TurnOutcome:
@@ -257,8 +267,10 @@ class ToolGatewayService(pb.ToolGatewayServicer):
     async def ListTools(self, request: pb.ListToolsRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.ListToolsResponse:
         async def go(who: Identity) -> pb.ListToolsResponse:
-            return pb.ListToolsResponse(tools_json=await self.turns.list_tools(
-                who, request.provider, request.api_version))
+            declared, tools = await self.turns.list_tools(who, request.provider,
+                                                          request.api_version)
+            return pb.ListToolsResponse(tools_json=declared,
+                                        tools=[convert.tool_summary(t) for t in tools])
         return await self._call(context, go, request)
 
     async def Authorize(self, request: pb.AuthorizeRequest,
@@ -324,9 +336,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                                tools=[t.name for t in self.runner.registry.tools()])
             rejected = self.info.rejected_reload()
             if rejected is not None:
-                status.last_rejected_reload.CopyFrom(pb.RejectedReload(
-                    file=rejected.file, line=rejected.line or 0, message=rejected.message,
-                    at=rfc3339(rejected.at)))
+                status.last_rejected_reload.CopyFrom(convert.rejected_reload_to(rejected))
             shadow = self.info.shadow()
             if shadow is not None:
                 status.shadow.CopyFrom(pb.ShadowStatus(

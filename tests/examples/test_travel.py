@@ -14,7 +14,7 @@ import httpx
 import pytest
 import yaml
 
-from examples.travel import TravelService, start_travel_service
+from examples.travel.service import TravelService, start_travel_service
 from gateway.executors.base import ExecutionContext, ExecutionResult
 from gateway.model import CallStatus, Identity
 from gateway.tools import Registry
@@ -118,7 +118,8 @@ async def test_close_interrupts_a_delayed_request() -> None:
 
 def test_runs_as_a_module() -> None:
     command = [sys.executable, "-m", "examples.travel.service", "--port", "0", "--quiet"]
-    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as proc:
         try:
             assert proc.stdout is not None
             line = proc.stdout.readline()
@@ -131,6 +132,8 @@ def test_runs_as_a_module() -> None:
         finally:
             proc.terminate()
             assert proc.wait(timeout=10) == 0
+            assert proc.stderr is not None
+            assert proc.stderr.read() == ""  # runpy's "found in sys.modules" warning included
 
 
 # --------------------------------------------------------------------------- with callgate

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from examples.workshop import WorkshopService, start_workshop_service
+from examples.workshop.service import WorkshopService, start_workshop_service
 from gateway.executors.base import ExecutionContext
 from gateway.model import CallStatus, Identity
 from gateway.tools import Registry
@@ -109,7 +109,8 @@ def test_faults_on_reads_and_the_lookup(client: httpx.Client, service: WorkshopS
 def test_runs_as_a_module(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "examples.workshop.service", "--port", "0", "--quiet",
                "--db", str(tmp_path / "w.db")]
-    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as proc:
         try:
             assert proc.stdout is not None
             line = proc.stdout.readline()
@@ -121,6 +122,8 @@ def test_runs_as_a_module(tmp_path: Path) -> None:
         finally:
             proc.terminate()
             assert proc.wait(timeout=10) == 0
+            assert proc.stderr is not None
+            assert proc.stderr.read() == ""  # runpy's "found in sys.modules" warning included
 
 
 # --------------------------------------------------------------------------- with callgate

@@ -142,7 +142,7 @@ def run_id(gw: Gateways) -> Iterator[str]:
 def ask(gw: Gateways, run_id: str, requester: str = "mia",
         *calls: pb.ToolCall) -> tuple[GatewayClient, pb.TurnOutcome]:
     """The requester's loop starts the run and proposes a check and a booking (or calls)."""
-    loop = gw.client(f"{requester}-token")
+    loop = gw.client(f"{requester}-demo-token")
     loop.start_run(run_id=run_id)
     calls = calls or (tool_call("c1", "check_availability", AVAILABILITY),
                       tool_call("w1", "reserve_seat", seats(requester)))
@@ -172,16 +172,19 @@ def test_an_owner_of_the_tenant_approves_and_exactly_one_seat_is_booked(
     watcher = Watcher(loop, run_id)
     assert watcher.wait_for(1) == [paused]
 
-    owner = gw.client("olga-token", replica=-1)
+    owner = gw.client("olga-demo-token", replica=-1)
     (mine,) = loop.list_approvals(run_id=run_id).approvals  # the requester sees its own
     (seen,) = owner.list_approvals(run_id=run_id, status=[pb.APPROVAL_STATUS_PENDING]).approvals
-    assert seen == mine and seen.approval_id == res["w1"].approval_id
+    assert seen.approval_id == mine.approval_id == res["w1"].approval_id
+    assert (seen.caller_may_decide, mine.caller_may_decide) == (True, False)  # olga's to decide
+    mine.caller_may_decide = True
+    assert seen == mine  # the same record
     assert json.loads(seen.arguments_json) == seats("mia")
     assert (seen.requested_by, seen.tenant, list(seen.requester_roles)) == (
         "mia", "acme", ["member"])
     assert "needs approval by an owner of tenant acme" in seen.policy_reasons[0]
     assert seen.expires_at > seen.created_at and seen.status == pb.APPROVAL_STATUS_PENDING
-    assert gw.client("mallory-token").list_approvals(run_id=run_id).approvals == []
+    assert gw.client("mallory-demo-token").list_approvals(run_id=run_id).approvals == []
 
     answer = decide(owner, seen.approval_id, approve=True)
     assert (answer.approval.status, answer.approval.decided_by) == (
@@ -213,7 +216,7 @@ def test_the_same_approval_decided_twice_at_once_books_once(
         gw: Gateways, run_id: str, fresh_workshop: WorkshopService) -> None:
     _, paused = ask(gw, run_id)
     approval_id = approval_of(paused, "w1")
-    deciders = [gw.client("olga-token"), gw.client("owen-token", replica=-1)]
+    deciders = [gw.client("olga-demo-token"), gw.client("owen-demo-token", replica=-1)]
     start = threading.Barrier(2)
     answers: list[object] = [None, None]
 
@@ -241,10 +244,10 @@ def test_an_approval_decided_after_a_restart_books_once(
         gw: Gateways, run_id: str, fresh_workshop: WorkshopService) -> None:
     _, paused = ask(gw, run_id)
     gw.restart()  # every sidecar of this store stops and starts again
-    loop = gw.client("mia-token")
+    loop = gw.client("mia-demo-token")
     watcher = Watcher(loop, run_id)
     assert watcher.wait_for(1)[0] == paused
-    answer = decide(gw.client("olga-token", replica=-1), approval_of(paused, "w1"), True)
+    answer = decide(gw.client("olga-demo-token", replica=-1), approval_of(paused, "w1"), True)
     assert answer.result.status == SUCCEEDED
     assert watcher.wait_for(2)[1].next == pb.NEXT_ACTION_CONTINUE
     watcher.cancel()
@@ -255,7 +258,7 @@ def test_a_denied_booking_is_never_made_and_the_model_is_told(
         gw: Gateways, run_id: str, fresh_workshop: WorkshopService) -> None:
     """A provider-shaped run: the settled turn the loop receives carries the items to send
     the model, with the denial as the booking's tool result."""
-    loop = gw.client("mia-token")
+    loop = gw.client("mia-demo-token")
     loop.start_run(run_id=run_id, provider="anthropic.messages",
                    conversation_json=json.dumps(USER))
     paused = submit_raw(loop, run_id, anthropic_booking("msg_seat"))
@@ -263,7 +266,7 @@ def test_a_denied_booking_is_never_made_and_the_model_is_told(
     assert paused.provider_input_json == ""  # nothing to send the model yet
     watcher = Watcher(loop, run_id)
     watcher.wait_for(1)
-    answer = decide(gw.client("olga-token", replica=-1), approval_of(paused, "toolu_seat"),
+    answer = decide(gw.client("olga-demo-token", replica=-1), approval_of(paused, "toolu_seat"),
                     False, reason="the team budget is spent")
     assert answer.approval.status == pb.APPROVAL_STATUS_DENIED
     assert (answer.result.status, answer.result.error.code) == (pb.CALL_STATUS_REJECTED,
@@ -302,7 +305,7 @@ def test_an_approver_the_policy_refuses_changes_nothing(
         approver: str) -> None:
     loop, paused = ask(gw, run_id, requester)
     approval_id = approval_of(paused, "w1")
-    them = gw.client(f"{approver}-token", replica=-1)
+    them = gw.client(f"{approver}-demo-token", replica=-1)
     refused(attempt(decide, them, approval_id, True), grpc.StatusCode.PERMISSION_DENIED,
             "permission_denied")
     if approver != requester:  # they do not even see it
@@ -320,14 +323,14 @@ def test_arguments_changed_after_approval_are_refused(
     _, paused = ask(gw, run_id, "mia",
                     tool_call("w1", "reserve_seat", seats("mia")),
                     tool_call("w2", "reserve_seat", seats("mia", event="ws-acme-2")))
-    owner = gw.client("olga-token", replica=-1)
+    owner = gw.client("olga-demo-token", replica=-1)
     first = decide(owner, approval_of(paused, "w1"), True)
     assert first.result.status == PENDING and "approved by olga" in first.result.error.message
     gw.tamper(run_id, "w1", seats("mia", 9))
     second = decide(owner, approval_of(paused, "w2"), True)
     assert (second.result.status, second.result.error.code) == (pb.CALL_STATUS_NOT_RUN,
                                                                 "held_by_batch")
-    settled = by_id(gw.client("mia-token").resume_run(run_id))
+    settled = by_id(gw.client("mia-demo-token").resume_run(run_id))
     assert (settled["w1"].status, settled["w1"].error.code) == (pb.CALL_STATUS_REJECTED,
                                                                 "approval_mismatch")
     assert "not the ones approved" in settled["w1"].error.message
@@ -340,7 +343,7 @@ def test_one_booking_denied_leaves_the_other_not_run(
     loop, paused = ask(gw, run_id, "mia",
                        tool_call("w1", "reserve_seat", seats("mia")),
                        tool_call("w2", "reserve_seat", seats("mia", event="ws-acme-2")))
-    owner = gw.client("olga-token", replica=-1)
+    owner = gw.client("olga-demo-token", replica=-1)
     answer = decide(owner, approval_of(paused, "w1"), False, reason="one workshop at a time")
     assert answer.result.error.code == "approval_denied"
     settled = loop.resume_run(run_id)
@@ -366,7 +369,7 @@ def test_cancel_while_pending_books_nothing(
     assert (by_id(last)["w1"].status, by_id(last)["w1"].error.code) == (
         pb.CALL_STATUS_REJECTED, "approval_cancelled")
     assert watcher.wait_ended() and watcher.error is None
-    owner = gw.client("olga-token", replica=-1)
+    owner = gw.client("olga-demo-token", replica=-1)
     refused(attempt(decide, owner, approval_of(paused, "w1"), True),
             grpc.StatusCode.FAILED_PRECONDITION, "already_decided")
     (cancelled,) = owner.list_approvals(run_id=run_id, status=[]).approvals
@@ -386,7 +389,7 @@ def test_an_approval_nobody_decides_expires_on_its_own_across_a_restart(
         _, paused = ask(first, "exp")
         approval_id = approval_of(paused, "w1")
         first.restart()
-        loop = first.client("mia-token", replica=-1)
+        loop = first.client("mia-demo-token", replica=-1)
         watcher = Watcher(loop, "exp")
         assert watcher.wait_for(1)[0] == paused  # still waiting
         expired = watcher.wait_for(2, timeout_s=60)[1]
@@ -396,7 +399,7 @@ def test_an_approval_nobody_decides_expires_on_its_own_across_a_restart(
         assert (w1.status, w1.error.code, w1.execution_count) == (
             pb.CALL_STATUS_REJECTED, "approval_expired", 0)
         watcher.cancel()
-        refused(attempt(decide, first.client("olga-token"), approval_id, True),
+        refused(attempt(decide, first.client("olga-demo-token"), approval_id, True),
                 grpc.StatusCode.FAILED_PRECONDITION, "approval_expired")
         ends = [r for r in first.audit("exp") if r["kind"] == "approval"]
         assert [r["error_code"] for r in ends] == ["approval_required", "approval_expired"]
@@ -418,16 +421,17 @@ def test_the_approvals_command_lists_shows_and_decides(
         sidecar: SidecarProcess, capsys: pytest.CaptureFixture[str],
         fresh_workshop: WorkshopService) -> None:
     run_id = f"cli-{uuid.uuid4().hex[:8]}"
-    with GatewayClient(sidecar.target, "mia-token") as loop:
+    with GatewayClient(sidecar.target, "mia-demo-token") as loop:
         loop.start_run(run_id=run_id)
         approval_id = approval_of(loop.submit_calls(
             run_id, "t1", tool_call("w1", "reserve_seat", seats("mia"))), "w1")
-    olga = ("--target", sidecar.target, "--token", "olga-token")
+    olga = ("--target", sidecar.target, "--token", "olga-demo-token")
 
     code, out, _ = callgate(capsys, "approvals", "list", "--run-id", run_id, *olga)
-    header, row = out.splitlines()
-    assert code == 0 and header.split()[:3] == ["APPROVAL", "STATUS", "RUN"]
-    assert row.split()[:5] == [approval_id, "PENDING", run_id, "w1", "reserve_seat"]
+    header, row, legend = out.splitlines()
+    assert code == 0 and header.split()[:4] == ["APPROVAL", "STATUS", "YOU", "RUN"]
+    assert row.split()[:6] == [approval_id, "PENDING", "decide", run_id, "w1", "reserve_seat"]
+    assert legend.startswith("YOU: decide: you may approve or deny it")
     code, out, _ = callgate(capsys, "approvals", "show", approval_id, *olga)
     assert code == 0 and "requested by:" in out and "mia (tenant acme, roles member)" in out
     assert '"seats": 3' in out and "needs approval by an owner" in out
@@ -475,12 +479,12 @@ def test_bad_approval_requests_are_refused_with_their_code(
         sidecar: SidecarProcess, rpc: str, fields: dict[str, Any], status: grpc.StatusCode,
         code: str) -> None:
     request = getattr(pb, f"{rpc}Request")(**fields)
-    with GatewayClient(sidecar.target, "olga-token") as c:
+    with GatewayClient(sidecar.target, "olga-demo-token") as c:
         refused(attempt(c._call, rpc, request), status, code)
 
 
 def test_listing_pages_cap_and_need_a_token(sidecar: SidecarProcess) -> None:
-    with GatewayClient(sidecar.target, "olga-token") as c:
+    with GatewayClient(sidecar.target, "olga-demo-token") as c:
         assert c.list_approvals(page_size=2**31 - 1, run_id="none").next_page_token == ""
     with GatewayClient(sidecar.target, "") as anonymous:
         refused(attempt(anonymous.list_approvals), grpc.StatusCode.UNAUTHENTICATED,

@@ -33,7 +33,7 @@ def copy_store(sidecar: SidecarProcess, to: Path) -> Path:
 
 @pytest.fixture
 def with_records(connect: Connect, run_id: str) -> str:
-    alice = connect("alice-token")
+    alice = connect("alice-demo-token")
     alice.start_run(run_id=run_id)
     alice.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER),
                        tool_call("c2", "launch_rocket", {}))
@@ -42,21 +42,33 @@ def with_records(connect: Connect, run_id: str) -> str:
 
 def test_a_runs_records_as_a_table_and_as_json_lines(sidecar: SidecarProcess,
                                                      with_records: str) -> None:
-    base = ("audit", "--target", sidecar.target, "--token", "alice-token",
+    base = ("audit", "--target", sidecar.target, "--token", "alice-demo-token",
             "--run-id", with_records)
     done = callgate(*base)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["SEQ", "TIME", "KIND", "RUN", "CALL", "TOOL", "VERDICT",
-                                "STATUS", "CODE", "ACTOR"]
-    assert any("launch_rocket" in line and "unknown_tool" in line for line in lines)
+                                "STATUS", "CODE", "ACTOR", "WHY"]
+    (rocket,) = [line for line in lines if "launch_rocket" in line]
+    # why it was refused, in the table itself: no --json needed
+    assert "unknown_tool" in rocket and "no tool named 'launch_rocket' is registered" in rocket
+    assert rocket.endswith("…")  # cut at the column's width; --wide shows it whole
+    (allowed,) = [line for line in lines if " decision " in line and " c1 " in line]
+    assert "tool get_weather allowed for roles" in allowed  # a decision says its reasons
     assert sum(" execution " in line and "callgate" in line for line in lines) == 1
+    wide = callgate(*base, "--wide").stdout
+    assert "(known: " in wide and "…" not in wide
     done = callgate(*base, "--json", "--limit", "2")
     found = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(r["kind"], r["call_id"]) for r in found] == [("decision", "c1"),
                                                            ("decision", "c2")]
+    first = found[0]
+    assert isinstance(first["seq"], int) and first["execution_count"] == 0  # typed, present
+    assert first["arguments_summary"] == {"city": "Berlin", "date": "2026-12-01"}
+    assert "detail_json" not in first and first["detail"] is None
+    assert first["status"] == "CALL_STATUS_UNSPECIFIED" and first["error_code"] == ""
     assert f"more: --after-seq {found[-1]['seq']}" in done.stderr
-    denied = callgate("audit", "--target", sidecar.target, "--token", "gina-token",
+    denied = callgate("audit", "--target", sidecar.target, "--token", "gina-demo-token",
                       "--run-id", with_records)
     assert denied.returncode == 1 and "PERMISSION_DENIED permission_denied" in denied.stderr
 
@@ -65,7 +77,7 @@ def test_follow_prints_records_as_they_are_written(sidecar: SidecarProcess, conn
                                                    with_records: str) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "gateway.cli", "audit", "--target", sidecar.target, "--token",
-         "alice-token", "--run-id", with_records, "--follow", "--json"],
+         "alice-demo-token", "--run-id", with_records, "--follow", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
     seen: list[dict[str, object]] = []
     arrived = threading.Condition()
@@ -82,7 +94,7 @@ def test_follow_prints_records_as_they_are_written(sidecar: SidecarProcess, conn
     try:
         with arrived:
             assert arrived.wait_for(lambda: len(seen) >= 3, 60)
-        connect("alice-token").submit_calls(with_records, "t2",
+        connect("alice-demo-token").submit_calls(with_records, "t2",
                                             tool_call("c3", "get_weather", WEATHER))
         with arrived:
             assert arrived.wait_for(lambda: len(seen) >= 5, 60)

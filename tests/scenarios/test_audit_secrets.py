@@ -57,7 +57,7 @@ def key_of(sidecar: SidecarProcess) -> Path:
 def test_a_paid_invoice_leaves_no_secret_in_the_store(connect: Connect, run_id: str,
                                                       sidecar: SidecarProcess,
                                                       effects_db: Path) -> None:
-    tina, olga = with_metadata(connect("tester-token")), connect("olga-token")
+    tina, olga = with_metadata(connect("tina-demo-token")), connect("olga-demo-token")
     tina.start_run(run_id=run_id)
     out = tina.submit_calls(run_id, "t1", tool_call("w1", "pay_invoice", PAYMENT))
     (waiting,) = out.results
@@ -79,10 +79,10 @@ def test_a_paid_invoice_leaves_no_secret_in_the_store(connect: Connect, run_id: 
     assert call.arguments_sha256 == canonical_sha256(PAYMENT)
     (approval,) = olga.list_approvals(run_id=run_id, status=[]).approvals
     assert json.loads(approval.arguments_json) == kept
-    for secret in (EMAIL, CARD, TOKEN, META, "tester-token", "olga-token"):
+    for secret in (EMAIL, CARD, TOKEN, META, "tina-demo-token", "olga-demo-token"):
         assert holding(sidecar.db, secret) == [], secret
     # the trail: masks an investigator with the key can check, keyed digests
-    trail = records(connect("audrey-token"), run_id=run_id)
+    trail = records(connect("audrey-demo-token"), run_id=run_id)
     assert {r.kind for r in trail} == {"decision", "approval", "execution"}
     for r in trail:
         assert json.loads(r.arguments_summary_json) == kept
@@ -95,7 +95,7 @@ def test_a_paid_invoice_leaves_no_secret_in_the_store(connect: Connect, run_id: 
 def test_an_investigator_with_the_key_checks_a_known_value(connect: Connect, run_id: str,
                                                            sidecar: SidecarProcess,
                                                            tmp_path: Path) -> None:
-    tina = connect("tester-token")
+    tina = connect("tina-demo-token")
     tina.start_run(run_id=run_id)
     tina.submit_calls(run_id, "t1", tool_call("w1", "pay_invoice", PAYMENT))
     (rec,) = [r for r in records(tina, run_id=run_id) if r.kind == "decision"]
@@ -111,14 +111,14 @@ def test_an_investigator_with_the_key_checks_a_known_value(connect: Connect, run
     done = check(key_of(sidecar), "someone@example.com")
     assert done.returncode == 1 and "does not match" in done.stdout
     other = tmp_path / "other.key"
-    AuditKey.load_or_create(other)
+    AuditKey.write_new(other, b"k" * 32)
     done = check(other, EMAIL)  # another key cannot confirm it
     assert done.returncode == 1 and "does not match" in done.stdout
 
 
 def test_a_masked_value_quoted_by_an_error_is_masked_there_too(connect: Connect, run_id: str,
                                                                sidecar: SidecarProcess) -> None:
-    tina = connect("tester-token")
+    tina = connect("tina-demo-token")
     tina.start_run(run_id=run_id)
     bad = {**PAYMENT, "cards": [{"number": "9999-8888"}]}  # fails the schema's pattern
     (res,) = tina.submit_calls(run_id, "t1", tool_call("w1", "pay_invoice", bad)).results
@@ -131,7 +131,7 @@ def test_a_masked_value_quoted_by_an_error_is_masked_there_too(connect: Connect,
 def test_reasoning_stays_in_the_raw_response_the_provider_needs(
         connect: Connect, run_id: str, sidecar: SidecarProcess) -> None:
     thought = "REASONING-7f3a: the user seems to want Berlin weather"
-    alice = with_metadata(connect("alice-token"))
+    alice = with_metadata(connect("alice-demo-token"))
     alice.start_run(run_id=run_id, provider="anthropic.messages")
     response: dict[str, Any] = {
         "id": f"msg_{run_id}", "type": "message", "role": "assistant", "model": "claude-x",

@@ -36,7 +36,7 @@ def refused(call: Callable[[], Any], status: grpc.StatusCode, code: str) -> None
 
 def test_a_call_that_runs_leaves_its_decision_and_its_result(connect: Connect, run_id: str,
                                                             fresh_travel: TravelService) -> None:
-    alice, auditor = connect("alice-token"), connect("audrey-token")
+    alice, auditor = connect("alice-demo-token"), connect("audrey-demo-token")
     alice.start_run(run_id=run_id, provider="openai.responses")
     alice.submit_calls(run_id, "t1", tool_call("c1", "get_train_status", TRAIN),
                        tool_call("c2", "get_weather", WEATHER))
@@ -69,14 +69,14 @@ def test_a_call_that_runs_leaves_its_decision_and_its_result(connect: Connect, r
      "launch_rocket"),
     (tool_call("c1", "get_train_status", {"train_number": "12-XYZ!", "date": "2026-12-01"}),
      "invalid_arguments", pb.VERDICT_UNSPECIFIED, "train_number"),
-    (tool_call("c1", "get_train_status", '{"train_number": "ICE1', True),
+    (tool_call("c1", "get_train_status", '{"train_number": "ICE1'),
      "incomplete_arguments", pb.VERDICT_UNSPECIFIED, ""),
     (tool_call("c1", "get_train_status", {"train_number": "TGV9", "date": "2026-12-01"}),
      "policy_denied", pb.VERDICT_DENY, "outside tenant acme"),
 ])
 def test_a_rejected_call_says_why(connect: Connect, run_id: str, call: pb.ToolCall, code: str,
                                   verdict: int, message: str) -> None:
-    alice = connect("alice-token")
+    alice = connect("alice-demo-token")
     alice.start_run(run_id=run_id)
     alice.submit_calls(run_id, "t1", call)
     (rec,) = records(alice, run_id=run_id)
@@ -89,7 +89,7 @@ def test_a_rejected_call_says_why(connect: Connect, run_id: str, call: pb.ToolCa
 def test_a_failing_tool_is_recorded_with_its_attempts(
         connect: Connect, run_id: str, fresh_travel: TravelService) -> None:
     fresh_travel.control({"train_status": {"status": 500}})
-    alice = connect("alice-token")
+    alice = connect("alice-demo-token")
     alice.start_run(run_id=run_id)
     alice.submit_calls(run_id, "t1", tool_call("c1", "get_train_status", TRAIN))
     ran = [r for r in records(alice, run_id=run_id) if r.kind == "execution"]
@@ -99,7 +99,7 @@ def test_a_failing_tool_is_recorded_with_its_attempts(
 
 
 def test_turns_without_calls_leave_no_call_records(connect: Connect, run_id: str) -> None:
-    alice = connect("alice-token")
+    alice = connect("alice-demo-token")
     alice.start_run(run_id=run_id)
     alice.submit_turn(run_id=run_id, turn_id="t1",
                       incomplete=pb.Incomplete(reason="max_tokens"))
@@ -109,27 +109,37 @@ def test_turns_without_calls_leave_no_call_records(connect: Connect, run_id: str
 
 def test_an_approval_is_requested_decided_checked_again_and_run(connect: Connect,
                                                                run_id: str) -> None:
-    tina, olga, auditor = connect("tester-token"), connect("olga-token"), connect("audrey-token")
+    tina, olga = connect("tina-demo-token"), connect("olga-demo-token")
+    auditor = connect("audrey-demo-token")
     tina.start_run(run_id=run_id)
     booking = {"train_number": "ICE123", "seat": "12A"}
     out = tina.submit_calls(run_id, "t1", tool_call("w1", "book_ticket", booking))
     approval_id = out.results[0].approval_id
     olga.decide_approval(approval_id, approve=True, reason="trip approved by finance")
     found = records(auditor, run_id=run_id)
-    assert [(r.kind, r.status, r.error_code, r.actor) for r in found] == [
-        ("decision", pb.CALL_STATUS_PENDING_APPROVAL, "approval_required", "tina"),
-        ("approval", pb.CALL_STATUS_PENDING_APPROVAL, "approval_required", "tina"),
-        ("approval", pb.CALL_STATUS_PENDING_APPROVAL, "", "olga"),
-        # checked again by callgate with the approval, just before it runs
-        ("decision", pb.CALL_STATUS_PENDING_APPROVAL, "approval_required", ""),
-        ("execution", SUCCEEDED, "", "")]
+    # each record carries its own verdict, status, code and message: what it tells of
+    assert [(r.kind, r.decision.verdict, r.status, r.approval_status, r.error_code, r.actor)
+            for r in found] == [
+        ("decision", pb.VERDICT_APPROVAL_REQUIRED, pb.CALL_STATUS_PENDING_APPROVAL, 0,
+         "approval_required", "tina"),
+        ("approval", pb.VERDICT_APPROVAL_REQUIRED, pb.CALL_STATUS_PENDING_APPROVAL,
+         pb.APPROVAL_STATUS_PENDING, "approval_required", "tina"),
+        ("approval", pb.VERDICT_ALLOW, 0, pb.APPROVAL_STATUS_APPROVED, "", "olga"),
+        # checked again by callgate with the approval, just before it runs: no status yet
+        ("decision", pb.VERDICT_ALLOW, 0, 0, "", ""),
+        ("execution", pb.VERDICT_ALLOW, SUCCEEDED, 0, "", "")]
     assert {r.approval_id for r in found} == {approval_id}
     assert all((r.subject, r.tenant) == ("tina", "acme") for r in found)
-    decided, rechecked = found[2], found[3]
-    assert rechecked.decision.verdict == pb.VERDICT_ALLOW
-    assert decided.decision.verdict == pb.VERDICT_ALLOW and decided.actor_tenant == "acme"
+    asked, decided, rechecked = found[1], found[2], found[3]
+    assert asked.message == "; ".join(asked.decision.reasons) and asked.message
+    assert decided.actor_tenant == "acme"
     assert "trip approved by finance" in decided.decision.reasons[0]
+    assert decided.message == decided.decision.reasons[0]
     assert json.loads(decided.detail_json)["approval_status"] == "APPROVED"
+    assert rechecked.message == (f"approved by olga ({approval_id}) and checked again with "
+                                 "the approval: it runs now")
+    assert json.loads(rechecked.detail_json) == {"recheck_of": approval_id}
+    assert "waiting" not in rechecked.message
     # the seat is masked by the manifest, so every digest of these arguments is keyed
     assert json.loads(found[0].arguments_summary_json)["seat"].startswith("redacted:")
     assert all(r.arguments_sha256.startswith("hmac-sha256:") for r in found)
@@ -138,7 +148,7 @@ def test_an_approval_is_requested_decided_checked_again_and_run(connect: Connect
 
 def test_a_cancelled_run_records_who_cancelled_and_what_stopped(connect: Connect,
                                                                run_id: str) -> None:
-    tina, auditor = connect("tester-token"), connect("audrey-token")
+    tina, auditor = connect("tina-demo-token"), connect("audrey-demo-token")
     tina.start_run(run_id=run_id)
     tina.submit_calls(run_id, "t1", tool_call("w1", "book_ticket", {"train_number": "ICE123"}))
     tina.cancel_run(run_id)
@@ -153,7 +163,7 @@ def test_a_cancelled_run_records_who_cancelled_and_what_stopped(connect: Connect
 
 def test_rejections_by_budget_and_duplicate_ids_are_recorded(connect: Connect,
                                                             run_id: str) -> None:
-    alice = connect("alice-token")
+    alice = connect("alice-demo-token")
     alice.start_run(run_id=run_id, budget=pb.Budget(max_tool_calls=1))
     alice.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER),
                        tool_call("c2", "get_weather", WEATHER))
@@ -162,7 +172,7 @@ def test_rejections_by_budget_and_duplicate_ids_are_recorded(connect: Connect,
 
 
 def test_authorize_is_the_callers_own_record(connect: Connect) -> None:
-    alice = connect("alice-token")
+    alice = connect("alice-demo-token")
     probe = f"probe-{threading.get_ident()}-{id(alice)}"
     alice.authorize(tool_call(probe, "get_weather", WEATHER))
     (rec,) = records(alice, call_id=probe)
@@ -171,17 +181,17 @@ def test_authorize_is_the_callers_own_record(connect: Connect) -> None:
 
 
 def test_reading_is_authorized_per_set_of_records(connect: Connect, run_id: str) -> None:
-    alice = connect("alice-token")
+    alice = connect("alice-demo-token")
     alice.start_run(run_id=run_id)
     alice.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER))
     assert records(alice, run_id=run_id)  # its owner
-    assert records(connect("audrey-token"), run_id=run_id)  # an auditor of the tenant
-    for token in ("mallory-token", "gina-token", "gus-token", "olga-token"):
+    assert records(connect("audrey-demo-token"), run_id=run_id)  # an auditor of the tenant
+    for token in ("mallory-demo-token", "gina-demo-token", "gus-demo-token", "olga-demo-token"):
         refused(lambda t=token: records(connect(t), run_id=run_id),  # type: ignore[misc]
                 grpc.StatusCode.PERMISSION_DENIED, "permission_denied")
-    refused(lambda: records(connect("gus-token"), tenant="acme"),
+    refused(lambda: records(connect("gus-demo-token"), tenant="acme"),
             grpc.StatusCode.PERMISSION_DENIED, "permission_denied")
-    refused(lambda: records(connect("mallory-token"), subject="alice"),
+    refused(lambda: records(connect("mallory-demo-token"), subject="alice"),
             grpc.StatusCode.PERMISSION_DENIED, "permission_denied")
     refused(lambda: records(alice, tenant=""), grpc.StatusCode.PERMISSION_DENIED,
             "permission_denied")
@@ -191,16 +201,16 @@ def test_reading_is_authorized_per_set_of_records(connect: Connect, run_id: str)
 
 def test_a_caller_without_a_grant_reads_only_its_own_records(connect: Connect,
                                                              run_id: str) -> None:
-    mallory, alice = connect("mallory-token"), connect("alice-token")
+    mallory, alice = connect("mallory-demo-token"), connect("alice-demo-token")
     alice.start_run(run_id=run_id)
     alice.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER))
     mallory.start_run(run_id=f"{run_id}-m")
     mallory.submit_calls(f"{run_id}-m", "t1", tool_call("c1", "get_weather", WEATHER))
     mine = records(mallory)
     assert mine and {(r.subject, r.tenant) for r in mine} == {("mallory", "acme")}
-    tenant = records(connect("audrey-token"), tail=200)
+    tenant = records(connect("audrey-demo-token"), tail=200)
     assert {r.tenant for r in tenant} == {"acme"} and "alice" in {r.subject for r in tenant}
-    assert all(r.tenant == "globex" for r in records(connect("gus-token"), tail=200))
+    assert all(r.tenant == "globex" for r in records(connect("gus-demo-token"), tail=200))
 
 
 @pytest.mark.parametrize("fields,message", [
@@ -214,13 +224,13 @@ def test_a_caller_without_a_grant_reads_only_its_own_records(connect: Connect,
 def test_a_malformed_query_is_refused(connect: Connect, fields: dict[str, Any],
                                       message: str) -> None:
     with pytest.raises(grpc.RpcError) as err:
-        records(connect("alice-token"), **fields)
+        records(connect("alice-demo-token"), **fields)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert message in (err.value.details() or "")
 
 
 def test_filters_pages_and_the_newest(connect: Connect, run_id: str) -> None:
-    alice = connect("alice-token")
+    alice = connect("alice-demo-token")
     alice.start_run(run_id=run_id)
     for i in range(3):
         alice.submit_calls(run_id, f"t{i}", tool_call(f"r{i}", "get_weather", WEATHER),
@@ -245,7 +255,7 @@ def test_filters_pages_and_the_newest(connect: Connect, run_id: str) -> None:
 
 
 def test_follow_sends_new_records_as_they_are_written(connect: Connect, run_id: str) -> None:
-    alice, auditor = connect("alice-token"), connect("audrey-token")
+    alice, auditor = connect("alice-demo-token"), connect("audrey-demo-token")
     alice.start_run(run_id=run_id)
     alice.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER))
     stream = auditor.query_audit(run_id=run_id, follow=True)

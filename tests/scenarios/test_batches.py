@@ -14,7 +14,7 @@ from tests.support.scenarios import WEATHER, by_id
 
 def test_allowed_writes_run_in_listed_order(connect: Connect, run_id: str,
                                             effects_db: Path) -> None:
-    c = connect("writer-token")
+    c = connect("walt-demo-token")
     c.start_run(run_id=run_id)
     out = c.submit_calls(run_id, "t1",
                          tool_call("w2", "book_ticket", {"train_number": "RE7"}),
@@ -28,7 +28,7 @@ def test_allowed_writes_run_in_listed_order(connect: Connect, run_id: str,
 def test_rejected_write_makes_other_writes_not_run(connect: Connect, run_id: str,
                                                    effects_db: Path,
                                                    fresh_travel: TravelService) -> None:
-    c = connect("writer-token")
+    c = connect("walt-demo-token")
     c.start_run(run_id=run_id)
     out = c.submit_calls(run_id, "t1",
                          tool_call("w1", "book_ticket", {"train_number": "ICE123"}),
@@ -44,7 +44,7 @@ def test_rejected_write_makes_other_writes_not_run(connect: Connect, run_id: str
 
 def test_failed_write_stops_the_writes_after_it(connect: Connect, run_id: str,
                                                 effects_db: Path) -> None:
-    c = connect("writer-token")
+    c = connect("walt-demo-token")
     c.start_run(run_id=run_id)
     out = c.submit_calls(run_id, "t1",
                          tool_call("w1", "book_ticket", {"train_number": "ICE123"}),
@@ -60,7 +60,7 @@ def test_failed_write_stops_the_writes_after_it(connect: Connect, run_id: str,
 
 def test_pending_write_holds_the_allowed_ones(connect: Connect, run_id: str,
                                               effects_db: Path) -> None:
-    c = connect("tester-token")  # writes need approval for this caller
+    c = connect("tina-demo-token")  # writes need approval for this caller
     c.start_run(run_id=run_id)
     out = c.submit_calls(run_id, "t1",
                          tool_call("w1", "book_ticket", {"train_number": "ICE123"}),

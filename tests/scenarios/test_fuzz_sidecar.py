@@ -61,7 +61,7 @@ def few() -> Any:
 
 @pytest.fixture(scope="module")
 def gw(sidecar: SidecarProcess) -> Iterator[GatewayClient]:
-    with GatewayClient(sidecar.target, "alice-token", timeout_s=60) as client:
+    with GatewayClient(sidecar.target, "alice-demo-token", timeout_s=60) as client:
         yield client
 
 
@@ -192,7 +192,7 @@ def test_submit_turn(gw: GatewayClient, sidecar: SidecarProcess, travel: TravelS
     fields: dict[str, Any] = {"usage": pb.Usage(input_tokens=usage[0], output_tokens=usage[1])}
     if event == "tool_request":
         fields["tool_request"] = pb.ToolRequest(calls=[
-            pb.ToolCall(call_id=i, name=n, arguments_json=a, complete=c)
+            pb.ToolCall(call_id=i, name=n, arguments_json=a, partial=c)
             for i, n, a, c in calls])
     elif event == "provider_error":
         fields["provider_error"] = pb.ProviderError(kind="server", message=text,
@@ -212,13 +212,13 @@ def test_submit_turn(gw: GatewayClient, sidecar: SidecarProcess, travel: TravelS
 def test_authorize(gw: GatewayClient, sidecar: SidecarProcess, travel: TravelService,
                    calls: list[tuple[str, str, str, bool]], with_run: bool) -> None:
     run_id = start(gw)
-    out = attempt(lambda: gw.authorize(*[tool_call(i, n, a, c) for i, n, a, c in calls],
+    out = attempt(lambda: gw.authorize(*[tool_call(i, n, a, partial=c) for i, n, a, c in calls],
                                        run_id=run_id if with_run else ""))
     if isinstance(out, pb.AuthorizeResponse):
         assert [d.call_id for d in out.decisions] == [c[0] for c in calls]
-        for decision, (_, name, args, complete) in zip(out.decisions, calls, strict=True):
+        for decision, (_, name, args, partial) in zip(out.decisions, calls, strict=True):
             if decision.decision.verdict == pb.VERDICT_ALLOW:
-                assert complete and may_run(name, args), decision
+                assert not partial and may_run(name, args), decision
     check_afterwards(gw, sidecar, travel, run_id)
 
 
@@ -327,7 +327,7 @@ def serve_or_refuse(tmp: Path, travel: TravelService, effects_db: Path, tools: P
 
 
 def _one_call(proc: SidecarProcess) -> None:
-    with GatewayClient(proc.target, "alice-token", timeout_s=60) as c:
+    with GatewayClient(proc.target, "alice-demo-token", timeout_s=60) as c:
         run_id = start(c)
         attempt(lambda: c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER)))
         attempt(lambda: c.authorize(tool_call("c2", "get_weather", {"city": "a" * 30 + "!",

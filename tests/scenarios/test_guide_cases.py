@@ -24,7 +24,7 @@ from tests.support.scenarios import TRAIN, WEATHER, by_id
 
 
 def test_final_answer_with_no_tool(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     out = c.submit_turn(run_id=run_id, turn_id="t1", final=pb.FinalAnswer(text="hello"))
     assert out.next == pb.NEXT_ACTION_DONE
@@ -35,7 +35,7 @@ def test_final_answer_with_no_tool(connect: Connect, run_id: str) -> None:
 
 
 def test_single_call(connect: Connect, run_id: str, fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     out = c.submit_calls(run_id, "t1", tool_call("call_1", "get_train_status", TRAIN),
                          usage=pb.Usage(input_tokens=10, output_tokens=5))
@@ -57,7 +57,7 @@ def test_single_call(connect: Connect, run_id: str, fresh_travel: TravelService)
 def test_two_reads_finishing_in_reverse_order(connect: Connect, run_id: str,
                                               fresh_travel: TravelService) -> None:
     fresh_travel.control({"train_status": {"delay_s": 0.4, "times": 1}})
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     out = c.submit_calls(run_id, "t1", tool_call("call_train", "get_train_status", TRAIN),
                          tool_call("call_weather", "get_weather", WEATHER))
@@ -72,7 +72,7 @@ def test_two_reads_finishing_in_reverse_order(connect: Connect, run_id: str,
 
 
 def test_unknown_tool(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     (res,) = c.submit_calls(run_id, "t1", tool_call("c1", "launch_rocket", {})).results
     assert res.status == pb.CALL_STATUS_REJECTED and res.error.code == "unknown_tool"
@@ -82,7 +82,7 @@ def test_unknown_tool(connect: Connect, run_id: str) -> None:
 
 def test_arguments_failing_the_schema(connect: Connect, run_id: str,
                                       fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     out = c.submit_calls(run_id, "t1", tool_call(
         "c1", "get_train_status", {"train_number": "12-XYZ!", "date": "2026-12-01"}))
@@ -93,23 +93,23 @@ def test_arguments_failing_the_schema(connect: Connect, run_id: str,
     assert out.next == pb.NEXT_ACTION_CONTINUE
 
 
-@pytest.mark.parametrize("text,complete", [('{"train_number": "ICE1', True),
-                                           (json.dumps(TRAIN), False),
-                                           ('["ICE123"]', True)])
+@pytest.mark.parametrize("text,partial", [('{"train_number": "ICE1', False),
+                                          (json.dumps(TRAIN), True),
+                                          ('["ICE123"]', False)])
 def test_arguments_that_are_not_complete_json(connect: Connect, run_id: str, text: str,
-                                              complete: bool,
+                                              partial: bool,
                                               fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     (res,) = c.submit_calls(run_id, "t1", tool_call("c1", "get_train_status", text,
-                                                    complete=complete)).results
+                                                    partial=partial)).results
     assert res.status == pb.CALL_STATUS_REJECTED and res.error.code == "incomplete_arguments"
     assert fresh_travel.stats()["train_status"] == 0
 
 
 def test_policy_deny_for_another_tenants_train(connect: Connect, run_id: str,
                                                fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     (res,) = c.submit_calls(run_id, "t1", tool_call(
         "c1", "get_train_status", {"train_number": "TGV9", "date": "2026-12-01"})).results
@@ -120,7 +120,7 @@ def test_policy_deny_for_another_tenants_train(connect: Connect, run_id: str,
 
 def test_policy_deny_for_a_tool_outside_the_role(connect: Connect, run_id: str,
                                                  effects_db: Path) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     (res,) = c.submit_calls(run_id, "t1", tool_call(
         "c1", "book_ticket", {"train_number": "ICE123"})).results
@@ -130,7 +130,7 @@ def test_policy_deny_for_a_tool_outside_the_role(connect: Connect, run_id: str,
 
 def test_tool_error(connect: Connect, run_id: str, fresh_travel: TravelService) -> None:
     fresh_travel.control({"weather": {"status": 500}})
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     out = c.submit_calls(run_id, "t1", tool_call("c_train", "get_train_status", TRAIN),
                          tool_call("c_weather", "get_weather", WEATHER))
@@ -144,7 +144,7 @@ def test_tool_error(connect: Connect, run_id: str, fresh_travel: TravelService) 
 def test_read_timeout_keeps_the_other_result(connect: Connect, run_id: str,
                                              fresh_travel: TravelService) -> None:
     fresh_travel.control({"weather": {"delay_s": 3.0, "times": 1}})
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     res = by_id(c.submit_calls(run_id, "t1",
                                tool_call("c_train", "get_train_status", TRAIN),
@@ -157,7 +157,7 @@ def test_read_timeout_keeps_the_other_result(connect: Connect, run_id: str,
 
 def test_tool_call_budget_exhausted(connect: Connect, run_id: str,
                                     fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, budget=pb.Budget(max_tool_calls=1))
     out = c.submit_calls(run_id, "t1", tool_call("c1", "get_train_status", TRAIN),
                          tool_call("c2", "get_weather", WEATHER))
@@ -171,7 +171,7 @@ def test_tool_call_budget_exhausted(connect: Connect, run_id: str,
 
 
 def test_turn_budget_exhausted(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, budget=pb.Budget(max_turns=1))
     out = c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER))
     assert out.results[0].status == pb.CALL_STATUS_SUCCEEDED
@@ -184,7 +184,7 @@ def test_turn_budget_exhausted(connect: Connect, run_id: str) -> None:
 
 def test_token_budget_exhausted(connect: Connect, run_id: str,
                                 fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, budget=pb.Budget(max_total_tokens=100))
     out = c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER),
                          usage=pb.Usage(input_tokens=90, output_tokens=20))
@@ -195,7 +195,7 @@ def test_token_budget_exhausted(connect: Connect, run_id: str,
 
 def test_same_turn_submitted_twice_executes_once(connect: Connect, run_id: str,
                                                  fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     first = c.submit_calls(run_id, "t1", tool_call("c1", "get_train_status", TRAIN))
     again = c.submit_calls(run_id, "t1", tool_call("c1", "get_train_status", TRAIN))
@@ -206,7 +206,7 @@ def test_same_turn_submitted_twice_executes_once(connect: Connect, run_id: str,
 
 
 def test_same_turn_id_with_other_content_conflicts(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER))
     with pytest.raises(grpc.RpcError) as err:
@@ -218,7 +218,7 @@ def test_same_turn_id_with_other_content_conflicts(connect: Connect, run_id: str
 
 def test_call_id_reused_in_a_later_turn(connect: Connect, run_id: str,
                                         fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER))
     out = c.submit_calls(run_id, "t2", tool_call("c1", "get_weather", WEATHER),
@@ -233,7 +233,7 @@ def test_call_id_reused_in_a_later_turn(connect: Connect, run_id: str,
 
 
 def test_same_call_id_twice_in_one_turn_is_invalid(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     with pytest.raises(grpc.RpcError) as err:
         c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER),
@@ -253,8 +253,8 @@ def test_caller_without_a_valid_token(connect: Connect, token: str) -> None:
 
 
 def test_another_subject_cannot_read_or_continue_the_run(connect: Connect, run_id: str) -> None:
-    connect("alice-token").start_run(run_id=run_id)
-    other = connect("mallory-token")
+    connect("alice-demo-token").start_run(run_id=run_id)
+    other = connect("mallory-demo-token")
     for call in (lambda: other.get_run(run_id),
                  lambda: other.submit_turn(run_id=run_id, turn_id="t1",
                                            final=pb.FinalAnswer(text="x")),
@@ -267,14 +267,14 @@ def test_another_subject_cannot_read_or_continue_the_run(connect: Connect, run_i
 
 def test_unknown_run(connect: Connect) -> None:
     with pytest.raises(grpc.RpcError) as err:
-        connect("alice-token").get_run("no-such-run")
+        connect("alice-demo-token").get_run("no-such-run")
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
     assert error_code(err.value) == "run_not_found"
 
 
 def test_write_needing_approval_pauses_and_refuses_a_new_turn(
         connect: Connect, run_id: str, effects_db: Path, fresh_travel: TravelService) -> None:
-    c = connect("tester-token")
+    c = connect("tina-demo-token")
     c.start_run(run_id=run_id)
     out = c.submit_calls(run_id, "t1",
                          tool_call("w1", "book_ticket", {"train_number": "ICE123"}),
@@ -296,14 +296,14 @@ def test_write_needing_approval_pauses_and_refuses_a_new_turn(
 
 
 def test_refusal_hands_off(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     out = c.submit_turn(run_id=run_id, turn_id="t1", refusal=pb.Refusal(text="I can't"))
     assert out.next == pb.NEXT_ACTION_HANDOFF and out.run_state == pb.RUN_STATE_HANDED_OFF
 
 
 def test_truncated_response_retries_then_hands_off(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, budget=pb.Budget(max_retries=2))
     nexts = [c.submit_turn(run_id=run_id, turn_id=f"t{i}",
                            incomplete=pb.Incomplete(reason="max_output_tokens")).next
@@ -314,7 +314,7 @@ def test_truncated_response_retries_then_hands_off(connect: Connect, run_id: str
 
 
 def test_retry_counter_resets_after_a_complete_turn(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, budget=pb.Budget(max_retries=1))
     inc = pb.Incomplete(reason="length")
     assert c.submit_turn(run_id=run_id, turn_id="a", incomplete=inc).next == \
@@ -327,7 +327,7 @@ def test_retry_counter_resets_after_a_complete_turn(connect: Connect, run_id: st
 @pytest.mark.parametrize("retryable,expected", [(True, pb.NEXT_ACTION_RETRY_TURN),
                                                 (False, pb.NEXT_ACTION_HANDOFF)])
 def test_provider_errors(connect: Connect, run_id: str, retryable: bool, expected: int) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     out = c.submit_turn(run_id=run_id, turn_id="t1", provider_error=pb.ProviderError(
         kind="rate_limit", message="slow down", retryable=retryable))
@@ -335,7 +335,7 @@ def test_provider_errors(connect: Connect, run_id: str, retryable: bool, expecte
 
 
 def test_paused_turn_continues(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     out = c.submit_turn(run_id=run_id, turn_id="t1", paused=pb.Paused(reason="pause_turn"))
     assert out.next == pb.NEXT_ACTION_CONTINUE and list(out.results) == []
@@ -344,7 +344,7 @@ def test_paused_turn_continues(connect: Connect, run_id: str) -> None:
 def test_a_client_that_gives_up_does_not_cut_a_turn_short(connect: Connect, run_id: str,
                                                           fresh_travel: TravelService) -> None:
     fresh_travel.control({"train_status": {"delay_s": 1.0, "times": 1}})
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     with pytest.raises(grpc.RpcError) as err:
         c.stub.SubmitTurn(pb.SubmitTurnRequest(
@@ -360,7 +360,7 @@ def test_a_client_that_gives_up_does_not_cut_a_turn_short(connect: Connect, run_
 
 
 def test_resume_before_any_turn_answers_the_run_state(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     out = c.resume_run(run_id)
     assert out.next == pb.NEXT_ACTION_CONTINUE and out.run_state == pb.RUN_STATE_ACTIVE

@@ -40,7 +40,7 @@ ERROR_BODIES: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("provider", sorted(ERROR_BODIES))
 def test_lone_surrogate_in_a_provider_error_is_malformed_and_the_run_goes_on(
         connect: Connect, run_id: str, provider: str, fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider=provider)
     err = rpc_error(submit_raw, c, run_id, json.dumps(ERROR_BODIES[provider]), turn_id="t-err")
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, "malformed_response")
@@ -51,7 +51,7 @@ def test_lone_surrogate_in_a_provider_error_is_malformed_and_the_run_goes_on(
 @pytest.mark.parametrize("field", ["model", "status_reason"])
 def test_lone_surrogate_in_a_reason_or_model_is_malformed(connect: Connect, run_id: str,
                                                           field: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="openai.responses")
     body: dict[str, Any] = {"id": "resp_x", "status": "incomplete", "model": "gpt",
                             "output": [], "incomplete_details": {"reason": "max_output_tokens"}}
@@ -66,7 +66,7 @@ def test_lone_surrogate_in_a_reason_or_model_is_malformed(connect: Connect, run_
 
 def test_lone_surrogate_as_tool_name_or_argument_is_refused(connect: Connect, run_id: str,
                                                             fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="google.gemini")
     for part in ({"functionCall": {"name": LONE, "args": {}}},
                  {"functionCall": {"name": "get_weather", "args": {"city": LONE}}}):
@@ -94,7 +94,7 @@ def nested(depth: int) -> str:
 def test_arguments_breaking_a_json_rule_are_rejected_and_do_not_poison_the_run(
         connect: Connect, run_id: str, fresh_travel: TravelService, arguments: str,
         rule: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     out = c.submit_calls(run_id, "t-bad", tool_call("bad", "get_weather", arguments))
     (res,) = out.results
@@ -109,7 +109,7 @@ def test_arguments_breaking_a_json_rule_are_rejected_and_do_not_poison_the_run(
 
 def test_duplicate_keys_never_execute(connect: Connect, run_id: str,
                                       fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     args = '{"train_number": "bad!", "train_number": "ICE123", "date": "2026-12-01"}'
     (res,) = c.submit_calls(run_id, "t1", tool_call("c1", "get_train_status", args)).results
@@ -120,7 +120,7 @@ def test_duplicate_keys_never_execute(connect: Connect, run_id: str,
     assert decision.error.code == "invalid_arguments"
 
 def test_a_too_deep_conversation_is_refused_at_start(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     conv = "[" + "[" * 700 + "]" * 700 + "]"
     err = rpc_error(c.start_run, run_id=run_id, provider="anthropic.messages",
                     conversation_json=conv)
@@ -129,7 +129,7 @@ def test_a_too_deep_conversation_is_refused_at_start(connect: Connect, run_id: s
 
 
 def test_raw_response_json_of_a_turn_is_checked(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages", conversation_json="[]")
     deep = "[" * 100_000 + "]" * 100_000
     err = rpc_error(c.submit_turn, run_id=run_id, turn_id="t1", raw_response_json=deep,
@@ -140,7 +140,7 @@ def test_raw_response_json_of_a_turn_is_checked(connect: Connect, run_id: str) -
 
 def test_a_raw_response_naming_other_call_ids_leaves_get_run_working(
         connect: Connect, run_id: str, fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages", conversation_json="[]")
     raw = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
            "content": [{"type": "tool_use", "id": "toolu_other", "name": "get_weather",
@@ -154,7 +154,7 @@ def test_a_raw_response_naming_other_call_ids_leaves_get_run_working(
     assert_run_usable(c, run_id)
 
 def test_huge_usage_in_a_raw_response_is_malformed(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="google.gemini")
     text = ('{"responseId": "r1", "candidates": [{"content": {"role": "model", "parts": '
             '[{"text": "hi"}]}, "finishReason": "STOP"}], "usageMetadata": '
@@ -166,7 +166,7 @@ def test_huge_usage_in_a_raw_response_is_malformed(connect: Connect, run_id: str
 
 def test_usage_near_the_integer_limit_never_overflows_the_store(connect: Connect,
                                                                 run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     err = rpc_error(c.submit_turn, run_id=run_id, turn_id="t1",
                     usage=pb.Usage(input_tokens=2**63 - 1), paused=pb.Paused(reason="x"))
@@ -181,7 +181,7 @@ def test_usage_near_the_integer_limit_never_overflows_the_store(connect: Connect
 
 
 def test_negative_budgets_and_usage_are_refused(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     err = rpc_error(c.start_run, run_id=run_id, budget=pb.Budget(max_tool_calls=-1))
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument")
     assert "max_tool_calls" in (err.details() or "")
@@ -204,7 +204,7 @@ def test_negative_budgets_and_usage_are_refused(connect: Connect, run_id: str) -
 ])
 def test_authorize_checks_call_ids_like_submit_turn(connect: Connect, ids: list[str],
                                                     code: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     err = rpc_error(c.authorize, *[tool_call(i, "get_weather", WEATHER) for i in ids])
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, code)
 
@@ -233,7 +233,7 @@ RESPONSES = [
 @pytest.mark.parametrize("provider, body", RESPONSES)
 def test_wrongly_typed_responses_are_malformed(connect: Connect, run_id: str, provider: str,
                                                body: dict[str, Any]) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider=provider)
     err = rpc_error(submit_raw, c, run_id, json.dumps(body), turn_id="t-m")
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, "malformed_response")
@@ -266,7 +266,7 @@ STREAMS = [
 def test_streams_that_cannot_be_assembled_are_malformed(connect: Connect, run_id: str,
                                                         provider: str,
                                                         events: list[dict[str, Any]]) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider=provider)
     err = rpc_error(submit_stream, c, run_id, [json.dumps(e) for e in events],
                     turn_id="t-s")
@@ -275,7 +275,7 @@ def test_streams_that_cannot_be_assembled_are_malformed(connect: Connect, run_id
 
 def test_invalid_utf8_in_a_string_field_is_invalid_argument(connect: Connect,
                                                             run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     good = pb.GetRunRequest(run_id=run_id).SerializeToString()
     bad = good.replace(run_id.encode(), b"\xff\xfe" + run_id.encode()[2:])
@@ -313,7 +313,7 @@ def test_duplicate_keys_in_streamed_arguments_never_execute(connect: Connect, ru
                 "input": args}}}},
             {"contentBlockStop": {"contentBlockIndex": 0}},
             {"messageStop": {"stopReason": "tool_use"}}]
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider=provider)
     out = submit_stream(c, run_id, [json.dumps(e) for e in events], turn_id="t-dup")
     (res,) = out.results
@@ -330,7 +330,7 @@ def test_deep_arguments_inside_a_response_reject_the_call_not_the_turn(
     city: Any = "Berlin"
     for _ in range(depth - 1):
         city = [city]
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages")
     body = {"id": "msg_deep", "type": "message", "role": "assistant", "model": "m",
             "content": [{"type": "tool_use", "id": "toolu_deep", "name": "get_weather",

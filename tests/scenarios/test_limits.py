@@ -41,7 +41,7 @@ def small(tmp_path_factory: pytest.TempPathFactory, travel: TravelService, tools
 
 @pytest.fixture
 def client(small: SidecarProcess) -> Iterator[GatewayClient]:
-    with GatewayClient(small.target, "alice-token", timeout_s=30) as c:
+    with GatewayClient(small.target, "alice-demo-token", timeout_s=30) as c:
         yield c
 
 
@@ -131,7 +131,7 @@ def test_tool_output_bytes(client: GatewayClient, small: SidecarProcess, run_id:
     assert (res.status, res.error.code) == (pb.CALL_STATUS_FAILED, "output_too_large")
     assert res.output_json == "" and "--max-output-bytes" in res.error.message
     assert ok.status == pb.CALL_STATUS_SUCCEEDED
-    with GatewayClient(small.target, "writer-token", timeout_s=30) as writer:
+    with GatewayClient(small.target, "walt-demo-token", timeout_s=30) as writer:
         writer.start_run(run_id=run_id + "-w")
         (w,) = writer.submit_calls(run_id + "-w", "t1",
                                    tool_call("w", "log_note", {"note": "n" * 300})).results

@@ -59,3 +59,53 @@ def test_make_run_with_the_sidecar_port_taken_says_so(tmp_path: Path, taken_port
     output = done.stdout + done.stderr
     assert done.returncode != 0, output
     assert str(taken_port) in output and "Traceback" not in output
+
+
+def test_a_taken_port_is_one_line_of_callgate_and_leaves_no_files(
+        tmp_path: Path, taken_port: int) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    code, output = run_serve_expecting_failure(
+        ["--listen", f"127.0.0.1:{taken_port}", "--tools", str(ROOT / "examples" / "travel" /
+                                                              "tools"),
+         "--policies", str(POLICIES), "--db", str(state / "cg.db"), "--auth", str(AUTH)])
+    assert code == 2
+    # nothing of gRPC's own logging (its C core's "E1201 ... add_port.cc" line) comes first
+    assert output.splitlines() == [
+        f"callgate serve: --listen 127.0.0.1:{taken_port}: the address is in use (another "
+        "callgate, or another program, listens there): stop it, or choose another --listen "
+        "(CALLGATE_LISTEN)"], output
+    assert list(state.iterdir()) == []  # no store, no audit key, no lock files
+
+
+@pytest.mark.parametrize("problem", ["policy", "manifest"])
+def test_a_failed_start_up_leaves_no_files_behind(tmp_path: Path, problem: str) -> None:
+    state, policies, tools = tmp_path / "state", tmp_path / "policies", tmp_path / "tools"
+    for folder in (state, policies, tools):
+        folder.mkdir()
+    for source in POLICIES.glob("*"):
+        (policies / source.name).write_text(source.read_text())
+    for source in (ROOT / "examples" / "travel" / "tools").glob("*.yaml"):
+        (tools / source.name).write_text(source.read_text())
+    if problem == "policy":
+        (policies / "broken.rego").write_text("package callgate\n\nx if {\n")
+    else:
+        (tools / "broken.yaml").write_text("name: broken\n")
+    code, output = run_serve_expecting_failure(
+        ["--listen", "127.0.0.1:0", "--tools", str(tools), "--policies", str(policies),
+         "--db", str(state / "cg.db"), "--auth", str(AUTH)])
+    assert code == 2 and "Traceback" not in output
+    assert "created the audit key" not in output
+    assert list(state.iterdir()) == []
+
+
+def test_a_store_that_fails_to_open_leaves_only_what_was_there(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "cg.db").write_text("not a database")  # the operator's file: never removed
+    code, output = run_serve_expecting_failure(
+        ["--listen", "127.0.0.1:0", "--tools", str(ROOT / "examples" / "travel" / "tools"),
+         "--policies", str(POLICIES), "--db", str(state / "cg.db"), "--auth", str(AUTH)])
+    assert code != 0 and "Traceback" not in output
+    assert sorted(p.name for p in state.iterdir()) == ["cg.db"]
+    assert (state / "cg.db").read_text() == "not a database"

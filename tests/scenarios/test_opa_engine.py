@@ -78,7 +78,7 @@ def test_shadow_mode_counts_and_records_disagreements(tmp_path: Path, tools_dir:
             assert status.engine == "shadow" and status.shadow.opa_reachable
             assert status.shadow.dropped == 0 and status.shadow.failed == 0
             out = subprocess.run([sys.executable, "-m", "gateway.cli", "policy", "status",
-                                  "--target", proc.target, "--token", "alice-token"],
+                                  "--target", proc.target, "--token", "alice-demo-token"],
                                  capture_output=True, text=True, cwd=ROOT, timeout=60)
             assert out.returncode == 0, out.stderr
             assert f"{status.shadow.disagreed} disagreed" in out.stdout

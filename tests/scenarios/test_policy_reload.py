@@ -77,13 +77,15 @@ def test_a_syntax_error_is_rejected_and_the_old_revision_keeps_serving(
         assert health(proc.target, "callgate.policy") == SERVING
         assert health(proc.target, "") == SERVING
         shown = subprocess.run([sys.executable, "-m", "gateway.cli", "policy", "status",
-                                "--target", proc.target, "--token", "alice-token"],
+                                "--target", proc.target, "--token", "alice-demo-token"],
                                capture_output=True, text=True, cwd=ROOT, timeout=60)
-        assert shown.returncode == 0
-        assert "rejected reload:" in shown.stdout and "broken.rego:5" in shown.stdout
+        assert shown.returncode == 1  # a deploy script can wait for the reload to take
+        assert "rejected reload:" in shown.stdout and "broken.rego:5:1:" in shown.stdout
+        assert shown.stdout.count("broken.rego") == 1  # the place, once
+        assert "the newest policy files were rejected (1 problem" in shown.stderr
         assert proc.output.count("policy reload rejected") == 1  # logged once
         # and recorded once in the audit trail, among callgate's own records
-        with GatewayClient(proc.target, "audrey-token") as auditor:
+        with GatewayClient(proc.target, "audrey-demo-token") as auditor:
             found = eventually(lambda: r if (r := [x for x in auditor.query_audit(
                 tenant="", timeout_s=30) if x.error_code == "policy_reload_rejected"])
                 else None, "the audit record of the rejection")
@@ -96,9 +98,56 @@ def test_a_syntax_error_is_rejected_and_the_old_revision_keeps_serving(
         (policies / "broken.rego").unlink()
         eventually(lambda: True if not client.get_status().HasField("last_rejected_reload")
                    else None, "the rejection to clear")
+        fixed = subprocess.run([sys.executable, "-m", "gateway.cli", "policy", "status",
+                                "--target", proc.target, "--token", "alice-demo-token"],
+                               capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert fixed.returncode == 0 and "rejected reload" not in fixed.stdout
         eventually(lambda: True if health(proc.target, "callgate.policy.reload") == SERVING
                    else None, "the reload component to recover")
         assert client.get_status().policy_revision == revision
+
+
+def test_every_problem_is_reported_once_and_at_its_place(tmp_path: Path,
+                                                         tools_dir: Path) -> None:
+    policies = copy_policies(tmp_path)
+    with sidecar_over(tmp_path, tools_dir, policies) as (proc, client):
+        # an unclosed brace (the parser gives up at the end of the file) and a second problem
+        (policies / "a.rego").write_text("package callgate\n\nfoo if {\n\tinput.x == 1\n\n"
+                                         "bar := 2\n")
+        (policies / "b.rego").write_text("package callgate\n\nx if {\n\ty := \n}\n")
+        status = eventually(lambda: s if (s := client.get_status()).HasField(
+            "last_rejected_reload") and len(s.last_rejected_reload.problems) == 2 else None,
+            "both problems to be reported")
+        rejected = status.last_rejected_reload
+        assert (Path(rejected.file).name, rejected.line, rejected.column) == ("a.rego", 3, 8)
+        assert [(Path(p.file).name, p.line) for p in rejected.problems] == [("a.rego", 3),
+                                                                            ("b.rego", 4)]
+        assert rejected.message.endswith("this { is never closed: the file ends (line 7) "
+                                         "before its }")
+        shown = subprocess.run([sys.executable, "-m", "gateway.cli", "policy", "status",
+                                "--target", proc.target, "--token", "alice-demo-token"],
+                               capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert shown.returncode == 1
+        lines = shown.stdout.splitlines()
+        at = lines.index(next(line for line in lines if line.startswith("rejected reload:")))
+        assert [line.split(":")[0].rsplit("/", 1)[-1] for line in lines[at + 1:]] == [
+            "a.rego", "b.rego"]
+        assert "more problem" not in shown.stdout
+        assert "2 problems, listed above" in shown.stderr
+        assert "problem 2 of 2" in eventually(
+            lambda: proc.output if "problem 2 of 2" in proc.output else None, "the log")
+        with GatewayClient(proc.target, "audrey-demo-token") as auditor:
+            (record,) = eventually(lambda: r if (r := [x for x in auditor.query_audit(
+                tenant="", timeout_s=30) if x.error_code == "policy_reload_rejected"])
+                else None, "the audit record of the rejection")
+        detail = json.loads(record.detail_json)
+        assert (Path(detail["file"]).name, detail["line"], detail["column"]) == ("a.rego", 3, 8)
+        assert [Path(p["file"]).name for p in detail["problems"]] == ["a.rego", "b.rego"]
+        table = subprocess.run([sys.executable, "-m", "gateway.cli", "audit", "--callgate",
+                                "--wide", "--target", proc.target, "--token", "audrey-demo-token"],
+                               capture_output=True, text=True, cwd=ROOT, timeout=60).stdout
+        (row,) = [line for line in table.splitlines() if "policy_reload_rejected" in line]
+        assert "a.rego:3:8: this { is never closed" in row and "(and 1 more: --json" in row
 
 
 def test_removing_decision_is_rejected(tmp_path: Path, tools_dir: Path) -> None:
@@ -166,7 +215,7 @@ def test_a_reload_during_a_burst_of_decisions_never_gives_an_unexplained_answer(
     with sidecar_over(tmp_path, tools_dir, policies) as (proc, _):
         def burst() -> None:
             try:
-                with GatewayClient(proc.target, "alice-token") as c:
+                with GatewayClient(proc.target, "alice-demo-token") as c:
                     while not stop.is_set():
                         out = c.authorize(*(tool_call(f"w{i}", "get_weather", WEATHER)
                                             for i in range(4)))
@@ -178,7 +227,7 @@ def test_a_reload_during_a_burst_of_decisions_never_gives_an_unexplained_answer(
         workers = [threading.Thread(target=burst) for _ in range(3)]
         for worker in workers:
             worker.start()
-        with GatewayClient(proc.target, "alice-token") as watcher:
+        with GatewayClient(proc.target, "alice-demo-token") as watcher:
             for reason in ("rev-b", "rev-a", "rev-b", "rev-a"):
                 rev.write_text(REVISION.format(allow=str(reason == "rev-a").lower(),
                                                reason=reason))

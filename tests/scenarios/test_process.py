@@ -102,7 +102,7 @@ def test_policy_that_panics_the_engine_denies_and_the_sidecar_keeps_serving(
     (policies / "panic.rego").write_text(PANIC_POLICY)
     travel.reset()
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, policies=policies) as proc, \
-            GatewayClient(proc.target, "alice-token") as c:
+            GatewayClient(proc.target, "alice-demo-token") as c:
         c.start_run(run_id="r1")
         for turn in ("t1", "t2"):
             out = c.submit_calls("r1", turn, tool_call(f"w-{turn}", "get_weather", WEATHER),
@@ -142,7 +142,7 @@ def test_store_that_cannot_be_written_executes_nothing(
     travel.reset()
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db,
                      extra=("--db-busy-timeout", "0.2")) as proc, \
-            GatewayClient(proc.target, "writer-token") as c:
+            GatewayClient(proc.target, "walt-demo-token") as c:
         c.start_run(run_id=run_id)
         with another_writer_holds(db):
             with pytest.raises(grpc.RpcError) as err:
@@ -166,7 +166,7 @@ def test_crash_after_a_write_never_replays_it(tmp_path: Path, travel: TravelServ
     run_id = f"crash-{uuid.uuid4().hex[:8]}"
     key = f"{run_id}:w1"
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc:
-        with GatewayClient(proc.target, "writer-token") as c:
+        with GatewayClient(proc.target, "walt-demo-token") as c:
             c.start_run(run_id=run_id)
             with pytest.raises(grpc.RpcError) as err:
                 c.submit_calls(run_id, "t1",
@@ -175,7 +175,7 @@ def test_crash_after_a_write_never_replays_it(tmp_path: Path, travel: TravelServ
         assert proc.stop() == 17  # the process died inside the write
     assert len(effects(effects_db, key)) == 1
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc, \
-            GatewayClient(proc.target, "writer-token") as c:
+            GatewayClient(proc.target, "walt-demo-token") as c:
         run = c.get_run(run_id)
         (rec,) = run.calls
         assert rec.status == pb.CALL_STATUS_EXECUTING  # the intent was committed first
@@ -206,7 +206,7 @@ def test_listen_on_a_unix_socket(tmp_path: Path, travel: TravelService, tools_di
     with own_sidecar(tmp_path, travel, tools_dir, effects_db,
                      listen=f"unix:{sock}") as proc:
         assert proc.target == f"unix:{sock}"
-        with GatewayClient(proc.target, "alice-token") as c:
+        with GatewayClient(proc.target, "alice-demo-token") as c:
             assert c.start_run(run_id="r1").run_id == "r1"
 
 
@@ -219,7 +219,7 @@ def test_read_in_flight_at_a_crash_is_repeated_on_resume(
     travel.reset()
     travel.control({"train_status": {"delay_s": 30.0, "times": 1}})
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc, \
-            GatewayClient(proc.target, "alice-token") as c, ThreadPoolExecutor(1) as pool:
+            GatewayClient(proc.target, "alice-demo-token") as c, ThreadPoolExecutor(1) as pool:
         c.start_run(run_id="r1")
         pending = pool.submit(c.submit_calls, "r1", "t1",
                               tool_call("c1", "get_train_status", TRAIN))
@@ -228,7 +228,7 @@ def test_read_in_flight_at_a_crash_is_repeated_on_resume(
         with pytest.raises(grpc.RpcError):
             pending.result(timeout=30)
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc, \
-            GatewayClient(proc.target, "alice-token") as c:
+            GatewayClient(proc.target, "alice-demo-token") as c:
         assert c.get_run("r1").calls[0].status == pb.CALL_STATUS_EXECUTING
         out = c.resume_run("r1")
         (res,) = out.results

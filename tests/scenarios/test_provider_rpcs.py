@@ -38,7 +38,7 @@ def anthropic_final(msg_id: str = "msg_02") -> dict[str, Any]:
 
 def test_anthropic_round_trip_and_conversation(connect: Connect, run_id: str,
                                                fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages", conversation_json=json.dumps(USER))
     out = submit_raw(c, run_id, anthropic_tool_use())
     assert out.turn_id == "msg_01" and out.next == pb.NEXT_ACTION_CONTINUE
@@ -65,7 +65,7 @@ def test_anthropic_round_trip_and_conversation(connect: Connect, run_id: str,
 
 def test_rejected_call_is_answered_with_an_error_result(connect: Connect, run_id: str,
                                                         fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages")
     response = anthropic_tool_use()
     response["content"][1]["input"] = {"train_number": "TGV9", "date": "2026-12-01"}
@@ -81,7 +81,7 @@ def test_rejected_call_is_answered_with_an_error_result(connect: Connect, run_id
 
 def test_resubmitting_the_same_raw_response_executes_nothing(
         connect: Connect, run_id: str, fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages")
     first = submit_raw(c, run_id, anthropic_tool_use())
     again = submit_raw(c, run_id, anthropic_tool_use())
@@ -91,7 +91,7 @@ def test_resubmitting_the_same_raw_response_executes_nothing(
 
 def test_truncated_anthropic_response_runs_nothing(connect: Connect, run_id: str,
                                                    fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages")
     response = anthropic_tool_use()
     response["stop_reason"] = "max_tokens"
@@ -132,7 +132,7 @@ def stream_submit(c: GatewayClient, run_id: str, events: Iterator[dict[str, Any]
 
 def test_anthropic_stream_is_assembled_by_the_gateway(connect: Connect, run_id: str,
                                                       fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages")
     out = stream_submit(c, run_id, anthropic_stream())
     assert out.turn_id == "msg_s1" and out.next == pb.NEXT_ACTION_CONTINUE
@@ -144,7 +144,7 @@ def test_anthropic_stream_is_assembled_by_the_gateway(connect: Connect, run_id: 
 
 def test_cut_stream_never_executes(connect: Connect, run_id: str,
                                    fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages")
     out = stream_submit(c, run_id, anthropic_stream(cut_before_stop=True), turn_id="cut-1")
     assert out.next == pb.NEXT_ACTION_RETRY_TURN and list(out.results) == []
@@ -153,7 +153,7 @@ def test_cut_stream_never_executes(connect: Connect, run_id: str,
 
 def test_gemini_calls_without_ids_get_turn_scoped_ids(connect: Connect, run_id: str,
                                                       fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="google.gemini")
     response = {"candidates": [{"content": {"role": "model", "parts": [
         {"functionCall": {"name": "get_train_status", "args": TRAIN}},
@@ -174,7 +174,7 @@ def test_gemini_calls_without_ids_get_turn_scoped_ids(connect: Connect, run_id: 
 
 def test_bedrock_needs_the_request_turn_id(connect: Connect, run_id: str,
                                            fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="aws.bedrock_converse")
     response = {"output": {"message": {"role": "assistant", "content": [
         {"toolUse": {"toolUseId": "tooluse_1", "name": "get_weather", "input": WEATHER}}]}},
@@ -195,7 +195,7 @@ def test_bedrock_needs_the_request_turn_id(connect: Connect, run_id: str,
 
 @pytest.mark.parametrize("body", ["{not json", "[1, 2]", json.dumps({"id": "x"})])
 def test_malformed_responses_are_invalid(connect: Connect, run_id: str, body: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages")
     with pytest.raises(grpc.RpcError) as err:
         submit_raw(c, run_id, body)
@@ -205,7 +205,7 @@ def test_malformed_responses_are_invalid(connect: Connect, run_id: str, body: st
 
 
 def test_list_tools_offers_the_callers_tools_in_the_providers_shape(connect: Connect) -> None:
-    alice = connect("alice-token")
+    alice = connect("bob-demo-token")  # a traveler, and nothing else
     resp = alice.stub.ListTools(pb.ListToolsRequest(provider="anthropic.messages"),
                                 metadata=alice.metadata, timeout=10)
     tools = json.loads(resp.tools_json)
@@ -215,7 +215,7 @@ def test_list_tools_offers_the_callers_tools_in_the_providers_shape(connect: Con
                                    metadata=alice.metadata, timeout=10)
     assert {t["toolSpec"]["name"] for t in json.loads(bedrock.tools_json)} == {
         "get_train_status", "get_weather"}
-    tester = connect("tester-token")  # the "*" role: every registered tool
+    tester = connect("tina-demo-token")  # the "*" role: every registered tool
     every = json.loads(tester.stub.ListTools(pb.ListToolsRequest(provider="anthropic.messages"),
                                              metadata=tester.metadata, timeout=10).tools_json)
     assert "book_ticket" in {t["name"] for t in every}
@@ -245,7 +245,7 @@ def responses_tool_call() -> dict[str, Any]:
 
 def test_openai_responses_round_trip(connect: Connect, run_id: str,
                                      fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="openai.responses")
     out = submit_raw(c, run_id, responses_tool_call())
     assert out.turn_id == "resp_1" and out.next == pb.NEXT_ACTION_CONTINUE
@@ -262,7 +262,7 @@ def test_real_chat_stream_recording_answers_every_call_id(connect: Connect, run_
     lines = (RECORDINGS / "chat_parallel_tools.sse").read_text().splitlines()
     payloads = [ln.removeprefix("data: ") for ln in lines if ln.startswith("data: ")]
     events = [json.loads(p) if p != "[DONE]" else {"_sentinel": "[DONE]"} for p in payloads]
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="openai.chat_completions")
     out = stream_submit(c, run_id, iter(events))
     assert out.turn_id.startswith("chatcmpl-") and len(out.results) >= 2
@@ -295,7 +295,7 @@ FIXTURES = ROOT / "tests" / "adapters" / "fixtures"
 def test_provider_stop_states_map_to_next_actions(connect: Connect, run_id: str, provider: str,
                                                   fixture: str, expected: int,
                                                   fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider=provider)
     out = submit_raw(c, run_id, (FIXTURES / fixture).read_text(), turn_id="t-fixture")
     assert out.next == expected and list(out.results) == []
@@ -307,7 +307,7 @@ def test_real_chat_refusal_recording_hands_off(connect: Connect, run_id: str) ->
     lines = (RECORDINGS / "chat_refusal.sse").read_text().splitlines()
     payloads = [ln.removeprefix("data: ") for ln in lines if ln.startswith("data: ")]
     events = [json.loads(p) for p in payloads if p != "[DONE]"]
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="openai.chat_completions")
     out = stream_submit(c, run_id, iter(events))
     assert out.next == pb.NEXT_ACTION_HANDOFF and out.run_state == pb.RUN_STATE_HANDED_OFF

@@ -40,8 +40,8 @@ def test_two_replicas_receive_the_same_turn_at_the_same_moment(
         db_kind: str, new_db: NewDb, travel: TravelService, tools_dir: Path,
         effects_db: Path, fresh_workshop: WorkshopService) -> None:
     with replicas(2, new_db(), travel, tools_dir, effects_db, fresh_workshop) as procs, \
-            GatewayClient(procs[0].target, "mia-token") as a, \
-            GatewayClient(procs[1].target, "mia-token") as b, \
+            GatewayClient(procs[0].target, "mia-demo-token") as a, \
+            GatewayClient(procs[1].target, "mia-demo-token") as b, \
             ThreadPoolExecutor(2) as pool:
         start = threading.Barrier(2)
 
@@ -80,8 +80,8 @@ def test_a_replica_killed_mid_turn_is_finished_by_the_other(
     fault = {"apply_then_delay_s": 60} if applied else {"delay_s": 60}
     fresh_workshop.control(reserve_seat={**fault, "times": 1})
     with replicas(2, new_db(), travel, tools_dir, effects_db, fresh_workshop) as procs, \
-            GatewayClient(procs[0].target, "mia-token") as a, \
-            GatewayClient(procs[1].target, "mia-token") as b, \
+            GatewayClient(procs[0].target, "mia-demo-token") as a, \
+            GatewayClient(procs[1].target, "mia-demo-token") as b, \
             ThreadPoolExecutor(1) as pool:
         a.start_run(run_id=run_id)
         pending = pool.submit(reserve_turn, a, run_id)

@@ -45,8 +45,8 @@ def test_an_operator_settles_an_unknown_booking_and_the_watching_loop_receives_i
     lose_the_answer(fresh_workshop)
     count = 2 if db_kind == "postgresql" else 1
     with replicas(count, db, travel, tools_dir, effects_db, fresh_workshop) as procs, \
-            GatewayClient(procs[0].target, "mia-token") as loop, \
-            GatewayClient(procs[-1].target, "oscar-token") as operator:
+            GatewayClient(procs[0].target, "mia-demo-token") as loop, \
+            GatewayClient(procs[-1].target, "oscar-demo-token") as operator:
         loop.start_run(run_id=run_id)
         paused = loop.submit_calls(run_id, "t1",
                                    tool_call("c1", "check_availability", AVAILABILITY),
@@ -109,7 +109,7 @@ def test_a_failed_resolution_settles_the_turn_for_replanning(
     """Two writes: the first unknown stops the second (NOT_RUN); the operator finds no booking
     and settles the first as FAILED, which settles the turn, and the model re-plans."""
     lose_the_answer(fresh_workshop, applied=False)
-    loop, operator = connect("mia-token"), connect("oscar-token")
+    loop, operator = connect("mia-demo-token"), connect("oscar-demo-token")
     loop.start_run(run_id=run_id)
     out = loop.submit_calls(run_id, "t1", tool_call("w1", "reserve_seat", SEAT),
                             tool_call("w2", "reserve_seat", {**SEAT, "event_id": "ws-acme-2"}))
@@ -129,19 +129,19 @@ def test_a_failed_resolution_settles_the_turn_for_replanning(
 
 
 @pytest.mark.parametrize(("token", "call_id", "outcome", "reason", "status", "code"), [
-    ("opal-token", "w1", SUCCEEDED, "mine", grpc.StatusCode.PERMISSION_DENIED,
+    ("opal-demo-token", "w1", SUCCEEDED, "mine", grpc.StatusCode.PERMISSION_DENIED,
      "permission_denied"),  # an operator who is the run's requester
-    ("otto-token", "w1", SUCCEEDED, "x", grpc.StatusCode.PERMISSION_DENIED,
+    ("otto-demo-token", "w1", SUCCEEDED, "x", grpc.StatusCode.PERMISSION_DENIED,
      "permission_denied"),  # an operator of another tenant
-    ("mallory-token", "nope", SUCCEEDED, "x", grpc.StatusCode.PERMISSION_DENIED,
+    ("mallory-demo-token", "nope", SUCCEEDED, "x", grpc.StatusCode.PERMISSION_DENIED,
      "permission_denied"),  # no grant: learns nothing of which calls exist
-    ("oscar-token", "nope", SUCCEEDED, "x", grpc.StatusCode.NOT_FOUND, "call_not_found"),
-    ("oscar-token", "c1", SUCCEEDED, "x", grpc.StatusCode.FAILED_PRECONDITION, "not_unknown"),
-    ("oscar-token", "w1", pb.CALL_STATUS_UNSPECIFIED, "x", grpc.StatusCode.INVALID_ARGUMENT,
+    ("oscar-demo-token", "nope", SUCCEEDED, "x", grpc.StatusCode.NOT_FOUND, "call_not_found"),
+    ("oscar-demo-token", "c1", SUCCEEDED, "x", grpc.StatusCode.FAILED_PRECONDITION, "not_unknown"),
+    ("oscar-demo-token", "w1", pb.CALL_STATUS_UNSPECIFIED, "x", grpc.StatusCode.INVALID_ARGUMENT,
      "invalid_argument"),
-    ("oscar-token", "w1", pb.CALL_STATUS_NOT_RUN, "x", grpc.StatusCode.INVALID_ARGUMENT,
+    ("oscar-demo-token", "w1", pb.CALL_STATUS_NOT_RUN, "x", grpc.StatusCode.INVALID_ARGUMENT,
      "invalid_argument"),
-    ("oscar-token", "w1", SUCCEEDED, " ", grpc.StatusCode.INVALID_ARGUMENT,
+    ("oscar-demo-token", "w1", SUCCEEDED, " ", grpc.StatusCode.INVALID_ARGUMENT,
      "invalid_argument"),
 ])
 def test_resolve_call_refusals_change_nothing(
@@ -149,7 +149,7 @@ def test_resolve_call_refusals_change_nothing(
         call_id: str, outcome: pb.CallStatus, reason: str, status: grpc.StatusCode,
         code: str) -> None:
     lose_the_answer(fresh_workshop)
-    requester = connect("opal-token")
+    requester = connect("opal-demo-token")
     requester.start_run(run_id=run_id)
     paused = requester.submit_calls(
         run_id, "t1", tool_call("c1", "check_availability", AVAILABILITY),
@@ -164,24 +164,24 @@ def test_resolve_call_refusals_change_nothing(
 
 
 def test_resolve_call_on_a_run_that_does_not_exist(connect: Connect) -> None:
-    refused(attempt(connect("oscar-token").resolve_call, "no-such-run", "w1", SUCCEEDED,
+    refused(attempt(connect("oscar-demo-token").resolve_call, "no-such-run", "w1", SUCCEEDED,
                     reason="x"), grpc.StatusCode.NOT_FOUND, "run_not_found")
 
 
 def test_watch_run_is_for_the_owner_only(connect: Connect, run_id: str) -> None:
-    connect("alice-token").start_run(run_id=run_id)
-    for token, status in (("mallory-token", grpc.StatusCode.PERMISSION_DENIED),
-                          ("oscar-token", grpc.StatusCode.PERMISSION_DENIED)):
+    connect("alice-demo-token").start_run(run_id=run_id)
+    for token, status in (("mallory-demo-token", grpc.StatusCode.PERMISSION_DENIED),
+                          ("oscar-demo-token", grpc.StatusCode.PERMISSION_DENIED)):
         watcher = Watcher(connect(token), run_id)
         assert watcher.wait_ended() and watcher.outcomes == []
         assert watcher.error is not None and watcher.error.code() == status
-    missing = Watcher(connect("alice-token"), "no-such-run")
+    missing = Watcher(connect("alice-demo-token"), "no-such-run")
     assert missing.wait_ended() and missing.error is not None
     assert error_code(missing.error) == "run_not_found"
 
 
 def test_a_watcher_sees_a_cancel_and_its_stream_ends(connect: Connect, run_id: str) -> None:
-    loop = connect("alice-token")
+    loop = connect("alice-demo-token")
     loop.start_run(run_id=run_id)
     watcher = Watcher(loop, run_id)
     first = watcher.wait_for(1)[0]  # no turn yet: the run's state is the outcome
@@ -202,7 +202,7 @@ def test_a_watcher_reconnects_across_a_restart_and_gets_the_current_state_first(
     lose_the_answer(fresh_workshop)
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db,
                      workshop=fresh_workshop) as proc, \
-            GatewayClient(proc.target, "mia-token") as loop:
+            GatewayClient(proc.target, "mia-demo-token") as loop:
         loop.start_run(run_id="r1")
         paused = loop.submit_calls("r1", "t1", tool_call("w1", "reserve_seat", SEAT))
         watcher = Watcher(loop, "r1")
@@ -213,7 +213,7 @@ def test_a_watcher_reconnects_across_a_restart_and_gets_the_current_state_first(
         assert error_code(watcher.error) == "shutting_down"
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db,
                      workshop=fresh_workshop) as proc, \
-            GatewayClient(proc.target, "mia-token") as loop:
+            GatewayClient(proc.target, "mia-demo-token") as loop:
         again = Watcher(loop, "r1")
         assert again.wait_for(1) == [paused]  # the current state first
         fresh_workshop.control(lookup={})  # the look-up works again

@@ -55,7 +55,7 @@ def refused(fn: Any) -> grpc.RpcError:
 
 def test_an_old_client_gets_the_latest_turns_and_pages_back_to_the_first(
         connect: Connect, run_id: str, fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, labels={"team": "travel"},
                 budget=pb.Budget(max_turns=100, max_tool_calls=10))
     turns(c, run_id, 1, 57)
@@ -78,7 +78,7 @@ def test_an_old_client_gets_the_latest_turns_and_pages_back_to_the_first(
 
 def test_turns_added_between_pages_leave_the_cursor_where_it_was(
         connect: Connect, run_id: str, fresh_travel: TravelService) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     turns(c, run_id, 1, 12)
     first = c.get_run(run_id, page_size=5)
@@ -94,7 +94,7 @@ def test_turns_added_between_pages_leave_the_cursor_where_it_was(
 
 
 def test_a_run_without_turns(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     run = old_request(c, run_id)
     assert (list(run.turns), list(run.calls), run.turn_count, run.next_page_token) == (
@@ -104,7 +104,7 @@ def test_a_run_without_turns(connect: Connect, run_id: str) -> None:
 
 def test_page_tokens_that_are_not_the_callers_own(connect: Connect, run_id: str,
                                                   fresh_travel: TravelService) -> None:
-    alice = connect("alice-token")
+    alice = connect("alice-demo-token")
     alice.start_run(run_id=run_id)
     turns(alice, run_id, 1, 4)
     token = alice.get_run(run_id, page_size=2).next_page_token
@@ -117,7 +117,7 @@ def test_page_tokens_that_are_not_the_callers_own(connect: Connect, run_id: str,
         assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert error_code(err) == "invalid_page_token", err.details()
         assert "next_page_token" in (err.details() or "")
-    err = refused(lambda: connect("mallory-token").get_run(run_id, page_token=token))
+    err = refused(lambda: connect("mallory-demo-token").get_run(run_id, page_token=token))
     assert (err.code(), error_code(err)) == (grpc.StatusCode.PERMISSION_DENIED,
                                               "permission_denied")
     err = refused(lambda: alice.get_run(run_id, page_size=-1))
@@ -136,7 +136,7 @@ def test_the_conversation_comes_with_a_page_that_holds_the_whole_run(
         connect: Connect, run_id: str) -> None:
     """Rebuilding the conversation reads every turn: a page holding them all carries it, a
     page of a longer run does not."""
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages", conversation_json=json.dumps(USER))
     for n in range(1, 4):
         assert submit_raw(c, run_id, pause_turn(f"msg_{n}")).next == pb.NEXT_ACTION_CONTINUE
@@ -156,8 +156,8 @@ def test_a_token_from_one_replica_continues_on_another(
     the other (it depends on the run and its place only), on either store."""
     run_id = f"pages-{uuid.uuid4().hex[:10]}"
     with replicas(2, new_db(), travel, tools_dir, effects_db, workshop) as procs, \
-            GatewayClient(procs[0].target, "alice-token") as a, \
-            GatewayClient(procs[1].target, "alice-token") as b:
+            GatewayClient(procs[0].target, "alice-demo-token") as a, \
+            GatewayClient(procs[1].target, "alice-demo-token") as b:
         a.start_run(run_id=run_id)
         turns(a, run_id, 1, 11)
         first = a.get_run(run_id, page_size=4)

@@ -53,7 +53,7 @@ def test_a_deleted_store_file_refuses_turns_and_is_not_serving(
     travel.reset()
     db = tmp_path / "store" / "cg.db"
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc, \
-            GatewayClient(proc.target, "alice-token", timeout_s=30) as c:
+            GatewayClient(proc.target, "alice-demo-token", timeout_s=30) as c:
         c.start_run(run_id=run_id)
         c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER))
         db.unlink()
@@ -110,7 +110,7 @@ def test_a_full_disk_is_not_serving_and_refuses_turns(disk_sidecar: SidecarProce
                                                       small_disk: Path, run_id: str,
                                                       travel: TravelService) -> None:
     travel.reset()
-    with GatewayClient(disk_sidecar.target, "alice-token", timeout_s=30) as c:
+    with GatewayClient(disk_sidecar.target, "alice-demo-token", timeout_s=30) as c:
         c.start_run(run_id=run_id)
         wait_for_health(disk_sidecar.target, SERVING)
         filler = fill(small_disk)
@@ -131,7 +131,7 @@ def test_a_disk_that_fills_mid_turn_gets_a_truthful_answer(disk_sidecar: Sidecar
     travel.reset()
     travel.control(weather={"delay_s": 3.0, "times": 1})
     answer: dict[str, object] = {}
-    with GatewayClient(disk_sidecar.target, "alice-token", timeout_s=30) as c:
+    with GatewayClient(disk_sidecar.target, "alice-demo-token", timeout_s=30) as c:
         c.start_run(run_id=run_id)
 
         def submit() -> None:

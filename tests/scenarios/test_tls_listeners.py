@@ -104,7 +104,8 @@ def test_the_command_line_connects_with_a_client_certificate(
     plain = subprocess.run(
         [sys.executable, "-m", "gateway.cli", "policy", "status", "--target", sidecar.target],
         capture_output=True, text=True, timeout=60)
-    assert plain.returncode == 1 and "the sidecar is unavailable" in plain.stderr
+    assert plain.returncode == 1 and "cannot reach the sidecar at" in plain.stderr
+    assert "--tls" in plain.stderr  # a plaintext client is told of the TLS options
     assert "Traceback" not in plain.stderr
 
 

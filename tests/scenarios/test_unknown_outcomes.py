@@ -32,7 +32,7 @@ def test_lost_response_is_reconciled_not_replayed(tmp_path: Path, travel: Travel
         db = new_db()
         with own_sidecar(env_dir, travel, tools_dir, effects_db, db=db,
                          env={"CALLGATE_TEST_TARGET_URL": target.url}) as proc, \
-                GatewayClient(proc.target, "writer-token") as c:
+                GatewayClient(proc.target, "walt-demo-token") as c:
             c.start_run(run_id="r1")
             out = c.submit_calls("r1", "t1", tool_call("w1", "reserve_slot", {"slot": "9am"}))
             (res,) = out.results
@@ -69,7 +69,7 @@ def test_a_booking_applied_late_is_never_sent_twice(tmp_path: Path, travel: Trav
     seat = {"event_id": "ws-acme-1", "participant": "mia", "seats": 1}
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=new_db(),
                      workshop=fresh_workshop) as proc, \
-            GatewayClient(proc.target, "mia-token") as c:
+            GatewayClient(proc.target, "mia-demo-token") as c:
         c.start_run(run_id="late")
         out = c.submit_calls("late", "t1", tool_call("w1", "reserve_seat", seat))
         assert out.next == pb.NEXT_ACTION_PAUSED_UNKNOWN_OUTCOME

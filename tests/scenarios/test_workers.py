@@ -144,8 +144,8 @@ def test_both_workers_serve_and_a_run_continues_on_either(
     first, second = workers.pids()
     assert first != second
     assert workers.proc.output.count(READY) == 1  # once, when both were ready
-    a = workers.client_on(first, "mia-token")
-    b = workers.client_on(second, "mia-token")
+    a = workers.client_on(first, "mia-demo-token")
+    b = workers.client_on(second, "mia-demo-token")
     run_id = f"both-{uuid.uuid4().hex[:8]}"
     a.start_run(run_id=run_id)
     booked = book(b, run_id, "t1")  # started through one worker, continued through the other
@@ -164,14 +164,14 @@ def test_both_workers_serve_and_a_run_continues_on_either(
 def test_watch_on_one_worker_sees_an_approval_decided_on_the_other(
         db_kind: str, workers: Workers, fresh_workshop: WorkshopService) -> None:
     first, second = workers.pids()
-    loop = workers.client_on(first, "mia-token")
-    owner = workers.client_on(second, "olga-token")
+    loop = workers.client_on(first, "mia-demo-token")
+    owner = workers.client_on(second, "olga-demo-token")
     run_id = f"watch-{uuid.uuid4().hex[:8]}"
     loop.start_run(run_id=run_id)
     paused = book(loop, run_id, "t1", seats=3)  # more than two seats: an owner decides
     assert paused.next == pb.NEXT_ACTION_PAUSED_FOR_APPROVAL
     watcher = Watcher(loop, run_id)
-    follower = AuditFollower(workers.client_on(first, "audrey-token"), run_id)
+    follower = AuditFollower(workers.client_on(first, "audrey-demo-token"), run_id)
     try:
         assert watcher.wait_for(1) == [paused]
         follower.wait_for(lambda kinds: "approval" in kinds)  # the request, already there
@@ -185,7 +185,7 @@ def test_watch_on_one_worker_sees_an_approval_decided_on_the_other(
                                                               pb.CALL_STATUS_SUCCEEDED)
         assert len(fresh_workshop.reservations(f"{run_id}:w1")) == 1
         # the loop's own client on the other worker ends the run: the watch ends too
-        workers.client_on(second, "mia-token").cancel_run(run_id)
+        workers.client_on(second, "mia-demo-token").cancel_run(run_id)
         assert watcher.wait_ended() and watcher.error is None
     finally:
         watcher.cancel()
@@ -211,8 +211,8 @@ def test_a_killed_worker_is_started_again_and_sigterm_stops_them_all(
             assert until(lambda: sorted(os.listdir(sockets)) == sorted(
                 [f"{second}.sock", f"{third}.sock"]))
             # both workers serve: a run goes on through the new worker and the old one
-            a = pool.client_on(third, "mia-token")
-            b = pool.client_on(second, "mia-token")
+            a = pool.client_on(third, "mia-demo-token")
+            b = pool.client_on(second, "mia-demo-token")
             run_id = f"again-{uuid.uuid4().hex[:8]}"
             a.start_run(run_id=run_id)
             assert book(b, run_id, "t1").next == pb.NEXT_ACTION_CONTINUE
@@ -240,10 +240,10 @@ def test_an_approval_expires_once_though_its_worker_was_killed(
         try:
             first, second = pool.pids()
             run_id = f"exp-{uuid.uuid4().hex[:8]}"
-            asker = pool.client_on(first, "mia-token")
+            asker = pool.client_on(first, "mia-demo-token")
             asker.start_run(run_id=run_id)
             paused = book(asker, run_id, "t1", seats=3)
-            watcher = Watcher(pool.client_on(second, "mia-token"), run_id)
+            watcher = Watcher(pool.client_on(second, "mia-demo-token"), run_id)
             try:
                 assert watcher.wait_for(1) == [paused]
                 os.kill(first, signal.SIGKILL)
@@ -252,7 +252,7 @@ def test_an_approval_expires_once_though_its_worker_was_killed(
                 watcher.cancel()
             w1 = by_id(expired)["w1"]
             assert (w1.status, w1.error.code) == (pb.CALL_STATUS_REJECTED, "approval_expired")
-            auditor = pool.client_on(second, "audrey-token")
+            auditor = pool.client_on(second, "audrey-demo-token")
             ends = [r.error_code for r in auditor.query_audit(run_id=run_id, timeout_s=30)
                     if r.kind == "approval"]
             assert ends == ["approval_required", "approval_expired"]

@@ -14,7 +14,7 @@ from gateway.client import GatewayClient
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 SUPPORT = ROOT / "tests" / "support"
 POLICIES = ROOT / "policies"
-AUTH = SUPPORT / "auth.yaml"
+AUTH = ROOT / "examples" / "auth.yaml"  # the demo identities: one cast for demo, docs, tests
 
 
 def example_tools(into: Path, *extra: Path) -> Path:

@@ -40,7 +40,7 @@ def sidecar_over(tmp_path: Path, tools_dir: Path, policies: Path,
                  *extra: str) -> Iterator[tuple[SidecarProcess, GatewayClient]]:
     with SidecarProcess(tools=tools_dir, policies=policies, db=tmp_path / "cg.db", auth=AUTH,
                         extra_args=extra) as proc, \
-            GatewayClient(proc.target, "alice-token") as client:
+            GatewayClient(proc.target, "alice-demo-token") as client:
         yield proc, client
 
 

@@ -13,20 +13,35 @@ from gateway.audit.keys import AuditKey
 from gateway.errors import ConfigError
 
 
+def create(path: Path) -> AuditKey:
+    key, secret = AuditKey.load_or_new(path)
+    return key if secret is None else AuditKey.write_new(path, secret)
+
+
 def test_created_once_private_and_read_back_the_same(tmp_path: Path,
                                                      caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "state" / "audit.key"
     with caplog.at_level(logging.INFO, logger="callgate.audit"):
-        first = AuditKey.load_or_create(path)
+        first, secret_bytes = AuditKey.load_or_new(path)
+        assert secret_bytes is not None and not path.exists()  # nothing written yet
+        assert AuditKey.write_new(path, secret_bytes).key_id == first.key_id
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    again = AuditKey.load_or_create(path)
+    again = create(path)
     assert (first.key_id, first.mask("x"), first.seal("h")) == (
         again.key_id, again.mask("x"), again.seal("h"))
     secret = path.read_text().strip()
     assert len(bytes.fromhex(secret)) == 32
     assert first.key_id in caplog.text and secret not in caplog.text
     assert secret not in repr(first)
-    assert AuditKey.load_or_create(tmp_path / "b.key").mask("x") != first.mask("x")
+    assert create(tmp_path / "b.key").mask("x") != first.mask("x")
+
+
+def test_a_key_written_first_by_another_process_is_the_one_kept(tmp_path: Path) -> None:
+    path = tmp_path / "audit.key"
+    mine, my_secret = AuditKey.load_or_new(path)
+    theirs = create(path)
+    assert my_secret is not None
+    assert AuditKey.write_new(path, my_secret).key_id == theirs.key_id != mine.key_id
 
 
 @pytest.mark.parametrize("content,problem", [("", "expected at least 32 bytes"),
@@ -36,7 +51,7 @@ def test_a_file_that_is_not_a_key_is_refused(tmp_path: Path, content: str, probl
     path = tmp_path / "audit.key"
     path.write_text(content)
     with pytest.raises(ConfigError, match=f"--audit-key-file {path}: {problem}"):
-        AuditKey.load_or_create(path)
+        create(path)
 
 
 def test_a_missing_key_is_refused_where_it_must_exist(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gateway.cli.main import build_parser, main
+from gateway.testing import SidecarProcess
 from gateway.version import callgate_version
 from tests.support.commands import callgate
 from tests.support.paths import AUTH, POLICIES, ROOT
@@ -248,7 +249,7 @@ def test_an_unreachable_sidecar_is_one_line_exit_1(
     code, _, err = run_main(
         capsys, monkeypatch, "policy", "status", "--target", f"127.0.0.1:{port}"
     )
-    assert code == 1 and "the sidecar is unavailable" in one_line(err)
+    assert code == 1 and "cannot reach the sidecar at" in one_line(err)
 
 
 # argparse itself ignores a failed write of --help or --version (and exits 0)
@@ -270,3 +271,38 @@ def test_a_closed_pipe_ends_quietly(args: list[str], status: int) -> None:
     finally:
         os.close(write)
     assert (done.returncode, done.stderr) == (status, "")
+
+
+# ---------------------------------------------------------------------------------------------
+# who or how: a refused connection or token says which flag, variable or file to look at
+
+
+def test_no_token_names_the_flag_the_variable_and_the_auth_file(sidecar: SidecarProcess) -> None:
+    done = callgate("policy", "status", "--target", sidecar.target, env={"CALLGATE_TOKEN": ""})
+    assert done.returncode == 1
+    line = one_line(done.stderr)
+    assert "--token" in line and "CALLGATE_TOKEN" in line and "--auth file" in line, line
+    assert "metadata" not in line
+
+
+def test_a_wrong_token_names_the_flag_the_variable_and_the_auth_file(
+        sidecar: SidecarProcess) -> None:
+    done = callgate("approvals", "list", "--target", sidecar.target, "--token", "no-such-token")
+    assert done.returncode == 1
+    line = one_line(done.stderr)
+    assert line.startswith("callgate approvals: UNAUTHENTICATED unauthenticated: the sidecar "
+                           "refused the token"), line
+    assert "--token" in line and "CALLGATE_TOKEN" in line and "--auth file" in line
+    assert "metadata" not in line
+
+
+def test_an_unreachable_sidecar_names_the_target_flag_and_variable() -> None:
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens on it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for command in (["policy", "status"], ["runs", "list"], ["tools", "list"], ["audit"]):
+        done = callgate(*command, "--target", f"127.0.0.1:{port}", "--token", "t")
+        assert done.returncode == 1, done.stderr
+        line = one_line(done.stderr)
+        assert f"127.0.0.1:{port}" in line and "--target" in line, line
+        assert "CALLGATE_TARGET" in line and "callgate serve" in line, line

@@ -18,7 +18,7 @@ from gateway.service.app import Sidecar
 from gateway.service.config import ServeConfig
 from tests.support.paths import AUTH, POLICIES, NewDb
 
-ALICE = [("authorization", "Bearer alice-token")]
+ALICE = [("authorization", "Bearer alice-demo-token")]
 
 
 @pytest.fixture

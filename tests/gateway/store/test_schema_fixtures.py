@@ -138,7 +138,7 @@ def test_fixture_run_resumes_through_the_gateway(fixture: Path, tmp_path: Path,
     write was never approved, so it never runs, and the loop may continue."""
     db = restore(fixture, tmp_path, pg_database)
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc, \
-            GatewayClient(proc.target, "tester-token") as c:
+            GatewayClient(proc.target, "tina-demo-token") as c:
         out = c.resume_run("run-v1")
         assert (out.next, out.run_state) == (pb.NEXT_ACTION_CONTINUE, pb.RUN_STATE_ACTIVE)
         assert {r.call_id: (r.status, r.error.code, r.execution_count) for r in out.results} == {

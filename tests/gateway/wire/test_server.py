@@ -14,8 +14,8 @@ from tests.support.paths import Connect
 from tests.support.scenarios import TRAIN, WEATHER
 
 # Every RPC of the contract; none of them may answer UNIMPLEMENTED.
-IMPLEMENTED = {"StartRun", "GetRun", "SubmitTurn", "Authorize", "ResumeRun", "CancelRun",
-               "SubmitProviderResponse", "SubmitProviderStream", "ListTools",
+IMPLEMENTED = {"StartRun", "GetRun", "ListRuns", "SubmitTurn", "Authorize", "ResumeRun",
+               "CancelRun", "SubmitProviderResponse", "SubmitProviderStream", "ListTools",
                "GetStatus", "ResolveCall", "WatchRun", "ListApprovals", "DecideApproval",
                "QueryAudit"}
 
@@ -30,7 +30,7 @@ def invoke_empty(target: str, rpc: str) -> grpc.RpcError | None:
     method = pb.DESCRIPTOR.services_by_name["ToolGateway"].methods_by_name[rpc]
     req_cls = getattr(pb, method.input_type.name)
     path = f"/callgate.v1.ToolGateway/{rpc}"
-    md = [("authorization", "Bearer alice-token")]
+    md = [("authorization", "Bearer alice-demo-token")]
     ser = req_cls.SerializeToString
     with grpc.insecure_channel(target) as ch:
         try:
@@ -74,7 +74,7 @@ def test_reflection_lists_the_service_without_token(sidecar: SidecarProcess) -> 
 
 def test_start_run_is_idempotent_and_conflicts_on_other_parameters(connect: Connect,
                                                                   run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     first = c.start_run(run_id=run_id, budget=pb.Budget(max_turns=3), labels={"a": "b"})
     again = c.start_run(run_id=run_id, budget=pb.Budget(max_turns=3), labels={"a": "b"})
     assert again.run_id == first.run_id == run_id and again.created_at == first.created_at
@@ -86,12 +86,12 @@ def test_start_run_is_idempotent_and_conflicts_on_other_parameters(connect: Conn
 
 
 def test_start_run_generates_an_id(connect: Connect) -> None:
-    run = connect("alice-token").start_run()
+    run = connect("alice-demo-token").start_run()
     assert run.run_id.startswith("run_") and run.state == pb.RUN_STATE_ACTIVE
 
 
 def test_unknown_provider_is_invalid(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     for kwargs in ({"provider": "acme.llm"}, {"provider": "openai.responses",
                                               "api_version": "v9"}):
         with pytest.raises(grpc.RpcError) as err:
@@ -101,7 +101,7 @@ def test_unknown_provider_is_invalid(connect: Connect, run_id: str) -> None:
 
 
 def test_turn_for_another_provider_is_invalid(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages")
     with pytest.raises(grpc.RpcError) as err:
         c.submit_turn(run_id=run_id, turn_id="t1", provider="openai.responses",
@@ -110,7 +110,7 @@ def test_turn_for_another_provider_is_invalid(connect: Connect, run_id: str) -> 
 
 
 def test_turn_without_event_is_invalid(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     with pytest.raises(grpc.RpcError) as err:
         c.submit_turn(run_id=run_id, turn_id="t1")
@@ -118,7 +118,7 @@ def test_turn_without_event_is_invalid(connect: Connect, run_id: str) -> None:
 
 
 def test_authorize_decides_without_executing(connect: Connect, fresh_travel: object) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     resp = c.authorize(tool_call("a", "get_train_status", TRAIN),
                        tool_call("b", "get_train_status", {"train_number": "TGV9",
                                                            "date": "2026-12-01"}),
@@ -132,13 +132,13 @@ def test_authorize_decides_without_executing(connect: Connect, fresh_travel: obj
 
 
 def test_get_status(connect: Connect) -> None:
-    status = connect("alice-token").get_status()
+    status = connect("alice-demo-token").get_status()
     assert status.engine == "embedded" and status.policy_revision and status.store == "sqlite"
     assert "get_weather" in status.tools
 
 
 def test_cancel_run_stops_further_turns(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER))
     assert c.cancel_run(run_id).state == pb.RUN_STATE_CANCELLED
@@ -149,7 +149,7 @@ def test_cancel_run_stops_further_turns(connect: Connect, run_id: str) -> None:
 
 
 def test_oversized_or_unprintable_ids_are_invalid(connect: Connect, run_id: str) -> None:
-    c = connect("alice-token")
+    c = connect("alice-demo-token")
     with pytest.raises(grpc.RpcError) as err:
         c.start_run(run_id="r" * 300)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT

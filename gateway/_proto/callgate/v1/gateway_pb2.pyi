@@ -148,16 +148,18 @@ class Decision(_message.Message):
     def __init__(self, verdict: _Optional[_Union[Verdict, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., policy_revision: _Optional[str] = ...) -> None: ...
 
 class ToolCall(_message.Message):
-    __slots__ = ("call_id", "name", "arguments_json", "complete")
+    __slots__ = ("call_id", "name", "arguments_json", "complete", "partial")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    PARTIAL_FIELD_NUMBER: _ClassVar[int]
     call_id: str
     name: str
     arguments_json: str
     complete: bool
-    def __init__(self, call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., complete: _Optional[bool] = ...) -> None: ...
+    partial: bool
+    def __init__(self, call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., complete: _Optional[bool] = ..., partial: _Optional[bool] = ...) -> None: ...
 
 class CallResult(_message.Message):
     __slots__ = ("call_id", "tool", "status", "output_json", "error", "decision", "execution_count", "approval_id")
@@ -337,6 +339,28 @@ class StartRunRequest(_message.Message):
     conversation_json: str
     def __init__(self, run_id: _Optional[str] = ..., provider: _Optional[str] = ..., api_version: _Optional[str] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., conversation_json: _Optional[str] = ...) -> None: ...
 
+class ListRunsRequest(_message.Message):
+    __slots__ = ("state", "page_size", "page_token", "subject", "every_subject")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    EVERY_SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    state: _containers.RepeatedScalarFieldContainer[RunState]
+    page_size: int
+    page_token: str
+    subject: str
+    every_subject: bool
+    def __init__(self, state: _Optional[_Iterable[_Union[RunState, str]]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., subject: _Optional[str] = ..., every_subject: _Optional[bool] = ...) -> None: ...
+
+class ListRunsResponse(_message.Message):
+    __slots__ = ("runs", "next_page_token")
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    runs: _containers.RepeatedCompositeFieldContainer[Run]
+    next_page_token: str
+    def __init__(self, runs: _Optional[_Iterable[_Union[Run, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
 class GetRunRequest(_message.Message):
     __slots__ = ("run_id", "page_size", "page_token")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
@@ -456,10 +480,26 @@ class ListToolsRequest(_message.Message):
     def __init__(self, provider: _Optional[str] = ..., api_version: _Optional[str] = ...) -> None: ...
 
 class ListToolsResponse(_message.Message):
-    __slots__ = ("tools_json",)
+    __slots__ = ("tools_json", "tools")
     TOOLS_JSON_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
     tools_json: str
-    def __init__(self, tools_json: _Optional[str] = ...) -> None: ...
+    tools: _containers.RepeatedCompositeFieldContainer[ToolSummary]
+    def __init__(self, tools_json: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ToolSummary, _Mapping]]] = ...) -> None: ...
+
+class ToolSummary(_message.Message):
+    __slots__ = ("name", "version", "effect", "description", "input_schema_json")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    EFFECT_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    version: str
+    effect: str
+    description: str
+    input_schema_json: str
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., effect: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ...) -> None: ...
 
 class AuthorizeRequest(_message.Message):
     __slots__ = ("run_id", "calls")
@@ -486,7 +526,7 @@ class AuthorizeResponse(_message.Message):
     def __init__(self, decisions: _Optional[_Iterable[_Union[CallDecision, _Mapping]]] = ...) -> None: ...
 
 class Approval(_message.Message):
-    __slots__ = ("approval_id", "run_id", "call_id", "tool", "tool_version", "arguments_json", "arguments_sha256", "status", "requested_by", "decided_by", "created_at", "expires_at", "reason", "turn_id", "decided_at", "tenant", "requester_roles", "policy_reasons")
+    __slots__ = ("approval_id", "run_id", "call_id", "tool", "tool_version", "arguments_json", "arguments_sha256", "status", "requested_by", "decided_by", "created_at", "expires_at", "reason", "turn_id", "decided_at", "tenant", "requester_roles", "policy_reasons", "caller_may_decide")
     APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
@@ -505,6 +545,7 @@ class Approval(_message.Message):
     TENANT_FIELD_NUMBER: _ClassVar[int]
     REQUESTER_ROLES_FIELD_NUMBER: _ClassVar[int]
     POLICY_REASONS_FIELD_NUMBER: _ClassVar[int]
+    CALLER_MAY_DECIDE_FIELD_NUMBER: _ClassVar[int]
     approval_id: str
     run_id: str
     call_id: str
@@ -523,7 +564,8 @@ class Approval(_message.Message):
     tenant: str
     requester_roles: _containers.RepeatedScalarFieldContainer[str]
     policy_reasons: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, approval_id: _Optional[str] = ..., run_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., arguments_json: _Optional[str] = ..., arguments_sha256: _Optional[str] = ..., status: _Optional[_Union[ApprovalStatus, str]] = ..., requested_by: _Optional[str] = ..., decided_by: _Optional[str] = ..., created_at: _Optional[str] = ..., expires_at: _Optional[str] = ..., reason: _Optional[str] = ..., turn_id: _Optional[str] = ..., decided_at: _Optional[str] = ..., tenant: _Optional[str] = ..., requester_roles: _Optional[_Iterable[str]] = ..., policy_reasons: _Optional[_Iterable[str]] = ...) -> None: ...
+    caller_may_decide: bool
+    def __init__(self, approval_id: _Optional[str] = ..., run_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., arguments_json: _Optional[str] = ..., arguments_sha256: _Optional[str] = ..., status: _Optional[_Union[ApprovalStatus, str]] = ..., requested_by: _Optional[str] = ..., decided_by: _Optional[str] = ..., created_at: _Optional[str] = ..., expires_at: _Optional[str] = ..., reason: _Optional[str] = ..., turn_id: _Optional[str] = ..., decided_at: _Optional[str] = ..., tenant: _Optional[str] = ..., requester_roles: _Optional[_Iterable[str]] = ..., policy_reasons: _Optional[_Iterable[str]] = ..., caller_may_decide: _Optional[bool] = ...) -> None: ...
 
 class ListApprovalsRequest(_message.Message):
     __slots__ = ("run_id", "status", "tool", "page_size", "page_token", "approval_id")
@@ -604,16 +646,32 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class RejectedReload(_message.Message):
-    __slots__ = ("file", "line", "message", "at")
+    __slots__ = ("file", "line", "message", "at", "column", "problems")
     FILE_FIELD_NUMBER: _ClassVar[int]
     LINE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    PROBLEMS_FIELD_NUMBER: _ClassVar[int]
     file: str
     line: int
     message: str
     at: str
-    def __init__(self, file: _Optional[str] = ..., line: _Optional[int] = ..., message: _Optional[str] = ..., at: _Optional[str] = ...) -> None: ...
+    column: int
+    problems: _containers.RepeatedCompositeFieldContainer[PolicyProblem]
+    def __init__(self, file: _Optional[str] = ..., line: _Optional[int] = ..., message: _Optional[str] = ..., at: _Optional[str] = ..., column: _Optional[int] = ..., problems: _Optional[_Iterable[_Union[PolicyProblem, _Mapping]]] = ...) -> None: ...
+
+class PolicyProblem(_message.Message):
+    __slots__ = ("file", "line", "column", "message")
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    file: str
+    line: int
+    column: int
+    message: str
+    def __init__(self, file: _Optional[str] = ..., line: _Optional[int] = ..., column: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class Status(_message.Message):
     __slots__ = ("engine", "policy_revision", "policy_loaded_at", "last_rejected_reload", "store", "version", "tools", "shadow")
@@ -682,7 +740,7 @@ class QueryAuditRequest(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., subject: _Optional[str] = ..., verdict: _Optional[_Iterable[_Union[Verdict, str]]] = ..., status: _Optional[_Iterable[_Union[CallStatus, str]]] = ..., since: _Optional[str] = ..., until: _Optional[str] = ..., limit: _Optional[int] = ..., after_seq: _Optional[int] = ..., follow: _Optional[bool] = ..., tenant: _Optional[str] = ..., tail: _Optional[int] = ...) -> None: ...
 
 class AuditRecord(_message.Message):
-    __slots__ = ("seq", "time", "kind", "run_id", "turn_id", "call_id", "provider", "tool", "tool_version", "subject", "tenant", "arguments_summary_json", "arguments_sha256", "decision", "status", "error_code", "execution_count", "policy_revision", "prev_hash", "hash", "actor", "actor_tenant", "approval_id", "message", "detail_json", "input_sha256", "key_id", "seal")
+    __slots__ = ("seq", "time", "kind", "run_id", "turn_id", "call_id", "provider", "tool", "tool_version", "subject", "tenant", "arguments_summary_json", "arguments_sha256", "decision", "status", "error_code", "execution_count", "policy_revision", "prev_hash", "hash", "actor", "actor_tenant", "approval_id", "message", "detail_json", "input_sha256", "key_id", "seal", "approval_status")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -711,6 +769,7 @@ class AuditRecord(_message.Message):
     INPUT_SHA256_FIELD_NUMBER: _ClassVar[int]
     KEY_ID_FIELD_NUMBER: _ClassVar[int]
     SEAL_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_STATUS_FIELD_NUMBER: _ClassVar[int]
     seq: int
     time: str
     kind: str
@@ -739,4 +798,5 @@ class AuditRecord(_message.Message):
     input_sha256: str
     key_id: str
     seal: str
-    def __init__(self, seq: _Optional[int] = ..., time: _Optional[str] = ..., kind: _Optional[str] = ..., run_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., call_id: _Optional[str] = ..., provider: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., subject: _Optional[str] = ..., tenant: _Optional[str] = ..., arguments_summary_json: _Optional[str] = ..., arguments_sha256: _Optional[str] = ..., decision: _Optional[_Union[Decision, _Mapping]] = ..., status: _Optional[_Union[CallStatus, str]] = ..., error_code: _Optional[str] = ..., execution_count: _Optional[int] = ..., policy_revision: _Optional[str] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ..., actor: _Optional[str] = ..., actor_tenant: _Optional[str] = ..., approval_id: _Optional[str] = ..., message: _Optional[str] = ..., detail_json: _Optional[str] = ..., input_sha256: _Optional[str] = ..., key_id: _Optional[str] = ..., seal: _Optional[str] = ...) -> None: ...
+    approval_status: ApprovalStatus
+    def __init__(self, seq: _Optional[int] = ..., time: _Optional[str] = ..., kind: _Optional[str] = ..., run_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., call_id: _Optional[str] = ..., provider: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., subject: _Optional[str] = ..., tenant: _Optional[str] = ..., arguments_summary_json: _Optional[str] = ..., arguments_sha256: _Optional[str] = ..., decision: _Optional[_Union[Decision, _Mapping]] = ..., status: _Optional[_Union[CallStatus, str]] = ..., error_code: _Optional[str] = ..., execution_count: _Optional[int] = ..., policy_revision: _Optional[str] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ..., actor: _Optional[str] = ..., actor_tenant: _Optional[str] = ..., approval_id: _Optional[str] = ..., message: _Optional[str] = ..., detail_json: _Optional[str] = ..., input_sha256: _Optional[str] = ..., key_id: _Optional[str] = ..., seal: _Optional[str] = ..., approval_status: _Optional[_Union[ApprovalStatus, str]] = ...) -> None: ...

@@ -47,6 +47,11 @@ class ToolGatewayStub:
                 request_serializer=callgate_dot_v1_dot_gateway__pb2.GetRunRequest.SerializeToString,
                 response_deserializer=callgate_dot_v1_dot_gateway__pb2.Run.FromString,
                 _registered_method=True)
+        self.ListRuns = channel.unary_unary(
+                '/callgate.v1.ToolGateway/ListRuns',
+                request_serializer=callgate_dot_v1_dot_gateway__pb2.ListRunsRequest.SerializeToString,
+                response_deserializer=callgate_dot_v1_dot_gateway__pb2.ListRunsResponse.FromString,
+                _registered_method=True)
         self.SubmitTurn = channel.unary_unary(
                 '/callgate.v1.ToolGateway/SubmitTurn',
                 request_serializer=callgate_dot_v1_dot_gateway__pb2.SubmitTurnRequest.SerializeToString,
@@ -129,6 +134,14 @@ class ToolGatewayServicer:
 
     def GetRun(self, request, context):
         """A run of the caller's with its turns and calls, and the rebuilt provider conversation.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRuns(self, request, context):
+        """The caller's runs (or, as the policy's may_list_runs allows, other subjects' of its
+        tenant), newest first, filtered by state, a page at a time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -246,6 +259,11 @@ def add_ToolGatewayServicer_to_server(servicer, server):
                     servicer.GetRun,
                     request_deserializer=callgate_dot_v1_dot_gateway__pb2.GetRunRequest.FromString,
                     response_serializer=callgate_dot_v1_dot_gateway__pb2.Run.SerializeToString,
+            ),
+            'ListRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRuns,
+                    request_deserializer=callgate_dot_v1_dot_gateway__pb2.ListRunsRequest.FromString,
+                    response_serializer=callgate_dot_v1_dot_gateway__pb2.ListRunsResponse.SerializeToString,
             ),
             'SubmitTurn': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitTurn,
@@ -370,6 +388,33 @@ class ToolGateway:
             '/callgate.v1.ToolGateway/GetRun',
             callgate_dot_v1_dot_gateway__pb2.GetRunRequest.SerializeToString,
             callgate_dot_v1_dot_gateway__pb2.Run.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/callgate.v1.ToolGateway/ListRuns',
+            callgate_dot_v1_dot_gateway__pb2.ListRunsRequest.SerializeToString,
+            callgate_dot_v1_dot_gateway__pb2.ListRunsResponse.FromString,
             options,
             channel_credentials,
             insecure,
