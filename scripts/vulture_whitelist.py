@@ -15,7 +15,7 @@ from gateway.model import ApprovalStatus
 from gateway.policy.base import PolicyEngine
 from gateway.policy.bundle import Bundle
 from gateway.policy.opa.client import _Client
-from gateway.policy.testing import TestResult
+from gateway.policy.rego_tests import TestResult
 from gateway.service.app import Sidecar
 from gateway.store.base import RunStore
 from gateway.store.sqlite import SQLiteStore

@@ -99,7 +99,7 @@ POLICY_STATUS_HELP = ("\nand, against a running sidecar:\n  callgate policy stat
                       "[--token] ...   its engine and policy revision (see its --help)")
 
 def _policy(argv: list[str]) -> int:
-    from gateway.policy.commands import run_policy_command
+    from gateway.cli.policy import run_policy_command
 
     code = run_policy_command(argv)
     if argv in (["-h"], ["--help"]):

@@ -33,8 +33,8 @@ from gateway.errors import ConfigError
 from gateway.jsontext import JsonTextError, read_json
 from gateway.limits import MAX_JSON_DEPTH_CAP
 from gateway.policy import brackets
-from gateway.policy.engine import add_policy, new_engine
 from gateway.policy.options import DEFAULT_OPTIONS, RegoOptions
+from gateway.policy.rego import add_policy, new_engine
 from gateway.yamltext import YamlTextError, read_yaml
 
 DATA_FILE_NAMES = frozenset({"data.json", "data.yaml", "data.yml"})

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.policy.bundle import PolicyConfigError, RuleInfo
-from gateway.policy.engine import is_panic
 from gateway.policy.fidelity import number_findings, with_findings
+from gateway.policy.interpreter import is_panic
 from gateway.policy.negation import unsafe_variables, without_generated
 from gateway.policy.signatures import (
     ANY,

@@ -50,10 +50,11 @@ from gateway.policy.decision import (
     error_decision,
     type_name,
 )
-from gateway.policy.engine import is_panic, new_engine
 from gateway.policy.failures import CallIndex, describe
 from gateway.policy.guards import SUPPORT_FILE, extensions
+from gateway.policy.interpreter import is_panic
 from gateway.policy.reads import InputView
+from gateway.policy.rego import new_engine
 from gateway.policy.sources import engine_sources
 
 __all__ = [

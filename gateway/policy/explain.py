@@ -19,7 +19,7 @@ from typing import Any
 
 from gateway.policy.bundle import Bundle
 from gateway.policy.embedded import build_regorus_engine
-from gateway.policy.engine import is_panic
+from gateway.policy.interpreter import is_panic
 from gateway.policy.probe import Outcome, Probe
 from gateway.policy.syntax import dotted, extent, inner, position, text_of
 

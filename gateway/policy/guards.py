@@ -182,7 +182,7 @@ def _native(expression: str) -> Callable[..., list[Any]]:
         engines: dict[str, Any] = _local.__dict__.setdefault("engines", {})
         engine = engines.get(expression)
         if engine is None:
-            from gateway.policy.engine import bare_engine  # the one place engines are made
+            from gateway.policy.interpreter import bare_engine  # the one place engines are made
 
             engine = engines[expression] = bare_engine()
             engine.add_policy("guard.rego", module)

@@ -17,8 +17,8 @@ from typing import Any
 
 from gateway.policy.bundle import Bundle
 from gateway.policy.embedded import build_regorus_engine
-from gateway.policy.engine import is_panic
 from gateway.policy.failures import describe
+from gateway.policy.interpreter import is_panic
 
 HELPER_PREFIX = "__callgate_probe_"
 _VALUE = "__callgate_value"

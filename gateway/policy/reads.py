@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.policy.engine import add_policy, new_engine
 from gateway.policy.guards import builtin_name
+from gateway.policy.rego import add_policy, new_engine
 from gateway.policy.syntax import dotted, walk
 
 _STEPS = ("RefDot", "RefBrack")

@@ -26,7 +26,7 @@ from gateway.policy.bundle import Bundle, PolicyConfigError, load_bundle
 from gateway.policy.decision import error_decision
 from gateway.policy.embedded import EmbeddedEngine, analyze
 from gateway.policy.options import DEFAULT_OPTIONS, RegoOptions
-from gateway.policy.testing import run_tests
+from gateway.policy.rego_tests import run_tests
 
 log = logging.getLogger("callgate.policy")
 inputs_log = logging.getLogger("callgate.decision_input")

@@ -1,6 +1,6 @@
 """The texts an engine is given for a bundle: its sources as OPA would read them.
 
-Each source is first prepared on its own (`gateway.policy.engine.rewrite_source`); what needs the
+Each source is first prepared on its own (`gateway.policy.rego.rewrite_source`); what needs the
 whole bundle is done here, on the syntax trees of all its modules at once:
 
 - a call with `()` to a rule that takes no arguments (the rule may be defined in another file
@@ -25,9 +25,10 @@ from typing import Any
 from gateway.policy.builtins import SUPPLIED
 from gateway.policy.bundle import Bundle
 from gateway.policy.compat import Module, blank, empty_call_edits, rule_arities
-from gateway.policy.engine import bare_engine, rewrite_source
 from gateway.policy.guards import SUPPORT_FILE, support_module
+from gateway.policy.interpreter import bare_engine
 from gateway.policy.options import RegoOptions
+from gateway.policy.rego import rewrite_source
 from gateway.policy.signatures import SIGNATURES, VARIADIC
 from gateway.policy.syntax import dotted, walk
 from gateway.policy.undefined import Rewrite

@@ -22,7 +22,7 @@ from typing import Any
 
 from gateway.policy.bundle import Bundle
 from gateway.policy.compat import Module
-from gateway.policy.engine import rewrite_source
+from gateway.policy.rego import rewrite_source
 from gateway.policy.sources import parsed
 from gateway.policy.syntax import inner, span
 

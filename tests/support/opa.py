@@ -35,7 +35,7 @@ from typing import Any, Self
 from aiohttp import web
 
 from gateway.policy.bundle import config_error_from_regorus
-from gateway.policy.engine import add_policy, new_engine
+from gateway.policy.rego import add_policy, new_engine
 
 TRANSCRIPT = (
     Path(__file__).parents[1] / "gateway" / "policy" / "opa_rest" / "opa-1.9-rest-transcript.json"

@@ -25,7 +25,7 @@ from typing import Any
 from gateway.errors import ConfigError
 from gateway.policy.bundle import load_bundle
 from gateway.policy.embedded import analyze
-from gateway.policy.engine import is_panic
+from gateway.policy.interpreter import is_panic
 from gateway.policy.options import BuiltinErrors, RegoOptions, RegoVersion
 from tests.support.opa import live_opa_url
 

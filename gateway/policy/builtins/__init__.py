@@ -4,7 +4,7 @@ The engine (regorus, as packaged) lacks `crypto.*`, `io.jwt.*`, some `net.cidr_*
 `regex.globs_match` and `strings.render_template`, answers a few others differently from OPA
 (`sprintf` is Go's `fmt.Sprintf` here, as in OPA), and predates `array.flatten` and
 `strings.split_n`; the modules here supply them with OPA's documented results.
-`gateway.policy.engine` is the one place that makes a regorus Engine, and it registers every
+`gateway.policy.rego` makes every serving and testing engine, and it registers every
 extension listed here, so serving engines, `policy test`, `policy eval` and coverage all
 evaluate the same builtins.
 """

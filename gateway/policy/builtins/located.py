@@ -25,7 +25,7 @@ _local = threading.local()
 def _plain_engine() -> Any:
     engine = getattr(_local, "engine", None)
     if engine is None:
-        from gateway.policy.engine import bare_engine  # the one place engines are made
+        from gateway.policy.interpreter import bare_engine  # the one place engines are made
 
         engine = _local.engine = bare_engine()
     return engine

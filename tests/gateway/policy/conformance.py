@@ -18,7 +18,8 @@ from typing import Any
 
 import yaml
 
-from gateway.policy.engine import add_policy, is_panic, new_engine
+from gateway.policy.interpreter import is_panic
+from gateway.policy.rego import add_policy, new_engine
 
 CASES_DIR = Path(__file__).parent / "opa_conformance"
 

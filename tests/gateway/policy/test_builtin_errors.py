@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from gateway.cli.policy import run_policy_command
 from gateway.policy.bundle import PolicyConfigError, load_bundle
-from gateway.policy.commands import run_policy_command
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.opa.client import OpaConnection, OpaSettings
 from gateway.policy.opa.engine import OpaEngine
 from gateway.policy.options import RegoOptions
+from gateway.policy.rego_tests import run_tests
 from gateway.policy.sources import engine_sources
-from gateway.policy.testing import run_tests
 from tests.gateway.policy.inputs import WriteBundle
 from tests.support.opa import FakeOpa
 from tests.support.opa_answers import Case, cases, embedded_answer, live_answer, same_outcome

@@ -10,7 +10,7 @@ import pytest
 from gateway.policy import PolicyConfigError, load_engine
 from gateway.policy.bundle import rules_of_engine
 from gateway.policy.checker import check, refusals
-from gateway.policy.engine import add_policy, new_engine
+from gateway.policy.rego import add_policy, new_engine
 from tests.gateway.policy.conformance import all_cases
 from tests.gateway.policy.inputs import DEFAULT_POLICIES, WriteBundle
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.policy import commands
-from gateway.policy.commands import run_policy_command
+from gateway.cli import policy as commands
+from gateway.cli.policy import run_policy_command
 from tests.gateway.policy.inputs import REPO, WriteBundle, call_input, identity
 
 POLICIES = REPO / "policies"
@@ -318,7 +318,7 @@ def test_help_lists_options(command: str, options: list[str], capsys: Capture) -
 def test_bad_policies_print_no_traceback(write_bundle: WriteBundle) -> None:
     root = write_bundle({"p.rego": "package callgate\n\nx if {\n"})
     proc = subprocess.run(
-        [sys.executable, "-m", "gateway.policy.commands", "check", str(root)],
+        [sys.executable, "-m", "gateway.cli.policy", "check", str(root)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -330,7 +330,7 @@ def test_bad_policies_print_no_traceback(write_bundle: WriteBundle) -> None:
 
 def test_a_closed_pipe_ends_quietly() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway.policy.commands", "coverage", "-v", str(POLICIES)],
+        [sys.executable, "-m", "gateway.cli.policy", "coverage", "-v", str(POLICIES)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=REPO,

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from gateway.cli.policy import run_policy_command
 from gateway.policy.bundle import PolicyConfigError, load_bundle
-from gateway.policy.commands import run_policy_command
 from gateway.policy.compat import complete_bodyless_functions
 from gateway.policy.embedded import EmbeddedEngine, analyze
 from gateway.policy.options import SETTINGS, RegoOptions
-from gateway.policy.testing import run_tests
+from gateway.policy.rego_tests import run_tests
 from tests.gateway.policy.inputs import WriteBundle
 from tests.support.opa_answers import Case, cases, embedded_answer, live_answer, same_outcome
 

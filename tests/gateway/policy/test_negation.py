@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.policy.engine import add_policy, new_engine, rewrite_source
+from gateway.policy.rego import add_policy, new_engine, rewrite_source
 
 UNDEFINED = "undefined"
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gateway.policy.commands import run_policy_command
+from gateway.cli.policy import run_policy_command
 from tests.gateway.policy.inputs import DEFAULT_POLICIES, WriteBundle
 from tests.support.opa import FakeOpa, live_opa_url
 

@@ -12,8 +12,8 @@ import pytest
 from gateway.model import Verdict
 from gateway.policy import EmbeddedEngine, load_engine
 from gateway.policy.embedded import decision_memo, input_json
-from gateway.policy.engine import add_policy, new_engine
 from gateway.policy.reads import InputView
+from gateway.policy.rego import add_policy, new_engine
 from gateway.policy.reload import ReloadingEngine
 from tests.gateway.policy.inputs import WriteBundle, call_input, identity
 

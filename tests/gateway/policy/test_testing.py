@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gateway.policy.testing import run_tests
+from gateway.policy.rego_tests import run_tests
 from tests.gateway.policy.inputs import REPO, WriteBundle
 
 POLICY = "package callgate\n\ndefault allow := false\n\nallow if input.x == 1\n"

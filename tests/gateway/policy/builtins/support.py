@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from gateway.policy.decision import UNDEFINED
-from gateway.policy.engine import add_policy, new_engine
 from gateway.policy.failures import describe
+from gateway.policy.rego import add_policy, new_engine
 
 
 def rego(expr: str, **refs: Any) -> Any:

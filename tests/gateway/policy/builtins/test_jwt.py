@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
-from gateway.policy.engine import add_policy, new_engine
+from gateway.policy.rego import add_policy, new_engine
 from tests.gateway.policy.builtins.support import rego, rego_error
 
 RSA_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)

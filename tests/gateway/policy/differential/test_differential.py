@@ -24,7 +24,7 @@ from gateway.policy import load_engine
 from gateway.policy.builtins.base import order_key
 from gateway.policy.builtins.gofmt import go_argument, go_sprintf, sprintf
 from gateway.policy.embedded import PolicyEvalError, PolicyUndefined
-from gateway.policy.engine import rewrite_source
+from gateway.policy.rego import rewrite_source
 from tests.gateway.policy.differential.strategies import ARGS, negations, sprintfs
 
 FIXTURE = Path(__file__).with_name("opa_answers.json")

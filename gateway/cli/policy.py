@@ -35,8 +35,21 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
+from gateway.cli.common import UsageError
+from gateway.cli.policy_output import (
+    EXIT_CLOSED_PIPE,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    Out,
+    dump,
+    finish,
+    options,
+    print_results,
+    result_json,
+)
 from gateway.errors import ConfigError
 from gateway.jsontext import read_object
 from gateway.limits import MAX_JSON_DEPTH_CAP
@@ -51,16 +64,8 @@ from gateway.policy.decision import (
 )
 from gateway.policy.embedded import DEFAULT_PREFIX, EmbeddedEngine, input_json
 from gateway.policy.explain import Explanation, explain
-from gateway.policy.options import BUILTIN_ERRORS, REGO_VERSION, SETTINGS, RegoOptions, Setting
-from gateway.policy.testing import FileCoverage, TestReport, TestResult, run_tests, show
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-EXIT_CLOSED_PIPE = 141
-
-
-class UsageError(Exception):
-    """A problem with how the command was called (exit 2)."""
-
+from gateway.policy.options import BUILTIN_ERRORS, REGO_VERSION, SETTINGS, Setting
+from gateway.policy.rego_tests import FileCoverage, TestReport, run_tests, show
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
@@ -152,12 +157,6 @@ def _resolved(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
-def options(args: argparse.Namespace) -> RegoOptions:
-    """The Rego version and builtin-error mode a command was given (check has no errors)."""
-    return RegoOptions(rego_version=args.rego_version,
-                       builtin_errors=getattr(args, "builtin_errors", "strict"))
-
-
 def _check_parser(sub: _Sub) -> None:
     p = _sub(sub, "check", "load, compile and check policies; list every problem with its "
              "file and line (type errors, unknown and unavailable builtins included)")
@@ -221,36 +220,6 @@ def _coverage_parser(sub: _Sub) -> None:
     p.set_defaults(handler=_coverage)
 
 
-# ---------------------------------------------------------------------------------------------
-# output
-
-
-class Out:
-    """stdout/stderr, with colour only on a terminal."""
-
-    def __init__(self, stdout: TextIO, stderr: TextIO) -> None:
-        self.stdout = stdout
-        self.stderr = stderr
-        self.colour = _wants_colour(stdout)
-
-    def line(self, text: str = "") -> None:
-        print(text, file=self.stdout)
-
-    def err(self, text: str) -> None:
-        print(text, file=self.stderr)
-
-    def paint(self, text: str, colour: str) -> str:
-        codes = {"green": "32", "red": "31", "yellow": "33", "dim": "2", "bold": "1"}
-        return f"\033[{codes[colour]}m{text}\033[0m" if self.colour else text
-
-
-def _wants_colour(stream: TextIO) -> bool:
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
-
-
 def _silence_stdout() -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -265,20 +234,6 @@ def _print_problems(exc: ConfigError, out: Out) -> None:
         out.err(problem.message)
     count = len(problems)
     out.err(f"{count} problem{'s' * (count != 1)}: the policies were not loaded")
-
-
-def dump(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=True, default=_jsonable_set)
-
-
-def _jsonable_set(value: Any) -> Any:
-    if isinstance(value, set | frozenset):
-        return sorted(value, key=lambda v: json.dumps(v, sort_keys=True, default=str))
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-# ---------------------------------------------------------------------------------------------
-# check
 
 
 def _check(args: argparse.Namespace, out: Out) -> int:
@@ -323,10 +278,6 @@ def _rule_lines(bundle: Bundle, prefix: str) -> list[str]:
     return ["rules:", *lines]
 
 
-# ---------------------------------------------------------------------------------------------
-# test / coverage
-
-
 def _run(args: argparse.Namespace, *, coverage: bool) -> TestReport:
     match = getattr(args, "run", None)
     if match:
@@ -340,7 +291,7 @@ def _run(args: argparse.Namespace, *, coverage: bool) -> TestReport:
 
 def _test(args: argparse.Namespace, out: Out) -> int:
     if args.engine != "embedded":
-        from gateway.policy.opa.commands import test_on_opa
+        from gateway.cli.policy_opa import test_on_opa
         return test_on_opa(args, out, _run)
     report = _run(args, coverage=False)
     if args.format == "json":
@@ -372,62 +323,6 @@ def _coverage_line(file: FileCoverage, *, verbose: bool) -> str:
     if verbose and file.not_covered:
         line += f"; not covered: {', '.join(str(n) for n in file.not_covered)}"
     return line
-
-
-def print_results(report: TestReport, out: Out, *, verbose: bool) -> None:
-    for result in report.results:
-        if not result.passed:
-            out.line(_result_line(out.paint("FAIL", "red"), result, timed=verbose))
-            for detail in _failure_lines(result):
-                out.line(detail)
-        elif verbose:
-            out.line(_result_line(out.paint("PASS", "green"), result, timed=True))
-
-
-def _result_line(status: str, result: TestResult, *, timed: bool) -> str:
-    case = result.case
-    line = f"{status} {case.path} ({case.file}:{case.line})"
-    if timed:
-        line += f" {_duration(result.duration_s)}"
-    return f"{line}: {result.reason}" if result.reason else line
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds * 1000:.1f}ms" if seconds < 1 else f"{seconds:.2f}s"
-
-
-def _failure_lines(result: TestResult) -> list[str]:
-    failed = result.failed
-    if failed is None:
-        return []
-    lines = [f"  failed at {result.case.file}:{failed.line}: {failed.text}"]
-    width = max((len(label) for label, _ in failed.values), default=0)
-    lines.extend(f"    {label + ':':<{width + 1}} {value}" for label, value in failed.values)
-    return lines
-
-
-def result_json(result: TestResult) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": result.case.path, "file": result.case.file,
-                           "line": result.case.line, "passed": result.passed,
-                           "duration_ms": round(result.duration_s * 1000, 3)}
-    if result.reason:
-        out["reason"] = result.reason
-    if result.failed is not None:
-        out["failed_expression"] = {"text": result.failed.text, "line": result.failed.line,
-                                    "values": dict(result.failed.values)}
-    return out
-
-
-def finish(report: TestReport, out: Out, run: str | None = None) -> int:
-    if not report.results:
-        out.err(f"no tests match --run {run!r}" if run else "no tests found (rules named test_*)")
-    summary = report.summary()
-    out.line(out.paint(summary, "green" if report.ok else "red"))
-    return EXIT_OK if report.ok else EXIT_FAILED
-
-
-# ---------------------------------------------------------------------------------------------
-# eval
 
 
 def _eval(args: argparse.Namespace, out: Out) -> int:

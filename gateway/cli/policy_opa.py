@@ -1,4 +1,4 @@
-"""`callgate policy test --engine opa|both`: output and exit status (see policy/commands.py)."""
+"""`callgate policy test --engine opa|both`: the same tests on an OPA server, compared."""
 
 from __future__ import annotations
 
@@ -7,22 +7,22 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from gateway.errors import ConfigError
-from gateway.policy.bundle import load_bundle
-from gateway.policy.commands import (
+from gateway.cli.common import UsageError
+from gateway.cli.policy_output import (
     EXIT_FAILED,
     EXIT_OK,
     Out,
-    UsageError,
     dump,
     finish,
     options,
     print_results,
     result_json,
 )
+from gateway.errors import ConfigError
+from gateway.policy.bundle import load_bundle
 from gateway.policy.opa.client import OpaError, OpaSettings
-from gateway.policy.opa.testing import Difference, compare, run_tests_on_opa
-from gateway.policy.testing import TestReport, TestResult
+from gateway.policy.opa.rego_tests import Difference, compare, run_tests_on_opa
+from gateway.policy.rego_tests import TestReport, TestResult
 
 EmbeddedRun = Callable[..., TestReport]
 

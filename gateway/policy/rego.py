@@ -1,4 +1,4 @@
-"""The one place a regorus Engine is made: every engine gets the same builtins and limits.
+"""Rego as OPA reads it, on regorus: every engine gets the same builtins and limits.
 
 Serving engines (one per thread), `policy test`, `policy eval`, `--explain`, coverage and the
 checker all call `new_engine()`, so a policy means the same everywhere. `add_policy()` adds a
@@ -15,19 +15,10 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from typing import Any
 
-# The regorus error text carries a ~2.5 KB Rust backtrace when RUST_BACKTRACE is set; this
-# switches it off for errors (it must be set before the first engine is used). A contained
-# engine panic would also print one to stderr: one policy input could flood the log with them.
-os.environ["RUST_LIB_BACKTRACE"] = "0"
-os.environ["RUST_BACKTRACE"] = "0"
-
-import regorus  # noqa: E402  (the environment must be set first)
-
-from gateway.policy.builtins import ARITY, EXTENSIONS  # noqa: E402
-from gateway.policy.compat import (  # noqa: E402
+from gateway.policy.builtins import ARITY, EXTENSIONS
+from gateway.policy.compat import (
     Module,
     bare_rule_names,
     complete_bodyless_functions,
@@ -35,13 +26,9 @@ from gateway.policy.compat import (  # noqa: E402
     several_bodies_refused,
     statement_breaks,
 )
-from gateway.policy.negation import rewrite_negations  # noqa: E402
-from gateway.policy.syntax import dotted, extent, inner, span, text_of, walk  # noqa: E402
-
-# regorus refuses a policy line longer than 1,024 columns by default; a JWT, a PEM key or a
-# JWKS written into a policy is longer. Lines may be as long as a file may be large.
-MAX_FILE_BYTES = 1 << 20
-MAX_LINES = 20_000
+from gateway.policy.interpreter import bare_engine
+from gateway.policy.negation import rewrite_negations
+from gateway.policy.syntax import dotted, extent, inner, span, text_of, walk
 
 
 def new_engine(*, coverage: bool = False, rego_v0: bool = False) -> Any:
@@ -51,17 +38,6 @@ def new_engine(*, coverage: bool = False, rego_v0: bool = False) -> Any:
         engine.add_extension(extension.name, extension.nargs, extension.contained())
     if coverage:
         engine.set_enable_coverage(True)
-    return engine
-
-
-def bare_engine(*, rego_v0: bool = False) -> Any:
-    """A regorus Engine with callgate's limits and no extensions (the engine's own builtins)."""
-    engine = regorus.Engine()
-    engine.set_policy_length_config(
-        max_col=MAX_FILE_BYTES, max_file_bytes=MAX_FILE_BYTES, max_lines=MAX_LINES
-    )
-    if rego_v0:
-        engine.set_rego_v0(True)
     return engine
 
 
@@ -126,12 +102,6 @@ def _syntax_tree(name: str, text: str, *, rego_v0: bool = False) -> Any:
     scratch = bare_engine(rego_v0=rego_v0)
     scratch.add_policy(name, text)
     return json.loads(scratch.get_ast_as_json())
-
-
-def is_panic(exc: BaseException) -> bool:
-    """True for pyo3's PanicException (it derives from BaseException, not Exception)."""
-    kind = type(exc)
-    return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from gateway.policy.bundle import Bundle, parse_rules
 from gateway.policy.opa.client import OpaConnection, OpaError, OpaSettings
 from gateway.policy.opa.engine import query_params
 from gateway.policy.opa.push import push_bundle
-from gateway.policy.testing import (
+from gateway.policy.rego_tests import (
     TestCase,
     TestReport,
     TestResult,

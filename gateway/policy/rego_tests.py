@@ -29,9 +29,9 @@ from gateway.policy.bundle import (
 )
 from gateway.policy.decision import UNDEFINED
 from gateway.policy.embedded import build_regorus_engine
-from gateway.policy.engine import is_panic
 from gateway.policy.failures import CallIndex, describe
 from gateway.policy.guards import SUPPORT_FILE
+from gateway.policy.interpreter import is_panic
 from gateway.policy.probe import Probe
 from gateway.policy.syntax import inner, span, statement_text, statements, text_of
 from gateway.policy.testnames import TEST_PREFIX, NumberedBundle, numbered
