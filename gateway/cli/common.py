@@ -22,10 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-import grpc
-
 from gateway.client import DEFAULT_TARGET
-from gateway.errors import CallgateError, ConfigError
+from gateway.errors import CallgateError, ConfigError, RequestCode, RequestError
 from gateway.tls import ClientTLS
 
 ENV_PREFIX = "CALLGATE_"
@@ -288,9 +286,7 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
     except (UsageError, ConfigError) as err:
         return _fail(prog, err.message if isinstance(err, ConfigError) else str(err), 2)
     except CallgateError as err:
-        return _fail(prog, err.message, 1)
-    except grpc.RpcError as err:
-        return _fail(prog, _rpc_error(err), 1)
+        return _fail(prog, described(err), 1)
     except BrokenPipeError:
         _silence_stdout()
         return 141
@@ -304,15 +300,13 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
         return _fail(prog, f"unexpected error ({type(err).__name__}: {err}); this is a bug: "
                      "CALLGATE_DEBUG=1 shows where", 1)
 
-def _rpc_error(err: grpc.RpcError) -> str:
-    from gateway.client import error_code
-
-    code = err.code()
-    details = err.details()
-    if code == grpc.StatusCode.UNAVAILABLE:
-        return (f"the sidecar is unavailable: {details} (check --target, and the TLS options "
-                "if it listens with TLS)")
-    return f"{code.name} {error_code(err)}: {details}"
+def described(err: CallgateError) -> str:
+    """An error as one line; a request the sidecar refused names its gRPC status and code."""
+    if not isinstance(err, RequestError) or not err.grpc_status:
+        return err.message
+    if err.code == RequestCode.UNAVAILABLE:
+        return f"{err.message} (check --target, and the TLS options if it listens with TLS)"
+    return f"{err.grpc_status} {err.code.value}: {err.message}"
 
 def _fail(prog: str, message: str, code: int) -> int:
     try:
