@@ -10,6 +10,7 @@ from gateway.client import GatewayClient
 from gateway.errors import CallCode
 from gateway.executors.http1 import _Connection
 from gateway.identity.jwt_bearer import _StrictJwt
+from gateway.loop import ScriptedModel
 from gateway.model import ApprovalStatus
 from gateway.policy.base import PolicyEngine
 from gateway.policy.bundle import Bundle
@@ -81,3 +82,6 @@ _StrictJwt._decode_payload
 
 # RE2's option, read by the library.
 _.log_errors  # noqa: F821
+
+# A scripted model of recorded response files: what the offline loop example replays.
+ScriptedModel.from_files
