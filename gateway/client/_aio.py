@@ -105,12 +105,16 @@ class AsyncGatewayClient:
     def _stub(self) -> pb.ToolGatewayStub:
         """The stub, its channel made on first use (inside the event loop it belongs to)."""
         if self._stub_ is None:
+            self._stub_ = pb.ToolGatewayStub(self._channel_made())
+        return self._stub_
+
+    def _channel_made(self) -> grpc.aio.Channel:
+        if self._channel is None:
             self._channel = (
                 grpc.aio.secure_channel(self.target, self._credentials, options=self._options)
                 if self._credentials is not None
                 else grpc.aio.insecure_channel(self.target, options=self._options))
-            self._stub_ = pb.ToolGatewayStub(self._channel)
-        return self._stub_
+        return self._channel
 
     # ------------------------------------------------------------------ runs and turns
 
@@ -314,6 +318,8 @@ class AsyncGatewayClient:
                      timeout_s: float | None, *, repeat: bool = True) -> Any:
         deadline = _Deadline(self.timeout_s if timeout_s is None else timeout_s)
         waits = (self.retry if repeat else NEVER).waits()
+        if not repeat:
+            await self._connected(deadline)
         while True:
             try:
                 return await method(request, metadata=self._metadata,
@@ -324,6 +330,23 @@ class AsyncGatewayClient:
                 if wait is None or not deadline.allows(wait):
                     raise error from err
             await asyncio.sleep(wait)
+
+    async def _connected(self, deadline: _Deadline) -> None:
+        """Wait (up to the policy's connect_s and the deadline) until the channel is
+        connected, so that a request sent once is not refused only because a sidecar that
+        just came back has not been reconnected to yet. Nothing is sent meanwhile."""
+        channel = self._channel_made()
+        remaining = deadline.remaining()
+        limit = self.retry.connect_s if remaining is None else min(remaining,
+                                                                   self.retry.connect_s)
+        state = channel.get_state(try_to_connect=True)
+        try:
+            async with asyncio.timeout(limit):
+                while state != grpc.ChannelConnectivity.READY:
+                    await channel.wait_for_state_change(state)
+                    state = channel.get_state(try_to_connect=True)
+        except TimeoutError:
+            pass  # the call itself fails as unavailable, with gRPC's reason
 
     async def _stream(self, request: Callable[[], Any], rpc: str,
                       timeout_s: float | None, seen: Callable[[Any], bool]

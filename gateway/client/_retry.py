@@ -45,12 +45,15 @@ RULES: dict[str, str] = {
 class RetryPolicy:
     """`attempts` in all (the first included; 1 never repeats). The wait before attempt n+1
     is between half and all of first_backoff_s * multiplier**(n-1), at most max_backoff_s (a
-    random part, so that clients that failed together do not come back together)."""
+    random part, so that clients that failed together do not come back together). A request
+    that is never repeated waits up to `connect_s` for a connection to the sidecar first:
+    until it is sent, waiting is safe."""
 
     attempts: int = 4
     first_backoff_s: float = 0.1
     max_backoff_s: float = 2.0
     multiplier: float = 2.0
+    connect_s: float = 3.0
 
     def waits(self) -> Iterator[float]:
         """The wait before each attempt after the first."""
@@ -62,7 +65,7 @@ class RetryPolicy:
 
 
 DEFAULT_RETRY = RetryPolicy()
-NEVER = RetryPolicy(attempts=1)
+NEVER = RetryPolicy(attempts=1)  # (its connect_s is not used: see _aio._unary)
 
 
 def retryable(err: RequestError) -> bool:
