@@ -80,6 +80,8 @@ _STATUS = {
 }
 _PAUSED = (pb.NEXT_ACTION_PAUSED_FOR_APPROVAL, pb.NEXT_ACTION_PAUSED_UNKNOWN_OUTCOME)
 _ENDED = (pb.NEXT_ACTION_DONE, pb.NEXT_ACTION_HANDOFF, pb.NEXT_ACTION_BUDGET_EXHAUSTED)
+# how soon, and at most how seldom, a waiting loop looks an unknown outcome up again
+_LOOKUP_FIRST_S, _LOOKUP_MAX_S = 1.0, 30.0
 _TERMINAL = (pb.RUN_STATE_COMPLETED, pb.RUN_STATE_HANDED_OFF, pb.RUN_STATE_BUDGET_EXHAUSTED,
              pb.RUN_STATE_CANCELLED)
 
@@ -164,8 +166,8 @@ class AgentLoop:
             run_id, provider=self.provider, api_version=self.api_version,
             budget=pb.Budget(max_turns=self.max_turns, max_retries=self.max_retries),
             labels=labels, conversation_json=json.dumps(list(conversation)))
-        if run.turn_count or run.state != pb.RUN_STATE_ACTIVE:
-            return await self.resume(run_id)
+        if run.turns_used or run.state != pb.RUN_STATE_ACTIVE:
+            return await self.resume(run_id)  # a run of ours that has begun: go on with it
         state = _Run(run_id, self.provider, await self._tools(self.provider),
                      [dict(item) for item in conversation], asks=0, turns=0)
         return await self._drive(state, Step.ASK)
@@ -265,20 +267,41 @@ class AgentLoop:
                         f"({pb.NextAction.Name(outcome.next)})")
 
     async def _wait(self, state: _Run) -> Step:
+        """Watch the run until its turn settles. An outcome still unknown is looked up again
+        now and then (ResumeRun asks the target system), never replayed; an approval only
+        needs watching."""
         if self.wait_s <= 0:
             return Step.STOP
-        watch = self.client.watch_run(state.run_id)
+        look_again = _LOOKUP_FIRST_S
         try:
             async with asyncio.timeout(self.wait_s):
+                while True:
+                    if state.outcome.next == pb.NEXT_ACTION_PAUSED_UNKNOWN_OUTCOME:
+                        state.outcome = await self.client.resume_run(state.run_id)
+                        if state.outcome.next not in _PAUSED:
+                            return Step.DECIDE
+                    if await self._watch(state, look_again):
+                        return Step.DECIDE
+                    look_again = min(look_again * 2, _LOOKUP_MAX_S)
+        except TimeoutError:
+            return Step.STOP  # still waiting: handed back
+
+    async def _watch(self, state: _Run, look_again_s: float) -> bool:
+        """True once the run's outcome is no longer a pause (or the run ended); False when an
+        unknown outcome should be looked up again first."""
+        unknown = state.outcome.next == pb.NEXT_ACTION_PAUSED_UNKNOWN_OUTCOME
+        watch = self.client.watch_run(state.run_id)
+        try:
+            async with asyncio.timeout(look_again_s if unknown else None):
                 async for outcome in watch:
                     state.outcome = outcome
                     if outcome.next not in _PAUSED:
-                        return Step.DECIDE
+                        return True
         except TimeoutError:
-            return Step.STOP  # still waiting: handed back
+            return False
         finally:
             await watch.aclose()
-        return Step.DECIDE  # the stream ended: the run did (its last outcome says how)
+        return True  # the stream ended: the run did (its last outcome says how)
 
     # ------------------------------------------------------------------ the conversation
 

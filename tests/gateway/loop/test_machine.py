@@ -181,3 +181,33 @@ async def test_the_conversation_built_turn_by_turn_is_the_one_callgate_rebuilds(
         LoopStatus.COMPLETED
     assert list(resumed.requests[0].conversation) == built
     assert json.loads(run.conversation_json) == built
+
+
+async def test_running_a_begun_run_again_goes_on_with_it(alice: AsyncGatewayClient, run_id: str,
+                                                         fresh_travel: TravelService) -> None:
+    first, _ = anthropic_loop(alice, [ANTHROPIC.calls("msg_1", [TRAIN_CALL])])
+    with pytest.raises(ScriptExhausted):
+        await first.run(USER, run_id=run_id)
+    again, model = anthropic_loop(alice, [ANTHROPIC.final("msg_2", "On time.")])
+    assert (await again.run(USER, run_id=run_id)).status == LoopStatus.COMPLETED
+    (asked,) = model.requests  # with the first turn's results, not from the start
+    assert [m["role"] for m in asked.conversation] == ["user", "assistant", "user"]
+    assert fresh_travel.stats()["train_status"] == 1
+
+
+async def test_an_unknown_outcome_is_looked_up_again_while_the_loop_waits(
+        sidecar: SidecarProcess, run_id: str, fresh_workshop: WorkshopService) -> None:
+    """The workshop accepts the booking, hangs up and books it a little later: the loop keeps
+    asking callgate to look it up (never to send it again) and goes on once it is found."""
+    fresh_workshop.control(reserve_seat={"apply_late": True, "apply_after_s": 1.0, "times": 1})
+    seat = Call("w1", "reserve_seat", {"event_id": "ws-acme-1", "participant": "mia",
+                                       "seats": 1})
+    async with AsyncGatewayClient(sidecar.target, "mia-token") as mia:
+        loop, model = anthropic_loop(mia, [ANTHROPIC.calls("msg_1", [seat]),
+                                           ANTHROPIC.final("msg_2", "Booked.")], wait_s=60)
+        result = await loop.run(USER, run_id=run_id)
+        (call,) = (await mia.get_run(run_id)).calls
+    assert result.status == LoopStatus.COMPLETED and len(model.requests) == 2
+    assert (call.status, call.execution_count) == (pb.CALL_STATUS_SUCCEEDED, 1)
+    assert len(fresh_workshop.reservations(f"{run_id}:w1")) == 1
+    assert fresh_workshop.stats()["reserve_seat"] == 1 and fresh_workshop.stats()["lookup"] >= 2
