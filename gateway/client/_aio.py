@@ -30,7 +30,7 @@ import grpc
 import grpc.aio
 
 from gateway import pb
-from gateway.client._errors import from_rpc_error, request_error
+from gateway.client._errors import error_code, from_rpc_error, request_error
 from gateway.client._retry import DEFAULT_RETRY, NEVER, RetryPolicy, retryable
 from gateway.errors import RequestCode, RequestError
 from gateway.tls import ClientTLS
@@ -207,15 +207,18 @@ class AsyncGatewayClient:
                                      turn_id: str = "",
                                      timeout_s: float | None = None) -> pb.TurnOutcome:
         """One model turn as the provider's raw stream events (JSON texts), forwarded as they
-        come; callgate assembles them. Repeated on failure only when `events` is a sequence."""
+        come; callgate assembles them. Repeated on failure only when `events` is a sequence
+        (the same turn again), then also when the stream was cut short by the sidecar's early
+        answer (see `_cut_short`)."""
         head = pb.ProviderStreamEvent(run_id=run_id, provider=provider, api_version=api_version,
                                       turn_id=turn_id)
 
         def messages() -> AsyncIterator[pb.ProviderStreamEvent]:
             return _stream_messages(head, events)
+        again = isinstance(events, SequenceABC)
         outcome: pb.TurnOutcome = await self._unary(
             lambda _req, **kw: self._stub.SubmitProviderStream(messages(), **kw), None,
-            timeout_s, repeat=isinstance(events, SequenceABC))
+            timeout_s, repeat=again, cut_short_repeats=again)
         return outcome
 
     async def resume_run(self, run_id: str, *,
@@ -315,7 +318,8 @@ class AsyncGatewayClient:
     # ------------------------------------------------------------------ calling
 
     async def _unary(self, method: Callable[..., Awaitable[Any]], request: Any,
-                     timeout_s: float | None, *, repeat: bool = True) -> Any:
+                     timeout_s: float | None, *, repeat: bool = True,
+                     cut_short_repeats: bool = False) -> Any:
         deadline = _Deadline(self.timeout_s if timeout_s is None else timeout_s)
         waits = (self.retry if repeat else NEVER).waits()
         if not repeat:
@@ -326,7 +330,8 @@ class AsyncGatewayClient:
                                     timeout=deadline.remaining())
             except grpc.RpcError as err:
                 error = from_rpc_error(err)
-                wait = next(waits, None) if retryable(error) else None
+                again = retryable(error) or (cut_short_repeats and _cut_short(err))
+                wait = next(waits, None) if again else None
                 if wait is None or not deadline.allows(wait):
                     raise error from err
             await asyncio.sleep(wait)
@@ -411,6 +416,15 @@ async def _pulled(items: Iterator[str]) -> str | None:
 
 def _pull(items: Iterator[str]) -> str | None:
     return next(items, None)  # the texts of a stream's events: never None
+
+
+def _cut_short(err: grpc.RpcError) -> bool:
+    """Whether a stream's write failed because the sidecar had already answered (it refused
+    an event before the stream's end): grpc.aio then reports INTERNAL from its core instead of
+    the sidecar's status. The turn was not submitted, so sending the same stream again gets
+    the sidecar's own answer."""
+    return (err.code() == grpc.StatusCode.INTERNAL and not error_code(err)
+            and "Internal error from Core" in (err.details() or ""))
 
 
 def _continue_after(request: pb.QueryAuditRequest, record: pb.AuditRecord) -> bool:

@@ -26,7 +26,8 @@ RULES: dict[str, str] = {
     "SubmitTurn": "the same turn_id answers the stored outcome and executes nothing again",
     "SubmitProviderResponse": "the turn ID is the response's own ID (or the request's turn_id): "
                               "the same turn again executes nothing",
-    "SubmitProviderStream": "when the events are a sequence it can send again (a list): the "
+    "SubmitProviderStream": "when the events are a sequence it can send again (a list; also "
+                            "after a write grpc.aio failed as the sidecar answered early): the "
                             "same turn; a one-pass iterator is not repeated",
     "ListTools": "a read",
     "Authorize": "decides without executing (each attempt is one more audit record)",

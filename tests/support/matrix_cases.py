@@ -30,6 +30,7 @@ WEATHER_CALL = Call("call_weather", "get_weather", WEATHER)
 DONE = LoopStatus.COMPLETED.value
 HANDED_OFF = LoopStatus.HANDED_OFF.value
 APPROVAL = LoopStatus.PAUSED_FOR_APPROVAL.value
+UNKNOWN = LoopStatus.PAUSED_UNKNOWN_OUTCOME.value
 
 
 def seat(seats: int) -> Call:
@@ -178,6 +179,21 @@ async def lost_response(cell: Cell) -> Facts:
                   {"call_seat": 1})
 
 
+async def unknown_outcome(cell: Cell) -> Facts:
+    """The workshop accepts the booking but books it only later: the look-up says pending, the
+    run waits (handed back); once the workshop has booked it, resuming looks it up again and
+    goes on. Nothing is sent twice."""
+    cell.bench.workshop.control(reserve_seat={"apply_late": True, "times": 1})
+    w = wire(cell)
+    async with cell.client() as client:
+        loop = cell.loop(client, cell.model([w.calls("r1", [seat(1)]), w.final("r2", "Ok.")]))
+        cell.saw(await loop.run([w.user(BOOKING)], run_id=cell.run_id))
+        await asyncio.to_thread(cell.bench.workshop.apply_late)
+        cell.saw(await loop.resume(cell.run_id))
+    return expect([UNKNOWN, DONE], {"call_seat": 1}, {"call_seat": '"reservation_id"'},
+                  {"call_seat": 1})
+
+
 async def sidecar_killed(cell: Cell) -> Facts:
     """The sidecar dies while the booking it sent is being answered; started again on the
     same store, the loop resumes the run: the call is looked up, never sent again."""
@@ -272,6 +288,7 @@ CASES: dict[str, tuple[CaseFn, str]] = {
     "approval, denied": (approval_denied, WORKSHOP),
     "executor rejection (policy)": (policy_deny, TRAVEL),
     "lost response, reconciled": (lost_response, WORKSHOP),
+    "unknown outcome, waited": (unknown_outcome, WORKSHOP),
     "recovery: sidecar killed": (sidecar_killed, WORKSHOP),
     "recovery: loop killed": (loop_killed, TRAVEL),
     "refusal": (refusal, TRAVEL),

@@ -222,3 +222,18 @@ async def test_a_request_sent_once_waits_for_a_connection_only_so_long() -> None
         with pytest.raises(Unavailable) as err:
             await asyncio.wait_for(c.decide_approval("apr_1", approve=True, reason="x"), 20)
     assert err.value.code == C.UNAVAILABLE and "unavailable" in err.value.message
+
+
+CUT_SHORT = FakeRpcError(grpc.StatusCode.INTERNAL, "Internal error from Core")
+
+
+async def test_a_stream_cut_short_by_the_sidecars_answer_is_sent_again_when_it_can_be() -> None:
+    """grpc.aio reports a write after the sidecar's early answer as INTERNAL, hiding that
+    answer: a stream the client holds whole is sent again to hear it; a live one is not."""
+    stub = FakeStub(CUT_SHORT, fail=1)
+    out = await client_with(stub).submit_provider_stream("r1", ["{}", "{}"])
+    assert len(stub.calls) == 2 and out == pb.Run()
+    live = FakeStub(CUT_SHORT, fail=1)
+    with pytest.raises(InternalError):
+        await client_with(live).submit_provider_stream("r1", iter(["{}", "{}"]))
+    assert len(live.calls) == 1

@@ -19,6 +19,7 @@ from gateway.loop import (
     AgentLoop,
     LoopStatus,
     ModelError,
+    ModelRequest,
     ScriptedModel,
     ScriptExhausted,
     Step,
@@ -42,6 +43,18 @@ def anthropic_loop(client: AsyncGatewayClient, script: list[object], **options: 
                    ) -> tuple[AgentLoop, ScriptedModel]:
     model = ScriptedModel(script)  # type: ignore[arg-type]
     return AgentLoop(client, model, provider="anthropic.messages", **options), model  # type: ignore[arg-type]
+
+
+class Announcing(ScriptedModel):
+    """A scripted model that says when it was first asked."""
+
+    def __init__(self, script: list[object]) -> None:
+        super().__init__(script)  # type: ignore[arg-type]
+        self.asked = asyncio.Event()
+
+    async def respond(self, request: ModelRequest) -> str:
+        self.asked.set()
+        return await super().respond(request)
 
 
 def test_every_step_but_stop_leads_somewhere_and_stop_nowhere() -> None:
@@ -102,9 +115,10 @@ async def test_a_pause_is_waited_on_and_the_run_goes_on_once_decided(
                                        "seats": 3})
     async with AsyncGatewayClient(sidecar.target, "mia-token") as mia, \
             AsyncGatewayClient(sidecar.target, "olga-token") as olga:
-        loop, model = anthropic_loop(mia, [ANTHROPIC.calls("msg_1", [seat]),
-                                           ANTHROPIC.final("msg_2", "Booked.")], wait_s=60)
+        model = Announcing([ANTHROPIC.calls("msg_1", [seat]), ANTHROPIC.final("msg_2", "Ok.")])
+        loop = AgentLoop(mia, model, provider="anthropic.messages", wait_s=60)
         running = asyncio.create_task(loop.run(USER, run_id=run_id))
+        await model.asked.wait()  # the run exists once the model is asked
         async for outcome in mia.watch_run(run_id):  # the owner decides once it waits
             if outcome.next == pb.NEXT_ACTION_PAUSED_FOR_APPROVAL:
                 (pending,) = [r for r in outcome.results if r.approval_id]
