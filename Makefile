@@ -8,7 +8,7 @@ PROTO_OUT := gateway/_proto/callgate/v1/gateway_pb2.py
 NODE_STAMP := clients/node/node_modules/.installed
 LINTED := gateway adapters tests bench examples scripts
 
-.PHONY: setup proto run test fuzz lint bench bench-audit clean
+.PHONY: setup proto run test regression fuzz lint bench bench-audit client-dist clean
 
 setup: $(STAMP) $(PROTO_OUT) $(NODE_STAMP)
 
@@ -36,6 +36,11 @@ test: lint
 	$(PY) -m gateway.cli policy test policies
 	$(PY) -m pytest -q -rs
 
+# every regression case of a tool-calling loop × every provider, through the reference loop:
+# a table of state, executions, correlation and effect per cell; fails on any ✗ (about a minute)
+regression: setup
+	$(PY) -m tests.support.matrix
+
 # the property-based fuzz tests with many more examples than `make test` runs (tens of minutes)
 fuzz: setup
 	$(PY) -m pytest -q --hypothesis-profile=fuzz tests/adapters/test_fuzz_adapters.py \
@@ -53,6 +58,10 @@ bench: setup
 # the audit trail: QueryAudit among a million records, the append per decision (about 2 min)
 bench-audit: setup
 	$(PY) -m bench.audit
+
+# the callgate-client wheel (client and reference loop, grpcio/grpcio-status/protobuf only)
+client-dist: setup
+	$(PY) scripts/build_client.py --out dist
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache

@@ -23,7 +23,7 @@ MCP approval) cannot be answered here, so such a response is refused as malforme
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters._common import results_in_call_order
@@ -177,9 +177,16 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-def _resend_output(event: ProviderEvent) -> list[dict[str, Any]]:
-    output = event.original.get("output")
+def output_as_input(response: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A response's output items (reasoning items included) as the input items that resend
+    them: what a loop that sends the whole conversation puts before the function_call_output
+    items of `append_results`."""
+    output = response.get("output")
     return [_without_nulls(item) for item in output or [] if isinstance(item, dict)]
+
+
+def _resend_output(event: ProviderEvent) -> list[dict[str, Any]]:
+    return output_as_input(event.original)
 
 
 class ResponsesStreamAssembler:

@@ -9,6 +9,9 @@ the files are read again only when one of them changed (size, mtime or inode), s
 written next to the old files and moved into place is served from the next connection on. A
 renewal that does not load (a half-written file, a key that does not match) is logged and the
 previous certificates stay in use.
+
+`cryptography` is imported only where server certificates are read: a client (`ClientTLS`) needs
+nothing beyond grpcio.
 """
 
 from __future__ import annotations
@@ -17,13 +20,15 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes, PublicKeyTypes
 
 from gateway.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes, PublicKeyTypes
 
 log = logging.getLogger("callgate.tls")
 
@@ -147,6 +152,8 @@ def _read(path: Path, flag: str) -> bytes:
 
 
 def _certificates(data: bytes, flag: str, path: Path) -> list[x509.Certificate]:
+    from cryptography import x509
+
     try:
         certs = x509.load_pem_x509_certificates(data)
     except ValueError as exc:
@@ -155,6 +162,8 @@ def _certificates(data: bytes, flag: str, path: Path) -> list[x509.Certificate]:
 
 
 def _private_key(data: bytes, path: Path) -> PrivateKeyTypes:
+    from cryptography.hazmat.primitives import serialization
+
     try:
         return serialization.load_pem_private_key(data, password=None)
     except TypeError as exc:
@@ -165,6 +174,8 @@ def _private_key(data: bytes, path: Path) -> PrivateKeyTypes:
 
 
 def _public(key: PublicKeyTypes) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
     return key.public_bytes(serialization.Encoding.DER,
                             serialization.PublicFormat.SubjectPublicKeyInfo)
 

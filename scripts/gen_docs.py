@@ -88,6 +88,12 @@ REQUEST_MEANINGS: dict[str, str] = {
                      "with `after_seq`",
     "internal": "a bug in callgate: the log has the traceback, and `ResumeRun` shows what was "
                 "recorded",
+    "unavailable": "the client's own (never sent by a sidecar): no sidecar answered at the "
+                   "target (not running, wrong address, a TLS mismatch) within the client's "
+                   "retries; see docs/client.md",
+    "deadline_exceeded": "the client's own (never sent by a sidecar): no answer within the "
+                         "call's deadline; the sidecar may still finish the request, so "
+                         "`ResumeRun` (or the same `SubmitTurn`) shows what happened",
 }
 
 CALL_MEANINGS: dict[str, str] = {

@@ -11,6 +11,7 @@ from gateway.client import GatewayClient
 from gateway.errors import CallCode
 from gateway.executors.http1 import _Connection
 from gateway.identity.jwt_bearer import _StrictJwt
+from gateway.loop import ScriptedModel
 from gateway.model import ApprovalStatus
 from gateway.policy.base import PolicyEngine
 from gateway.policy.bundle import Bundle
@@ -87,3 +88,5 @@ _.log_errors  # noqa: F821
 # The one-step key file form for library use (serve writes a new key last, with
 # load_or_new and write_new, so that a refused start leaves no file).
 AuditKey.load_or_create
+# A scripted model of recorded response files: what the offline loop example replays.
+ScriptedModel.from_files

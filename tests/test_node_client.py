@@ -1,24 +1,37 @@
 """A non-Python loop client (Node.js @grpc/grpc-js, proto loaded at run time) calls the sidecar:
-"any loop client" is tested, not claimed. `make setup` installs its packages from npm."""
+"any loop client" is tested, not claimed. `make setup` installs its packages from npm.
+
+loop_client.js submits one normalized turn; example_loop.js is a small agent loop that submits
+raw provider responses and waits on WatchRun while a person decides."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from examples.travel.service import TravelService
+from examples.workshop.service import WorkshopService
+from gateway.client import GatewayClient
 from gateway.testing import SidecarProcess
 from tests.support.paths import ROOT
+from tests.support.wire_responses import WIRES, Call
 
 CLIENT = ROOT / "clients" / "node" / "loop_client.js"
+EXAMPLE_LOOP = ROOT / "clients" / "node" / "example_loop.js"
+
+
+def node_binary() -> str:
+    node = shutil.which("node")
+    assert node, "node is required (make setup installs the client's packages with npm)"
+    return node
 
 
 def run_node(target: str, token: str, run_id: str, mark: str = "none") -> dict[str, object]:
-    node = shutil.which("node")
-    assert node, "node is required (make setup installs the client's packages with npm)"
+    node = node_binary()
     done = subprocess.run([node, str(CLIENT), "--target", target, "--token", token,
                            "--run", run_id, "--mark", mark], capture_output=True, text=True,
                           timeout=60)
@@ -57,3 +70,37 @@ def test_node_client_sees_the_error_code(sidecar: SidecarProcess, run_id: str) -
                                 "details": "the bearer token is neither a token this gateway "
                                            "knows (none of its --auth file's tokens) nor a "
                                            "JWT"}
+
+
+def test_node_example_loop_waits_on_watch_run_for_an_approval(
+        sidecar: SidecarProcess, fresh_workshop: WorkshopService, run_id: str,
+        tmp_path: Path) -> None:
+    wire = WIRES["anthropic.messages"]
+    seats = {"event_id": "ws-acme-1", "participant": "mia", "seats": 3}
+    responses = tmp_path / "responses.json"
+    responses.write_text(json.dumps([wire.calls("msg_1", [Call("toolu_seat", "reserve_seat",
+                                                               seats)]),
+                                     wire.final("msg_2", "Your three seats are booked.")]))
+    loop = subprocess.Popen(
+        [node_binary(), str(EXAMPLE_LOOP), "--target", sidecar.target, "--token", "mia-demo-token",
+         "--run", run_id, "--provider", "anthropic.messages", "--responses", str(responses),
+         "--conversation", json.dumps([wire.user("Book three seats at ws-acme-1.")])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert loop.stderr is not None
+        assert loop.stderr.readline().strip() == "waiting: NEXT_ACTION_PAUSED_FOR_APPROVAL"
+        with GatewayClient(sidecar.target, "olga-demo-token") as owner:  # the owner decides
+            (pending,) = owner.list_approvals(run_id=run_id).approvals
+            owner.decide_approval(pending.approval_id, approve=True, reason="team offsite")
+        out, err = loop.communicate(timeout=60)
+    finally:
+        if loop.poll() is None:
+            loop.kill()
+            loop.communicate()
+    assert loop.returncode == 0, err
+    summary = json.loads(out)
+    assert summary == {"turns": ["NEXT_ACTION_PAUSED_FOR_APPROVAL", "NEXT_ACTION_CONTINUE",
+                                 "NEXT_ACTION_DONE"],
+                       "results": {"toolu_seat": "CALL_STATUS_SUCCEEDED"},
+                       "run_state": "RUN_STATE_COMPLETED"}
+    assert len(fresh_workshop.reservations(f"{run_id}:toolu_seat")) == 1

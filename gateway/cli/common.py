@@ -23,10 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-import grpc
-
-from gateway.client import DEFAULT_TARGET, GatewayClient, Unreachable, error_code, unreachable
-from gateway.errors import CallgateError, ConfigError
+from gateway.client import DEFAULT_TARGET, GatewayClient
+from gateway.errors import CallgateError, ConfigError, RequestCode, RequestError
 from gateway.tls import ClientTLS
 
 ENV_PREFIX = "CALLGATE_"
@@ -262,16 +260,10 @@ def client_options(p: argparse.ArgumentParser) -> None:
 
 @contextmanager
 def connected(ns: argparse.Namespace, timeout_s: float = 60.0) -> Iterator[GatewayClient]:
-    """A client of the sidecar the command's connection options name. A stream whose sidecar
-    cannot be reached fails as a unary call does: SidecarUnreachable, naming the target."""
-    tls = client_tls(ns)
-    with GatewayClient(ns.target, ns.token, tls=tls, timeout_s=timeout_s) as client:
-        try:
-            yield client
-        except grpc.RpcError as err:
-            if unreachable(err) and not isinstance(err, Unreachable):
-                raise Unreachable(ns.target, err, tls=tls is not None) from err
-            raise
+    """A client of the sidecar the command's connection options name (a sidecar that cannot
+    be reached is SidecarUnreachable, for a stream as for a unary call, naming the target)."""
+    with GatewayClient(ns.target, ns.token, tls=client_tls(ns), timeout_s=timeout_s) as client:
+        yield client
 
 
 def client_tls(ns: argparse.Namespace) -> ClientTLS | None:
@@ -304,9 +296,7 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
     except (UsageError, ConfigError) as err:
         return _fail(prog, err.report() if isinstance(err, ConfigError) else str(err), 2)
     except CallgateError as err:
-        return _fail(prog, err.message, 1)
-    except grpc.RpcError as err:
-        return _fail(prog, _rpc_error(err), 1)
+        return _fail(prog, described(err), 1)
     except BrokenPipeError:
         _silence_stdout()
         return 141
@@ -325,18 +315,18 @@ TOKEN_HINT = ("give a token with --token or CALLGATE_TOKEN: one of the tokens in
               "alice-demo-token)")
 
 
-def _rpc_error(err: grpc.RpcError) -> str:
-    code = err.code()
-    details = err.details()
-    if unreachable(err):  # a stream's error (unary calls raise SidecarUnreachable)
-        return (f"cannot reach the sidecar: {details}: check that --target (CALLGATE_TARGET) "
-                "names the address `callgate serve` listens on and that it is running, and "
-                "the TLS options if it listens with TLS")
-    if code == grpc.StatusCode.UNAUTHENTICATED:
-        said = ("no token was sent" if str(details).startswith("no credentials")
-                else f"the sidecar refused the token ({details})")
-        return f"{code.name} {error_code(err)}: {said}: {TOKEN_HINT}"
-    return f"{code.name} {error_code(err)}: {details}"
+def described(err: CallgateError) -> str:
+    """An error as one line; a request the sidecar refused names its gRPC status and code, a
+    refused token what to give instead."""
+    if not isinstance(err, RequestError) or not err.grpc_status:
+        return err.message
+    if err.code == RequestCode.UNAVAILABLE and err.grpc_status == "UNAVAILABLE":
+        return err.message  # SidecarUnreachable names the target and what to check
+    if err.code == RequestCode.UNAUTHENTICATED:
+        said = ("no token was sent" if err.message.startswith("no credentials")
+                else f"the sidecar refused the token ({err.message})")
+        return f"{err.grpc_status} {err.code.value}: {said}: {TOKEN_HINT}"
+    return f"{err.grpc_status} {err.code.value}: {err.message}"
 
 def _fail(prog: str, message: str, code: int) -> int:
     try:

@@ -25,11 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
 import httpx
 
 from gateway import pb
-from gateway.client import GatewayClient, error_code, tool_call
+from gateway.cli.common import described
+from gateway.client import GatewayClient, RequestError, tool_call
 from gateway.tls import ClientTLS
 
 STATUS = pb.CallStatus.Name
@@ -207,9 +207,8 @@ class Demo:
         for step in steps:
             try:
                 step()
-            except grpc.RpcError as err:
-                self.expect(step.__name__, False,
-                            f"{err.code().name} {error_code(err)}: {err.details()}")
+            except RequestError as err:
+                self.expect(step.__name__, False, described(err))
             except (httpx.HTTPError, KeyError, IndexError, ValueError) as err:
                 self.expect(step.__name__, False, f"{type(err).__name__}: {err}")
         self.travel.close()

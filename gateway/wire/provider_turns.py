@@ -379,11 +379,18 @@ def conversation(view: RunView) -> str:
         return ""
 
 
+# turns that add nothing to a provider's conversation: one recorded without its raw response
+# (a loop's own record of a failed model request, say) leaves it as it was
+_ADDS_NOTHING = frozenset({EventKind.PROVIDER_ERROR, EventKind.INCOMPLETE})
+
+
 def _conversation(view: RunView, adapter: ProviderAdapter) -> str | None:
     conv = read_json(view.run.conversation_json, max_depth=PROVIDER_DEPTH_CAP)
     if not isinstance(conv, list):
         return None
     for turn in view.turns:
+        if turn.next is not None and not turn.raw_response_json and turn.event in _ADDS_NOTHING:
+            continue
         if turn.next is None or not turn.raw_response_json:
             return None
         raw = read_json(turn.raw_response_json, max_depth=PROVIDER_DEPTH_CAP + 1)

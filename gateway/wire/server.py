@@ -61,6 +61,9 @@ GRPC_STATUS: dict[RequestCode, grpc.StatusCode] = {
     RequestCode.SHUTTING_DOWN: _S.UNAVAILABLE,
     RequestCode.RESULTS_NOT_RECORDED: _S.UNAVAILABLE,
     RequestCode.INTERNAL: _S.INTERNAL,
+    # the client's own codes (gateway.client): a sidecar never answers with them
+    RequestCode.UNAVAILABLE: _S.UNAVAILABLE,
+    RequestCode.DEADLINE_EXCEEDED: _S.DEADLINE_EXCEEDED,
 }
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import pytest
 from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
 from gateway import pb
-from gateway.client import GatewayClient, tool_call
+from gateway.client import GatewayClient, RequestError, tool_call
 from gateway.store import open_store, sqlite_path
 from gateway.testing import SidecarProcess
 from tests.support import databases
@@ -230,7 +230,7 @@ def test_the_same_approval_decided_twice_at_once_books_once(
     for t in threads:
         t.join(60)
     won = [a for a in answers if isinstance(a, pb.DecideApprovalResponse)]
-    lost = [a for a in answers if isinstance(a, grpc.RpcError)]
+    lost = [a for a in answers if isinstance(a, RequestError)]
     assert len(won) == 1 and len(lost) == 1, answers
     refused(lost[0], grpc.StatusCode.FAILED_PRECONDITION, "already_decided")
     assert won[0].result.status == SUCCEEDED
@@ -478,9 +478,12 @@ def test_the_approvals_command_lists_shows_and_decides(
 def test_bad_approval_requests_are_refused_with_their_code(
         sidecar: SidecarProcess, rpc: str, fields: dict[str, Any], status: grpc.StatusCode,
         code: str) -> None:
-    request = getattr(pb, f"{rpc}Request")(**fields)
     with GatewayClient(sidecar.target, "olga-demo-token") as c:
-        refused(attempt(c._call, rpc, request), status, code)
+        if rpc == "ListApprovals":
+            refused(attempt(c.list_approvals, **fields), status, code)
+        else:
+            refused(attempt(c.decide_approval, fields.get("approval_id", ""), approve=False,
+                            reason=fields.get("reason", "")), status, code)
 
 
 def test_listing_pages_cap_and_need_a_token(sidecar: SidecarProcess) -> None:

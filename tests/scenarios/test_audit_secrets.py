@@ -45,9 +45,8 @@ def holding(db: Path | str, secret: str) -> list[str]:
     return sorted(t for t, text in dump(db).items() if secret in text)
 
 
-def with_metadata(c: GatewayClient) -> GatewayClient:
-    c.metadata.append(("x-request-secret", META))
-    return c
+def with_metadata(sidecar: SidecarProcess, token: str) -> GatewayClient:
+    return GatewayClient(sidecar.target, token, metadata=[("x-request-secret", META)])
 
 
 def key_of(sidecar: SidecarProcess) -> Path:
@@ -57,7 +56,7 @@ def key_of(sidecar: SidecarProcess) -> Path:
 def test_a_paid_invoice_leaves_no_secret_in_the_store(connect: Connect, run_id: str,
                                                       sidecar: SidecarProcess,
                                                       effects_db: Path) -> None:
-    tina, olga = with_metadata(connect("tina-demo-token")), connect("olga-demo-token")
+    tina, olga = with_metadata(sidecar, "tina-demo-token"), connect("olga-demo-token")
     tina.start_run(run_id=run_id)
     out = tina.submit_calls(run_id, "t1", tool_call("w1", "pay_invoice", PAYMENT))
     (waiting,) = out.results
@@ -131,7 +130,7 @@ def test_a_masked_value_quoted_by_an_error_is_masked_there_too(connect: Connect,
 def test_reasoning_stays_in_the_raw_response_the_provider_needs(
         connect: Connect, run_id: str, sidecar: SidecarProcess) -> None:
     thought = "REASONING-7f3a: the user seems to want Berlin weather"
-    alice = with_metadata(connect("alice-demo-token"))
+    alice = with_metadata(sidecar, "alice-demo-token")
     alice.start_run(run_id=run_id, provider="anthropic.messages")
     response: dict[str, Any] = {
         "id": f"msg_{run_id}", "type": "message", "role": "assistant", "model": "claude-x",

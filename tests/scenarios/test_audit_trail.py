@@ -14,7 +14,7 @@ import pytest
 from examples.travel.service import TravelService
 from gateway import pb
 from gateway.arguments import canonical_sha256
-from gateway.client import GatewayClient, error_code, tool_call
+from gateway.client import GatewayClient, RequestError, error_code, tool_call
 from tests.support.audit import records
 from tests.support.paths import Connect
 from tests.support.scenarios import TRAIN, WEATHER
@@ -29,9 +29,9 @@ def story(c: GatewayClient, run_id: str) -> list[tuple[str, str, int, str]]:
 
 
 def refused(call: Callable[[], Any], status: grpc.StatusCode, code: str) -> None:
-    with pytest.raises(grpc.RpcError) as err:
+    with pytest.raises(RequestError) as err:
         call()
-    assert err.value.code() == status and error_code(err.value) == code, err.value.details()
+    assert err.value.grpc_status == status.name and error_code(err.value) == code, err.value.message
 
 
 def test_a_call_that_runs_leaves_its_decision_and_its_result(connect: Connect, run_id: str,
@@ -223,10 +223,10 @@ def test_a_caller_without_a_grant_reads_only_its_own_records(connect: Connect,
 ])
 def test_a_malformed_query_is_refused(connect: Connect, fields: dict[str, Any],
                                       message: str) -> None:
-    with pytest.raises(grpc.RpcError) as err:
+    with pytest.raises(RequestError) as err:
         records(connect("alice-demo-token"), **fields)
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert message in (err.value.details() or "")
+    assert err.value.grpc_status == "INVALID_ARGUMENT"
+    assert message in (err.value.message or "")
 
 
 def test_filters_pages_and_the_newest(connect: Connect, run_id: str) -> None:
@@ -268,7 +268,7 @@ def test_follow_sends_new_records_as_they_are_written(connect: Connect, run_id: 
                 with arrived:
                     seen.append(r)
                     arrived.notify_all()
-        except grpc.RpcError:
+        except RequestError:
             pass  # cancelled below
 
     reader = threading.Thread(target=read, daemon=True)

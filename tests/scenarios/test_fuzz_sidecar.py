@@ -33,7 +33,7 @@ from jsonschema import Draft202012Validator
 from adapters import PROVIDERS
 from examples.travel.service import TravelService
 from gateway import pb
-from gateway.client import GatewayClient, error_code, tool_call
+from gateway.client import GatewayClient, RequestError, error_code, tool_call
 from gateway.testing import SidecarFailed, SidecarProcess
 from tests.support.fuzzing import (
     HOSTILE_TEXTS,
@@ -49,9 +49,9 @@ from tests.support.scenarios import TRAIN, WEATHER
 EXAMPLE_TOOLS = ROOT / "examples" / "travel" / "tools"
 SCHEMAS = {m["name"]: m["input_schema"]
            for m in (yaml.safe_load(p.read_text()) for p in EXAMPLE_TOOLS.glob("*.yaml"))}
-NEVER = {grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
+NEVER = {"INTERNAL", "UNKNOWN"}
 # statuses gRPC itself answers (no callgate code): a message over the receive limit
-NATIVE = {grpc.StatusCode.RESOURCE_EXHAUSTED}
+NATIVE = {"RESOURCE_EXHAUSTED"}
 
 
 def few() -> Any:
@@ -66,12 +66,15 @@ def gw(sidecar: SidecarProcess) -> Iterator[GatewayClient]:
 
 
 def attempt(fn: Callable[[], Any]) -> Any:
-    """fn's answer, or its RpcError after checking it is a documented refusal."""
+    """fn's answer, or its error after checking it is a documented refusal: the sidecar named
+    its code (in the gRPC error the client's error is raised from)."""
     try:
         return fn()
-    except grpc.RpcError as err:
-        assert err.code() not in NEVER, (err.code(), err.details())
-        assert error_code(err) or err.code() in NATIVE, (err.code(), err.details())
+    except RequestError as err:
+        assert err.grpc_status not in NEVER, (err.grpc_status, err.message)
+        wire = err.__cause__
+        assert isinstance(wire, grpc.RpcError), err
+        assert error_code(wire) or err.grpc_status in NATIVE, (err.grpc_status, err.message)
         return err
 
 
@@ -125,8 +128,8 @@ def check_afterwards(gw: GatewayClient, sidecar: SidecarProcess, travel: TravelS
     assert health.status == health_pb2.HealthCheckResponse.SERVING
     assert "internal error" not in sidecar.output and "a bug in the adapter" not in sidecar.output
     run = attempt(lambda: gw.get_run(run_id))
-    if isinstance(run, grpc.RpcError):
-        assert error_code(run) == "run_not_found", run.details()
+    if isinstance(run, RequestError):
+        assert error_code(run) == "run_not_found", run.message
         return
     stored = {c.call_id: c for c in run.calls}
     for request in travel.stats()["requests"]:
@@ -137,8 +140,8 @@ def check_afterwards(gw: GatewayClient, sidecar: SidecarProcess, travel: TravelS
     follow = f"valid-{uuid.uuid4().hex[:8]}"
     out = attempt(lambda: gw.submit_calls(run_id, follow,
                                           tool_call(follow, "get_weather", WEATHER)))
-    if isinstance(out, grpc.RpcError):
-        assert error_code(out) in {"run_paused", "run_finished"}, out.details()
+    if isinstance(out, RequestError):
+        assert error_code(out) in {"run_paused", "run_finished"}, out.message
     else:
         assert [r.call_id for r in out.results] in ([follow], []), out
     attempt(lambda: gw.get_run(run_id))
@@ -247,10 +250,8 @@ def test_start_run(gw: GatewayClient, sidecar: SidecarProcess, travel: TravelSer
 
 
 def _submit_raw(gw: GatewayClient, run_id: str, body: Any) -> Any:
-    return gw.stub.SubmitProviderResponse(
-        pb.SubmitProviderResponseRequest(run_id=run_id, response_json=json.dumps(body),
-                                         turn_id=f"turn-{uuid.uuid4().hex[:8]}"),
-        metadata=gw.metadata, timeout=60)
+    return gw.submit_provider_response(run_id, json.dumps(body),
+                                       turn_id=f"turn-{uuid.uuid4().hex[:8]}", timeout_s=60)
 
 
 def _submit_stream(gw: GatewayClient, run_id: str, events: list[Any],
@@ -259,12 +260,8 @@ def _submit_stream(gw: GatewayClient, run_id: str, events: list[Any],
     if hostile is not None:
         texts[len(texts) // 2] = hostile
 
-    def messages() -> Iterator[pb.ProviderStreamEvent]:
-        for i, text in enumerate(texts):
-            head = {"run_id": run_id, "turn_id": f"turn-{uuid.uuid4().hex[:8]}"} if i == 0 \
-                else {}
-            yield pb.ProviderStreamEvent(event_json=text, **head)
-    return gw.stub.SubmitProviderStream(messages(), metadata=gw.metadata, timeout=60)
+    return gw.submit_provider_stream(run_id, texts, turn_id=f"turn-{uuid.uuid4().hex[:8]}",
+                                     timeout_s=60)
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))

@@ -14,7 +14,7 @@ import pytest
 
 from examples.travel.service import TravelService
 from gateway import pb
-from gateway.client import GatewayClient, tool_call
+from gateway.client import GatewayClient, error_code, tool_call
 from tests.support.paths import Connect
 from tests.support.refusals import assert_refused, assert_run_usable, rpc_error, submit_stream
 from tests.support.scenarios import WEATHER
@@ -23,10 +23,7 @@ LONE = "\ud800"
 
 
 def submit_raw(c: GatewayClient, run_id: str, text: str, **fields: Any) -> pb.TurnOutcome:
-    result: pb.TurnOutcome = c.stub.SubmitProviderResponse(
-        pb.SubmitProviderResponseRequest(run_id=run_id, response_json=text, **fields),
-        metadata=c.metadata, timeout=30)
-    return result
+    return c.submit_provider_response(run_id, text, timeout_s=30, **fields)
 
 ERROR_BODIES: dict[str, dict[str, Any]] = {
     "openai.responses": {"error": {"message": LONE, "code": "server_error"}},
@@ -44,7 +41,7 @@ def test_lone_surrogate_in_a_provider_error_is_malformed_and_the_run_goes_on(
     c.start_run(run_id=run_id, provider=provider)
     err = rpc_error(submit_raw, c, run_id, json.dumps(ERROR_BODIES[provider]), turn_id="t-err")
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, "malformed_response")
-    assert "surrogate" in (err.details() or "")
+    assert "surrogate" in (err.message or "")
     assert_run_usable(c, run_id)
 
 
@@ -125,7 +122,7 @@ def test_a_too_deep_conversation_is_refused_at_start(connect: Connect, run_id: s
     err = rpc_error(c.start_run, run_id=run_id, provider="anthropic.messages",
                     conversation_json=conv)
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument")
-    assert "deeper" in (err.details() or "")
+    assert "deeper" in (err.message or "")
 
 
 def test_raw_response_json_of_a_turn_is_checked(connect: Connect, run_id: str) -> None:
@@ -184,7 +181,7 @@ def test_negative_budgets_and_usage_are_refused(connect: Connect, run_id: str) -
     c = connect("alice-demo-token")
     err = rpc_error(c.start_run, run_id=run_id, budget=pb.Budget(max_tool_calls=-1))
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument")
-    assert "max_tool_calls" in (err.details() or "")
+    assert "max_tool_calls" in (err.message or "")
     c.start_run(run_id=run_id, budget=pb.Budget(max_total_tokens=100))
     err = rpc_error(c.submit_turn, run_id=run_id, turn_id="t1",
                     usage=pb.Usage(input_tokens=-1000), final=pb.FinalAnswer(text="x"))
@@ -193,7 +190,7 @@ def test_negative_budgets_and_usage_are_refused(connect: Connect, run_id: str) -
         {"content": {"role": "model", "parts": [{"text": "hi"}]}, "finishReason": "STOP"}],
         "usageMetadata": {"promptTokenCount": -5}})
     err = rpc_error(submit_raw, c, run_id, text, provider="google.gemini")
-    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, err.details()
+    assert err.grpc_status == "INVALID_ARGUMENT", err.message
     assert c.get_run(run_id).usage_total.input_tokens == 0
 
 @pytest.mark.parametrize("ids, code", [
@@ -279,10 +276,12 @@ def test_invalid_utf8_in_a_string_field_is_invalid_argument(connect: Connect,
     c.start_run(run_id=run_id)
     good = pb.GetRunRequest(run_id=run_id).SerializeToString()
     bad = good.replace(run_id.encode(), b"\xff\xfe" + run_id.encode()[2:])
-    call = c.channel.unary_unary("/callgate.v1.ToolGateway/GetRun")
-    with pytest.raises(grpc.RpcError) as info:
-        call(bad, metadata=c.metadata, timeout=10)
-    assert_refused(info.value, grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument")
+    # bytes no client would send: straight onto a channel of the test's own
+    with grpc.insecure_channel(c.target) as channel, pytest.raises(grpc.RpcError) as info:
+        channel.unary_unary("/callgate.v1.ToolGateway/GetRun")(
+            bad, metadata=[("authorization", "Bearer alice-demo-token")], timeout=10)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error_code(info.value) == "invalid_argument"
     assert "UTF-8" in (info.value.details() or "")
 
 

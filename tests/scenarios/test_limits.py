@@ -50,9 +50,9 @@ def test_calls_per_turn(client: GatewayClient, run_id: str,
     client.start_run(run_id=run_id)
     calls = [tool_call(f"c{i}", "get_weather", WEATHER) for i in range(4)]
     err = rpc_error(client.submit_calls, run_id, "t1", *calls)
-    assert "4 tool calls" in (err.details() or "")
+    assert "4 tool calls" in (err.message or "")
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, "limit_exceeded")
-    assert "--max-calls-per-turn" in (err.details() or "")
+    assert "--max-calls-per-turn" in (err.message or "")
     err = rpc_error(client.authorize, *calls)
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, "limit_exceeded")
     assert fresh_travel.stats()["weather"] == 0
@@ -81,7 +81,7 @@ def test_labels(client: GatewayClient, run_id: str) -> None:
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, "limit_exceeded")
     err = rpc_error(client.start_run, run_id=run_id, labels={"a": "x" * 17})
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, "limit_exceeded")
-    assert "--max-label-bytes" in (err.details() or "")
+    assert "--max-label-bytes" in (err.message or "")
     client.start_run(run_id=run_id, labels={"a": "x" * 15})
 
 
@@ -90,7 +90,7 @@ def test_conversation_bytes(client: GatewayClient, run_id: str) -> None:
     err = rpc_error(client.start_run, run_id=run_id, provider="anthropic.messages",
                     conversation_json=conv)
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, "limit_exceeded")
-    assert "--max-conversation-bytes" in (err.details() or "")
+    assert "--max-conversation-bytes" in (err.message or "")
 
 
 def _chat_chunks(n: int, pad: int = 0) -> list[str]:
@@ -105,10 +105,10 @@ def test_stream_events_and_bytes(client: GatewayClient, run_id: str) -> None:
     client.start_run(run_id=run_id, provider="openai.chat_completions")
     err = rpc_error(submit_stream, client, run_id, _chat_chunks(11))
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, "limit_exceeded")
-    assert "--max-stream-events" in (err.details() or "")
+    assert "--max-stream-events" in (err.message or "")
     err = rpc_error(submit_stream, client, run_id, _chat_chunks(3, pad=3000))
     assert_refused(err, grpc.StatusCode.INVALID_ARGUMENT, "limit_exceeded")
-    assert "--max-stream-bytes" in (err.details() or "")
+    assert "--max-stream-bytes" in (err.message or "")
     assert not client.get_run(run_id).turns
     out = submit_stream(client, run_id, _chat_chunks(5))
     assert out.next == pb.NEXT_ACTION_DONE
@@ -118,7 +118,7 @@ def test_message_size(client: GatewayClient, run_id: str) -> None:
     client.start_run(run_id=run_id)
     huge = json.dumps({**WEATHER, "pad": "x" * 300_000})
     err = rpc_error(client.submit_calls, run_id, "t1", tool_call("c", "get_weather", huge))
-    assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert err.grpc_status == "RESOURCE_EXHAUSTED"
 
 
 def test_tool_output_bytes(client: GatewayClient, small: SidecarProcess, run_id: str,

@@ -14,13 +14,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import grpc
 import psycopg
 import pytest
 
 from examples.travel.service import TravelService
 from gateway import pb
-from gateway.client import GatewayClient, error_code, tool_call
+from gateway.client import GatewayClient, RequestError, error_code, tool_call
 from gateway.testing import run_serve_expecting_failure
 from tests.support.effects import effects
 from tests.support.paths import AUTH, POLICIES, NewDb
@@ -145,10 +144,10 @@ def test_store_that_cannot_be_written_executes_nothing(
             GatewayClient(proc.target, "walt-demo-token") as c:
         c.start_run(run_id=run_id)
         with another_writer_holds(db):
-            with pytest.raises(grpc.RpcError) as err:
+            with pytest.raises(RequestError) as err:
                 c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER),
                                tool_call("w1", "book_ticket", {"train_number": "ICE123"}))
-            assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert err.value.grpc_status == "UNAVAILABLE"
             assert error_code(err.value) == "store_unavailable"
         assert travel.stats()["weather"] == 0
         assert effects(effects_db, f"{run_id}:w1") == []
@@ -168,10 +167,10 @@ def test_crash_after_a_write_never_replays_it(tmp_path: Path, travel: TravelServ
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc:
         with GatewayClient(proc.target, "walt-demo-token") as c:
             c.start_run(run_id=run_id)
-            with pytest.raises(grpc.RpcError) as err:
+            with pytest.raises(RequestError) as err:
                 c.submit_calls(run_id, "t1",
                                tool_call("w1", "crash_booking", {"train_number": "ICE123"}))
-            assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert err.value.grpc_status == "UNAVAILABLE"
         assert proc.stop() == 17  # the process died inside the write
     assert len(effects(effects_db, key)) == 1
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc, \
@@ -179,7 +178,7 @@ def test_crash_after_a_write_never_replays_it(tmp_path: Path, travel: TravelServ
         run = c.get_run(run_id)
         (rec,) = run.calls
         assert rec.status == pb.CALL_STATUS_EXECUTING  # the intent was committed first
-        with pytest.raises(grpc.RpcError) as err:
+        with pytest.raises(RequestError) as err:
             c.submit_turn(run_id=run_id, turn_id="t2", final=pb.FinalAnswer(text="x"))
         assert error_code(err.value) == "run_paused"
         out = c.resume_run(run_id)
@@ -225,7 +224,7 @@ def test_read_in_flight_at_a_crash_is_repeated_on_resume(
                               tool_call("c1", "get_train_status", TRAIN))
         assert travel.wait_for("train_status", 1, timeout_s=30)  # the read is on the wire
         proc.stop(kill=True)
-        with pytest.raises(grpc.RpcError):
+        with pytest.raises(RequestError):
             pending.result(timeout=30)
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc, \
             GatewayClient(proc.target, "alice-demo-token") as c:

@@ -7,12 +7,11 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import grpc
 import pytest
 
 from examples.travel.service import TravelService
 from gateway import pb
-from gateway.client import GatewayClient, error_code
+from gateway.client import GatewayClient, RequestError, error_code
 from tests.support.paths import ROOT, Connect
 from tests.support.provider_turns import USER, submit_raw
 from tests.support.scenarios import TRAIN, WEATHER
@@ -121,13 +120,8 @@ def anthropic_stream(cut_before_stop: bool = False) -> Iterator[dict[str, Any]]:
 
 def stream_submit(c: GatewayClient, run_id: str, events: Iterator[dict[str, Any]],
                   **first: Any) -> pb.TurnOutcome:
-    def messages() -> Iterator[pb.ProviderStreamEvent]:
-        for i, event in enumerate(events):
-            head = {"run_id": run_id, **first} if i == 0 else {}
-            yield pb.ProviderStreamEvent(event_json=json.dumps(event), **head)
-    result: pb.TurnOutcome = c.stub.SubmitProviderStream(messages(), metadata=c.metadata,
-                                                         timeout=30)
-    return result
+    return c.submit_provider_stream(run_id, (json.dumps(event) for event in events),
+                                    timeout_s=30, **first)
 
 
 def test_anthropic_stream_is_assembled_by_the_gateway(connect: Connect, run_id: str,
@@ -181,9 +175,9 @@ def test_bedrock_needs_the_request_turn_id(connect: Connect, run_id: str,
         "stopReason": "tool_use", "usage": {"inputTokens": 10, "outputTokens": 5,
                                             "totalTokens": 15},
         "metrics": {"latencyMs": 100}}
-    with pytest.raises(grpc.RpcError) as err:
+    with pytest.raises(RequestError) as err:
         submit_raw(c, run_id, response)
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.value.grpc_status == "INVALID_ARGUMENT"
     out = submit_raw(c, run_id, response, turn_id="bedrock-turn-1")
     assert out.turn_id == "bedrock-turn-1"
     assert out.results[0].call_id == "tooluse_1"
@@ -197,31 +191,27 @@ def test_bedrock_needs_the_request_turn_id(connect: Connect, run_id: str,
 def test_malformed_responses_are_invalid(connect: Connect, run_id: str, body: str) -> None:
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages")
-    with pytest.raises(grpc.RpcError) as err:
+    with pytest.raises(RequestError) as err:
         submit_raw(c, run_id, body)
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.value.grpc_status == "INVALID_ARGUMENT"
     assert error_code(err.value) == "malformed_response"
     assert c.get_run(run_id).turns_used == 0
 
 
 def test_list_tools_offers_the_callers_tools_in_the_providers_shape(connect: Connect) -> None:
     alice = connect("bob-demo-token")  # a traveler, and nothing else
-    resp = alice.stub.ListTools(pb.ListToolsRequest(provider="anthropic.messages"),
-                                metadata=alice.metadata, timeout=10)
+    resp = alice.list_tools("anthropic.messages", timeout_s=10)
     tools = json.loads(resp.tools_json)
     assert sorted(t["name"] for t in tools) == ["get_train_status", "get_weather"]
     assert all("input_schema" in t for t in tools)
-    bedrock = alice.stub.ListTools(pb.ListToolsRequest(provider="aws.bedrock_converse"),
-                                   metadata=alice.metadata, timeout=10)
+    bedrock = alice.list_tools("aws.bedrock_converse", timeout_s=10)
     assert {t["toolSpec"]["name"] for t in json.loads(bedrock.tools_json)} == {
         "get_train_status", "get_weather"}
     tester = connect("tina-demo-token")  # the "*" role: every registered tool
-    every = json.loads(tester.stub.ListTools(pb.ListToolsRequest(provider="anthropic.messages"),
-                                             metadata=tester.metadata, timeout=10).tools_json)
+    every = json.loads(tester.list_tools("anthropic.messages", timeout_s=10).tools_json)
     assert "book_ticket" in {t["name"] for t in every}
-    with pytest.raises(grpc.RpcError) as err:
-        alice.stub.ListTools(pb.ListToolsRequest(provider="nope"), metadata=alice.metadata,
-                             timeout=10)
+    with pytest.raises(RequestError) as err:
+        alice.list_tools("nope", timeout_s=10)
     assert error_code(err.value) == "unknown_provider"
 
 

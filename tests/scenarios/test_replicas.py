@@ -12,13 +12,12 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import grpc
 import pytest
 
 from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
 from gateway import pb
-from gateway.client import GatewayClient, tool_call
+from gateway.client import GatewayClient, RequestError, tool_call
 from tests.support.paths import NewDb
 from tests.support.sidecars import by_id, replicas
 
@@ -89,7 +88,7 @@ def test_a_replica_killed_mid_turn_is_finished_by_the_other(
         if applied:
             assert fresh_workshop.wait_booked(key, timeout_s=30)
         procs[0].stop(kill=True)
-        with pytest.raises(grpc.RpcError):
+        with pytest.raises(RequestError):
             pending.result(timeout=30)
         if not applied:
             fresh_workshop.reset()  # the held request is dropped, never booked

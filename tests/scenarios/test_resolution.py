@@ -18,7 +18,7 @@ import pytest
 from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
 from gateway import pb
-from gateway.client import GatewayClient, error_code, tool_call
+from gateway.client import GatewayClient, RetryPolicy, error_code, tool_call
 from tests.support.paths import Connect, NewDb
 from tests.support.resolution import attempt, audit_of, refused
 from tests.support.sidecars import Watcher, by_id, own_sidecar, replicas
@@ -174,7 +174,7 @@ def test_watch_run_is_for_the_owner_only(connect: Connect, run_id: str) -> None:
                           ("oscar-demo-token", grpc.StatusCode.PERMISSION_DENIED)):
         watcher = Watcher(connect(token), run_id)
         assert watcher.wait_ended() and watcher.outcomes == []
-        assert watcher.error is not None and watcher.error.code() == status
+        assert watcher.error is not None and watcher.error.grpc_status == status.name
     missing = Watcher(connect("alice-demo-token"), "no-such-run")
     assert missing.wait_ended() and missing.error is not None
     assert error_code(missing.error) == "run_not_found"
@@ -202,14 +202,14 @@ def test_a_watcher_reconnects_across_a_restart_and_gets_the_current_state_first(
     lose_the_answer(fresh_workshop)
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db,
                      workshop=fresh_workshop) as proc, \
-            GatewayClient(proc.target, "mia-demo-token") as loop:
+            GatewayClient(proc.target, "mia-demo-token", retry=RetryPolicy(attempts=1)) as loop:
         loop.start_run(run_id="r1")
         paused = loop.submit_calls("r1", "t1", tool_call("w1", "reserve_seat", SEAT))
-        watcher = Watcher(loop, "r1")
+        watcher = Watcher(loop, "r1")  # a client that never reconnects by itself
         assert watcher.wait_for(1) == [paused]
         proc.stop()  # a graceful restart ends the stream: UNAVAILABLE, reconnect
         assert watcher.wait_ended() and watcher.error is not None
-        assert watcher.error.code() == grpc.StatusCode.UNAVAILABLE
+        assert watcher.error.grpc_status == "UNAVAILABLE"
         assert error_code(watcher.error) == "shutting_down"
     with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db,
                      workshop=fresh_workshop) as proc, \

@@ -14,7 +14,7 @@ import pytest
 from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
 from gateway import pb
-from gateway.client import GatewayClient, error_code, tool_call
+from gateway.client import GatewayClient, RequestError, error_code, tool_call
 from tests.support.paths import Connect, NewDb
 from tests.support.provider_turns import USER, submit_raw
 from tests.support.scenarios import WEATHER
@@ -40,15 +40,16 @@ def turns(c: GatewayClient, run_id: str, first: int, last: int) -> None:
 
 def old_request(c: GatewayClient, run_id: str) -> pb.Run:
     """GetRun as a client built before paging sends it: the run ID and nothing else."""
-    call = c.channel.unary_unary("/callgate.v1.ToolGateway/GetRun",
-                                 response_deserializer=pb.Run.FromString)
-    answer: pb.Run = call(pb.GetRunRequest(run_id=run_id).SerializeToString(),
-                          metadata=c.metadata, timeout=30)
+    with grpc.insecure_channel(c.target) as channel:
+        call = channel.unary_unary("/callgate.v1.ToolGateway/GetRun",
+                                   response_deserializer=pb.Run.FromString)
+        answer: pb.Run = call(pb.GetRunRequest(run_id=run_id).SerializeToString(),
+                              metadata=[("authorization", "Bearer alice-demo-token")], timeout=30)
     return answer
 
 
-def refused(fn: Any) -> grpc.RpcError:
-    with pytest.raises(grpc.RpcError) as err:
+def refused(fn: Any) -> RequestError:
+    with pytest.raises(RequestError) as err:
         fn()
     return err.value
 
@@ -114,14 +115,13 @@ def test_page_tokens_that_are_not_the_callers_own(connect: Connect, run_id: str,
     for bad in ("garbage", token[:-2], token + "A", alice.get_run(other, page_size=2)
                 .next_page_token):
         err = refused(lambda bad=bad: alice.get_run(run_id, page_token=bad))
-        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert error_code(err) == "invalid_page_token", err.details()
-        assert "next_page_token" in (err.details() or "")
+        assert err.grpc_status == "INVALID_ARGUMENT"
+        assert error_code(err) == "invalid_page_token", err.message
+        assert "next_page_token" in (err.message or "")
     err = refused(lambda: connect("mallory-demo-token").get_run(run_id, page_token=token))
-    assert (err.code(), error_code(err)) == (grpc.StatusCode.PERMISSION_DENIED,
-                                              "permission_denied")
+    assert (err.grpc_status, error_code(err)) == ("PERMISSION_DENIED", "permission_denied")
     err = refused(lambda: alice.get_run(run_id, page_size=-1))
-    assert error_code(err) == "invalid_argument" and "page_size" in (err.details() or "")
+    assert error_code(err) == "invalid_argument" and "page_size" in (err.message or "")
     assert [t.turn_id for t in alice.get_run(run_id, page_token=token).turns] == ["t1", "t2"]
 
 

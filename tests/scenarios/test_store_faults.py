@@ -19,7 +19,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from examples.travel.service import TravelService
 from gateway import pb
-from gateway.client import GatewayClient, error_code, tool_call
+from gateway.client import GatewayClient, RequestError, error_code, tool_call
 from gateway.testing import SidecarProcess
 from tests.support.scenarios import WEATHER
 from tests.support.sidecars import own_sidecar
@@ -40,10 +40,10 @@ def wait_for_health(target: str, want: int, service: str = "callgate.store") -> 
     raise AssertionError(f"{service} never became {want}")
 
 
-def refused_turn(c: GatewayClient, run_id: str, turn_id: str) -> grpc.RpcError:
-    with pytest.raises(grpc.RpcError) as info:
+def refused_turn(c: GatewayClient, run_id: str, turn_id: str) -> RequestError:
+    with pytest.raises(RequestError) as info:
         c.submit_calls(run_id, turn_id, tool_call(f"{turn_id}-c", "get_weather", WEATHER))
-    assert isinstance(info.value, grpc.RpcError)
+    assert isinstance(info.value, RequestError)
     return info.value
 
 
@@ -58,12 +58,12 @@ def test_a_deleted_store_file_refuses_turns_and_is_not_serving(
         c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER))
         db.unlink()
         err = refused_turn(c, run_id, "t2")
-        assert (err.code(), error_code(err)) == (grpc.StatusCode.UNAVAILABLE,
-                                                 "store_unavailable"), err.details()
+        assert (err.grpc_status, error_code(err)) == ("UNAVAILABLE", "store_unavailable"), \
+            err.message
         assert "t2-c" not in str(travel.stats()["requests"])
         wait_for_health(proc.target, NOT_SERVING)
         wait_for_health(proc.target, NOT_SERVING, service="")
-        with pytest.raises(grpc.RpcError) as info:
+        with pytest.raises(RequestError) as info:
             c.start_run(run_id=run_id + "-2")
         assert error_code(info.value) == "store_unavailable"
 
@@ -115,8 +115,8 @@ def test_a_full_disk_is_not_serving_and_refuses_turns(disk_sidecar: SidecarProce
         wait_for_health(disk_sidecar.target, SERVING)
         filler = fill(small_disk)
         err = refused_turn(c, run_id, "t1")
-        assert (err.code(), error_code(err)) == (grpc.StatusCode.UNAVAILABLE,
-                                                 "store_unavailable"), err.details()
+        assert (err.grpc_status, error_code(err)) == ("UNAVAILABLE", "store_unavailable"), \
+            err.message
         assert travel.stats()["weather"] == 0
         wait_for_health(disk_sidecar.target, NOT_SERVING)
         filler.unlink()
@@ -138,7 +138,7 @@ def test_a_disk_that_fills_mid_turn_gets_a_truthful_answer(disk_sidecar: Sidecar
             try:
                 answer["outcome"] = c.submit_calls(
                     run_id, "t1", tool_call("in-flight", "get_weather", WEATHER))
-            except grpc.RpcError as err:
+            except RequestError as err:
                 answer["error"] = err
 
         worker = threading.Thread(target=submit)
@@ -147,10 +147,10 @@ def test_a_disk_that_fills_mid_turn_gets_a_truthful_answer(disk_sidecar: Sidecar
         filler = fill(small_disk)
         worker.join(60)
         err = answer.get("error")
-        assert isinstance(err, grpc.RpcError), answer
-        assert err.code() == grpc.StatusCode.UNAVAILABLE
+        assert isinstance(err, RequestError), answer
+        assert err.grpc_status == "UNAVAILABLE"
         assert error_code(err) == "results_not_recorded"
-        assert "in-flight" in (err.details() or "") and "ResumeRun" in (err.details() or "")
+        assert "in-flight" in (err.message or "") and "ResumeRun" in (err.message or "")
         os.unlink(filler)
         wait_for_health(disk_sidecar.target, SERVING)
         out = c.resume_run(run_id)

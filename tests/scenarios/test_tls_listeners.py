@@ -14,13 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
 import pytest
 import yaml
 
 from examples.travel.service import TravelService
 from gateway import pb
-from gateway.client import error_code, tool_call
+from gateway.client import RequestError, error_code, tool_call
 from gateway.testing import ServeTLS, SidecarProcess
 from gateway.tls import ClientTLS
 from tests.support.paths import POLICIES, sidecar_env
@@ -113,11 +112,11 @@ def test_a_certificate_of_the_ca_naming_no_listed_identity_is_unauthenticated(
         mtls: tuple[SidecarProcess, Pki], run_id: str) -> None:
     sidecar, pki = mtls
     with sidecar.client(tls=pki.client("stranger", uri=STRANGER)) as stranger:
-        with pytest.raises(grpc.RpcError) as err:
+        with pytest.raises(RequestError) as err:
             stranger.start_run(run_id=run_id)
-    assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert err.value.grpc_status == "UNAUTHENTICATED"
     assert error_code(err.value) == "unauthenticated"
-    assert "not listed under mtls.identities" in (err.value.details() or "")
+    assert "not listed under mtls.identities" in (err.value.message or "")
 
 
 def test_a_certificate_from_another_ca_never_completes_the_handshake(
@@ -126,9 +125,9 @@ def test_a_certificate_from_another_ca_never_completes_the_handshake(
     forged = pki.client("forged", uri=AGENT, ca=pki.other)  # the right name, the wrong CA
     for tls in (forged, ClientTLS(ca=pki.ca_file)):  # and no certificate at all
         with sidecar.client(tls=tls, timeout_s=10) as client:
-            with pytest.raises(grpc.RpcError) as err:
+            with pytest.raises(RequestError) as err:
                 client.start_run(run_id=run_id)
-        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert err.value.grpc_status == "UNAVAILABLE"
     assert "CERTIFICATE_VERIFY_FAILED" in sidecar.output  # the sidecar's log says why
 
 
@@ -138,9 +137,9 @@ def test_a_plaintext_client_or_one_trusting_another_ca_cannot_connect(
     agent = pki.client("agent-b", uri=AGENT)
     wrong_trust = ClientTLS(ca=pki.other_file, cert=agent.cert, key=agent.key)
     for client in (sidecar.client(timeout_s=10), sidecar.client(tls=wrong_trust, timeout_s=10)):
-        with client, pytest.raises(grpc.RpcError) as err:
+        with client, pytest.raises(RequestError) as err:
             client.start_run(run_id=run_id)
-        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert err.value.grpc_status == "UNAVAILABLE"
 
 
 def test_certificates_are_reloaded_when_their_files_change(
@@ -180,8 +179,8 @@ def _connects(sidecar: SidecarProcess, tls: ClientTLS) -> bool:
     with sidecar.client("t", tls=tls, timeout_s=10) as client:  # a new channel: a handshake
         try:
             client.get_status()
-        except grpc.RpcError as err:
-            assert err.code() == grpc.StatusCode.UNAVAILABLE, err
+        except RequestError as err:
+            assert err.grpc_status == "UNAVAILABLE", err
             return False
     return True
 

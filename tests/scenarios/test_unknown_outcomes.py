@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import grpc
 import pytest
 
 from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
 from gateway import pb
-from gateway.client import GatewayClient, error_code, tool_call
+from gateway.client import GatewayClient, RequestError, error_code, tool_call
 from tests.gateway.executors.target import Reply, running_target
 from tests.support.paths import NewDb
 from tests.support.resolution import audit_of
@@ -39,7 +38,7 @@ def test_lost_response_is_reconciled_not_replayed(tmp_path: Path, travel: Travel
             assert res.status == pb.CALL_STATUS_UNKNOWN and res.execution_count == 1
             assert out.next == pb.NEXT_ACTION_PAUSED_UNKNOWN_OUTCOME
             assert out.run_state == pb.RUN_STATE_PAUSED_UNKNOWN_OUTCOME
-            with pytest.raises(grpc.RpcError) as err:
+            with pytest.raises(RequestError) as err:
                 c.submit_turn(run_id="r1", turn_id="t2", final=pb.FinalAnswer(text="x"))
             assert error_code(err.value) == "run_paused"
             settled = c.resume_run("r1")

@@ -22,13 +22,12 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import grpc
 import pytest
 
 from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
 from gateway import pb
-from gateway.client import GatewayClient, tool_call
+from gateway.client import GatewayClient, RequestError, tool_call
 from gateway.service.config import ServeConfig
 from gateway.service.supervisor import READY, Backoff, Supervisor
 from gateway.store.sqlite_peers import directory_of
@@ -100,7 +99,7 @@ class AuditFollower:
         self._thread.start()
 
     def _read(self) -> None:
-        with contextlib.suppress(grpc.RpcError):  # cancelled at the end
+        with contextlib.suppress(RequestError):  # cancelled at the end
             for record in self.call:
                 with self._changed:
                     self.kinds.append(record.kind)

@@ -14,7 +14,4 @@ USER = [{"role": "user", "content": "Is ICE123 on time, and what's the weather i
 def submit_raw(c: GatewayClient, run_id: str, response: dict[str, Any] | str,
                **fields: Any) -> pb.TurnOutcome:
     text = response if isinstance(response, str) else json.dumps(response)
-    result: pb.TurnOutcome = c.stub.SubmitProviderResponse(
-        pb.SubmitProviderResponseRequest(run_id=run_id, response_json=text, **fields),
-        metadata=c.metadata, timeout=30)
-    return result
+    return c.submit_provider_response(run_id, text, timeout_s=30, **fields)

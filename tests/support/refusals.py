@@ -2,27 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
 import pytest
 
 from gateway import pb
-from gateway.client import GatewayClient, error_code, tool_call
+from gateway.client import GatewayClient, RequestError, error_code, tool_call
 from tests.support.scenarios import WEATHER
 
 
-def rpc_error(fn: Any, *args: Any, **kwargs: Any) -> grpc.RpcError:
-    with pytest.raises(grpc.RpcError) as info:
+def rpc_error(fn: Any, *args: Any, **kwargs: Any) -> RequestError:
+    with pytest.raises(RequestError) as info:
         fn(*args, **kwargs)
     err = info.value
-    assert isinstance(err, grpc.RpcError)
+    assert isinstance(err, RequestError)
     return err
 
 
-def assert_refused(err: grpc.RpcError, status: grpc.StatusCode, code: str) -> None:
-    assert (err.code(), error_code(err)) == (status, code), err.details()
+def assert_refused(err: RequestError, status: grpc.StatusCode, code: str) -> None:
+    assert (err.grpc_status, error_code(err)) == (status.name, code), err.message
 
 
 def assert_run_usable(c: GatewayClient, run_id: str, turn_id: str = "valid-after") -> None:
@@ -37,10 +36,4 @@ def assert_run_usable(c: GatewayClient, run_id: str, turn_id: str = "valid-after
 
 def submit_stream(c: GatewayClient, run_id: str, texts: list[str], **first: Any
                   ) -> pb.TurnOutcome:
-    def messages() -> Iterator[pb.ProviderStreamEvent]:
-        for i, text in enumerate(texts):
-            head = {"run_id": run_id, **first} if i == 0 else {}
-            yield pb.ProviderStreamEvent(event_json=text, **head)
-    result: pb.TurnOutcome = c.stub.SubmitProviderStream(messages(), metadata=c.metadata,
-                                                         timeout=30)
-    return result
+    return c.submit_provider_stream(run_id, texts, timeout_s=30, **first)

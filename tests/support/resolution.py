@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import grpc
 
-from gateway.client import error_code
+from gateway.client import RequestError, error_code
 from gateway.store import open_store
 
 
 def refused(call: object, code: grpc.StatusCode, reason: str) -> None:
-    assert isinstance(call, grpc.RpcError), call
-    assert call.code() == code and error_code(call) == reason, call.details()
+    assert isinstance(call, RequestError), call
+    assert call.grpc_status == code.name and error_code(call) == reason, call.message
 
 
 def attempt(fn: object, *args: object, **kwargs: object) -> object:
     """The error fn raises (or its answer, which the caller's assertion then rejects)."""
     try:
         return fn(*args, **kwargs)  # type: ignore[operator]
-    except grpc.RpcError as err:
+    except RequestError as err:
         return err
 
 

@@ -10,12 +10,10 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-import grpc
-
 from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
 from gateway import pb
-from gateway.client import GatewayClient
+from gateway.client import GatewayClient, RequestError
 from gateway.testing import SidecarProcess
 from tests.support.paths import AUTH, POLICIES, sidecar_env
 
@@ -66,7 +64,7 @@ class Watcher:
     def __init__(self, client: GatewayClient, run_id: str) -> None:
         self.call = client.watch_run(run_id)
         self.outcomes: list[pb.TurnOutcome] = []
-        self.error: grpc.RpcError | None = None
+        self.error: RequestError | None = None
         self.ended = False
         self._changed = threading.Condition()
         self._thread = threading.Thread(target=self._read, daemon=True)
@@ -78,7 +76,7 @@ class Watcher:
                 with self._changed:
                     self.outcomes.append(outcome)
                     self._changed.notify_all()
-        except grpc.RpcError as err:
+        except RequestError as err:
             self.error = err
         finally:
             with self._changed:

@@ -8,7 +8,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from gateway import pb
-from gateway.client import error_code, tool_call
+from gateway.client import RequestError, error_code, tool_call
 from gateway.testing import SidecarProcess
 from tests.support.paths import Connect
 from tests.support.scenarios import TRAIN, WEATHER
@@ -79,9 +79,9 @@ def test_start_run_is_idempotent_and_conflicts_on_other_parameters(connect: Conn
     again = c.start_run(run_id=run_id, budget=pb.Budget(max_turns=3), labels={"a": "b"})
     assert again.run_id == first.run_id == run_id and again.created_at == first.created_at
     assert first.subject == "alice" and first.tenant == "acme"
-    with pytest.raises(grpc.RpcError) as err:
+    with pytest.raises(RequestError) as err:
         c.start_run(run_id=run_id, budget=pb.Budget(max_turns=4))
-    assert err.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert err.value.grpc_status == "ALREADY_EXISTS"
     assert error_code(err.value) == "run_conflict"
 
 
@@ -94,16 +94,16 @@ def test_unknown_provider_is_invalid(connect: Connect, run_id: str) -> None:
     c = connect("alice-demo-token")
     for kwargs in ({"provider": "acme.llm"}, {"provider": "openai.responses",
                                               "api_version": "v9"}):
-        with pytest.raises(grpc.RpcError) as err:
+        with pytest.raises(RequestError) as err:
             c.start_run(run_id=run_id, **kwargs)
-        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert err.value.grpc_status == "INVALID_ARGUMENT"
         assert error_code(err.value) == "unknown_provider"
 
 
 def test_turn_for_another_provider_is_invalid(connect: Connect, run_id: str) -> None:
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages")
-    with pytest.raises(grpc.RpcError) as err:
+    with pytest.raises(RequestError) as err:
         c.submit_turn(run_id=run_id, turn_id="t1", provider="openai.responses",
                       final=pb.FinalAnswer(text="x"))
     assert error_code(err.value) == "unknown_provider"
@@ -112,9 +112,9 @@ def test_turn_for_another_provider_is_invalid(connect: Connect, run_id: str) -> 
 def test_turn_without_event_is_invalid(connect: Connect, run_id: str) -> None:
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
-    with pytest.raises(grpc.RpcError) as err:
+    with pytest.raises(RequestError) as err:
         c.submit_turn(run_id=run_id, turn_id="t1")
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.value.grpc_status == "INVALID_ARGUMENT"
 
 
 def test_authorize_decides_without_executing(connect: Connect, fresh_travel: object) -> None:
@@ -143,19 +143,19 @@ def test_cancel_run_stops_further_turns(connect: Connect, run_id: str) -> None:
     c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER))
     assert c.cancel_run(run_id).state == pb.RUN_STATE_CANCELLED
     assert c.cancel_run(run_id).state == pb.RUN_STATE_CANCELLED
-    with pytest.raises(grpc.RpcError) as err:
+    with pytest.raises(RequestError) as err:
         c.submit_turn(run_id=run_id, turn_id="t2", final=pb.FinalAnswer(text="x"))
     assert error_code(err.value) == "run_finished"
 
 
 def test_oversized_or_unprintable_ids_are_invalid(connect: Connect, run_id: str) -> None:
     c = connect("alice-demo-token")
-    with pytest.raises(grpc.RpcError) as err:
+    with pytest.raises(RequestError) as err:
         c.start_run(run_id="r" * 300)
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.value.grpc_status == "INVALID_ARGUMENT"
     c.start_run(run_id=run_id)
     for turn_id, call_id in (("t\n1", "c1"), ("t1", "c" * 257)):
-        with pytest.raises(grpc.RpcError) as err:
+        with pytest.raises(RequestError) as err:
             c.submit_calls(run_id, turn_id, tool_call(call_id, "get_weather", WEATHER))
-        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert err.value.grpc_status == "INVALID_ARGUMENT"
     assert c.get_run(run_id).turns_used == 0
