@@ -105,7 +105,8 @@ def unreachable(target: str, details: str, *, tls: bool, status: str = "UNAVAILA
     tls_hint = ("; with TLS, that it listens with TLS and --tls-ca trusts its certificate"
                 if tls else "; if it listens with TLS, connect with --tls (or --tls-ca)")
     where = f" at {target}" if target else ""
-    err = SidecarUnreachable(target, f"cannot reach the sidecar{where}: {details}: check that "
+    err = SidecarUnreachable(target, f"cannot reach the sidecar{where}: {details} (unavailable): "
+                             "check that "
                              "--target (CALLGATE_TARGET) names the address `callgate serve` "
                              f"listens on and that it is running{tls_hint}")
     err.grpc_status = status

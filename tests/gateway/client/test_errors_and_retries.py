@@ -102,7 +102,7 @@ def test_the_sidecars_code_and_status_reach_the_caller() -> None:
 def test_an_answer_without_a_code_raises_the_class_its_status_stands_for(
         status: grpc.StatusCode, cls: type[RequestError], code: RequestCode) -> None:
     err = from_rpc_error(FakeRpcError(status, "from a proxy"))
-    assert type(err) is cls and err.code == code and err.grpc_status == status.name
+    assert isinstance(err, cls) and err.code == code and err.grpc_status == status.name
     assert "from a proxy" in err.message
 
 

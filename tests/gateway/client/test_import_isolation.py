@@ -51,7 +51,7 @@ CLIENT_ROUND_TRIP = textwrap.dedent("""
     from gateway.loop import ScriptedModel, run_loop
 
     target, run_id, script = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-    with GatewayClient(target, "alice-demo-token") as c:
+    with GatewayClient(target, "bob-demo-token") as c:  # a traveler, and nothing else
         c.start_run(run_id, provider="anthropic.messages")
         out = c.submit_calls(run_id, "t1", tool_call("c1", "get_weather",
                                                      {"city": "Berlin", "date": "2026-12-01"}))
@@ -65,9 +65,9 @@ CLIENT_ROUND_TRIP = textwrap.dedent("""
         except NotFound as err:
             missing = err.code.value
     loop = run_loop(ScriptedModel(script), [{"role": "user", "content": "Weather in Berlin?"}],
-                    provider="anthropic.messages", target=target, token="alice-demo-token",
+                    provider="anthropic.messages", target=target, token="bob-demo-token",
                     run_id=run_id + "-loop")
-    with GatewayClient(target, "alice-demo-token") as c:
+    with GatewayClient(target, "bob-demo-token") as c:
         ran = [(r.call_id, r.execution_count) for r in c.get_run(loop.run_id).calls]
     print(json.dumps({"status": pb.CallStatus.Name(out.results[0].status),
                       "tools": sorted(t["name"] for t in tools), "watched": first.turn_id,
