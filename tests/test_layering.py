@@ -4,6 +4,8 @@ Every import counts, those inside functions too. `gateway`'s own top-level modul
 model, jsontext, ...) are the foundation every layer may use; they import no subpackage. From
 the bottom up:
 
+    observe                  what the layers report: metrics, spans, log context (hooks
+                             that do nothing unless switched on; Prometheus, OpenTelemetry)
     executors, identity      how a tool runs; who a caller is
     tools                    manifests, schemas (may name an executor)
     policy                   engines and the policy input (built from tool manifests)
@@ -30,27 +32,30 @@ ROOT = Path(__file__).resolve().parent.parent
 GATEWAY = ROOT / "gateway"
 
 STORE_PROTOCOL = {"gateway.store.base", "gateway.store.notify"}
-ORDER = ["executors", "identity", "tools", "policy", "approvals", "audit", "store", "run",
-         "wire", "service", "cli"]
+ORDER = ["observe", "executors", "identity", "tools", "policy", "approvals", "audit", "store",
+         "run", "wire", "service", "cli"]
 # what each layer may import of `gateway` besides the foundation and itself
+OBSERVE = "gateway.observe"  # the bottom layer: any layer may report through its hooks
 RULES: dict[str, set[str]] = {
-    "gateway.executors": set(),
+    "gateway.observe": set(),
+    "gateway.executors": {OBSERVE},
     "gateway.identity": set(),
     "gateway.tools": {"gateway.executors", "gateway.audit.keys"},
-    "gateway.policy": {"gateway.tools", "gateway.audit.records"},
+    "gateway.policy": {"gateway.tools", "gateway.audit.records", OBSERVE},
     "gateway.approvals": {"gateway.policy", "gateway.tools", *STORE_PROTOCOL},
     "gateway.audit": {"gateway.approvals", "gateway.policy", "gateway.tools", *STORE_PROTOCOL},
     "gateway.store": {"gateway.audit.keys", "gateway.audit.records", "gateway.audit.hashing"},
     "gateway.run": {"gateway.approvals", "gateway.audit", "gateway.executors", "gateway.policy",
-                    "gateway.tools", *STORE_PROTOCOL},
+                    "gateway.tools", *STORE_PROTOCOL, OBSERVE},
     "gateway.wire": {"gateway.run", "gateway.approvals", "gateway.audit", "gateway.identity",
-                     "gateway.policy", "gateway.tools"},
+                     "gateway.policy", "gateway.tools", OBSERVE},
     "gateway.service": {f"gateway.{name}" for name in ORDER[:ORDER.index("service")]},
     "gateway.cli": {f"gateway.{name}" for name in ORDER[:ORDER.index("cli")]},
 }
 # third-party packages a layer must not see
 NO_GRPC_NO_SQL = {"grpc", "sqlite3", "psycopg", "psycopg_pool", "adapters"}
 FORBIDDEN: dict[str, set[str]] = {
+    "gateway.observe": NO_GRPC_NO_SQL,
     "gateway.run": NO_GRPC_NO_SQL,
     "gateway.approvals": NO_GRPC_NO_SQL,
     "gateway.audit": NO_GRPC_NO_SQL,
