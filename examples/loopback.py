@@ -92,6 +92,7 @@ class Requests:
                 "call_id": headers.get("x-callgate-call-id", ""),
                 "run_id": headers.get("x-callgate-run-id", ""),
                 "subject": headers.get("x-callgate-subject", ""),
+                "traceparent": headers.get("traceparent", ""),  # the caller's trace, if traced
             })
             self._arrivals.notify_all()
 
