@@ -20,9 +20,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
+from types import TracebackType
 from typing import Final
 
-from opentelemetry import trace
+from opentelemetry import context, trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -36,6 +37,30 @@ TRACE_PATH: Final = "/v1/traces"
 _PROPAGATOR: Final = TraceContextTextMapPropagator()
 
 
+class _Current:
+    """A span current while the block runs, ended after it (the SDK's `start_as_current_span`
+    without its generator and exception recording: a third cheaper). An exception leaving
+    the block marks the span failed with the exception's type only (`errors`)."""
+
+    __slots__ = ("_span", "_token", "_errors")
+
+    def __init__(self, span: trace.Span, errors: bool) -> None:
+        self._span = span
+        self._errors = errors
+        self._token: object = None
+
+    def __enter__(self) -> trace.Span:
+        self._token = context.attach(trace.set_span_in_context(self._span))
+        return self._span
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        context.detach(self._token)  # type: ignore[arg-type]
+        if kind is not None and self._errors and self._span.is_recording():
+            self._span.set_status(Status(StatusCode.ERROR, kind.__name__))
+        self._span.end()
+
+
 class OtelTracer(Tracer):
     enabled = True
 
@@ -45,16 +70,16 @@ class OtelTracer(Tracer):
 
     def span(self, name: str, attributes: Attributes | None = None, *,
              client: bool = False) -> AbstractContextManager[Span]:
-        return self._tracer.start_as_current_span(
+        return _Current(self._tracer.start_span(
             name, attributes=attributes, kind=SpanKind.CLIENT if client else SpanKind.INTERNAL,
-            record_exception=False, set_status_on_exception=True)
+            record_exception=False), errors=True)
 
     def server_span(self, name: str, carrier: Mapping[str, str],
                     attributes: Attributes | None = None) -> AbstractContextManager[Span]:
         parent = _PROPAGATOR.extract(carrier) if carrier else None
-        return self._tracer.start_as_current_span(
+        return _Current(self._tracer.start_span(
             name, context=parent, kind=SpanKind.SERVER, attributes=attributes,
-            record_exception=False, set_status_on_exception=False)
+            record_exception=False), errors=False)
 
     def headers(self) -> Mapping[str, str]:
         carrier: dict[str, str] = {}
@@ -92,20 +117,23 @@ def traces_url(endpoint: str) -> str:
     return base if base.endswith(TRACE_PATH) else base + TRACE_PATH
 
 
-def provider_with(processor: SpanProcessor) -> TracerProvider:
+def provider_with(processor: SpanProcessor,
+                  attributes: Mapping[str, str] | None = None) -> TracerProvider:
     """A provider named by OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES (default `callgate`),
-    sampling as OTEL_TRACES_SAMPLER says, sending spans to processor."""
+    sampling as OTEL_TRACES_SAMPLER says, sending spans to processor; `attributes`: what is
+    the same for every span of the process (said once per export, not per span)."""
     named = os.environ.get("OTEL_SERVICE_NAME") or "service.name=" in os.environ.get(
         "OTEL_RESOURCE_ATTRIBUTES", "")
-    resource = Resource.create({} if named else {SERVICE_NAME: INSTRUMENTATION})
+    resource = Resource.create({**(attributes or {}),
+                                **({} if named else {SERVICE_NAME: INSTRUMENTATION})})
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(processor)
     return provider
 
 
-def otlp_tracer(endpoint: str) -> OtelTracer:
+def otlp_tracer(endpoint: str, attributes: Mapping[str, str] | None = None) -> OtelTracer:
     """Spans batched (OTEL_BSP_*) to the OTLP/HTTP endpoint (or the one OTEL_* names)."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     exporter = OTLPSpanExporter(endpoint=traces_url(endpoint) if endpoint else None)
-    return OtelTracer(provider_with(BatchSpanProcessor(exporter)))
+    return OtelTracer(provider_with(BatchSpanProcessor(exporter), attributes))

@@ -41,16 +41,14 @@ class Authorizer:
                 return r
             return await runner.judge.judge(r, identity=identity, run=ctx, batch=recs, now=now)
 
-        with runner.judging.tracer.span("callgate.judge", {"callgate.calls": len(recs)}):
-            if run is None:
-                judged = [await judge(r, None) for r in recs]
-            else:
-                need = HistoryNeed.of(runner.policy)
-                judged = await judged_with_history(
-                    need, runner.policy, recs,
-                    await runner.judging.history(run.run_id, "", need.limit),
-                    runner.judging.context(run, run.turns_used, ""), judge,
-                    lambda: runner.judging.history(run.run_id, "", RECENT_CALLS))
+        if run is None:  # (judging is the whole RPC: its policy spans are the RPC's children)
+            judged = [await judge(r, None) for r in recs]
+        else:
+            need = HistoryNeed.of(runner.policy)
+            judged = await judged_with_history(
+                need, runner.policy, recs, await runner.judging.history(run.run_id, "", need.limit),
+                runner.judging.context(run, run.turns_used, ""), judge,
+                lambda: runner.judging.history(run.run_id, "", RECENT_CALLS))
         await runner.store.append_audit([events.authorize(r, identity, registry=runner.registry,
                                                         now=now) for r in judged])
         return [AuthorizeDecision(r.call_id, r.decision or Decision(Verdict.UNSPECIFIED),

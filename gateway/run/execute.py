@@ -199,11 +199,10 @@ class ExecutionPhase:
         token = CALL_ID.set(rec.call_id)
         try:
             if self.observe.enabled:
-                with self.observe.tracer.span("callgate.execute", {
-                        "callgate.tool": rec.tool, "callgate.call_id": rec.call_id}) as span:
+                with self.observe.tracer.span("callgate.execute",
+                                              {"callgate.call_id": rec.call_id}) as span:
                     done = await self._execute_call(work, rec)
                     span.set_attribute("callgate.status", done.status.value)
-                    span.set_attribute("callgate.code", done.error_code)
                 return done
             return await self._execute_call(work, rec)
         finally:
@@ -244,7 +243,8 @@ class ExecutionPhase:
             res = await run(args, ctx)
             elapsed = perf_counter() - start
             span.set_attribute("callgate.outcome", res.status.value)
-            span.set_attribute("callgate.code", res.error_code)
+            if res.error_code:
+                span.set_attribute("callgate.code", res.error_code)
         self.observe.metrics.tool_run(rec.tool, res.status.value, elapsed)
         return res
 

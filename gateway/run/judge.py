@@ -140,14 +140,12 @@ class Judge:
 
     async def _observed_decision(self, tool: str, policy_in: dict[str, Any]) -> Decision:
         """`decision` evaluated in a span of its own, timed and counted by verdict."""
-        engine = self.policy.name
-        with self.observe.tracer.span("callgate.policy", {"callgate.tool": tool,
-                                                          "callgate.engine": engine}) as span:
+        with self.observe.tracer.span("callgate.policy", {"callgate.tool": tool}) as span:
             start = perf_counter()
             decision = await self.policy.decide(policy_in)
             elapsed = perf_counter() - start
             verdict = "POLICY_ERROR" if decision.is_policy_error else decision.verdict.value
             span.set_attribute("callgate.verdict", verdict)
             span.set_attribute("callgate.policy_revision", decision.policy_revision)
-        self.observe.metrics.decision(verdict, tool, engine, elapsed)
+        self.observe.metrics.decision(verdict, tool, self.policy.name, elapsed)
         return decision

@@ -20,8 +20,11 @@ from gateway.model import CallStatus, NextAction
 from gateway.observe.hooks import MULTIPROCESS_ENV, Metrics, Observe, Tracer
 from gateway.service.config import ServeConfig
 from gateway.store.base import RunStore
+from gateway.version import callgate_version
 
 log = logging.getLogger("callgate.metrics")
+
+SERVICE: Final = pb.DESCRIPTOR.services_by_name["ToolGateway"].full_name
 
 GAUGE_READ_TIMEOUT_S: Final = 5.0
 
@@ -53,7 +56,9 @@ def _tracer(config: ServeConfig) -> Tracer:
     if not wanted(config.otlp_endpoint):
         return Tracer()
     try:
-        return otlp_tracer(config.otlp_endpoint)
+        return otlp_tracer(config.otlp_endpoint, {
+            "service.version": callgate_version(), "callgate.engine": config.engine,
+            "rpc.system": "grpc", "rpc.service": SERVICE})
     except ValueError as exc:  # an OTEL_* variable the SDK cannot read
         raise ConfigError(f"--otlp-endpoint / OTEL_*: {exc}") from None
 

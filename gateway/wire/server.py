@@ -219,8 +219,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         outcome = RpcOutcome()
         start = perf_counter()
         carrier = trace_carrier(context) if tracer.enabled else {}
-        attributes = {"rpc.system": "grpc", "rpc.service": SERVICE, "rpc.method": method}
-        with tracer.server_span(f"{SERVICE}/{method}", carrier, attributes) as span:
+        with tracer.server_span(f"{SERVICE}/{method}", carrier, {"rpc.method": method}) as span:
             try:
                 return await self._answer(context, fn, request, outcome)
             except asyncio.CancelledError:
