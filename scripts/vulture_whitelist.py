@@ -10,6 +10,7 @@ from gateway.client import GatewayClient
 from gateway.errors import CallCode
 from gateway.executors.http1 import _Connection
 from gateway.model import ApprovalStatus
+from gateway.observe.sdk import sdk_tracer
 from gateway.policy.base import PolicyEngine
 from gateway.policy.bundle import Bundle
 from gateway.policy.opa.client import _Client
@@ -77,3 +78,7 @@ _Client._session
 
 # RE2's option, read by the library.
 _.log_errors  # noqa: F821
+
+# Spans handed to an OpenTelemetry SDK exporter: the tests' in-memory exporter, or a
+# deployment's own (docs/operations.md, "Traces").
+sdk_tracer

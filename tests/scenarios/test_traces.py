@@ -12,7 +12,6 @@ from pathlib import Path
 import grpc
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
@@ -20,7 +19,7 @@ from examples.travel.service import TravelService
 from gateway import pb
 from gateway.client import tool_call
 from gateway.observe.hooks import Observe
-from gateway.observe.tracing import OtelTracer, provider_with
+from gateway.observe.sdk import sdk_tracer
 from gateway.service.app import Sidecar
 from gateway.service.config import ServeConfig
 from tests.support.paths import AUTH, POLICIES
@@ -42,7 +41,7 @@ async def traced(tmp_path: Path, tools_dir: Path, travel: TravelService,
                                                                          InMemorySpanExporter]]:
     monkeypatch.setenv("CALLGATE_TRAVEL_URL", travel.url)
     exporter = InMemorySpanExporter()
-    observe = Observe(tracer=OtelTracer(provider_with(SimpleSpanProcessor(exporter))))
+    observe = Observe(tracer=sdk_tracer(exporter))
     sidecar = Sidecar(ServeConfig(listen="127.0.0.1:0", tools=tools_dir, policies=POLICIES,
                                   db=str(tmp_path / "cg.db"), auth=AUTH), observe=observe)
     await sidecar.start()
