@@ -16,6 +16,8 @@ Schema history (each store migrates forward on open):
        continues after `callgate audit prune`)
     5  turns gain an index on (run_id, seq): GetRun reads one page of a run's turns, and a
        turn's latest predecessor is found, without reading the run's other turns
+    6  calls gain a partial index of those UNKNOWN: the gauge `callgate_unknown_outcome_calls`
+       counts them at every scrape without reading the other calls
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Callable
 
 from gateway.audit.hashing import AUDIT_ADDED
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 RUN_COLUMNS = ("run_id", "state", "subject", "tenant", "provider", "api_version", "budget_json",
@@ -70,6 +72,7 @@ ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
         ("approvals", "policy_reasons_json")),
     4: tuple(("audit", c) for c in AUDIT_ADDED),
     5: (),
+    6: (),
 }
 
 
@@ -81,6 +84,8 @@ INDEXES: dict[int, tuple[str, ...]] = {
         "CREATE INDEX IF NOT EXISTS audit_subject ON audit (tenant, subject, seq)"),
     # a run's last turn (and a page of turns) by seq, however long the run
     5: ("CREATE INDEX IF NOT EXISTS turns_seq ON turns (run_id, seq)",),
+    # the calls of unknown outcome, however many calls the store holds
+    6: ("CREATE INDEX IF NOT EXISTS calls_unknown ON calls (status) WHERE status = 'UNKNOWN'",),
 }
 
 
