@@ -8,7 +8,8 @@ unknown delta types are ignored, as the streaming docs ask.
 
 A tool_use block's `input` is the concatenation of its `input_json_delta.partial_json` strings,
 parsed once, at its `content_block_stop`. A block cut off by `max_tokens` may get no
-`content_block_stop` at all (the SDK's own `incomplete_partial_json_response.txt` fixture), so
+`content_block_stop` at all (the SDK's own fixture of such a stream is copied into the tests
+as `stream_max_tokens_partial_tool.sse`), so
 `message_stop` with blocks still open is a valid stream; such a tool_use block, like one whose
 input does not parse to an object, is never a runnable call. Nothing is classified before
 `message_stop`: then the assembled Message goes through the same `read_response` as a

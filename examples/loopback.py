@@ -86,14 +86,16 @@ class Requests:
         """Count one request; headers: lower-cased names."""
         with self._arrivals:
             self._counts[endpoint] += 1
-            self._log.append({
-                "path": f"/{endpoint}",
-                "idempotency_key": headers.get("idempotency-key", ""),
-                "call_id": headers.get("x-callgate-call-id", ""),
-                "run_id": headers.get("x-callgate-run-id", ""),
-                "subject": headers.get("x-callgate-subject", ""),
-                "traceparent": headers.get("traceparent", ""),  # the caller's trace, if traced
-            })
+            self._log.append(
+                {
+                    "path": f"/{endpoint}",
+                    "idempotency_key": headers.get("idempotency-key", ""),
+                    "call_id": headers.get("x-callgate-call-id", ""),
+                    "run_id": headers.get("x-callgate-run-id", ""),
+                    "subject": headers.get("x-callgate-subject", ""),
+                    "traceparent": headers.get("traceparent", ""),  # the caller's, if traced
+                }
+            )
             self._arrivals.notify_all()
 
     def stats(self) -> dict[str, Any]:
@@ -196,8 +198,7 @@ class LoopbackServer(ThreadingHTTPServer):
     # must not overflow the listen backlog: a dropped SYN is retried only after a second
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], handler: type[JsonHandler],
-                 quiet: bool) -> None:
+    def __init__(self, address: tuple[str, int], handler: type[JsonHandler], quiet: bool) -> None:
         self.quiet = quiet
         self.stopping = threading.Event()
         self._live: dict[threading.Thread, socket.socket] = {}
@@ -211,8 +212,9 @@ class LoopbackServer(ThreadingHTTPServer):
         return f"http://{host!s}:{port}"
 
     def start(self, name: str) -> None:
-        self._thread = threading.Thread(target=self.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, name=name, daemon=True)
+        self._thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True
+        )
         self._thread.start()
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
@@ -223,6 +225,12 @@ class LoopbackServer(ThreadingHTTPServer):
         finally:
             with self._live_lock:
                 self._live.pop(threading.current_thread(), None)
+
+    def serving(self, sock: socket.socket) -> None:
+        """The socket this thread's connection now runs on (a TLS wrapper of the one
+        accepted): the one `stop` cuts."""
+        with self._live_lock:
+            self._live[threading.current_thread()] = sock
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if not (self.quiet or self.stopping.is_set()):
@@ -259,8 +267,13 @@ class ServiceState(Protocol):
 class ServiceServer(LoopbackServer):
     """A loopback server with a service's state (behaviours, statistics)."""
 
-    def __init__(self, address: tuple[str, int], handler: type[ServiceHandler],
-                 state: ServiceState, quiet: bool) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[ServiceHandler],
+        state: ServiceState,
+        quiet: bool,
+    ) -> None:
         self.state = state
         super().__init__(address, handler, quiet)
 
@@ -299,8 +312,12 @@ class RunningService:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
 

@@ -263,7 +263,7 @@ class CallRecord:
     decided_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
-    # set when an operator settled the call (ResolveCall): who, when and why
+    # set when an operator resolved the call (ResolveCall): who, when and why
     resolved_by: str = ""
     resolved_at: datetime | None = None
     resolution_reason: str = ""
@@ -312,7 +312,7 @@ class RunRecord:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     # the owner's roles as of the run's latest accepted turn (never claims: they are not
-    # stored); the identity a run is driven with when someone else settles it
+    # stored); the identity a run is driven with when someone else's action settles its turn
     roles: tuple[str, ...] = ()
 
     @property

@@ -72,7 +72,14 @@ tool_allowed if "*" in granted_tools
 # ---------------------------------------------------------------------------------------------
 # Reasons to deny a call. Each message says why; decision lists all of them.
 
-deny contains "call names no tool" if not is_string(input.call.tool)
+# The tool a call names, null when it names none. A reference that is undefined inside
+# `not f(...)` makes the expression undefined, not true (OPA evaluates it before the negation):
+# the default keeps this rule meaning "no tool name" for a call that has none.
+default call_tool := null
+
+call_tool := input.call.tool
+
+deny contains "call names no tool" if not is_string(call_tool)
 
 deny contains msg if {
 	is_string(input.call.tool)

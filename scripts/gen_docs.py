@@ -122,7 +122,7 @@ CALL_MEANINGS: dict[str, str] = {
                       "is not what was promised",
     "outcome_unknown": "UNKNOWN: a write whose effect cannot be known yet; never repeated "
                        "blindly",
-    "resolved_by_operator": "SUCCEEDED or FAILED: an operator settled the call with "
+    "resolved_by_operator": "SUCCEEDED or FAILED: an operator resolved the call with "
                             "`ResolveCall`; the message carries who and their reason",
 }
 

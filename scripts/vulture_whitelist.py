@@ -9,6 +9,7 @@ from adapters.events import ErrorKind
 from gateway.client import GatewayClient
 from gateway.errors import CallCode
 from gateway.executors.http1 import _Connection
+from gateway.identity.jwt_bearer import _StrictJwt
 from gateway.model import ApprovalStatus
 from gateway.observe.sdk import sdk_tracer
 from gateway.policy.base import PolicyEngine
@@ -75,6 +76,9 @@ Sidecar._health_update
 
 # opa-python-client reads the session its subclass sets up (gateway/policy/opa/client.py).
 _Client._session
+
+# PyJWT calls the payload reader its subclass overrides (gateway/identity/jwt_bearer.py).
+_StrictJwt._decode_payload
 
 # RE2's option, read by the library.
 _.log_errors  # noqa: F821

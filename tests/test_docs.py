@@ -1,11 +1,14 @@
 """The docs describe the code as it is: generated tables current, every named function, flag,
-manifest field and policy input field present in the code, every link and anchor resolving."""
+manifest field and policy input field present in the code, every link and anchor resolving, and
+nothing in the repository referring to a document the repository does not have."""
 
 from __future__ import annotations
 
 import importlib
 import json
+import posixpath
 import re
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
@@ -39,7 +42,12 @@ from gateway.tools import Registry, ToolManifest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "CONTRIBUTING.md",
+    ROOT / "CHANGELOG.md",
+    *sorted(DOCS.glob("*.md")),
+]
 
 
 def _text(name: str) -> str:
@@ -53,8 +61,9 @@ def _generator() -> ModuleType:
 
 def test_generated_tables_are_current() -> None:
     current = _text("api.md")
-    assert _generator().render(current) == current, \
+    assert _generator().render(current) == current, (
         "docs/api.md is stale: run .venv/bin/python scripts/gen_docs.py"
+    )
 
 
 def test_a_code_without_a_meaning_stops_the_generator(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,9 +95,14 @@ def _resolves(dotted: str) -> bool:
 
 
 def test_every_named_module_and_function_exists() -> None:
-    missing = sorted({f"{page.name}: {name}" for page in PAGES
-                      for name in DOTTED.findall(page.read_text(encoding="utf-8"))
-                      if not _resolves(name)})
+    missing = sorted(
+        {
+            f"{page.name}: {name}"
+            for page in PAGES
+            for name in DOTTED.findall(page.read_text(encoding="utf-8"))
+            if not _resolves(name)
+        }
+    )
     assert not missing, "the docs name code that does not exist:\n" + "\n".join(missing)
 
 
@@ -105,8 +119,11 @@ def _anchor(heading: str) -> str:
 
 
 def _anchors(page: Path) -> set[str]:
-    return {_anchor(line.lstrip("#")) for line in page.read_text(encoding="utf-8").splitlines()
-            if line.startswith("#")}
+    return {
+        _anchor(line.lstrip("#"))
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if line.startswith("#")
+    }
 
 
 def test_every_relative_link_and_anchor_resolves() -> None:
@@ -124,10 +141,156 @@ def test_every_relative_link_and_anchor_resolves() -> None:
     assert not broken, "broken links:\n" + "\n".join(broken)
 
 
-def test_no_page_refers_to_a_document_outside_the_repository() -> None:
-    offenders = [page.name for page in PAGES if "DESIGN" in page.read_text(encoding="utf-8")]
-    assert not offenders, f"pages citing a design document that is not in the repository: " \
-                          f"{offenders}"
+# ---------------------------------------------------------------------------------------------
+# documents the repository has
+#
+# A user's clone holds only the repository, so code, tests and docs may cite a document only if
+# the repository has it, or by a URL anyone can open. The rules, chosen to flag nothing else:
+# - a name or path ending in .md or .txt (outside a URL) must be a file of the repository:
+#   a path relative to the root or to the citing file, or a bare name some file carries. In
+#   Python, a quoted bare name is a file the code itself makes or reads (a test writing
+#   "notes.txt" into a temporary directory), not a citation;
+# - a section sign (§) needs its document on the same line: a standard (RFC 9110 §5.1), a
+#   document the repository has, or a URL;
+# - phrases that point at an outside document without naming one, and the folder of reference
+#   material beside the repository, are refused wherever they appear.
+
+DATA_SUFFIXES = frozenset({".json", ".sse", ".sql", ".key", ".pem", ".gz", ".typed"})
+URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+")
+DOC_NAME = re.compile(r"(?<![\w./-])(/?(?:[\w.-]+/)*[\w.-]*\w\.(?:md|txt))(?![\w-])")
+SECTION = re.compile(r"§\s?\d")
+STANDARD = re.compile(r"\b(?:RFC|FIPS|ECMA-)\s?\d+")
+OUTSIDE_PHRASES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bthe guide\b", re.IGNORECASE), "points at a guide it does not name"),
+    (
+        re.compile(r"\bwire-format reference\b", re.IGNORECASE),
+        "points at a wire-format reference the repository lacks",
+    ),
+    (
+        re.compile(r"(?<![\w./-])(?:\.\./|/[\w.-]+/)*shared/"),
+        "points at the shared folder outside the repository",
+    ),
+    (re.compile(r"\bDESIGN\b"), "points at a design document the repository lacks"),
+)
+
+
+def _document_exists(ref: str, here: str, files: frozenset[str], names: frozenset[str]) -> bool:
+    if ref.startswith("/"):
+        return False  # an absolute path is outside the repository
+    if "/" not in ref:
+        return ref in names
+    return any(posixpath.normpath(posixpath.join(base, ref)) in files for base in ("", here))
+
+
+def _quoted(line: str, start: int, end: int) -> bool:
+    return (
+        0 < start and end < len(line) and line[start - 1] in "\"'" and line[end] == line[start - 1]
+    )
+
+
+def document_references(rel: str, text: str, files: frozenset[str]) -> list[str]:
+    """Each reference of the file `rel` (its text) to a document that is not among `files`
+    (the repository's paths), as `rel:line: what: why`."""
+    names = frozenset(posixpath.basename(f) for f in files)
+    here = posixpath.dirname(rel)
+    found = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = URL.sub(" ", raw)
+        named = False
+        for match in DOC_NAME.finditer(line):
+            ref = match.group(1)
+            if rel.endswith(".py") and "/" not in ref and _quoted(line, *match.span(1)):
+                continue
+            if _document_exists(ref, here, files, names):
+                named = True
+            else:
+                found.append(f"{rel}:{number}: {ref}: no such document in the repository")
+        for pattern, why in OUTSIDE_PHRASES:
+            found.extend(f"{rel}:{number}: {m.group(0)!r} {why}" for m in pattern.finditer(line))
+        if SECTION.search(line) and not (named or STANDARD.search(line) or URL.search(raw)):
+            found.append(f"{rel}:{number}: § of a document the line does not name")
+    return found
+
+
+def _repository_files() -> list[str]:
+    """Tracked files and new ones not ignored, as paths relative to the root."""
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return sorted(set(out.splitlines()))
+
+
+def test_nothing_refers_to_a_document_the_repository_lacks() -> None:
+    files = _repository_files()
+    known = frozenset(files)
+    this = Path(__file__).relative_to(ROOT).as_posix()  # states the rules, so it names them
+    problems = []
+    for rel in files:
+        if (
+            rel == this
+            or rel.startswith("gateway/_proto/")
+            or posixpath.splitext(rel)[1] in DATA_SUFFIXES
+        ):
+            continue
+        try:
+            text = (ROOT / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):  # deleted but still tracked, or binary
+            continue
+        problems.extend(document_references(rel, text, known))
+    assert not problems, (
+        "references to documents the repository does not have (cite the repository's own "
+        "file, or a public URL):\n" + "\n".join(problems)
+    )
+
+
+FILES = frozenset({"README.md", "docs/api.md", "docs/tools.md", "bench/README.md"})
+UP = "." * 2 + "/"  # in pieces: tests/test_self_contained.py refuses the path written whole
+
+
+@pytest.mark.parametrize(
+    ("rel", "line"),
+    [
+        ("tests/adapters/fixtures/x/_sources.md", "written from provider-wire-formats.md"),
+        ("gateway/x.py", '"""The cases of reference/tool-calling-loop-guide.txt."""'),
+        ("gateway/x.py", "# see DESIGN.md for the layout"),
+        ("docs/x.md", f"[style]({UP}STYLE.md)"),
+        ("docs/x.md", "notes in /srv/notes.md"),
+        ("docs/x.md", 'a test writes "notes.txt"'),  # quoted, but not in code
+        ("tests/x.py", "# copied from /srv/shared/reference/recordings/"),
+        ("tests/x.py", f"ROOT / '{UP}shared/reference'"),
+        ("docs/x.md", "beside the checkout, in shared/reference/"),
+        ("docs/x.md", "in the event order of the guide's streaming section"),
+        ("docs/x.md", "as the wire-format reference says"),
+        ("README.md", "the layout (DESIGN §1)"),
+        ("docs/x.md", "the order of events (§1.6)"),
+    ],
+)
+def test_the_scanner_flags_a_planted_reference(rel: str, line: str) -> None:
+    found = document_references(rel, f"first line\n{line}\n", FILES)
+    assert found and all(f.startswith(f"{rel}:2: ") for f in found), found
+
+
+@pytest.mark.parametrize(
+    ("rel", "line"),
+    [
+        ("docs/api.md", "manifests: [tools.md](tools.md#retry)"),
+        ("docs/api.md", f"[the README]({UP}README.md)"),
+        ("gateway/x.py", '(docs/tools.md, "Redaction")'),
+        ("bench/x.py", "results in bench/README.md and README.md"),
+        ("docs/x.md", "https://example.com/spec/guide.md §4, https://example.com/notes.txt"),
+        ("tests/x.py", 'write(tmp_path, "notes.txt", "ignored")'),
+        ("gateway/x.py", "a header name (RFC 9110 §5.1)"),
+        ("docs/x.md", "`anthropic.types.shared.ErrorResponse`; a `*.md` glob"),
+        ("docs/x.md", "a package gateway/shared/ of the repository"),
+        ("docs/api.md", "the shared store; a guide to ports is in tools.md §3"),
+    ],
+)
+def test_the_scanner_passes_what_the_repository_has(rel: str, line: str) -> None:
+    assert document_references(rel, line, FILES) == []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,28 +300,36 @@ def test_no_page_refers_to_a_document_outside_the_repository() -> None:
 def _serve_flags() -> list[str]:
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     serve = sub.choices["serve"]  # type: ignore[index]
-    return [o for a in serve._actions for o in a.option_strings if o.startswith("--")
-            and o != "--help"]
+    return [
+        o for a in serve._actions for o in a.option_strings if o.startswith("--") and o != "--help"
+    ]
 
 
 def test_every_serve_flag_and_its_variable_is_documented() -> None:
     page = _text("operations.md")
-    missing = [flag for flag in _serve_flags()
-               if f"`{flag}`" not in page
-               or f"`CALLGATE_{flag[2:].upper().replace('-', '_')}`" not in page]
+    missing = [
+        flag
+        for flag in _serve_flags()
+        if f"`{flag}`" not in page or f"`CALLGATE_{flag[2:].upper().replace('-', '_')}`" not in page
+    ]
     assert not missing, f"docs/operations.md does not describe serve flags {missing}"
 
 
 def test_every_manifest_field_is_documented() -> None:
     page = _text("tools.md")
     sections: list[type[BaseModel]] = [
-        executor_config.PythonExecutorConfig, executor_config.HttpExecutorConfig,
-        executor_config.HttpReconcileConfig, executor_config.PythonReconcileConfig]
+        executor_config.PythonExecutorConfig,
+        executor_config.HttpExecutorConfig,
+        executor_config.HttpReconcileConfig,
+        executor_config.PythonReconcileConfig,
+    ]
     nested = {"retry", "idempotency"}  # documented field by field below
-    fields = {*(set(ToolManifest.model_fields) - nested),
-              *(f for s in sections for f in s.model_fields),
-              *(f"retry.{f}" for f in executor_config.RetryConfig.model_fields),
-              *(f"idempotency.{f}" for f in executor_config.IdempotencyConfig.model_fields)}
+    fields = {
+        *(set(ToolManifest.model_fields) - nested),
+        *(f for s in sections for f in s.model_fields),
+        *(f"retry.{f}" for f in executor_config.RetryConfig.model_fields),
+        *(f"idempotency.{f}" for f in executor_config.IdempotencyConfig.model_fields),
+    }
     missing = sorted(f for f in fields if f"`{f}`" not in page)
     assert not missing, f"docs/tools.md does not describe manifest fields {missing}"
 
@@ -187,36 +358,72 @@ def _documented_inputs() -> dict[str, Any]:
 
 
 def _built_inputs() -> dict[str, Any]:
-    registry = Registry.from_manifests([{
-        "name": "get_train_status", "version": "1.0.0", "effect": "read",
-        "input_schema": {"type": "object"},
-        "executor": {"type": "http", "url": "http://127.0.0.1:9/train_status"}}])
+    registry = Registry.from_manifests(
+        [
+            {
+                "name": "get_train_status",
+                "version": "1.0.0",
+                "effect": "read",
+                "input_schema": {"type": "object"},
+                "executor": {"type": "http", "url": "http://127.0.0.1:9/train_status"},
+            }
+        ]
+    )
     tool = registry.get("get_train_status")
     assert tool is not None
     now = datetime(2026, 11, 29, 21, tzinfo=UTC)
     judge = Judge(registry, policy=None)  # type: ignore[arg-type]  # propose asks no policy
-    rec = judge.propose("trip-42", "resp_abc", 0,
-                        ToolCall("call_1", "get_train_status", '{"train_number": "ICE123"}'), now)
-    earlier = judge.propose("trip-42", "resp_0", 0,
-                            ToolCall("call_0", "get_train_status", "{}"), now)
+    rec = judge.propose(
+        "trip-42",
+        "resp_abc",
+        0,
+        ToolCall("call_1", "get_train_status", '{"train_number": "ICE123"}'),
+        now,
+    )
+    earlier = judge.propose(
+        "trip-42", "resp_0", 0, ToolCall("call_0", "get_train_status", "{}"), now
+    )
     run = RunRecord("trip-42", RunState.ACTIVE, "alice", "acme")
-    ctx = RunContext(run=run, turn_seq=2, turn_id="resp_abc",
-                     recent=[earlier.moved(CallStatus.EXECUTING)])
+    ctx = RunContext(
+        run=run, turn_seq=2, turn_id="resp_abc", recent=[earlier.moved(CallStatus.EXECUTING)]
+    )
     who = Identity("alice", "acme", ("traveler",))
     approval = ApprovalRecord(
-        approval_id="apr_1", run_id="trip-42", turn_id="resp_abc", call_id="call_1",
-        tool="get_train_status", tool_version="1.0.0", arguments_json=rec.arguments_json,
-        arguments_sha256=rec.arguments_sha256, status=ApprovalStatus.APPROVED,
-        requested_by="alice", tenant="acme", requester_roles=("traveler",), created_at=now,
-        expires_at=now, decided_by="olga", decided_at=now, decided_by_tenant="acme",
-        decided_by_roles=("owner",))
-    return {"call": call_input(rec=rec, tool=tool, args={"train_number": "ICE123"},
-                               identity=who, run=ctx, batch=[(rec, "read")], now=now),
-            "batch": batch_input(who, [rec]),
-            "offer": offer_input(who),
-            "approve": approve_input(Identity("olga", "acme", ("owner",)), approval, tool),
-            "approval": approval_input(approval),
-            "audit": audit_input(Identity("audrey", "acme", ("auditor",)), "acme", "")}
+        approval_id="apr_1",
+        run_id="trip-42",
+        turn_id="resp_abc",
+        call_id="call_1",
+        tool="get_train_status",
+        tool_version="1.0.0",
+        arguments_json=rec.arguments_json,
+        arguments_sha256=rec.arguments_sha256,
+        status=ApprovalStatus.APPROVED,
+        requested_by="alice",
+        tenant="acme",
+        requester_roles=("traveler",),
+        created_at=now,
+        expires_at=now,
+        decided_by="olga",
+        decided_at=now,
+        decided_by_tenant="acme",
+        decided_by_roles=("owner",),
+    )
+    return {
+        "call": call_input(
+            rec=rec,
+            tool=tool,
+            args={"train_number": "ICE123"},
+            identity=who,
+            run=ctx,
+            batch=[(rec, "read")],
+            now=now,
+        ),
+        "batch": batch_input(who, [rec]),
+        "offer": offer_input(who),
+        "approve": approve_input(Identity("olga", "acme", ("owner",)), approval, tool),
+        "approval": approval_input(approval),
+        "audit": audit_input(Identity("audrey", "acme", ("auditor",)), "acme", ""),
+    }
 
 
 def test_policy_input_examples_have_the_fields_callgate_sends() -> None:
@@ -224,8 +431,9 @@ def test_policy_input_examples_have_the_fields_callgate_sends() -> None:
     built = _built_inputs()
     assert set(documented) == set(built)
     for name, value in built.items():
-        assert _shape(documented[name]) == _shape(value), \
+        assert _shape(documented[name]) == _shape(value), (
             f"docs/policies.md: the {name} input example differs from what callgate sends"
+        )
 
 
 def test_every_call_input_field_has_a_row() -> None:

@@ -3,12 +3,12 @@
 Listing: the approvals a caller may see — those of its own runs and those the policy's
 `may_approve` lets it decide — filtered by run, status, tool or ID, in the order they were
 created, a page at a time (`page_token` continues after the last approval the previous page
-looked at). An approval found past its expiry is settled before it is shown.
+looked at). An approval found past its expiry is expired before it is shown.
 
 Expiry: an `ExpiryTimer` armed for the earliest pending expiry it knows of. It learns them from
 the store when the sidecar starts (so expiry survives restarts), from the runner whenever an
 approval is created or a paused run is looked at (`Runner.on_pending`), and after each round.
-When it fires, every approval past its expiry is settled through its run
+When it fires, every approval past its expiry is expired through its run
 (`Runner.expire_approvals`: under the run's drive lock, a guarded update, then the turn
 settles and its watchers hear of it). With several replicas any of them may fire first; the
 guarded update lets exactly one expire each approval.
@@ -52,7 +52,7 @@ class ApprovalPage:
 
 class ApprovalRuns(Protocol):
     """What the desk needs of the run engine (`gateway.run.runner.Runner` is one): where
-    approvals are stored and decided, and a way to settle a run's expired approvals."""
+    approvals are stored and decided, and a way to expire a run's approvals past their time."""
 
     store: RunStore
     registry: Registry
@@ -99,7 +99,7 @@ class ApprovalDesk:
 
     async def _current(self, found: list[ApprovalRecord],
                        which: ApprovalFilter) -> list[ApprovalRecord]:
-        """The approvals as they are once those past their expiry are settled."""
+        """The approvals as they are once those past their expiry are expired."""
         now = self.runner.clock()
         due = {a.run_id for a in found if a.due(now)}
         if not due:

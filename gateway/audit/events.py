@@ -120,7 +120,7 @@ def execution(rec: CallRecord, run: RunRecord, *, registry: Registry, now: datet
 
 def resolved(rec: CallRecord, run: RunRecord, operator: Identity, *, reason: str,
              policy_revision: str, registry: Registry, now: datetime) -> AuditEvent:
-    """An operator settled an unknown call: the operator acted, the grant is the decision."""
+    """An operator resolved an unknown call: the operator acted, the grant is the decision."""
     grant = Decision(Verdict.ALLOW, reasons=(
         f"may_resolve: {operator.subject} settled the call as {rec.status.value}: {reason}",),
         policy_revision=policy_revision)

@@ -20,7 +20,7 @@ class AuditKind(StrEnum):
     APPROVAL = "approval"  # an approval requested, decided, expired or cancelled
     EXECUTION = "execution"  # a call's result (or NOT_RUN) once it ran or was stopped
     RECONCILE = "reconcile"  # an unknown write looked up
-    RESOLVE = "resolve"  # an operator settled an unknown call
+    RESOLVE = "resolve"  # an operator resolved an unknown call
     CANCEL = "cancel"  # a run cancelled, and each call it stopped
     POLICY = "policy"  # a policy revision rejected on reload (or served after one)
     PRUNE = "prune"  # records removed by `callgate audit prune`; where the chain continues

@@ -6,6 +6,7 @@ the `HttpClients` every http executor and look-up of its tools shares.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 from gateway.executors.base import ExecutionContext, ExecutionResult, Executor
@@ -19,26 +20,42 @@ from gateway.executors.config import (
     PythonReconcileConfig,
     ReconcileConfig,
     RetryConfig,
+    TlsConfig,
 )
 from gateway.executors.http import HttpClients, HttpExecutor, HttpLookup
-from gateway.executors.outcome import unknown
+from gateway.executors.http1 import Route, target
+from gateway.executors.proxy import Proxies, ProxySettingError
 from gateway.executors.python import PythonExecutor, PythonLookup, ToolFunction, load_function
 from gateway.executors.reconcile import Lookup, Reconciler
+from gateway.executors.results import unknown
+from gateway.executors.tls import TlsFileError
 from gateway.model import Effect
 
 __all__ = [
-    "ExecutionContext", "ExecutionResult", "Executor", "ExecutorConfig", "HttpClients",
-    "HttpExecutorConfig", "HttpReconcileConfig", "IdempotencyConfig", "ManifestFieldError",
-    "PythonExecutorConfig", "PythonReconcileConfig", "ReconcileConfig", "RetryConfig",
-    "ToolExecutor", "build_executor",
+    "ExecutionContext",
+    "ExecutionResult",
+    "Executor",
+    "ExecutorConfig",
+    "HttpClients",
+    "HttpExecutorConfig",
+    "HttpReconcileConfig",
+    "IdempotencyConfig",
+    "ManifestFieldError",
+    "Proxies",
+    "PythonExecutorConfig",
+    "PythonReconcileConfig",
+    "ReconcileConfig",
+    "RetryConfig",
+    "TlsConfig",
+    "ToolExecutor",
+    "build_executor",
 ]
 
 
 class Sender(Protocol):
     async def execute(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult: ...
 
-    async def send_once(self, args: dict[str, Any], ctx: ExecutionContext
-                        ) -> ExecutionResult: ...
+    async def send_once(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult: ...
 
 
 class ToolExecutor:
@@ -68,33 +85,76 @@ def _function(spec: str, field: tuple[str | int, ...]) -> ToolFunction:
         raise ManifestFieldError(field, str(exc)) from exc
 
 
-def _sender(cfg: ExecutorConfig, *, effect: Effect, retry: RetryConfig,
-            clients: HttpClients) -> Sender:
+def _route(
+    clients: HttpClients, section: str, url: str, tls: TlsConfig | None, base: Path
+) -> Route:
+    try:
+        return clients.route(url, tls, base)
+    except TlsFileError as exc:
+        raise ManifestFieldError((section, "tls", exc.field), exc.message) from exc
+    except ProxySettingError as exc:
+        raise ManifestFieldError((section, "url"), str(exc)) from exc
+
+
+def _sender(
+    cfg: ExecutorConfig, *, effect: Effect, retry: RetryConfig, clients: HttpClients, base: Path
+) -> Sender:
     if isinstance(cfg, PythonExecutorConfig):
-        return PythonExecutor(_function(cfg.function, ("executor", "function")),
-                              timeout_s=cfg.timeout_s, effect=effect,
-                              max_attempts=retry.max_attempts, backoff_s=retry.backoff_s)
-    return HttpExecutor(url=cfg.url, timeout_s=cfg.timeout_s, headers=cfg.headers,
-                        clients=clients, effect=effect, max_attempts=retry.max_attempts,
-                        backoff_s=retry.backoff_s)
+        return PythonExecutor(
+            _function(cfg.function, ("executor", "function")),
+            timeout_s=cfg.timeout_s,
+            effect=effect,
+            max_attempts=retry.max_attempts,
+            backoff_s=retry.backoff_s,
+        )
+    return HttpExecutor(
+        url=cfg.url,
+        timeout_s=cfg.timeout_s,
+        headers=cfg.headers,
+        clients=clients,
+        effect=effect,
+        max_attempts=retry.max_attempts,
+        backoff_s=retry.backoff_s,
+        route=_route(clients, "executor", cfg.url, cfg.tls, base),
+    )
 
 
-def _lookup(cfg: ReconcileConfig, clients: HttpClients) -> Lookup:
+def _lookup_tls(cfg: HttpReconcileConfig, executor: ExecutorConfig) -> TlsConfig | None:
+    """The look-up's own tls, else the executor's when the look-up goes to its origin."""
+    if cfg.tls is not None or not isinstance(executor, HttpExecutorConfig):
+        return cfg.tls
+    return executor.tls if target(cfg.url).origin == target(executor.url).origin else None
+
+
+def _lookup(
+    cfg: ReconcileConfig, executor: ExecutorConfig, clients: HttpClients, base: Path
+) -> Lookup:
     if isinstance(cfg, PythonReconcileConfig):
-        return PythonLookup(_function(cfg.function, ("reconcile", "function")),
-                            timeout_s=cfg.timeout_s)
-    return HttpLookup(url=cfg.url, timeout_s=cfg.timeout_s, headers=cfg.headers,
-                      clients=clients)
+        return PythonLookup(
+            _function(cfg.function, ("reconcile", "function")), timeout_s=cfg.timeout_s
+        )
+    route = _route(clients, "reconcile", cfg.url, _lookup_tls(cfg, executor), base)
+    return HttpLookup(
+        url=cfg.url, timeout_s=cfg.timeout_s, headers=cfg.headers, clients=clients, route=route
+    )
 
 
-def build_executor(cfg: ExecutorConfig, *, effect: Effect, retry: RetryConfig,
-                   idempotency: IdempotencyConfig, reconcile: ReconcileConfig | None,
-                   clients: HttpClients) -> ToolExecutor:
-    """Raises ManifestFieldError (e.g. a python function that cannot be imported)."""
+def build_executor(
+    cfg: ExecutorConfig,
+    *,
+    effect: Effect,
+    retry: RetryConfig,
+    idempotency: IdempotencyConfig,
+    reconcile: ReconcileConfig | None,
+    clients: HttpClients,
+    base: Path = Path("."),
+) -> ToolExecutor:
+    """Raises ManifestFieldError (e.g. a python function that cannot be imported, a TLS file
+    that cannot be used); relative paths in the manifest are taken from base."""
     if effect is Effect.WRITE and not idempotency.enforced_by_target:
         retry = RetryConfig(max_attempts=1, backoff_s=retry.backoff_s)
-    sender = _sender(cfg, effect=effect, retry=retry, clients=clients)
-    lookup = _lookup(reconcile, clients) if reconcile is not None else None
+    sender = _sender(cfg, effect=effect, retry=retry, clients=clients, base=base)
+    lookup = _lookup(reconcile, cfg, clients, base) if reconcile is not None else None
     resend = sender.send_once if idempotency.enforced_by_target else None
     after_s = reconcile.after_s if reconcile is not None else 0.0
     return ToolExecutor(sender, Reconciler(lookup, after_s=after_s, resend=resend), effect)

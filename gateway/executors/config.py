@@ -1,5 +1,6 @@
 """Manifest sections that describe how a tool runs (docs/tools.md): executor, reconcile, retry,
-idempotency. `gateway.tools.ToolManifest` embeds them; executors are built from them.
+idempotency, and the `tls` of an http executor or look-up. `gateway.tools.ToolManifest` embeds
+them; executors are built from them.
 """
 
 from __future__ import annotations
@@ -8,15 +9,24 @@ import re
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 FUNCTION_PATTERN = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"
 RECONCILE_PLACEHOLDERS = ("idempotency_key", "run_id", "call_id")
 # Headers callgate sets itself on every request; a manifest may not override them.
-RESERVED_HEADERS = ("accept", "idempotency-key", "x-callgate-run-id", "x-callgate-call-id",
-                    "x-callgate-subject", "content-length", "transfer-encoding")
+RESERVED_HEADERS = (
+    "accept",
+    "idempotency-key",
+    "x-callgate-run-id",
+    "x-callgate-call-id",
+    "x-callgate-subject",
+    "content-length",
+    "transfer-encoding",
+)
 
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+SERVER_NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,253}$"
 
 
 class ManifestFieldError(ValueError):
@@ -30,6 +40,12 @@ class ManifestFieldError(ValueError):
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def rule(field: str, message: str) -> PydanticCustomError:
+    """A rule across a section's fields; `field` (dotted, within the section) becomes the
+    problem's field path."""
+    return PydanticCustomError("manifest_rule", message, {"field": field})
 
 
 def check_http_url(url: str) -> str:
@@ -53,8 +69,37 @@ def check_lookup_url(url: str) -> str:
     if unknown:
         allowed = ", ".join("{" + p + "}" for p in RECONCILE_PLACEHOLDERS)
         raise ValueError(f"unknown placeholder {{{unknown[0]}}} (allowed: {allowed})")
+    if _PLACEHOLDER.search(urlsplit(url).netloc):
+        raise ValueError(
+            "placeholders may appear in the path and query only, not in the host or port"
+        )
     check_http_url(_PLACEHOLDER.sub("x", url))
     return url
+
+
+class TlsConfig(_Section):
+    """How an https target is trusted and what callgate shows it: `ca_file` (PEM CAs trusted
+    instead of the system's), `cert_file` and `key_file` (a client certificate, for mutual
+    TLS), `server_name` (the name the target's certificate must carry, when it is not the
+    URL's host). A relative path is taken from the manifest file's folder."""
+
+    ca_file: str | None = Field(default=None, min_length=1)
+    cert_file: str | None = Field(default=None, min_length=1)
+    key_file: str | None = Field(default=None, min_length=1)
+    server_name: str | None = Field(default=None, pattern=SERVER_NAME_PATTERN)
+
+    @model_validator(mode="after")
+    def cert_with_key(self) -> TlsConfig:
+        if self.cert_file is not None and self.key_file is None:
+            raise rule("key_file", "cert_file needs its key_file")
+        if self.key_file is not None and self.cert_file is None:
+            raise rule("cert_file", "key_file needs its cert_file")
+        return self
+
+
+def _tls_needs_https(url: str, tls: TlsConfig | None) -> None:
+    if tls is not None and urlsplit(url).scheme != "https":
+        raise rule("tls", "applies to https:// URLs only")
 
 
 class PythonExecutorConfig(_Section):
@@ -68,6 +113,7 @@ class HttpExecutorConfig(_Section):
     url: str
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
     headers: dict[str, str] = Field(default_factory=dict)
+    tls: TlsConfig | None = None
 
     @field_validator("url")
     @classmethod
@@ -79,18 +125,25 @@ class HttpExecutorConfig(_Section):
     def valid_headers(cls, headers: dict[str, str]) -> dict[str, str]:
         return check_headers(headers)
 
+    @model_validator(mode="after")
+    def tls_for_https(self) -> HttpExecutorConfig:
+        _tls_needs_https(self.url, self.tls)
+        return self
+
 
 ExecutorConfig = Annotated[PythonExecutorConfig | HttpExecutorConfig, Field(discriminator="type")]
 
 
 class HttpReconcileConfig(_Section):
-    """GET `url` (placeholders filled): 200 found, 404 not applied, anything else unknown."""
+    """GET `url` (placeholders filled): 200 found, 404 not applied, anything else unknown.
+    Without `tls`, a look-up at the executor's origin uses the executor's."""
 
     type: Literal["http"]
     url: str
     after_s: float = Field(default=0.5, ge=0, le=3600)
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
     headers: dict[str, str] = Field(default_factory=dict)
+    tls: TlsConfig | None = None
 
     @field_validator("url")
     @classmethod
@@ -101,6 +154,11 @@ class HttpReconcileConfig(_Section):
     @classmethod
     def valid_headers(cls, headers: dict[str, str]) -> dict[str, str]:
         return check_headers(headers)
+
+    @model_validator(mode="after")
+    def tls_for_https(self) -> HttpReconcileConfig:
+        _tls_needs_https(self.url, self.tls)
+        return self
 
 
 class PythonReconcileConfig(_Section):
@@ -113,14 +171,16 @@ class PythonReconcileConfig(_Section):
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
-ReconcileConfig = Annotated[PythonReconcileConfig | HttpReconcileConfig,
-                            Field(discriminator="type")]
+ReconcileConfig = Annotated[
+    PythonReconcileConfig | HttpReconcileConfig, Field(discriminator="type")
+]
 
 
 class RetryConfig(_Section):
     max_attempts: int = Field(default=1, ge=1, le=10)
-    backoff_s: float = Field(default=0.2, ge=0, le=60,
-                             description="wait before attempt n + 1: backoff_s * n")
+    backoff_s: float = Field(
+        default=0.2, ge=0, le=60, description="wait before attempt n + 1: backoff_s * n"
+    )
 
 
 class IdempotencyConfig(_Section):

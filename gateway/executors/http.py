@@ -8,8 +8,9 @@ exact: such a try is FAILED and is not counted in `attempts`.
 
     outcome                            read                          write
     nothing sent (connect error,       FAILED tool_error (or         the same
-      connect or pool timeout)         tool_timeout), attempts 0,
-                                       retried
+      connect or pool timeout, TLS     tool_timeout), attempts 0,
+      handshake failed or refused,     retried
+      proxy refused the tunnel)
     2xx, JSON (or empty) body          SUCCEEDED                     SUCCEEDED
     2xx, body not JSON                 FAILED output_invalid         SUCCEEDED, noted output_invalid
     3xx (redirects are not followed)   FAILED tool_error             UNKNOWN outcome_unknown
@@ -21,6 +22,11 @@ exact: such a try is FAILED and is not counted in `attempts`.
     timeout after sending              FAILED tool_timeout, retried  UNKNOWN outcome_unknown
     connection lost after sending      FAILED tool_error, retried    UNKNOWN outcome_unknown
 
+A refused TLS handshake counts as nothing sent even when the request was written: under TLS
+1.3 the target checks a client certificate after the client's handshake has ended, and its
+refusal (a TLS alert, `HandshakeRefused`) means it read nothing on that connection. A refusal
+that comes as a reset instead, without the alert, stays "connection lost after sending".
+
 Writes are retried (same Idempotency-Key) only when the target enforces the key and
 `retry.max_attempts` > 1; the registry refuses any other write retry at load.
 """
@@ -29,8 +35,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -38,22 +46,22 @@ from multidict import CIMultiDictProxy
 
 from gateway.errors import CallCode
 from gateway.executors.base import NO_HEADERS, ExecutionContext, ExecutionResult
-from gateway.executors.http1 import Http1Client, charset
-from gateway.executors.outcome import (
-    KEPT_TEXT_CHARS,
-    Attempt,
-    dump_json,
-    error_text,
-    excerpt,
-    failed,
-    json_problem,
-    noted,
-    succeeded,
-    too_large,
-    unknown,
-    with_retries,
+from gateway.executors.config import TlsConfig
+from gateway.executors.http1 import (
+    DIRECT,
+    HandshakeRefused,
+    Http1Client,
+    Proxy,
+    Route,
+    charset,
+    target,
 )
+from gateway.executors.output import KEPT_TEXT_CHARS, dump_json, json_problem, too_large
+from gateway.executors.proxy import Proxies
 from gateway.executors.reconcile import Absent, Found, Inconclusive, LookupResult
+from gateway.executors.results import error_text, excerpt, failed, noted, succeeded, unknown
+from gateway.executors.retries import Attempt, with_retries
+from gateway.executors.tls import TlsFiles, client_context
 from gateway.limits import DEFAULT_LIMITS
 from gateway.model import Effect
 
@@ -61,14 +69,52 @@ _RETRYABLE_READ_STATUS = frozenset({408, 425, 429})
 _UNKNOWN_WRITE_STATUS = frozenset({408, 409})
 
 
+# OpenSSL's verify codes: what a tls field can change
+_NAME_MISMATCH = frozenset({62, 64})  # X509_V_ERR_HOSTNAME_MISMATCH, _IP_ADDRESS_MISMATCH
+_UNKNOWN_ISSUER = frozenset({2, 18, 19, 20, 21})  # no issuer known, self-signed, no local one
+
+_RouteKey = tuple[TlsFiles | None, str, Proxy | None]
+
+
 class HttpClients:
     """The one `Http1Client` every http tool of a registry shares (kept-alive connections per
-    origin). Created on first use; closed by `aclose`. Redirects are not followed, proxy
-    settings from the environment are not used, and cookies are not kept."""
+    origin and route), created on first use and closed by `aclose`; and the routes of the
+    tools' requests, settled at load: one TLS context per distinct `tls` section, the proxy
+    (from `proxies`, the environment's) or none. Redirects are not followed and cookies are
+    not kept."""
 
-    def __init__(self, max_body_bytes: int = DEFAULT_LIMITS.max_output_bytes) -> None:
+    def __init__(
+        self, max_body_bytes: int = DEFAULT_LIMITS.max_output_bytes, proxies: Proxies | None = None
+    ) -> None:
         self._client: Http1Client | None = None
         self.max_body_bytes = max_body_bytes  # a larger body is not read past this
+        self._proxies = proxies or Proxies()
+        self._contexts: dict[TlsFiles, ssl.SSLContext] = {}
+        self._routes: dict[_RouteKey, Route] = {}
+
+    def route(self, url: str, tls: TlsConfig | None, base: Path) -> Route:
+        """How url's requests travel; one Route per distinct setting, so that tools sharing
+        one share connections. Raises TlsFileError (a file of tls; relative paths are taken
+        from base) or ProxySettingError (a proxy callgate cannot use)."""
+        files = None if tls is None else TlsFiles.of(tls, base)
+        files = None if files is None or files.empty else files
+        server_name = (tls.server_name if tls is not None else None) or ""
+        proxy = self._proxies.proxy_for(target(url))
+        key = (files, server_name, proxy)
+        if key == (None, "", None):
+            return DIRECT
+        found = self._routes.get(key)
+        if found is None:
+            found = self._routes[key] = Route(self._context(files), server_name, proxy)
+        return found
+
+    def _context(self, files: TlsFiles | None) -> ssl.SSLContext | None:
+        if files is None:
+            return None
+        context = self._contexts.get(files)
+        if context is None:
+            context = self._contexts[files] = client_context(files)
+        return context
 
     def get(self) -> Http1Client:
         if self._client is None or self._client.closed:
@@ -109,9 +155,15 @@ class Exchange:
 def callgate_headers(ctx: ExecutionContext, extra: Mapping[str, str]) -> dict[str, str]:
     """The manifest's headers, callgate's own, and the trace context when tracing (so the
     tool's spans join the caller's trace)."""
-    return {**extra, "Accept": "application/json", "Idempotency-Key": ctx.idempotency_key,
-            "X-Callgate-Run-Id": ctx.run_id, "X-Callgate-Call-Id": ctx.call_id,
-            "X-Callgate-Subject": ctx.identity.subject, **(ctx.trace_headers or NO_HEADERS)}
+    return {
+        **extra,
+        "Accept": "application/json",
+        "Idempotency-Key": ctx.idempotency_key,
+        "X-Callgate-Run-Id": ctx.run_id,
+        "X-Callgate-Call-Id": ctx.call_id,
+        "X-Callgate-Subject": ctx.identity.subject,
+        **(ctx.trace_headers or NO_HEADERS),
+    }
 
 
 def _target(url: str) -> str:
@@ -119,9 +171,41 @@ def _target(url: str) -> str:
     return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
 
 
-async def exchange(client: Http1Client, method: str, url: str, *,
-                   headers: Mapping[str, str], timeout_s: float, body: Any = None,
-                   max_body_bytes: int = DEFAULT_LIMITS.max_output_bytes) -> Exchange:
+def _problem(exc: Exception) -> str:
+    if not isinstance(exc, ssl.SSLCertVerificationError):
+        return f"{type(exc).__name__}: {error_text(exc)}"
+    hint = ""
+    if exc.verify_code in _NAME_MISMATCH:
+        hint = " (tls.server_name names the name to expect)"
+    elif exc.verify_code in _UNKNOWN_ISSUER:
+        hint = " (tls.ca_file names the CAs to trust)"
+    return f"the target's TLS certificate is not trusted: {exc.verify_message}{hint}"
+
+
+def _no_answer(exc: Exception, went_out: bool, url: str, timeout_s: float) -> Exchange:
+    """Why a request has no answer, and whether it may have been read."""
+    where = _target(url)
+    if isinstance(exc, TimeoutError):
+        problem = f"no response from {where} within {timeout_s:g} s"
+        return Exchange(None, went_out, problem, timed_out=True)
+    if isinstance(exc, HandshakeRefused):  # written, perhaps, but never read
+        problem = f"could not connect to {where}: {exc}; is tls.cert_file a certificate it accepts?"
+        return Exchange(None, False, problem)
+    verb = "connection to" if went_out else "could not connect to"
+    return Exchange(None, went_out, f"{verb} {where} failed: {_problem(exc)}")
+
+
+async def exchange(
+    client: Http1Client,
+    method: str,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    timeout_s: float,
+    body: Any = None,
+    max_body_bytes: int = DEFAULT_LIMITS.max_output_bytes,
+    route: Route = DIRECT,
+) -> Exchange:
     """Send one request within timeout_s overall, reading at most max_body_bytes of the
     answer; never raises for transport problems."""
     went_out = False  # set once the request went out
@@ -129,24 +213,30 @@ async def exchange(client: Http1Client, method: str, url: str, *,
     def sent() -> None:
         nonlocal went_out
         went_out = True
+
     data = None
     if body is not None:
         data = json.dumps(body).encode()
-        headers = {**{k: v for k, v in headers.items() if k.lower() != "content-type"},
-                   "Content-Type": "application/json"}
+        headers = {
+            **{k: v for k, v in headers.items() if k.lower() != "content-type"},
+            "Content-Type": "application/json",
+        }
     try:
         async with asyncio.timeout(timeout_s):
-            answer = await client.request(method, url, headers=headers, body=data,
-                                          max_body_bytes=max_body_bytes, on_sent=sent)
-    except TimeoutError:
-        return Exchange(None, went_out, f"no response from {_target(url)} within "
-                                         f"{timeout_s:g} s", timed_out=True)
-    except Exception as exc:  # OSError, ssl.SSLError, BrokenAnswer, ValueError (unsendable)
-        verb = "connection to" if went_out else "could not connect to"
-        return Exchange(None, went_out, f"{verb} {_target(url)} failed: "
-                                         f"{type(exc).__name__}: {error_text(exc)}")
-    reply = Reply(answer.status, answer.headers, answer.body,
-                  charset(answer.headers.get("Content-Type", "")))
+            answer = await client.request(
+                method,
+                url,
+                headers=headers,
+                body=data,
+                max_body_bytes=max_body_bytes,
+                on_sent=sent,
+                route=route,
+            )
+    except Exception as exc:  # OSError, ssl.SSLError, BrokenAnswer, ProxyRefused, ValueError
+        return _no_answer(exc, went_out, url, timeout_s)
+    reply = Reply(
+        answer.status, answer.headers, answer.body, charset(answer.headers.get("Content-Type", ""))
+    )
     return Exchange(reply, True, oversize=answer.oversize)
 
 
@@ -159,7 +249,8 @@ def _body_output(response: Reply) -> tuple[str, str | None]:
     if problem is None:
         return text.strip(), None
     return dump_json(text[:KEPT_TEXT_CHARS]), (
-        f"response body is not JSON ({problem}): {excerpt(text)}")
+        f"response body is not JSON ({problem}): {excerpt(text)}"
+    )
 
 
 def _status_text(response: Reply) -> str:
@@ -168,10 +259,20 @@ def _status_text(response: Reply) -> str:
 
 
 class HttpExecutor:
-    def __init__(self, *, url: str, timeout_s: float, headers: Mapping[str, str],
-                 clients: HttpClients, effect: Effect, max_attempts: int = 1,
-                 backoff_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        url: str,
+        timeout_s: float,
+        headers: Mapping[str, str],
+        clients: HttpClients,
+        effect: Effect,
+        max_attempts: int = 1,
+        backoff_s: float = 0.0,
+        route: Route = DIRECT,
+    ) -> None:
         self._url = url
+        self._route = route
         self._timeout_s = timeout_s
         self._headers = dict(headers)
         self._clients = clients
@@ -180,8 +281,11 @@ class HttpExecutor:
         self._backoff_s = backoff_s
 
     async def execute(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
-        return await with_retries(lambda: self._attempt(args, ctx),
-                                  max_attempts=self._max_attempts, backoff_s=self._backoff_s)
+        return await with_retries(
+            lambda: self._attempt(args, ctx),
+            max_attempts=self._max_attempts,
+            backoff_s=self._backoff_s,
+        )
 
     async def send_once(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
         return (await self._attempt(args, ctx)).result
@@ -190,26 +294,35 @@ class HttpExecutor:
         return None  # the shared client belongs to the registry
 
     async def _attempt(self, args: dict[str, Any], ctx: ExecutionContext) -> Attempt:
-        done = await exchange(self._clients.get(), "POST", self._url,
-                              headers=callgate_headers(ctx, self._headers),
-                              timeout_s=self._timeout_s, body=args,
-                              max_body_bytes=self._clients.max_body_bytes)
+        done = await exchange(
+            self._clients.get(),
+            "POST",
+            self._url,
+            headers=callgate_headers(ctx, self._headers),
+            timeout_s=self._timeout_s,
+            body=args,
+            max_body_bytes=self._clients.max_body_bytes,
+            route=self._route,
+        )
         if done.response is None:
             return self._no_response(done)
         if done.oversize and 200 <= done.response.status_code < 300:
-            return Attempt(too_large(self._effect, done.oversize,
-                                     self._clients.max_body_bytes, attempts=1))
+            return Attempt(
+                too_large(self._effect, done.oversize, self._clients.max_body_bytes, attempts=1)
+            )
         return self._answered(done.response)
 
     def _no_response(self, done: Exchange) -> Attempt:
         code = CallCode.TOOL_TIMEOUT if done.timed_out else CallCode.TOOL_ERROR
         if not done.sent:
-            return Attempt(failed(code, f"{done.problem} (nothing was sent)", attempts=0),
-                           retryable=True)
+            return Attempt(
+                failed(code, f"{done.problem} (nothing was sent)", attempts=0), retryable=True
+            )
         if self._effect is Effect.READ:
             return Attempt(failed(code, done.problem), retryable=True)
-        return Attempt(unknown(f"outcome unknown: the request was sent but {done.problem}"),
-                       retryable=True)
+        return Attempt(
+            unknown(f"outcome unknown: the request was sent but {done.problem}"), retryable=True
+        )
 
     def _answered(self, response: Reply) -> Attempt:
         status = response.status_code
@@ -235,8 +348,7 @@ class HttpExecutor:
 
 
 def fill_lookup_url(template: str, ctx: ExecutionContext) -> str:
-    values = {"idempotency_key": ctx.idempotency_key, "run_id": ctx.run_id,
-              "call_id": ctx.call_id}
+    values = {"idempotency_key": ctx.idempotency_key, "run_id": ctx.run_id, "call_id": ctx.call_id}
     for name, value in values.items():
         template = template.replace("{" + name + "}", quote(value, safe=""))
     return template
@@ -245,18 +357,31 @@ def fill_lookup_url(template: str, ctx: ExecutionContext) -> str:
 class HttpLookup:
     """GET the look-up URL: 200 = found (the body), 404 = not applied, else inconclusive."""
 
-    def __init__(self, *, url: str, timeout_s: float, headers: Mapping[str, str],
-                 clients: HttpClients) -> None:
+    def __init__(
+        self,
+        *,
+        url: str,
+        timeout_s: float,
+        headers: Mapping[str, str],
+        clients: HttpClients,
+        route: Route = DIRECT,
+    ) -> None:
         self._url = url
+        self._route = route
         self._timeout_s = timeout_s
         self._headers = dict(headers)
         self._clients = clients
 
     async def lookup(self, args: dict[str, Any], ctx: ExecutionContext) -> LookupResult:
-        done = await exchange(self._clients.get(), "GET", fill_lookup_url(self._url, ctx),
-                              headers=callgate_headers(ctx, self._headers),
-                              timeout_s=self._timeout_s,
-                              max_body_bytes=self._clients.max_body_bytes)
+        done = await exchange(
+            self._clients.get(),
+            "GET",
+            fill_lookup_url(self._url, ctx),
+            headers=callgate_headers(ctx, self._headers),
+            timeout_s=self._timeout_s,
+            max_body_bytes=self._clients.max_body_bytes,
+            route=self._route,
+        )
         if done.response is None:
             return Inconclusive(f"look-up failed: {done.problem}")
         if done.response.status_code == 200 and done.oversize:

@@ -17,18 +17,10 @@ from typing import Any
 
 from gateway.errors import CallCode
 from gateway.executors.base import ExecutionContext, ExecutionResult
-from gateway.executors.outcome import (
-    KEPT_TEXT_CHARS,
-    Attempt,
-    dump_json,
-    error_text,
-    failed,
-    noted,
-    succeeded,
-    unknown,
-    with_retries,
-)
+from gateway.executors.output import KEPT_TEXT_CHARS, dump_json
 from gateway.executors.reconcile import Absent, Found, Inconclusive, LookupResult
+from gateway.executors.results import error_text, failed, noted, succeeded, unknown
+from gateway.executors.retries import Attempt, with_retries
 from gateway.model import Effect
 
 ToolFunction = Callable[[dict[str, Any], ExecutionContext], Any]

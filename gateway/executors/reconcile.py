@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from gateway.errors import CallCode
 from gateway.executors.base import ExecutionContext, ExecutionResult
-from gateway.executors.outcome import failed, noted, succeeded, unknown
+from gateway.executors.results import failed, noted, succeeded, unknown
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@
     jwt:     {issuer, audiences, jwks_file | jwks_url, algorithms, leeway_s, claims: {...}}
     mtls:    {subject_from: san_uri | san_dns | cn, identities: {<subject>: {tenant, roles}}}
 
-Every problem is a ConfigError naming the file and the field.
+The file is read strictly (`gateway.yamltext.read_yaml`): a key given twice, `.nan`, a key that
+is not a string is refused, naming the line. Every problem is a ConfigError naming the file
+and the field.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gateway.errors import ConfigError
+from gateway.yamltext import YamlTextError, read_yaml
 
 # Public-key signature algorithms only: a shared secret (HS256...) would let anyone who can read
 # the key set mint tokens, and it is the door to algorithm-confusion attacks.
@@ -65,8 +67,10 @@ class JwtConfig(_Strict):
     def _public_key_algorithms(cls, algorithms: list[str]) -> list[str]:
         for alg in algorithms:
             if alg not in ALGORITHM_FAMILIES:
-                raise ValueError(f"{alg!r} is not allowed: use public-key algorithms only "
-                                 f"({', '.join(ALGORITHM_FAMILIES)})")
+                raise ValueError(
+                    f"{alg!r} is not allowed: use public-key algorithms only "
+                    f"({', '.join(ALGORITHM_FAMILIES)})"
+                )
         return algorithms
 
     @field_validator("jwks_url")
@@ -114,8 +118,8 @@ class AuthFile(_Strict):
 def load_auth_file(path: Path) -> AuthFile:
     """Read and validate the auth file; a relative jwks_file is relative to the file."""
     try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        raw = read_yaml(path.read_text(encoding="utf-8"))
+    except (OSError, YamlTextError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the auth file: {exc}") from exc
     try:
         parsed = AuthFile.model_validate(raw)

@@ -10,7 +10,6 @@ failed refresh keeps the keys already held.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -24,6 +23,7 @@ from jwt.exceptions import PyJWTError
 
 from gateway.errors import ConfigError, Unauthenticated
 from gateway.identity.config import ALGORITHM_FAMILIES, JwtConfig
+from gateway.jsontext import JsonTextError, read_json
 
 log = logging.getLogger("callgate.identity")
 
@@ -48,9 +48,9 @@ class _Keys:
 def parse_key_set(data: bytes) -> _Keys:
     """The signature keys of a JWKS document; keys PyJWT cannot use are left out, logged."""
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise KeySetError(f"not JSON: {exc}") from exc
+        doc = read_json(data)  # strict: a kid or key given twice would be either value
+    except JsonTextError as exc:
+        raise KeySetError(f"not JSON: {exc.message}") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("keys"), list):
         raise KeySetError('not a JWKS: expected an object {"keys": [...]}')
     keys = _Keys()
@@ -89,9 +89,16 @@ Fetch = Callable[[], Awaitable[bytes]]
 class KeySet:
     """Signing keys for JWT verification: `await key_for(kid, alg)`."""
 
-    def __init__(self, fetch: Fetch, source: str, config: JwtConfig,
-                 keys: _Keys | None = None, *, clock: Callable[[], float] = time.monotonic,
-                 client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        fetch: Fetch,
+        source: str,
+        config: JwtConfig,
+        keys: _Keys | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
         self._fetch = fetch
         self.source = source
         self._config = config
@@ -146,29 +153,39 @@ class KeySet:
         if kid is not None:
             return self._keys.by_kid.get(kid)
         family = ALGORITHM_FAMILIES[alg]
-        fitting = [k for k in [*self._keys.by_kid.values(), *self._keys.unnamed]
-                   if k.get("kty") == family]
+        fitting = [
+            k for k in [*self._keys.by_kid.values(), *self._keys.unnamed] if k.get("kty") == family
+        ]
         return fitting[0] if len(fitting) == 1 else None
 
     def _missing(self, kid: str | None) -> str:
         if not self._keys:
-            return (f"callgate holds no signing keys yet: fetching {self.source} failed (see "
-                    "the sidecar's log); tokens are verified once it succeeds")
+            return (
+                f"callgate holds no signing keys yet: fetching {self.source} failed (see "
+                "the sidecar's log); tokens are verified once it succeeds"
+            )
         if kid is None:
-            return ("the token names no signing key (kid header) and the key set does not have "
-                    "exactly one key for its algorithm: issue tokens with a kid")
+            return (
+                "the token names no signing key (kid header) and the key set does not have "
+                "exactly one key for its algorithm: issue tokens with a kid"
+            )
         wait = self._config.jwks_min_refresh_s
-        return (f"the token's signing key (kid) is not in the key set from {self.source}; if the "
-                f"identity provider has just rotated its keys, retry after {wait:g} s")
+        return (
+            f"the token's signing key (kid) is not in the key set from {self.source}; if the "
+            f"identity provider has just rotated its keys, retry after {wait:g} s"
+        )
 
     def _build(self, jwk: dict[str, Any], alg: str) -> PyJWK:
         family = ALGORITHM_FAMILIES[alg]
         if jwk.get("kty") != family:
-            raise Unauthenticated(f"the token's algorithm {alg} does not fit the key it names "
-                                  f"(a {jwk.get('kty')} key)")
+            raise Unauthenticated(
+                f"the token's algorithm {alg} does not fit the key it names "
+                f"(a {jwk.get('kty')} key)"
+            )
         if jwk.get("alg", alg) != alg:
-            raise Unauthenticated(f"the key the token names is for {jwk.get('alg')} only, not "
-                                  f"{alg}")
+            raise Unauthenticated(
+                f"the key the token names is for {jwk.get('alg')} only, not {alg}"
+            )
         cache_key = (id(jwk), alg)
         if cache_key not in self._built:
             self._built[cache_key] = PyJWK(jwk, algorithm=alg)
@@ -176,8 +193,10 @@ class KeySet:
 
     def _may_refresh(self) -> bool:
         """A refresh in flight is joined; a new one waits out the minimum interval."""
-        return (self._inflight is not None
-                or self._clock() - self._tried_at >= self._config.jwks_min_refresh_s)
+        return (
+            self._inflight is not None
+            or self._clock() - self._tried_at >= self._config.jwks_min_refresh_s
+        )
 
     async def _refresh(self) -> None:
         if self._inflight is None:
@@ -194,8 +213,12 @@ class KeySet:
         try:
             keys = parse_key_set(await self._fetch())
         except Exception as exc:  # any failure keeps the keys held: tokens fail closed, never open
-            log.warning("cannot refresh the signing keys from %s: %s; keeping %d key(s)",
-                        self.source, _describe(exc), len(self._keys))
+            log.warning(
+                "cannot refresh the signing keys from %s: %s; keeping %d key(s)",
+                self.source,
+                _describe(exc),
+                len(self._keys),
+            )
             return
         self._keys, self._built = keys, {}
         self._loaded_at = self._tried_at
@@ -213,6 +236,7 @@ def _url_fetcher(client: httpx.AsyncClient, url: str) -> Fetch:
                 if len(body) > MAX_JWKS_BYTES:
                     raise KeySetError(f"larger than {MAX_JWKS_BYTES} bytes")
             return bytes(body)
+
     return fetch
 
 

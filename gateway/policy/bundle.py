@@ -29,13 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gateway.errors import ConfigError
 from gateway.jsontext import JsonTextError, read_json
 from gateway.limits import MAX_JSON_DEPTH_CAP
 from gateway.policy.engine import add_policy, new_engine
-from gateway.yamltext import YamlExpansionError, check_expansion
+from gateway.yamltext import YamlTextError, read_yaml
 
 DATA_FILE_NAMES = frozenset({"data.json", "data.yaml", "data.yml"})
 TEST_SUFFIX = "_test.rego"
@@ -137,12 +135,21 @@ class Bundle:
 # regorus error text
 
 
+# Engine messages that say less than what they mean to a policy's author.
+_ENGINE_MEANING = {
+    "invalid number. serde_json cannot parse number: out of range":
+        "a number beyond the range of a 64-bit float: the embedded engine's numbers are 64-bit "
+        "floats, OPA's are not; use the OPA engine for it",
+}
+
+
 def config_error_from_regorus(exc: BaseException, *, fallback_file: str = "") -> PolicyConfigError:
     """Turn regorus's `--> file:line:col ... error: msg` text into a located ConfigError."""
     text = str(exc).split("Stack backtrace:", 1)[0].strip()
     loc = _LOCATION.search(text)
     err = _ERROR_LINE.search(text)
     detail = err.group("msg").strip() if err else (text.splitlines()[-1] if text else repr(exc))
+    detail = _ENGINE_MEANING.get(detail, detail)
     if loc is None:
         where = fallback_file
         return PolicyConfigError(f"{where}: {detail}" if where else detail, file=where,
@@ -309,16 +316,6 @@ def _decode(root: Path, rel: str, body: bytes) -> str:
 # data
 
 
-class _YamlLoader(yaml.SafeLoader):
-    """SafeLoader that keeps timestamps as strings, as YAML→JSON conversion in OPA does."""
-
-
-_YamlLoader.yaml_implicit_resolvers = {
-    key: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
 def _parse_data(root: Path, rel: str, body: bytes, mount: str) -> Any:
     name = (root / rel).as_posix()
     text = _decode(root, rel, body)
@@ -345,18 +342,11 @@ def _parse_json(name: str, text: str) -> Any:
 
 def _parse_yaml(name: str, text: str) -> Any:
     try:
-        value = yaml.load(text, Loader=_YamlLoader)  # noqa: S506  (a SafeLoader subclass)
-        check_expansion(value)
-    except (YamlExpansionError, RecursionError) as exc:
-        detail = str(exc) if isinstance(exc, YamlExpansionError) else "the YAML nests too deeply"
-        raise PolicyConfigError(f"{name}: {detail}", file=name, detail=detail) from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        where = f"{name}:{line}" if line else name
-        raise PolicyConfigError(f"{where}: invalid YAML: {problem}", file=name, line=line,
-                                detail=f"invalid YAML: {problem}") from exc
+        value = read_yaml(text)
+    except YamlTextError as exc:
+        where = f"{name}:{exc.line}" if exc.line else name
+        raise PolicyConfigError(f"{where}: {exc}", file=name, line=exc.line,
+                                detail=str(exc)) from exc
     return {} if value is None else value
 
 

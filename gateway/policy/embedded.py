@@ -38,7 +38,7 @@ from gateway.policy.bundle import (
     rules_of_engine,
     short_regorus_message,
 )
-from gateway.policy.checker import check
+from gateway.policy.checker import check, refusals
 from gateway.policy.decision import (
     UNDEFINED,
     PolicyEvalError,
@@ -99,6 +99,9 @@ def _build(bundle: Bundle, *, include_tests: bool, coverage: bool) -> Any:
     try:  # regorus compiles on the first evaluation: force it with a trivial query
         engine.eval_query("true")
     except RuntimeError as exc:
+        refused = refusals(engine)  # what callgate refuses, said plainly, before the engine's
+        if refused:
+            raise PolicyConfigError.of(refused) from exc
         raise config_error_from_regorus(exc, fallback_file=where) from exc
     return engine
 

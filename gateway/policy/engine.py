@@ -4,11 +4,13 @@ Serving engines (one per thread), `policy test`, `policy eval`, `--explain`, cov
 checker all call `new_engine()`, so a policy means the same everywhere. `add_policy()` adds a
 source the way OPA reads it, including the output-argument form of a call to a supplied
 builtin (`io.jwt.decode(token, [header, payload, sig])`), which the engine only understands for
-its own builtins: such a call is rewritten to `[header, payload, sig] = io.jwt.decode(token)`.
+its own builtins: such a call is rewritten to `[header, payload, sig] = io.jwt.decode(token)`;
+and OPA's order of evaluation around `not` (gateway.policy.negation).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any
@@ -22,7 +24,8 @@ os.environ["RUST_BACKTRACE"] = "0"
 import regorus  # noqa: E402  (the environment must be set first)
 
 from gateway.policy.builtins import ARITY, EXTENSIONS  # noqa: E402
-from gateway.policy.syntax import dotted, inner, span, walk  # noqa: E402
+from gateway.policy.negation import rewrite_negations  # noqa: E402
+from gateway.policy.syntax import dotted, extent, inner, span, text_of, walk  # noqa: E402
 
 # regorus refuses a policy line longer than 1,024 columns by default; a JWT, a PEM key or a
 # JWKS written into a policy is longer. Lines may be as long as a file may be large.
@@ -52,7 +55,21 @@ def bare_engine() -> Any:
 
 def add_policy(engine: Any, name: str, text: str) -> None:
     """Add a policy source (RuntimeError with the engine's located message if it is bad)."""
-    engine.add_policy(name, rewrite_output_calls(name, text))
+    engine.add_policy(name, rewrite_source(name, text))
+
+
+@functools.lru_cache(maxsize=256)
+def rewrite_source(name: str, text: str) -> str:
+    """A source as the engine is given it: with the output-argument form of supplied builtins
+    rewritten, and OPA's evaluation order around `not` (gateway.policy.negation) made explicit.
+    Every line stays where it was."""
+    return rewrite_negations(name, rewrite_output_calls(name, text), _syntax_tree)
+
+
+def _syntax_tree(name: str, text: str) -> Any:
+    scratch = bare_engine()
+    scratch.add_policy(name, text)
+    return json.loads(scratch.get_ast_as_json())
 
 
 def is_panic(exc: BaseException) -> bool:
@@ -67,8 +84,10 @@ def is_panic(exc: BaseException) -> bool:
 
 def rewrite_output_calls(name: str, text: str) -> str:
     """`f(a, out)` → `out = f(a)` for statement calls to supplied builtins given one argument
-    more than they take; any other text is returned unchanged."""
-    if not any(f"{fn}(" in text for fn in ARITY):
+    more than they take, and `[path, value] := walk(x)` → `walk(x, [path, value])` (the engine
+    gives nothing for walk's value form, only for its output form); any other text is returned
+    unchanged."""
+    if not any(f"{fn}(" in text for fn in ARITY) and "walk(" not in text:
         return text
     scratch = bare_engine()
     try:
@@ -90,11 +109,29 @@ def _edits(source: bytes, tree: Any) -> list[tuple[int, int, bytes]]:
         if not isinstance(literal, dict):
             continue
         expr = (literal.get("Expr") or literal.get("NotExpr") or {}).get("expr")
-        kind, call = inner(expr)
-        edit = _output_call_edit(source, call) if kind == "Call" else None
+        kind, node = inner(expr)
+        edit = _output_call_edit(source, node) if kind == "Call" else None
+        if kind == "AssignExpr" and "Expr" in literal:
+            edit = _walk_edit(source, node)
         if edit is not None:
             found.append(edit)
     return found
+
+
+def _walk_edit(source: bytes, assign: dict[str, Any]) -> tuple[int, int, bytes] | None:
+    """`T := walk(x)` or `T = walk(x)` (either way round) as `walk(x, T)`."""
+    sides = [assign.get("lhs"), assign.get("rhs")]
+    for call_side, other in ((sides[1], sides[0]), (sides[0], sides[1])):
+        kind, call = inner(call_side)
+        if kind == "Call" and dotted(call.get("fcn")) == "walk" and \
+                len(call.get("params") or []) == 1 and inner(other)[0] != "Call":
+            where = extent(source, {"AssignExpr": assign})
+            if where is None or (call_side is sides[0] and assign.get("op") != "Eq"):
+                return None
+            argument = text_of(source, call["params"][0]).encode()
+            target = text_of(source, other).encode()
+            return where[0], where[1], b"walk(" + argument + b", " + target + b")"
+    return None
 
 
 def _output_call_edit(source: bytes, call: dict[str, Any]) -> tuple[int, int, bytes] | None:

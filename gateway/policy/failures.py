@@ -47,6 +47,10 @@ class CallIndex:
         self._spans: dict[str, list[_Span]] = {}
         for module in json.loads(engine.get_ast_as_json()):
             file = module.get("source", {}).get("file", "")
+            # the text the engine was given (gateway.policy.engine rewrites some statements on
+            # their own line): the positions in its messages are positions in that text
+            self._sources[file] = module.get("source", {}).get("contents", "") or \
+                self._sources.get(file, "")
             self._spans[file] = sorted(_spans_of(module.get("ast", {})),
                                        key=lambda s: s.end - s.start)
 
@@ -60,6 +64,26 @@ class CallIndex:
         return ""
 
 
+# What the engine says when a value cannot cross to Python (a supplied builtin's arguments,
+# a rule's value), and what that means to the policy's author.
+_CROSSING = (
+    (re.compile(r"^(?:error: )?not an? [iu]64$"),
+     "a number of 2^64 or more (an integer, or a float that large and whole) cannot be handed "
+     "from the embedded engine to callgate's builtins or back; the OPA engine takes it"),
+    (re.compile(r"^(?:error: )?TypeError: unhashable type: '(?:list|dict)'$"),
+     "a set of arrays or objects (or an object keyed by them) cannot be handed from the "
+     "embedded engine to callgate's builtins; the OPA engine takes it"),
+)
+
+
+def plain(detail: str) -> str:
+    """The engine's message, or what it means when it is one of the crossing failures."""
+    for pattern, meaning in _CROSSING:
+        if pattern.match(detail):
+            return meaning
+    return detail
+
+
 def describe(exc: BaseException, index: CallIndex | None = None, *, query: str = "") -> Failure:
     """The failure of an evaluation as one line naming the builtin and its place."""
     located = config_error_from_regorus(exc)
@@ -69,6 +93,7 @@ def describe(exc: BaseException, index: CallIndex | None = None, *, query: str =
     if extension:
         builtin = extension.group("name")
         detail = detail[extension.end():]
+    detail = plain(detail)
     if located.line is None:
         prefix = f"{query}: " if query else ""
         return Failure(f"{prefix}{detail}", builtin=builtin)

@@ -3,7 +3,7 @@
     call_input    `decision` for one proposed call (docs/policies.md, "The call input")
     batch_input   `batch_policy` for a turn with two or more writes
     offer_input   `offer`, the tools ListTools lists for a caller
-    resolve_input `may_resolve`: may this operator settle this call?
+    resolve_input `may_resolve`: may this operator resolve this call?
     approve_input `may_approve`: may this person decide this approval?
     approval_input `input.approval` of the re-check before an approved call runs
 """

@@ -1,4 +1,4 @@
-"""Watching `--policies` and reloading it: a cheap periodic scan, a settle time, SIGHUP.
+"""Watching `--policies` and reloading it: a cheap periodic scan, a quiet time, SIGHUP.
 
 Every `interval_s` the directory is scanned (path, size, modification and change times, inode
 of each policy and data file; hidden files skipped). A change is loaded once the scan has shown
@@ -38,15 +38,15 @@ FileState = tuple[str, int, int, int, int]  # path, size, mtime_ns, ctime_ns, in
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class DirectoryState:
     files: tuple[FileState, ...]
     exists: bool = True
 
 
-def snapshot(root: Path) -> Snapshot:
+def directory_state(root: Path) -> DirectoryState:
     """The policy and data files below root, as stat sees them now."""
     if not root.is_dir():
-        return Snapshot((), exists=False)
+        return DirectoryState((), exists=False)
     found: list[FileState] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -59,19 +59,19 @@ def snapshot(root: Path) -> Snapshot:
             except OSError:  # removed between listing and stat: the next scan tells
                 continue
             found.append((path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
-    return Snapshot(tuple(sorted(found)))
+    return DirectoryState(tuple(sorted(found)))
 
 
 class ChangeDetector:
-    """Decides when a changed directory has settled (pure: time is passed in)."""
+    """Decides when a changed directory has gone quiet (pure: time is passed in)."""
 
-    def __init__(self, loaded: Snapshot, quiet_s: float) -> None:
+    def __init__(self, loaded: DirectoryState, quiet_s: float) -> None:
         self.loaded = loaded
         self.quiet_s = quiet_s
-        self._pending: Snapshot | None = None
+        self._pending: DirectoryState | None = None
         self._since = 0.0
 
-    def ready(self, current: Snapshot, now: float) -> bool:
+    def ready(self, current: DirectoryState, now: float) -> bool:
         """True when current differs from what was last loaded and has not changed for
         quiet_s."""
         if current == self.loaded:
@@ -82,7 +82,7 @@ class ChangeDetector:
             return False
         return now - self._since >= self.quiet_s
 
-    def done(self, state: Snapshot) -> None:
+    def done(self, state: DirectoryState) -> None:
         """state was loaded (or rejected): wait for the next change."""
         self.loaded = state
         self._pending = None
@@ -116,7 +116,7 @@ class PolicyReloader:
         self.on_change = on_change
         self.on_news = on_news  # e.g. an audit record of each reload and distinct rejection
         self.clock = clock
-        self.detector = ChangeDetector(snapshot(self.directory), quiet_s)
+        self.detector = ChangeDetector(directory_state(self.directory), quiet_s)
         self._forced = asyncio.Event()
         self._lock = asyncio.Lock()
         self._last_logged = ""
@@ -144,9 +144,9 @@ class PolicyReloader:
         return forced
 
     async def check(self, *, forced: bool = False) -> ReloadResult | None:
-        """One scan; a reload when forced or when a change has settled."""
+        """One scan; a reload when forced or when a change has gone quiet."""
         async with self._lock:
-            before = await asyncio.to_thread(snapshot, self.directory)
+            before = await asyncio.to_thread(directory_state, self.directory)
             if not forced and not self.detector.ready(before, self.clock()):
                 return None
             result = await self.reload(before)
@@ -156,7 +156,7 @@ class PolicyReloader:
                 await self.on_news(result)
             return result
 
-    async def reload(self, before: Snapshot) -> ReloadResult:
+    async def reload(self, before: DirectoryState) -> ReloadResult:
         """Load the directory as it is now; `before` is the scan taken before reading it (the
         read counts only if the files still look the same afterwards)."""
         rejection: RejectedReload | None = None
@@ -166,8 +166,8 @@ class PolicyReloader:
                                              require_tests=self.require_tests)
         except PolicyConfigError as exc:
             rejection = RejectedReload.of(exc)
-        after = await asyncio.to_thread(snapshot, self.directory)
-        if after != before:  # written to while being read: decide on the settled files
+        after = await asyncio.to_thread(directory_state, self.directory)
+        if after != before:  # written to while being read: decide on the files once quiet
             return ReloadResult("retry")
         self.detector.done(after)
         if bundle is None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from gateway.errors import CallCode, RequestCode, RequestError
-from gateway.executors.outcome import json_problem
+from gateway.executors.output import json_problem
 from gateway.model import CallRecord, CallStatus, Identity
 from gateway.tools import Tool
 

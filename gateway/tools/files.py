@@ -6,42 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gateway.errors import ConfigError
 from gateway.jsontext import JsonTextError, read_json
 from gateway.limits import MAX_JSON_DEPTH_CAP
 from gateway.tools.problems import FieldPath, ManifestProblem
-from gateway.yamltext import YamlExpansionError, check_expansion
+from gateway.yamltext import YamlTextError, read_yaml_documents
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-class _Loader(yaml.SafeLoader):
-    """Safe YAML that keeps dates and times as strings (JSON has no date type)."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
 def _yaml_documents(text: str) -> list[Any]:
     try:
-        documents = list(yaml.load_all(text, Loader=_Loader))
-        check_expansion(documents)
-        return documents
-    except YamlExpansionError as exc:
+        return read_yaml_documents(text)
+    except YamlTextError as exc:
         raise ManifestProblem((), str(exc)) from exc
-    except RecursionError as exc:
-        raise ManifestProblem((), "the YAML nests too deeply") from exc
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ManifestProblem((), f"invalid YAML: {exc.problem or exc.context}{where}") from exc
-    except yaml.YAMLError as exc:
-        raise ManifestProblem((), f"invalid YAML: {exc}") from exc
 
 
 def _json_documents(text: str) -> list[Any]:

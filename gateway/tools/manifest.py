@@ -46,6 +46,8 @@ class ToolManifest(BaseModel):
     effect: Effect
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None = None
+    # false: `format` in the schemas is an annotation only (JSON Schema's default), not checked
+    format_assertion: bool = True
     executor: ExecutorConfig
     idempotency: IdempotencyConfig = Field(default_factory=IdempotencyConfig)
     reconcile: ReconcileConfig | None = None
@@ -64,8 +66,10 @@ class ToolManifest(BaseModel):
                 raise _rule("reconcile", "only writes are reconciled; remove it from a read")
             return self
         if self.retry.max_attempts > 1 and not self.idempotency.enforced_by_target:
-            raise _rule("retry.max_attempts", "a write may be retried only when "
-                        "idempotency.enforced_by_target is true")
+            raise _rule(
+                "retry.max_attempts",
+                "a write may be retried only when idempotency.enforced_by_target is true",
+            )
         for flag in ("repeatable", "parallel_safe"):
             if getattr(self, flag) is True:
                 raise _rule(flag, f"applies to reads only; a write is never {flag}")

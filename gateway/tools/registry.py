@@ -22,10 +22,12 @@ from gateway.executors import (
     ExecutionResult,
     HttpClients,
     ManifestFieldError,
+    Proxies,
     ToolExecutor,
     build_executor,
 )
-from gateway.executors.outcome import failed, kept_output
+from gateway.executors.output import kept_output
+from gateway.executors.results import failed
 from gateway.jsontext import JsonTextError, read_json
 from gateway.limits import DEFAULT_LIMITS, MAX_JSON_DEPTH_CAP, Limits
 from gateway.memo import Memo
@@ -47,8 +49,14 @@ class _Schemas:
 class Tool:
     """A compiled manifest: validators, redaction and the executor of one tool."""
 
-    def __init__(self, manifest: ToolManifest, source: Path, executor: ToolExecutor,
-                 schemas: _Schemas, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self,
+        manifest: ToolManifest,
+        source: Path,
+        executor: ToolExecutor,
+        schemas: _Schemas,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
         self.manifest = manifest
         self.source = source
         self.name = manifest.name
@@ -90,7 +98,8 @@ class Tool:
         if not text:
             return schema_problems(self._schemas.input, args)
         found = self._validated.get_or(
-            text, lambda: schema_problems(self._schemas.input, args) or "")
+            text, lambda: schema_problems(self._schemas.input, args) or ""
+        )
         return found or None
 
     def validate_output(self, output: Any) -> str | None:
@@ -122,15 +131,20 @@ class Tool:
         return checked
 
     def _checked_anew(self, result: ExecutionResult) -> ExecutionResult:
-        result = kept_output(result, effect=self.effect,
-                             max_bytes=self._limits.max_output_bytes,
-                             max_depth=self._limits.max_json_depth)
-        if (self._schemas.output is None or result.status is not CallStatus.SUCCEEDED
-                or result.error_code):
+        result = kept_output(
+            result,
+            effect=self.effect,
+            max_bytes=self._limits.max_output_bytes,
+            max_depth=self._limits.max_json_depth,
+        )
+        if (
+            self._schemas.output is None
+            or result.status is not CallStatus.SUCCEEDED
+            or result.error_code
+        ):
             return result
         try:
-            output = read_json(result.output_json, max_depth=MAX_JSON_DEPTH_CAP,
-                               big_integers=True)
+            output = read_json(result.output_json, max_depth=MAX_JSON_DEPTH_CAP, big_integers=True)
         except JsonTextError:  # kept_output already said why
             return result
         problems = self.validate_output(output)
@@ -139,25 +153,43 @@ class Tool:
         message = f"output violates output_schema: {problems}"
         if self.effect is Effect.READ:
             return failed(CallCode.OUTPUT_INVALID, message, attempts=result.attempts)
-        return ExecutionResult(CallStatus.SUCCEEDED, output_json=result.output_json,
-                               error_code=CallCode.OUTPUT_INVALID.value, error_message=message,
-                               attempts=result.attempts)
+        return ExecutionResult(
+            CallStatus.SUCCEEDED,
+            output_json=result.output_json,
+            error_code=CallCode.OUTPUT_INVALID.value,
+            error_message=message,
+            attempts=result.attempts,
+        )
 
 
-def compile_tool(raw: Any, source: Path, clients: HttpClients, env: Mapping[str, str],
-                 limits: Limits = DEFAULT_LIMITS) -> Tool:
+def compile_tool(
+    raw: Any,
+    source: Path,
+    clients: HttpClients,
+    env: Mapping[str, str],
+    limits: Limits = DEFAULT_LIMITS,
+) -> Tool:
     """One manifest → Tool; raises ManifestProblem or ModelError."""
     if not isinstance(raw, dict):
         raise ManifestProblem((), f"a tool manifest must be a mapping, not {type(raw).__name__}")
     manifest = ToolManifest.model_validate(expand_env(raw, env))
+    formats = manifest.format_assertion
     schemas = _Schemas(
-        compile_schema(manifest.input_schema, ("input_schema",)),
-        None if manifest.output_schema is None
-        else compile_schema(manifest.output_schema, ("output_schema",)))
+        compile_schema(manifest.input_schema, ("input_schema",), format_assertion=formats),
+        None
+        if manifest.output_schema is None
+        else compile_schema(manifest.output_schema, ("output_schema",), format_assertion=formats),
+    )
     try:
-        executor = build_executor(manifest.executor, effect=manifest.effect,
-                                  retry=manifest.retry, idempotency=manifest.idempotency,
-                                  reconcile=manifest.reconcile, clients=clients)
+        executor = build_executor(
+            manifest.executor,
+            effect=manifest.effect,
+            retry=manifest.retry,
+            idempotency=manifest.idempotency,
+            reconcile=manifest.reconcile,
+            clients=clients,
+            base=source.parent,
+        )
     except ManifestFieldError as exc:
         raise ManifestProblem(exc.field, exc.message) from exc
     return Tool(manifest, source, executor, schemas, limits)
@@ -167,7 +199,9 @@ class _Collector:
     """Compiles manifests, gathering every problem as one line."""
 
     def __init__(self, env: Mapping[str, str], limits: Limits) -> None:
-        self.clients = HttpClients(max_body_bytes=limits.max_output_bytes)
+        self.clients = HttpClients(
+            max_body_bytes=limits.max_output_bytes, proxies=Proxies.from_env(env)
+        )
         self.env = env
         self.limits = limits
         self.tools: dict[str, Tool] = {}  # by name, in the order they were defined
@@ -179,8 +213,10 @@ class _Collector:
         except ManifestProblem as exc:
             self.problems.append(problem_line(str(source), (*prefix, *exc.field), exc.message))
         except ModelError as exc:
-            self.problems.extend(problem_line(str(source), (*prefix, *loc), message)
-                                 for loc, message in model_problems(exc))
+            self.problems.extend(
+                problem_line(str(source), (*prefix, *loc), message)
+                for loc, message in model_problems(exc)
+            )
         else:
             self._keep(tool, prefix)
 
@@ -196,9 +232,13 @@ class _Collector:
     def _keep(self, tool: Tool, prefix: FieldPath) -> None:
         first = self.tools.get(tool.name)
         if first is not None:
-            self.problems.append(problem_line(str(tool.source), (*prefix, "name"),
-                                       f"duplicate tool name {tool.name!r} "
-                                       f"(already defined in {first.source})"))
+            self.problems.append(
+                problem_line(
+                    str(tool.source),
+                    (*prefix, "name"),
+                    f"duplicate tool name {tool.name!r} (already defined in {first.source})",
+                )
+            )
             return
         self.tools[tool.name] = tool
 
@@ -215,8 +255,13 @@ class Registry:
     """The loaded tools, by name; owns the http client their executors share, and the audit
     key their arguments are masked with (a key of this process only unless one is given)."""
 
-    def __init__(self, tools: Iterable[Tool], clients: HttpClients | None = None, *,
-                 audit_key: AuditKey | None = None) -> None:
+    def __init__(
+        self,
+        tools: Iterable[Tool],
+        clients: HttpClients | None = None,
+        *,
+        audit_key: AuditKey | None = None,
+    ) -> None:
         self._tools = {t.name: t for t in tools}
         self._clients = clients or HttpClients()
         self.audit_key = audit_key or AuditKey.ephemeral()
@@ -244,9 +289,14 @@ class Registry:
         return tool.masked(args, self.audit_key)
 
     @classmethod
-    def load(cls, directory: Path, env: Mapping[str, str] | None = None,
-             limits: Limits = DEFAULT_LIMITS, *,
-             audit_key: AuditKey | None = None) -> Registry:
+    def load(
+        cls,
+        directory: Path,
+        env: Mapping[str, str] | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+        *,
+        audit_key: AuditKey | None = None,
+    ) -> Registry:
         """Load every manifest file in directory; raises ConfigError naming every problem."""
         collector = _Collector(os.environ if env is None else env, limits)
         for path in manifest_files(Path(directory)):
@@ -254,11 +304,15 @@ class Registry:
         return collector.registry(audit_key)
 
     @classmethod
-    def from_manifests(cls, manifests: Iterable[Mapping[str, Any]], *,
-                       source: Path = Path("<manifests>"),
-                       env: Mapping[str, str] | None = None,
-                       limits: Limits = DEFAULT_LIMITS,
-                       audit_key: AuditKey | None = None) -> Registry:
+    def from_manifests(
+        cls,
+        manifests: Iterable[Mapping[str, Any]],
+        *,
+        source: Path = Path("<manifests>"),
+        env: Mapping[str, str] | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+        audit_key: AuditKey | None = None,
+    ) -> Registry:
         """Build from manifest mappings already in memory (same checks as `load`)."""
         collector = _Collector(os.environ if env is None else env, limits)
         for i, raw in enumerate(manifests):

@@ -1,11 +1,14 @@
 """JSON Schema for tool arguments and outputs: 2020-12 only, references resolved within the
 schema (a remote `$ref` is never fetched), problems reported best first with their JSON path.
 
-Patterns (`pattern`, `patternProperties`, and `additionalProperties` beside them) run with
-ECMA-262 meaning on a linear-time engine (`gateway.tools.patterns`). A schema is refused at
-load when a pattern cannot be run that way, when it refers to itself without descending into
-the value (`{"$ref": "#"}`: validating would never end), or when it combines
-`unevaluatedProperties` with `patternProperties` (which would need another regex engine).
+Patterns (`pattern`, `patternProperties`, and `additionalProperties` and
+`unevaluatedProperties` beside them) run with ECMA-262 meaning on a linear-time engine
+(`gateway.tools.patterns`). Formats are asserted, each checked completely
+(`gateway.tools.formats`), unless the manifest says `format_assertion: false`: then they are
+the annotations the specification makes them by default. A schema is refused at load when a
+pattern cannot be run that way, when it names a format callgate cannot check (while formats
+are asserted), or when it refers to itself without descending into the value
+(`{"$ref": "#"}`: validating would never end).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker, validators
-from jsonschema.exceptions import SchemaError, ValidationError, best_match
+from jsonschema.exceptions import FormatError, SchemaError, ValidationError, best_match
 from jsonschema.protocols import Validator
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from referencing import Registry as RefRegistry
@@ -24,14 +27,18 @@ from referencing import Resource
 from referencing.exceptions import Unresolvable, Unretrievable
 from referencing.jsonschema import DRAFT202012
 
-from gateway.executors.outcome import excerpt
+from gateway.executors.results import excerpt
+from gateway.tools.formats import CHECKED_FORMATS, FORMAT_CHECKER
 from gateway.tools.metaschema import flattened
 from gateway.tools.patterns import PatternError, compiled, search
 from gateway.tools.problems import FieldPath, ManifestProblem
+from gateway.tools.unevaluated import unevaluated_properties
 
 MAX_REPORTED_ERRORS = 5
-_SCHEMA_URIS = ("https://json-schema.org/draft/2020-12/schema",
-                "https://json-schema.org/draft/2020-12/schema#")
+_SCHEMA_URIS = (
+    "https://json-schema.org/draft/2020-12/schema",
+    "https://json-schema.org/draft/2020-12/schema#",
+)
 _WEAK_KEYWORDS = frozenset({"anyOf", "oneOf"})
 
 
@@ -58,8 +65,10 @@ def _is_remote(exc: BaseException | None) -> bool:
 
 def _unresolvable(keyword: str, ref: str, exc: Unresolvable) -> str:
     if _is_remote(exc):
-        return (f"{keyword} {ref!r} points outside this schema; remote references are never "
-                "fetched (copy the definition under $defs)")
+        return (
+            f"{keyword} {ref!r} points outside this schema; remote references are never "
+            "fetched (copy the definition under $defs)"
+        )
     return f"{keyword} {ref!r} cannot be resolved: {excerpt(str(exc))}"
 
 
@@ -86,8 +95,9 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterat
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any,
-                        schema: Any) -> Iterator[Any]:
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[Any]:
     if not validator.is_type(instance, "object"):
         return
     for pattern, subschema in patterns.items():
@@ -96,25 +106,45 @@ def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any,
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
-def _additional_properties(validator: Any, extra_schema: Any, instance: Any,
-                           schema: dict[str, Any]) -> Iterator[Any]:
+def _additional_properties(
+    validator: Any, extra_schema: Any, instance: Any, schema: dict[str, Any]
+) -> Iterator[Any]:
     if not validator.is_type(instance, "object"):
         return
     named = schema.get("properties", {})
     patterns = list(schema.get("patternProperties", {}))
-    extras = sorted((key for key in instance if key not in named
-                     and not any(search(p, key) for p in patterns)), key=str)
+    extras = sorted(
+        (key for key in instance if key not in named and not any(search(p, key) for p in patterns)),
+        key=str,
+    )
     if validator.is_type(extra_schema, "object"):
         for extra in extras:
             yield from validator.descend(instance[extra], extra_schema, path=extra)
     elif not extra_schema and extras:
         joined = ", ".join(repr(each) for each in extras)
         if patterns:
-            yield ValidationError(f"{joined} {'does' if len(extras) == 1 else 'do'} not match "
-                                  f"any of the regexes: {', '.join(map(repr, sorted(patterns)))}")
+            yield ValidationError(
+                f"{joined} {'does' if len(extras) == 1 else 'do'} not match "
+                f"any of the regexes: {', '.join(map(repr, sorted(patterns)))}"
+            )
         else:
-            yield ValidationError(f"Additional properties are not allowed ({joined} "
-                                  f"{'was' if len(extras) == 1 else 'were'} unexpected)")
+            yield ValidationError(
+                f"Additional properties are not allowed ({joined} "
+                f"{'was' if len(extras) == 1 else 'were'} unexpected)"
+            )
+
+
+def _format(validator: Any, fmt: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    checker = validator.format_checker
+    if checker is None:
+        return  # format_assertion: false
+    if fmt not in checker.checkers:  # refused at load; a reference can still reach one
+        yield ValidationError(f"{fmt!r} is not a format callgate can check")
+        return
+    try:
+        checker.check(instance, fmt)
+    except FormatError as error:
+        yield ValidationError(error.message, cause=error.cause)
 
 
 def _is_pattern(value: object) -> bool:
@@ -123,28 +153,50 @@ def _is_pattern(value: object) -> bool:
     return True
 
 
-# every format jsonschema knows, with `regex` meaning an ECMA-262 pattern callgate can run
-FORMATS = FormatChecker()
-FORMATS.checks("regex", raises=PatternError)(_is_pattern)
+# the formats a schema's own keywords are checked with against the metaschema: a `pattern`
+# (and a patternProperties name) must be an ECMA-262 pattern callgate can run
+META_FORMATS = FormatChecker(formats=())
+META_FORMATS.checks("regex", raises=PatternError)(_is_pattern)
 
-_Validator = validators.extend(Draft202012Validator, {
-    "pattern": _pattern, "patternProperties": _pattern_properties,
-    "additionalProperties": _additional_properties})
+_Validator = validators.extend(
+    Draft202012Validator,
+    {
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+        "unevaluatedProperties": unevaluated_properties,
+        "format": _format,
+    },
+)
 
 # ---------------------------------------------------------------------- walking a schema
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMA_ONE = ("items", "additionalProperties", "unevaluatedProperties", "unevaluatedItems",
-               "contains", "propertyNames", "not", "if", "then", "else")
+_SCHEMA_ONE = (
+    "items",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+)
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 # keywords applying their subschemas to the same value (no descent into it)
 _IN_PLACE_ONE = ("not", "if", "then", "else")
 _IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
 
 
-def _children(node: dict[str, Any], path: FieldPath,
-              ones: Iterable[str] = _SCHEMA_ONE, lists: Iterable[str] = _SCHEMA_LISTS,
-              maps: Iterable[str] = _SCHEMA_MAPS) -> Iterator[tuple[Any, FieldPath]]:
+def _children(
+    node: dict[str, Any],
+    path: FieldPath,
+    ones: Iterable[str] = _SCHEMA_ONE,
+    lists: Iterable[str] = _SCHEMA_LISTS,
+    maps: Iterable[str] = _SCHEMA_MAPS,
+) -> Iterator[tuple[Any, FieldPath]]:
     for key in maps:
         if isinstance(node.get(key), dict):
             yield from ((child, (*path, key, name)) for name, child in node[key].items())
@@ -167,22 +219,33 @@ def _schemas(node: Any, path: FieldPath) -> Iterator[tuple[dict[str, Any], Field
 
 
 def _check_patterns(schema: dict[str, Any], field: FieldPath) -> None:
-    nodes = list(_schemas(schema, field))
-    if any("unevaluatedProperties" in n for n, _ in nodes) and any(
-            "patternProperties" in n for n, _ in nodes):
-        raise ManifestProblem(field, "unevaluatedProperties together with patternProperties "
-                              "is not supported; use additionalProperties")
-    for node, where in nodes:
-        found = [(node["pattern"], (*where, "pattern"))] if isinstance(
-            node.get("pattern"), str) else []
+    for node, where in _schemas(schema, field):
+        found = (
+            [(node["pattern"], (*where, "pattern"))] if isinstance(node.get("pattern"), str) else []
+        )
         if isinstance(node.get("patternProperties"), dict):
-            found += [(key, (*where, "patternProperties", key))
-                      for key in node["patternProperties"]]
+            found += [
+                (key, (*where, "patternProperties", key)) for key in node["patternProperties"]
+            ]
         for pattern, at in found:
             try:
                 compiled(pattern)
             except PatternError as exc:
                 raise ManifestProblem(at, str(exc)) from exc
+
+
+def _check_formats(schema: dict[str, Any], field: FieldPath) -> None:
+    """While formats are asserted, each must be one callgate checks completely."""
+    for node, where in _schemas(schema, field):
+        fmt = node.get("format")
+        if isinstance(fmt, str) and fmt not in CHECKED_FORMATS:
+            raise ManifestProblem(
+                (*where, "format"),
+                f"{fmt!r} is not a format callgate can "
+                f"check (it checks {', '.join(sorted(CHECKED_FORMATS))}); "
+                "to keep formats as annotations only, set "
+                "format_assertion: false in the manifest",
+            )
 
 
 class _Endless(Exception):
@@ -197,8 +260,11 @@ def _check_ends(schema: dict[str, Any], root: Any, field: FieldPath) -> None:
         try:
             _visit(node, root, set(), done)
         except _Endless:
-            raise ManifestProblem(where, "the schema refers to itself without end (a $ref "
-                                  "cycle that never descends into the value)") from None
+            raise ManifestProblem(
+                where,
+                "the schema refers to itself without end (a $ref "
+                "cycle that never descends into the value)",
+            ) from None
         except Unresolvable:
             continue  # reported by _check_refs
 
@@ -221,31 +287,39 @@ def _visit(node: Any, resolver: Any, path: set[int], done: set[int]) -> None:
     done.add(id(node))
 
 
-def compile_schema(schema: dict[str, Any], field: FieldPath) -> Validator:
-    """Check a 2020-12 schema (every $ref, every pattern, no endless self-reference) and
-    build its validator."""
+def compile_schema(
+    schema: dict[str, Any], field: FieldPath, *, format_assertion: bool = True
+) -> Validator:
+    """Check a 2020-12 schema (every $ref, every pattern, every format while they are
+    asserted, no endless self-reference) and build its validator."""
     declared = schema.get("$schema")
     if declared is not None and declared not in _SCHEMA_URIS:
-        raise ManifestProblem((*field, "$schema"), f"{declared!r}: only JSON Schema 2020-12 "
-                                            f"({_SCHEMA_URIS[0]}) is supported")
+        raise ManifestProblem(
+            (*field, "$schema"),
+            f"{declared!r}: only JSON Schema 2020-12 ({_SCHEMA_URIS[0]}) is supported",
+        )
     try:
         _check_against_metaschema(schema)
         resource = DRAFT202012.create_resource(schema)
         root = SPECIFICATIONS.combine(_NO_REMOTE).resolver_with_root(resource)
         _check_refs(resource, root, field)
         _check_patterns(schema, field)
+        if format_assertion:
+            _check_formats(schema, field)
         _check_ends(schema, root, field)
     except SchemaError as exc:
         why = f": {exc.cause}" if exc.cause is not None else ""
         raise ManifestProblem((*field, *exc.absolute_path), exc.message + why) from exc
     except RecursionError as exc:
         raise ManifestProblem(field, "the schema nests too deeply") from exc
-    validator: Validator = _Validator(schema, registry=_NO_REMOTE, format_checker=FORMATS)
+    validator: Validator = _Validator(
+        schema, registry=_NO_REMOTE, format_checker=FORMAT_CHECKER if format_assertion else None
+    )
     return validator
 
 
 def _check_against_metaschema(schema: dict[str, Any]) -> None:
-    """Draft202012Validator.check_schema, with patterns checked as ECMA-262 (`FORMATS`).
+    """Draft202012Validator.check_schema, with patterns checked as ECMA-262 (`META_FORMATS`).
     A fraction of a millisecond a schema; a schema met before (manifests often share their
     schemas) is known to pass."""
     try:
@@ -269,7 +343,7 @@ _PASSED_MAX = 100_000
 def _meta_validator() -> Validator:
     """The 2020-12 metaschema's validator, on its flattened form (`metaschema.flattened`:
     the same verdicts, five times faster)."""
-    return Draft202012Validator(flattened(), format_checker=FORMATS)
+    return Draft202012Validator(flattened(), format_checker=META_FORMATS)
 
 
 def _pointer(path: Iterable[Any]) -> str:

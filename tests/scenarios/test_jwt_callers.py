@@ -52,23 +52,43 @@ def idp() -> Iterator[IdentityProvider]:
 
 
 @pytest.fixture(scope="module")
-def jwt_sidecar(tmp_path_factory: pytest.TempPathFactory, idp: IdentityProvider,
-                travel: TravelService, tools_dir: Path,
-                effects_db: Path) -> Iterator[SidecarProcess]:
+def jwt_sidecar(
+    tmp_path_factory: pytest.TempPathFactory,
+    idp: IdentityProvider,
+    travel: TravelService,
+    tools_dir: Path,
+    effects_db: Path,
+) -> Iterator[SidecarProcess]:
     base = tmp_path_factory.mktemp("jwt")
     policies = base / "policies"
     shutil.copytree(POLICIES, policies)
     (policies / "claims.rego").write_text(CLAIMS_POLICY)
     with idp.serve() as url:
         auth = base / "auth.yaml"
-        auth.write_text(yaml.safe_dump({
-            "tokens": {STATIC_TOKEN: {"subject": "svc", "tenant": "acme",
-                                      "roles": ["traveler"]}},
-            "jwt": {"issuer": idp.issuer, "audiences": [AUDIENCE], "jwks_url": url,
-                    "algorithms": ["RS256", "ES256"], "leeway_s": 5,
-                    "claims": {"subject": "sub", "tenant": "tenant_id", "roles": "roles"}}}))
-        with SidecarProcess(tools=tools_dir, policies=policies, db=base / "cg.db", auth=auth,
-                            env=sidecar_env(travel, effects_db)) as proc:
+        auth.write_text(
+            yaml.safe_dump(
+                {
+                    "tokens": {
+                        STATIC_TOKEN: {"subject": "svc", "tenant": "acme", "roles": ["traveler"]}
+                    },
+                    "jwt": {
+                        "issuer": idp.issuer,
+                        "audiences": [AUDIENCE],
+                        "jwks_url": url,
+                        "algorithms": ["RS256", "ES256"],
+                        "leeway_s": 5,
+                        "claims": {"subject": "sub", "tenant": "tenant_id", "roles": "roles"},
+                    },
+                }
+            )
+        )
+        with SidecarProcess(
+            tools=tools_dir,
+            policies=policies,
+            db=base / "cg.db",
+            auth=auth,
+            env=sidecar_env(travel, effects_db),
+        ) as proc:
             yield proc
 
 
@@ -86,17 +106,26 @@ def client(jwt_sidecar: SidecarProcess) -> Iterator[Callable[[str], GatewayClien
 
 
 def good_token(idp: IdentityProvider, **overrides: object) -> str:
-    claims: dict[str, object] = {"email": EMAIL, "email_verified": True,
-                                 "secret_claim": SECRET_CLAIM, **overrides}
+    claims: dict[str, object] = {
+        "email": EMAIL,
+        "email_verified": True,
+        "secret_claim": SECRET_CLAIM,
+        **overrides,
+    }
     return idp.token(**claims)  # type: ignore[arg-type]
 
 
 def test_a_jwt_caller_runs_tools_and_its_claims_decide_policy(
-        client: Callable[[str], GatewayClient], idp: IdentityProvider, run_id: str) -> None:
+    client: Callable[[str], GatewayClient], idp: IdentityProvider, run_id: str
+) -> None:
     verified = client(good_token(idp))
     verified.start_run(run_id=run_id)
-    out = verified.submit_calls(run_id, "t1", tool_call("c1", "get_train_status", TRAIN),
-                                tool_call("c2", "get_weather", WEATHER))
+    out = verified.submit_calls(
+        run_id,
+        "t1",
+        tool_call("c1", "get_train_status", TRAIN),
+        tool_call("c2", "get_weather", WEATHER),
+    )
     assert [pb.CallStatus.Name(r.status) for r in out.results] == ["CALL_STATUS_SUCCEEDED"] * 2
     assert verified.get_run(run_id).subject == "alice"
 
@@ -108,8 +137,9 @@ def test_a_jwt_caller_runs_tools_and_its_claims_decide_policy(
     assert "verified email" in out.results[0].error.message
 
 
-def test_static_tokens_work_beside_jwts(client: Callable[[str], GatewayClient],
-                                       run_id: str) -> None:
+def test_static_tokens_work_beside_jwts(
+    client: Callable[[str], GatewayClient], run_id: str
+) -> None:
     run = client(STATIC_TOKEN).start_run(run_id=run_id)
     assert run.subject == "svc"
 
@@ -121,18 +151,43 @@ BAD_TOKENS: list[tuple[str, Callable[[IdentityProvider], str], str]] = [
     ("wrong audience", lambda i: good_token(i, aud="other"), "audience (aud)"),
     ("alg none", lambda i: unsigned_token(i.claims(email=EMAIL)), "unsigned (alg none)"),
     ("bad signature", lambda i: good_token(i)[:-6] + "AAAAAA", "signature does not verify"),
-    ("unknown key", lambda i: good_token(i, kid="rotated-away", key=i.keys["rsa-1"]),
-     "not in the key set"),
-    ("HS256 with the RSA public key", lambda i: hs256_signed_with_public_key(i),
-     "signed with HS256"),
+    (
+        "unknown key",
+        lambda i: good_token(i, kid="rotated-away", key=i.keys["rsa-1"]),
+        "not in the key set",
+    ),
+    (
+        "HS256 with the RSA public key",
+        lambda i: hs256_signed_with_public_key(i),
+        "signed with HS256",
+    ),
     ("missing tenant claim", lambda i: good_token(i, tenant_id=None), "no tenant_id claim"),
+    (
+        "a repeated subject claim",
+        lambda i: i.signed_text(
+            i.claims_text(email=EMAIL, email_verified=True)[:-1] + ', "sub": "root"}'
+        ),
+        "the token's claims are not strict JSON: a claim name appears twice",
+    ),
+    (
+        "NaN in a claim",
+        lambda i: i.signed_text(
+            i.claims_text(email=EMAIL, email_verified=True)[:-1] + ', "score": NaN}'
+        ),
+        "the token's claims are not strict JSON: a number is NaN",
+    ),
 ]
 
 
 @pytest.mark.parametrize("name,make,reason", BAD_TOKENS, ids=[b[0] for b in BAD_TOKENS])
 def test_bad_tokens_are_unauthenticated_with_a_reason(
-        client: Callable[[str], GatewayClient], idp: IdentityProvider, run_id: str, name: str,
-        make: Callable[[IdentityProvider], str], reason: str) -> None:
+    client: Callable[[str], GatewayClient],
+    idp: IdentityProvider,
+    run_id: str,
+    name: str,
+    make: Callable[[IdentityProvider], str],
+    reason: str,
+) -> None:
     with pytest.raises(grpc.RpcError) as err:
         client(make(idp)).start_run(run_id=run_id)
     assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
@@ -141,8 +196,11 @@ def test_bad_tokens_are_unauthenticated_with_a_reason(
 
 
 def test_no_token_signature_or_claim_value_is_logged_or_stored(
-        jwt_sidecar: SidecarProcess, client: Callable[[str], GatewayClient],
-        idp: IdentityProvider, run_id: str) -> None:
+    jwt_sidecar: SidecarProcess,
+    client: Callable[[str], GatewayClient],
+    idp: IdentityProvider,
+    run_id: str,
+) -> None:
     tokens = [good_token(idp), good_token(idp, kid="ec-1"), STATIC_TOKEN]
     for token in tokens:  # accepted: runs, tool calls, a policy denial, audit records
         c = client(token)
@@ -157,9 +215,11 @@ def test_no_token_signature_or_claim_value_is_logged_or_stored(
     secrets = {EMAIL, SECRET_CLAIM, STATIC_TOKEN}
     for token in tokens + refused:  # payloads and signatures, by 10-character piece: a piece
         for part in token.split(".")[1:]:  # of 19 characters or more cannot hide
-            secrets.update(part[i:i + 10] for i in range(0, len(part) - 9, 10))
-    places = {"the sidecar's log": jwt_sidecar.output,
-              "the audit trail": _audit_rows(jwt_sidecar.db)}
+            secrets.update(part[i : i + 10] for i in range(0, len(part) - 9, 10))
+    places = {
+        "the sidecar's log": jwt_sidecar.output,
+        "the audit trail": _audit_rows(jwt_sidecar.db),
+    }
     for path in jwt_sidecar.db.parent.glob(jwt_sidecar.db.name + "*"):  # db, -wal, -shm
         places[path.name] = path.read_bytes().decode("latin-1")
     assert "caller refused: the token has expired" in jwt_sidecar.output  # refusals are logged

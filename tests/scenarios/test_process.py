@@ -84,8 +84,8 @@ def test_a_store_that_cannot_be_used_stops_start_up(tmp_path: Path, tools_dir: P
 
 PANIC_POLICY = """package callgate
 
-# object.subset with an empty array as the subset panics this engine build
-decision := {"allow": object.subset([input.call.args.city], []) == true} if {
+# bits.and of an infinite number panics this engine build (writing its error message)
+decision := {"allow": bits.and(1e308 / 0.1, count(input.call.args.city)) == 0} if {
   input.call.tool == "get_weather"
 }
 

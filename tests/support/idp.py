@@ -6,7 +6,8 @@
         ...
 
 Tokens are signed with PyJWT from keys made at test time (RSA and EC); `token()` takes claim
-overrides, and `alg`/`kid`/`key` to sign them some other way.
+overrides, and `alg`/`kid`/`key` to sign them some other way; `signed_text()` signs a header and
+claims given as JSON texts exactly as written.
 """
 
 from __future__ import annotations
@@ -68,20 +69,49 @@ class IdentityProvider:
 
     def claims(self, **overrides: Any) -> dict[str, Any]:
         now = int(time.time())
-        base: dict[str, Any] = {"iss": self.issuer, "aud": AUDIENCE, "sub": "alice",
-                                "tenant_id": "acme", "roles": ["traveler"], "iat": now,
-                                "nbf": now, "exp": now + 600}
+        base: dict[str, Any] = {
+            "iss": self.issuer,
+            "aud": AUDIENCE,
+            "sub": "alice",
+            "tenant_id": "acme",
+            "roles": ["traveler"],
+            "iat": now,
+            "nbf": now,
+            "exp": now + 600,
+        }
         base.update(overrides)
         return {k: v for k, v in base.items() if v is not None}
 
-    def token(self, *, kid: str | None = "rsa-1", alg: str | None = None,
-              key: Any = None, headers: dict[str, Any] | None = None, **claims: Any) -> str:
+    def token(
+        self,
+        *,
+        kid: str | None = "rsa-1",
+        alg: str | None = None,
+        key: Any = None,
+        headers: dict[str, Any] | None = None,
+        **claims: Any,
+    ) -> str:
         """A token over claims(**claims); None for a claim leaves it out."""
         signing_key = key if key is not None else self.keys[kid or "rsa-1"]
         if alg is None:
             alg = "ES256" if isinstance(signing_key, ec.EllipticCurvePrivateKey) else "RS256"
         head = {**({"kid": kid} if kid else {}), **(headers or {})}
         return jwt.encode(self.claims(**claims), signing_key, algorithm=alg, headers=head)
+
+    def signed_text(self, payload: str, *, header: str | None = None, kid: str = "rsa-1") -> str:
+        """A token signed (RS256 with kid's key) over exactly these JSON texts, for texts that
+        `token()` cannot write: repeated names, NaN."""
+        key = self.keys[kid]
+        if not isinstance(key, rsa.RSAPrivateKey):
+            raise ValueError(f"{kid} is not an RSA key")
+        head = header if header is not None else json.dumps({"alg": "RS256", "kid": kid})
+        signing_input = f"{_b64(head.encode())}.{_b64(payload.encode())}".encode()
+        signature = RSAAlgorithm(RSAAlgorithm.SHA256).sign(signing_input, key)
+        return f"{signing_input.decode()}.{_b64(signature)}"
+
+    def claims_text(self, **overrides: Any) -> str:
+        """claims(**overrides) as a JSON text, to be edited into one `token()` cannot write."""
+        return json.dumps(self.claims(**overrides))
 
     @contextmanager
     def serve(self) -> Iterator[str]:
@@ -118,13 +148,15 @@ def unsigned_token(claims: dict[str, Any]) -> str:
     return jwt.encode(claims, None, algorithm="none")
 
 
-def hs256_signed_with_public_key(idp: IdentityProvider, kid: str = "rsa-1",
-                                 **claims: Any) -> str:
+def hs256_signed_with_public_key(idp: IdentityProvider, kid: str = "rsa-1", **claims: Any) -> str:
     """Algorithm confusion: HS256 with the RSA public key (as published) as the HMAC secret."""
     from cryptography.hazmat.primitives import serialization
 
-    public = idp.keys[kid].public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    public = (
+        idp.keys[kid]
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
     header = _b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": kid}).encode())
     payload = _b64(json.dumps(idp.claims(**claims)).encode())
     signing_input = f"{header}.{payload}".encode()

@@ -5,10 +5,10 @@
 - `ReplayOpa`: answers the recorded OPA 1.9 transcript (`tests/gateway/policy/opa_rest/`),
   request by request; anything not in it is a 418 the test sees.
 - `FakeOpa`: a stand-in speaking OPA's REST API (Policy API, Data API, /health, provenance,
-  strict-builtin-errors) and evaluating with regorus. It exists because no OPA binary can be
-  installed here; `test_opa_client.py` checks it answers the transcript's requests as OPA did.
-  It can be stopped and started again on the same port (OPA unreachable, then back), made to
-  stall (slower than any timeout) or to fail the next requests with a status.
+  strict-builtin-errors) and evaluating with regorus. It exists for machines without an OPA
+  binary (CI among them); `test_opa_client.py` checks it answers the transcript's requests as
+  OPA did. It can be stopped and started again on the same port (OPA unreachable, then back),
+  made to stall (slower than any timeout) or to fail the next requests with a status.
 
 Each server runs its own event loop in a thread, so sync tests, async tests and sidecar
 processes can all use it.
@@ -450,6 +450,15 @@ class SyncOpaEngine:
     def _run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(60)
 
+    async def _remove_pushed(self) -> None:
+        pushed = self.engine._pushed
+        if pushed is None:
+            return
+        for policy_id in sorted(pushed.policies):
+            await self.engine.connection.delete_policy(policy_id)
+        for key in sorted(pushed.data):
+            await self.engine.connection.delete_data(key)
+
     def decide(self, input: dict[str, Any]) -> Any:
         return self._run(self.engine.decide(input))
 
@@ -466,6 +475,9 @@ class SyncOpaEngine:
         return partial
 
     def close(self) -> None:
+        """Remove what was pushed (a live OPA is shared by the whole test session: a policy
+        left behind would take part in the next test's evaluations), then disconnect."""
+        self._run(self._remove_pushed())
         self._run(self.engine.close())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)

@@ -4,6 +4,7 @@
     server = ca.issue("server", dns=["localhost"], ips=["127.0.0.1"])
     agent = ca.issue("agent-a", uris=["spiffe://acme/agent-a"])
     paths = agent.write(tmp_path, "agent")   # (cert.pem, key.pem)
+    tls = server.server_context(tmp_path, "server", client_ca=ca)   # an ssl.SSLContext
 
 EC P-256 keys: quick to make, and what meshes issue.
 """
@@ -11,6 +12,7 @@ EC P-256 keys: quick to make, and what meshes issue.
 from __future__ import annotations
 
 import ipaddress
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,8 +25,9 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def _name(cn: str) -> x509.Name:
@@ -42,21 +45,48 @@ class Issued:
         key.write_bytes(self.key_pem)
         return cert, key
 
+    def server_context(
+        self, directory: Path, name: str, *, client_ca: CertificateAuthority | None = None
+    ) -> ssl.SSLContext:
+        """A server's TLS context with this certificate; with client_ca, it requires client
+        certificates client_ca signed."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(*self.write(directory, name))
+        if client_ca is not None:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(cadata=client_ca.pem.decode())
+        return context
+
 
 class CertificateAuthority:
     def __init__(self, name: str) -> None:
         self.key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.now(UTC)
         self.cert = (
-            x509.CertificateBuilder().subject_name(_name(name)).issuer_name(_name(name))
-            .public_key(self.key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - timedelta(hours=1)).not_valid_after(now + timedelta(days=1))
+            x509.CertificateBuilder()
+            .subject_name(_name(name))
+            .issuer_name(_name(name))
+            .public_key(self.key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(hours=1))
+            .not_valid_after(now + timedelta(days=1))
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(
-                digital_signature=True, key_cert_sign=True, crl_sign=True,
-                content_commitment=False, key_encipherment=False, data_encipherment=False,
-                key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-            .sign(self.key, hashes.SHA256()))
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .sign(self.key, hashes.SHA256())
+        )
 
     @property
     def pem(self) -> bytes:
@@ -67,21 +97,36 @@ class CertificateAuthority:
         path.write_bytes(self.pem)
         return path
 
-    def issue(self, cn: str, *, dns: Sequence[str] = (), ips: Sequence[str] = (),
-              uris: Sequence[str] = ()) -> Issued:
+    def issue(
+        self,
+        cn: str,
+        *,
+        dns: Sequence[str] = (),
+        ips: Sequence[str] = (),
+        uris: Sequence[str] = (),
+        expired: bool = False,
+        usages: Sequence[x509.ObjectIdentifier] = (
+            ExtendedKeyUsageOID.SERVER_AUTH,
+            ExtendedKeyUsageOID.CLIENT_AUTH,
+        ),
+    ) -> Issued:
+        """A certificate for cn (valid for a day, or one that expired yesterday)."""
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.now(UTC)
+        now = datetime.now(UTC) - timedelta(days=2 if expired else 0)
         names: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
         names += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
         names += [x509.UniformResourceIdentifier(u) for u in uris]
         builder = (
-            x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(self.cert.subject)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - timedelta(hours=1)).not_valid_after(now + timedelta(days=1))
+            x509.CertificateBuilder()
+            .subject_name(_name(cn))
+            .issuer_name(self.cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(hours=1))
+            .not_valid_after(now + timedelta(days=1))
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
-                                                  ExtendedKeyUsageOID.CLIENT_AUTH]),
-                           critical=False))
+            .add_extension(x509.ExtendedKeyUsage(list(usages)), critical=False)
+        )
         if names:
             builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
         cert = builder.sign(self.key, hashes.SHA256())

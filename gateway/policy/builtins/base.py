@@ -12,6 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
+from gateway.policy.builtins.gostrconv import go_quote
+
 
 class BuiltinError(Exception):
     """A supplied builtin could not produce a value for its operands."""
@@ -70,3 +74,45 @@ def object_operand(value: Any, position: int) -> dict[Any, Any]:
     if not isinstance(value, dict):
         raise BuiltinError(f"operand {position} must be object but got {type_name(value)}")
     return value
+
+
+def rego_text(value: Any) -> str:
+    """A value as OPA writes it (ast.Term.String): strings Go-quoted, object keys and set
+    elements in OPA's order of values, `set()` for the empty set."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return orjson.dumps(value).decode()
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(rego_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: order_key(kv[0]))
+        return "{" + ", ".join(f"{rego_text(k)}: {rego_text(v)}" for k, v in items) + "}"
+    if isinstance(value, set | frozenset):
+        if not value:
+            return "set()"
+        return "{" + ", ".join(rego_text(v) for v in sorted(value, key=order_key)) + "}"
+    raise BuiltinError(f"cannot write a {type_name(value)}")
+
+
+def order_key(value: Any) -> tuple[Any, ...]:
+    """OPA's order of values: null < booleans < numbers < strings < arrays < objects < sets."""
+    if value is None:
+        return (0,)
+    if isinstance(value, bool):
+        return (1, value)
+    if isinstance(value, int | float):
+        return (2, value)
+    if isinstance(value, str):
+        return (3, value)
+    if isinstance(value, list | tuple):
+        return (4, tuple(order_key(v) for v in value))
+    if isinstance(value, dict):
+        return (5, tuple(sorted((order_key(k), order_key(v)) for k, v in value.items())))
+    return (6, tuple(sorted(order_key(v) for v in value)))

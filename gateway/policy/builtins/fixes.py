@@ -5,14 +5,24 @@
   counts overlapping matches.
 - `json.is_valid(x)`: false for anything that is not a string holding strict JSON (the engine
   raises a type error for a non-string).
+- `regex.replace(s, pattern, value)`: an error for a pattern that is not a regular expression,
+  as OPA's (the engine leaves the call undefined), else the engine's own replacement.
+- `yaml.is_valid(x)`: false for a non-string (the engine raises); for a string, whether its
+  first document parses, as OPA 1.9's YAML reader reads only that one (the engine refuses a
+  stream of several documents). A `%YAML` directive other than 1.1 is not valid to it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from typing import Any
 
-from gateway.policy.builtins.base import Extension, string_operand
+import yaml
+
+from gateway.policy.builtins.base import BuiltinError, Extension, string_operand
+from gateway.policy.builtins.located import native
 
 
 def strings_count(search: Any, substring: Any) -> int:
@@ -36,7 +46,42 @@ def _reject(token: str) -> Any:
     raise ValueError(token)
 
 
+_native_replace = native("regex.replace", 3)
+_native_is_valid = native("regex.is_valid", 1)
+
+
+@functools.lru_cache(maxsize=256)
+def _valid_pattern(pattern: str) -> bool:
+    return _native_is_valid(pattern) is True
+
+
+def regex_replace(value: Any, pattern: Any, replacement: Any) -> Any:
+    string_operand(value, 1)
+    if not _valid_pattern(string_operand(pattern, 2)):
+        raise BuiltinError(f"error parsing regexp: invalid pattern `{pattern}`")
+    string_operand(replacement, 3)
+    return _native_replace(value, pattern, replacement)
+
+
+_YAML_DIRECTIVE = re.compile(r"^%YAML\s+(\S+)", re.MULTILINE)
+
+
+def yaml_is_valid(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    directive = _YAML_DIRECTIVE.search(value)
+    if directive and directive.group(1) != "1.1":
+        return False
+    try:
+        next(iter(yaml.safe_load_all(value)), None)
+    except yaml.YAMLError:
+        return False
+    return True
+
+
 EXTENSIONS = (
     Extension("strings.count", 2, strings_count),
     Extension("json.is_valid", 1, json_is_valid),
+    Extension("yaml.is_valid", 1, yaml_is_valid),
+    Extension("regex.replace", 3, regex_replace),
 )

@@ -1,7 +1,7 @@
 """Engine builtins whose errors carry no file and line, re-registered so that they do.
 
-The engine reports most builtin errors at the call (`p.rego:5:14`), but a few (number parsing
-past 64 bits, the time parsers) fail with a bare message. Registered as extensions, the same
+The engine reports most builtin errors at the call (`p.rego:5:14`), but a few (the JSON, YAML
+and unit parsers, the time parsers) fail with a bare message. Registered as extensions, the same
 builtins run on a plain engine of the calling thread and their errors come back located.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from gateway.policy.builtins.base import BuiltinError, Extension
 
 UNLOCATED: tuple[tuple[str, int], ...] = (
-    ("to_number", 1), ("json.unmarshal", 1), ("yaml.unmarshal", 1), ("units.parse", 1),
+    ("json.unmarshal", 1), ("yaml.unmarshal", 1), ("units.parse", 1),
     ("units.parse_bytes", 1), ("time.parse_duration_ns", 1), ("time.parse_ns", 2),
     ("time.parse_rfc3339_ns", 1),
 )
@@ -31,7 +31,8 @@ def _plain_engine() -> Any:
     return engine
 
 
-def _delegate(name: str, nargs: int) -> Callable[..., Any]:
+def native(name: str, nargs: int) -> Callable[..., Any]:
+    """The engine's own builtin `name`, run on a plain engine of the calling thread."""
     query = f"{name}({', '.join(f'input[{i}]' for i in range(nargs))})"
 
     def call(*args: Any) -> Any:
@@ -57,4 +58,4 @@ def _message(exc: RuntimeError) -> str:
     return errors[-1] if errors else (text.splitlines() or ["failed"])[0]
 
 
-EXTENSIONS = tuple(Extension(name, nargs, _delegate(name, nargs)) for name, nargs in UNLOCATED)
+EXTENSIONS = tuple(Extension(name, nargs, native(name, nargs)) for name, nargs in UNLOCATED)

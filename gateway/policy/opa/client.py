@@ -12,7 +12,8 @@ list, `check_health` and the bearer token. What it lacks is added here, thinly:
   `provenance` would pass) but calls `raise_for_status()` before reading the body, which drops
   OPA's explanation (`eval_builtin_error: div: divide by zero` with file and row) and the
   difference between `{}` and an error; `query` posts through the library's session and
-  `_request` instead and reads the body whatever the status (at most MAX_ANSWER_BYTES);
+  `_request` instead and reads the body whatever the status (at most MAX_ANSWER_BYTES), with
+  callgate's strict JSON reader (the library's `json()` would take a key given twice or NaN);
 - a per-request deadline: its timeout is the session's; each call here is also bounded with
   `asyncio.timeout`, and its retries (with back-off sleeps) are off: a decision has one try.
 
@@ -36,6 +37,8 @@ from opa_client import AsyncOpaClient
 from opa_client.errors import RegoParseError
 
 from gateway.errors import ConfigError
+from gateway.jsontext import JsonTextError, read_json
+from gateway.limits import MAX_JSON_DEPTH_CAP
 
 MAX_ANSWER_BYTES: Final = 4 << 20  # an answer larger than this is refused, not read whole
 UNREACHABLE: Final = "unreachable"
@@ -47,8 +50,9 @@ BODY: Final = "body"  # OPA answered something that is not OPA's JSON
 class OpaError(Exception):
     """An OPA request that gave no usable answer; `kind` says which way it failed."""
 
-    def __init__(self, kind: str, message: str, *, status: int = 0,
-                 errors: tuple[dict[str, Any], ...] = ()) -> None:
+    def __init__(
+        self, kind: str, message: str, *, status: int = 0, errors: tuple[dict[str, Any], ...] = ()
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
@@ -75,22 +79,26 @@ class OpaSettings:
     def check(self) -> None:
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"--opa-url {self.url!r}: expected http://HOST:PORT or "
-                              "https://HOST:PORT (with an optional path prefix)")
+            raise ConfigError(
+                f"--opa-url {self.url!r}: expected http://HOST:PORT or "
+                "https://HOST:PORT (with an optional path prefix)"
+            )
         if parts.query or parts.fragment:
             raise ConfigError(f"--opa-url {self.url!r}: no query or fragment, please")
         try:
             parts.port  # noqa: B018  (raises ValueError on a bad port)
         except ValueError:
-            raise ConfigError(f"--opa-url {self.url!r}: the port is not a number from 0 to "
-                              "65535") from None
+            raise ConfigError(
+                f"--opa-url {self.url!r}: the port is not a number from 0 to 65535"
+            ) from None
         if (self.client_cert is None) != (self.client_key is None):
             raise ConfigError("--opa-client-cert and --opa-client-key go together")
         if parts.scheme == "http" and (self.ca or self.client_cert):
             raise ConfigError(f"--opa-url {self.url}: TLS options need an https:// URL")
         if not 0 < self.timeout_s <= 60:
-            raise ConfigError(f"--opa-timeout {self.timeout_s}: expected seconds above 0 and "
-                              "at most 60")
+            raise ConfigError(
+                f"--opa-timeout {self.timeout_s}: expected seconds above 0 and at most 60"
+            )
 
 
 @dataclass(frozen=True)
@@ -108,9 +116,14 @@ class _Client(AsyncOpaClient):
     def __init__(self, settings: OpaSettings) -> None:
         parts = urlsplit(settings.url)
         https = parts.scheme == "https"
-        super().__init__(host=parts.hostname or "", port=parts.port or (443 if https else 80),
-                         ssl=https, token=settings.token or None, retries=0,
-                         timeout=settings.timeout_s)
+        super().__init__(
+            host=parts.hostname or "",
+            port=parts.port or (443 if https else 80),
+            ssl=https,
+            token=settings.token or None,
+            retries=0,
+            timeout=settings.timeout_s,
+        )
         self.base_url = settings.url.rstrip("/")
         self.root_url = f"{self.base_url}/v1"  # the library drops a path prefix
         self._settings = settings
@@ -119,8 +132,10 @@ class _Client(AsyncOpaClient):
         context = _ssl_context(self._settings) if self.ssl else None
         self._connector = aiohttp.TCPConnector(ssl=context if context is not None else False)
         self._session = aiohttp.ClientSession(
-            headers=self.headers, connector=self._connector,
-            timeout=aiohttp.ClientTimeout(total=self.timeout))
+            headers=self.headers,
+            connector=self._connector,
+            timeout=aiohttp.ClientTimeout(total=self.timeout),
+        )
 
 
 def _ssl_context(settings: OpaSettings) -> ssl.SSLContext:
@@ -151,20 +166,26 @@ class OpaConnection:
 
     # -- the Data API -------------------------------------------------------------------------
 
-    async def query(self, path: str, input: dict[str, Any] | str | None,
-                    params: dict[str, str]) -> OpaAnswer:
+    async def query(
+        self, path: str, input: dict[str, Any] | str | None, params: dict[str, str]
+    ) -> OpaAnswer:
         """POST /v1/data/<path> with the input (its JSON text already, or None: no input at
         all); the answer, or OpaError (4xx/5xx included)."""
         text = input if isinstance(input, str | None) else json.dumps(input, allow_nan=False)
         url = f"{self._client.root_url}/data/{quote(path)}"
         if params:
             url = f"{url}?{urlencode(params)}"
-        body = await self._send("POST", url, data="{}" if text is None else f'{{"input":{text}}}',
-                                headers={"Content-Type": "application/json"})
+        body = await self._send(
+            "POST",
+            url,
+            data="{}" if text is None else f'{{"input":{text}}}',
+            headers={"Content-Type": "application/json"},
+        )
         if "result" not in body:
             return OpaAnswer(defined=False, provenance=_object(body.get("provenance")))
-        return OpaAnswer(defined=True, result=body["result"],
-                         provenance=_object(body.get("provenance")))
+        return OpaAnswer(
+            defined=True, result=body["result"], provenance=_object(body.get("provenance"))
+        )
 
     async def healthy(self, *, bundles: bool = False) -> bool:
         """GET /health (with ?bundles=true: only once every configured bundle is active)."""
@@ -173,7 +194,8 @@ class OpaConnection:
         try:
             async with asyncio.timeout(self.settings.timeout_s):
                 ok: bool = await self._client.check_health(
-                    query=query, diagnostic_url=f"{self.url}/health")
+                    query=query, diagnostic_url=f"{self.url}/health"
+                )
                 return ok
         except TimeoutError:
             return False
@@ -185,12 +207,14 @@ class OpaConnection:
         await self.open()
         try:
             async with asyncio.timeout(self.settings.timeout_s * 10):
-                await self._client.update_policy_from_string(text, quote(policy_id),
-                                                             rego_compat=False)
+                await self._client.update_policy_from_string(
+                    text, quote(policy_id), rego_compat=False
+                )
         except RegoParseError as exc:
             errors = tuple(e for e in exc.errors if isinstance(e, dict))
-            raise OpaError(STATUS, f"OPA refused the policy: {exc.message}", status=400,
-                           errors=errors) from None
+            raise OpaError(
+                STATUS, f"OPA refused the policy: {exc.message}", status=400, errors=errors
+            ) from None
         except Exception as exc:
             raise _translate(exc, self.url) from None
 
@@ -212,8 +236,13 @@ class OpaConnection:
     async def put_data(self, path: str, value: Any) -> None:
         await self.open()
         url = f"{self._client.root_url}/data/{quote(path)}"
-        await self._send("PUT", url, data=json.dumps(value, allow_nan=False), slow=True,
-                         headers={"Content-Type": "application/json"})
+        await self._send(
+            "PUT",
+            url,
+            data=json.dumps(value, allow_nan=False),
+            slow=True,
+            headers={"Content-Type": "application/json"},
+        )
 
     async def delete_data(self, path: str) -> None:
         await self.open()
@@ -222,15 +251,23 @@ class OpaConnection:
 
     # -- internals ----------------------------------------------------------------------------
 
-    async def _send(self, method: str, url: str, *, data: str | None = None,
-                    headers: dict[str, str] | None = None, slow: bool = False,
-                    missing_ok: bool = False) -> dict[str, Any]:
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        *,
+        data: str | None = None,
+        headers: dict[str, str] | None = None,
+        slow: bool = False,
+        missing_ok: bool = False,
+    ) -> dict[str, Any]:
         await self.open()
         limit = self.settings.timeout_s * (10 if slow else 1)
         try:
             async with asyncio.timeout(limit):
-                async with self._client._request(method, url, data=data,
-                                                 headers=headers) as response:
+                async with self._client._request(
+                    method, url, data=data, headers=headers
+                ) as response:
                     status = response.status
                     raw = await _read_capped(response)
         except Exception as exc:
@@ -247,8 +284,11 @@ async def _read_capped(response: aiohttp.ClientResponse) -> bytes:
     async for chunk in response.content.iter_chunked(64 << 10):
         size += len(chunk)
         if size > MAX_ANSWER_BYTES:
-            raise OpaError(BODY, f"OPA answered {response.status} with more than "
-                           f"{MAX_ANSWER_BYTES} bytes", status=response.status)
+            raise OpaError(
+                BODY,
+                f"OPA answered {response.status} with more than {MAX_ANSWER_BYTES} bytes",
+                status=response.status,
+            )
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -258,16 +298,29 @@ def _object(value: Any) -> dict[str, Any]:
 
 
 def _body(raw: bytes, status: int) -> dict[str, Any]:
+    """OPA's answer, read by the strict reader: a decision a lax reader would take either way
+    (a key twice, NaN) is an unusable answer, and so a denial. Integers are kept exactly, as
+    OPA keeps them."""
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
-    except ValueError:
-        raise OpaError(BODY, f"OPA answered {status} with a body that is not JSON: "
-                       f"{raw[:120]!r}", status=status) from None
+        body = read_json(raw, max_depth=MAX_JSON_DEPTH_CAP, big_integers=True)
+    except JsonTextError as exc:
+        if exc.rule == "syntax":
+            raise OpaError(
+                BODY,
+                f"OPA answered {status} with a body that is not JSON: {raw[:120]!r}",
+                status=status,
+            ) from None
+        raise OpaError(
+            BODY,
+            f"OPA answered {status} with a body that is not strict JSON: {exc.message}",
+            status=status,
+        ) from None
     if not isinstance(body, dict):
-        raise OpaError(BODY, f"OPA answered {status} with JSON that is not an object",
-                       status=status)
+        raise OpaError(
+            BODY, f"OPA answered {status} with JSON that is not an object", status=status
+        )
     return body
 
 
@@ -275,8 +328,12 @@ def _status_error(status: int, body: dict[str, Any]) -> OpaError:
     errors = tuple(e for e in body.get("errors") or () if isinstance(e, dict))
     detail = "; ".join(_error_text(e) for e in errors) or str(body.get("message") or "")
     code = body.get("code") or "no code"
-    return OpaError(STATUS, f"OPA answered {status} ({code}): {detail or 'no message'}",
-                    status=status, errors=errors)
+    return OpaError(
+        STATUS,
+        f"OPA answered {status} ({code}): {detail or 'no message'}",
+        status=status,
+        errors=errors,
+    )
 
 
 def _error_text(error: dict[str, Any]) -> str:

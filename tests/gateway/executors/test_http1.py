@@ -1,7 +1,7 @@
 """The http executors' HTTP/1.1 client against a loopback server that answers each request
 with scripted bytes: how answers are framed (length, chunks, the connection's end, 1xx first),
 the body cap, answers that are cut short or are not HTTP, what is never sent, when a
-connection is kept and reused, and TLS."""
+connection is kept and reused, TLS, and proxies (a real one on loopback)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,15 @@ from gateway.executors.http1 import (
     Answer,
     BrokenAnswer,
     Http1Client,
+    Proxy,
+    ProxyRefused,
+    Route,
     charset,
     request_bytes,
     target,
 )
 from tests.support.pki import CertificateAuthority
+from tests.support.proxy import running_proxy
 
 CLOSE = b""  # in a script: close the connection instead of answering
 
@@ -35,7 +39,8 @@ class Hangup:
 
 def ok(body: bytes = b'{"ok": 1}', *extra: bytes) -> bytes:
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + b"".join(
-        h + b"\r\n" for h in extra)
+        h + b"\r\n" for h in extra
+    )
     return head + b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
@@ -55,8 +60,14 @@ class Server:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
                 self.requests.append(head + await reader.readexactly(length))
                 answer = self.script[min(len(self.requests), len(self.script)) - 1]
                 if answer == CLOSE:
@@ -78,8 +89,9 @@ async def serve() -> AsyncIterator[Callable[..., Server]]:
     started: list[asyncio.Server] = []
 
     async def listen(found: Server, tls: ssl.SSLContext | None) -> None:
-        server = await asyncio.start_server(lambda r, w: found.handle(r, w), "127.0.0.1", 0,
-                                            ssl=tls)
+        server = await asyncio.start_server(
+            lambda r, w: found.handle(r, w), "127.0.0.1", 0, ssl=tls
+        )
         started.append(server)
         port = server.sockets[0].getsockname()[1]
         found.url = f"{'https' if tls else 'http'}://127.0.0.1:{port}/tool?x=1"
@@ -104,14 +116,24 @@ async def ready(server: Server) -> Server:
     return server
 
 
-async def ask(client: Http1Client, server: Server, *, method: str = "POST",
-              body: bytes | None = b'{"a": 1}', cap: int = 1000,
-              headers: dict[str, str] | None = None) -> tuple[Answer, bool]:
+async def ask(
+    client: Http1Client,
+    server: Server,
+    *,
+    method: str = "POST",
+    body: bytes | None = b'{"a": 1}',
+    cap: int = 1000,
+    headers: dict[str, str] | None = None,
+) -> tuple[Answer, bool]:
     sent: list[bool] = []
-    answer = await client.request(method, (await ready(server)).url,
-                                  headers=headers or {"Accept": "application/json"},
-                                  body=body, max_body_bytes=cap,
-                                  on_sent=lambda: sent.append(True))
+    answer = await client.request(
+        method,
+        (await ready(server)).url,
+        headers=headers or {"Accept": "application/json"},
+        body=body,
+        max_body_bytes=cap,
+        on_sent=lambda: sent.append(True),
+    )
     return answer, bool(sent)
 
 
@@ -126,22 +148,28 @@ async def client() -> AsyncIterator[Http1Client]:
 
 
 async def test_an_answer_with_a_length_and_the_request_as_sent(
-        serve: Callable[..., Server], client: Http1Client) -> None:
+    serve: Callable[..., Server], client: Http1Client
+) -> None:
     server = serve(ok(b'{"v": 1}', b"X-Extra: yes"))
-    answer, sent = await ask(client, server, headers={"Accept": "application/json",
-                                                      "X-Callgate-Subject": "j\u00fcrgen"})
+    answer, sent = await ask(
+        client, server, headers={"Accept": "application/json", "X-Callgate-Subject": "j\u00fcrgen"}
+    )
     assert sent and (answer.status, answer.body, answer.oversize) == (200, b'{"v": 1}', 0)
     assert answer.headers["x-extra"] == "yes"
     port = server.url.split(":")[2].split("/")[0]
     assert server.requests == [
         f"POST /tool?x=1 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\n"
-        f"X-Callgate-Subject: j\u00fcrgen\r\nContent-Length: 8\r\n\r\n".encode() + b'{"a": 1}']
+        f"X-Callgate-Subject: j\u00fcrgen\r\nContent-Length: 8\r\n\r\n".encode()
+        + b'{"a": 1}'
+    ]
 
 
-async def test_a_chunked_answer_is_read_whole(serve: Callable[..., Server],
-                                              client: Http1Client) -> None:
-    chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-               b"4\r\n{\"a\"\r\n5\r\n: 12}\r\n0\r\n\r\n")
+async def test_a_chunked_answer_is_read_whole(
+    serve: Callable[..., Server], client: Http1Client
+) -> None:
+    chunked = (
+        b'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{"a"\r\n5\r\n: 12}\r\n0\r\n\r\n'
+    )
     server = serve(chunked, chunked)
     for _ in range(2):
         answer, _ = await ask(client, server)
@@ -149,22 +177,23 @@ async def test_a_chunked_answer_is_read_whole(serve: Callable[..., Server],
     assert server.connections == 1  # kept alive after a chunked answer
 
 
-async def test_an_answer_that_ends_with_its_connection(serve: Callable[..., Server],
-                                                      client: Http1Client) -> None:
-    server = serve(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"to\": \"eof\"}")
+async def test_an_answer_that_ends_with_its_connection(
+    serve: Callable[..., Server], client: Http1Client
+) -> None:
+    server = serve(b'HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{"to": "eof"}')
     answer, _ = await ask(client, server)
     assert answer.body == b'{"to": "eof"}'
 
 
 async def test_an_informational_answer_comes_before_the_final_one(
-        serve: Callable[..., Server], client: Http1Client) -> None:
+    serve: Callable[..., Server], client: Http1Client
+) -> None:
     server = serve(b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" + ok(b"[]"))
     answer, _ = await ask(client, server)
     assert (answer.status, answer.body) == (200, b"[]") and "link" not in answer.headers
 
 
-async def test_no_content_has_no_body(serve: Callable[..., Server],
-                                      client: Http1Client) -> None:
+async def test_no_content_has_no_body(serve: Callable[..., Server], client: Http1Client) -> None:
     server = serve(b"HTTP/1.1 204 No Content\r\n\r\n", ok())
     answer, _ = await ask(client, server)
     assert (answer.status, answer.body) == (204, b"")
@@ -175,7 +204,8 @@ async def test_no_content_has_no_body(serve: Callable[..., Server],
 
 
 async def test_a_body_over_the_cap_is_not_read_and_its_connection_not_kept(
-        serve: Callable[..., Server], client: Http1Client) -> None:
+    serve: Callable[..., Server], client: Http1Client
+) -> None:
     server = serve(ok(b"x" * 5000), ok())
     answer, _ = await ask(client, server, cap=100)
     assert (answer.status, answer.body, answer.oversize) == (200, b"", 5000)
@@ -184,10 +214,12 @@ async def test_a_body_over_the_cap_is_not_read_and_its_connection_not_kept(
 
 
 async def test_a_chunked_body_over_the_cap_reports_what_was_read(
-        serve: Callable[..., Server], client: Http1Client) -> None:
+    serve: Callable[..., Server], client: Http1Client
+) -> None:
     chunk = b"%x\r\n%s\r\n" % (60, b"y" * 60)
-    server = serve(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk * 3
-                   + b"0\r\n\r\n")
+    server = serve(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk * 3 + b"0\r\n\r\n"
+    )
     answer, _ = await ask(client, server, cap=100)
     assert answer.body == b"" and 100 < answer.oversize <= 180
 
@@ -195,34 +227,56 @@ async def test_a_chunked_body_over_the_cap_reports_what_was_read(
 # ------------------------------------------------------------------------------ broken answers
 
 
-@pytest.mark.parametrize("answer", [
-    b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n12345",  # cut short
-    b"HTTP/1.1 200 OK\r\nContent-Le",  # cut inside the headers
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n12345",  # cut short
+        b"HTTP/1.1 200 OK\r\nContent-Le",  # cut inside the headers
+    ],
+)
 async def test_an_answer_cut_short_is_broken_after_sending(
-        serve: Callable[..., Server], client: Http1Client, answer: bytes) -> None:
+    serve: Callable[..., Server], client: Http1Client, answer: bytes
+) -> None:
     server = serve(Hangup(answer))
     sent: list[bool] = []
     with pytest.raises(BrokenAnswer, match="closed before the answer ended"):
-        await client.request("POST", (await ready(server)).url, headers={}, body=b"{}",
-                             max_body_bytes=100, on_sent=lambda: sent.append(True))
+        await client.request(
+            "POST",
+            (await ready(server)).url,
+            headers={},
+            body=b"{}",
+            max_body_bytes=100,
+            on_sent=lambda: sent.append(True),
+        )
     assert sent == [True]
 
 
-@pytest.mark.parametrize("answer", [b"SMTP ready\r\n\r\n", b"HTTP/1.1 99999 Huh\r\n\r\n",
-                                    b"HTTP/1.1 101 Switching Protocols\r\n\r\n"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"SMTP ready\r\n\r\n",
+        b"HTTP/1.1 99999 Huh\r\n\r\n",
+        b"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+    ],
+)
 async def test_an_answer_that_is_not_http_is_broken(
-        serve: Callable[..., Server], client: Http1Client, answer: bytes) -> None:
+    serve: Callable[..., Server], client: Http1Client, answer: bytes
+) -> None:
     server = serve(Hangup(answer))
     with pytest.raises(BrokenAnswer):
         await ask(client, server)
 
 
 async def test_a_header_that_would_break_the_request_sends_nothing(
-        serve: Callable[..., Server], client: Http1Client) -> None:
+    serve: Callable[..., Server], client: Http1Client
+) -> None:
     server = serve(ok())
-    for name, value in [("X-Subject", "a\r\nX-Admin: 1"), ("X-Bad Name", "v"), ("X:", "v"),
-                        ("X-Nul", "a\0b")]:
+    for name, value in [
+        ("X-Subject", "a\r\nX-Admin: 1"),
+        ("X-Bad Name", "v"),
+        ("X:", "v"),
+        ("X-Nul", "a\0b"),
+    ]:
         with pytest.raises(ValueError, match="cannot be sent"):
             await ask(client, server, headers={name: value})
     assert server.connections == 0 and server.requests == []
@@ -251,7 +305,8 @@ def test_the_charset_of_a_content_type() -> None:
 
 
 async def test_a_connection_is_reused_until_the_target_says_close(
-        serve: Callable[..., Server], client: Http1Client) -> None:
+    serve: Callable[..., Server], client: Http1Client
+) -> None:
     server = serve(ok(), ok(b"{}", b"Connection: close"), ok())
     for _ in range(3):
         await ask(client, server)
@@ -259,7 +314,8 @@ async def test_a_connection_is_reused_until_the_target_says_close(
 
 
 async def test_a_connection_that_answered_twice_is_not_reused(
-        serve: Callable[..., Server], client: Http1Client) -> None:
+    serve: Callable[..., Server], client: Http1Client
+) -> None:
     """An answer followed by bytes of another nobody asked for (in the same packet): the
     next request goes on a new connection and gets its own answer."""
     server = serve(ok(b'{"n": 1}') + ok(b'{"unasked": 1}'), ok(b'{"n": 2}'))
@@ -269,7 +325,8 @@ async def test_a_connection_that_answered_twice_is_not_reused(
 
 
 async def test_a_get_on_a_kept_connection_the_target_dropped_is_sent_again(
-        serve: Callable[..., Server], client: Http1Client) -> None:
+    serve: Callable[..., Server], client: Http1Client
+) -> None:
     """The second request finds the kept connection closed by the target without an answer:
     a GET goes again on a new connection, a POST (perhaps applied) does not."""
     server = serve(ok(), CLOSE, ok(b'{"again": 1}'))
@@ -285,7 +342,8 @@ async def test_a_get_on_a_kept_connection_the_target_dropped_is_sent_again(
 
 
 async def test_a_request_cut_off_by_its_timeout_does_not_leave_its_connection(
-        serve: Callable[..., Server], client: Http1Client) -> None:
+    serve: Callable[..., Server], client: Http1Client
+) -> None:
     hold = asyncio.Event()
     server = serve(ok())
 
@@ -312,9 +370,12 @@ async def test_a_request_cut_off_by_its_timeout_does_not_leave_its_connection(
 # ------------------------------------------------------------------------------ TLS
 
 
-async def test_https_verifies_the_target(serve: Callable[..., Server], client: Http1Client,
-                                         tmp_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_https_verifies_the_target(
+    serve: Callable[..., Server],
+    client: Http1Client,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     ca = CertificateAuthority("tools CA")
     cert, key = ca.issue("tool", ips=["127.0.0.1"]).write(tmp_path, "tool")
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -322,8 +383,14 @@ async def test_https_verifies_the_target(serve: Callable[..., Server], client: H
     server = serve(ok(b'{"tls": 1}'), tls=tls)
     sent: list[bool] = []
     with pytest.raises(ssl.SSLCertVerificationError):
-        await client.request("POST", (await ready(server)).url, headers={}, body=b"{}",
-                             max_body_bytes=100, on_sent=lambda: sent.append(True))
+        await client.request(
+            "POST",
+            (await ready(server)).url,
+            headers={},
+            body=b"{}",
+            max_body_bytes=100,
+            on_sent=lambda: sent.append(True),
+        )
     assert sent == [] and server.requests == []
 
     trusted = tmp_path / "ca.pem"
@@ -335,3 +402,142 @@ async def test_https_verifies_the_target(serve: Callable[..., Server], client: H
     finally:
         await fresh.aclose()
     assert sent_now and answer.body == b'{"tls": 1}'
+
+
+async def test_a_route_brings_its_own_context_and_its_own_connections(
+    serve: Callable[..., Server], client: Http1Client, tmp_path: Path
+) -> None:
+    ca = CertificateAuthority("tools CA")
+    tls = ca.issue("tool", dns=["tool.test"]).server_context(tmp_path, "tool")
+    server = serve(ok(), ok(), ok(), tls=tls)
+    trusting = Route(
+        tls=ssl.create_default_context(cadata=ca.pem.decode()), server_name="tool.test"
+    )
+    url = (await ready(server)).url
+    sent: list[bool] = []
+    for _ in range(2):
+        answer = await client.request(
+            "POST",
+            url,
+            headers={},
+            body=b"{}",
+            max_body_bytes=100,
+            on_sent=lambda: sent.append(True),
+            route=trusting,
+        )
+        assert answer.status == 200
+    with pytest.raises(ssl.SSLCertVerificationError):  # the default route: the system's CAs
+        await client.request(
+            "POST",
+            url,
+            headers={},
+            body=b"{}",
+            max_body_bytes=100,
+            on_sent=lambda: sent.append(True),
+        )
+    assert sent == [True, True] and server.connections == 1  # the other never passed TLS
+
+
+# ------------------------------------------------------------------------------ proxies
+
+
+def test_a_request_to_a_proxy_is_in_absolute_form() -> None:
+    proxy = Proxy("127.0.0.1", 3128, authorization="Basic dTpw", shown="http://127.0.0.1:3128")
+    head = request_bytes("GET", target("http://tool.test:8080/run?x=1"), {}, None, proxy)
+    assert head == (
+        b"GET http://tool.test:8080/run?x=1 HTTP/1.1\r\n"
+        b"Proxy-Authorization: Basic dTpw\r\nHost: tool.test:8080\r\n\r\n"
+    )
+
+
+async def test_https_goes_through_a_connect_tunnel(
+    serve: Callable[..., Server], client: Http1Client, tmp_path: Path
+) -> None:
+    ca = CertificateAuthority("tools CA")
+    server = serve(
+        ok(b'{"n": 1}'),
+        ok(b'{"n": 2}'),
+        tls=ca.issue("tool", dns=["tool.test"]).server_context(tmp_path, "tool"),
+    )
+    port = (await ready(server)).url.split(":")[2].split("/")[0]
+    with running_proxy({"tool.test": "127.0.0.1"}) as proxy:
+        route = Route(
+            tls=ssl.create_default_context(cadata=ca.pem.decode()),
+            proxy=Proxy("127.0.0.1", proxy.port, shown=proxy.url),
+        )
+        bodies = [
+            (
+                await client.request(
+                    "POST",
+                    f"https://tool.test:{port}/tool",
+                    headers={},
+                    body=b"{}",
+                    max_body_bytes=100,
+                    on_sent=lambda: None,
+                    route=route,
+                )
+            ).body
+            for _ in range(2)
+        ]
+        await client.aclose()
+        seen = proxy.seen
+    assert bodies == [b'{"n": 1}', b'{"n": 2}']
+    assert [(s.method, s.target) for s in seen] == [("CONNECT", f"tool.test:{port}")]
+    assert seen[0].headers["Host"] == f"tool.test:{port}"
+    assert all(r.startswith(b"POST /tool HTTP/1.1\r\nHost: tool.test:") for r in server.requests)
+
+
+async def test_http_goes_to_the_proxy_in_absolute_form(
+    serve: Callable[..., Server], client: Http1Client
+) -> None:
+    server = serve(ok(b'{"n": 1}'), ok(b'{"n": 2}'))
+    port = (await ready(server)).url.split(":")[2].split("/")[0]
+    with running_proxy({"tool.test": "127.0.0.1"}) as proxy:
+        route = Route(proxy=Proxy("127.0.0.1", proxy.port, shown=proxy.url))
+        for _ in range(2):
+            await client.request(
+                "POST",
+                f"http://tool.test:{port}/tool?x=1",
+                headers={},
+                body=b"{}",
+                max_body_bytes=100,
+                on_sent=lambda: None,
+                route=route,
+            )
+        await client.aclose()
+        seen = proxy.seen
+    assert [(s.method, s.target) for s in seen] == [
+        ("POST", f"http://tool.test:{port}/tool?x=1")
+    ] * 2
+    assert server.connections == 1  # the proxy's one connection, kept alive like callgate's
+    assert [r.split(b"\r\n")[0] for r in server.requests] == [b"POST /tool?x=1 HTTP/1.1"] * 2
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        (403, "answered CONNECT tool.test:1 with HTTP 403 Forbidden"),
+        (407, "answered CONNECT tool.test:1 with HTTP 407 Proxy Authentication Required"),
+    ],
+)
+async def test_a_tunnel_the_proxy_will_not_open_sends_nothing(
+    client: Http1Client, status: int, expected: str
+) -> None:
+    with running_proxy(
+        {"tool.test": "127.0.0.1"},
+        connect_status=status,
+        credentials="Basic x" if status == 407 else "",
+    ) as proxy:
+        route = Route(proxy=Proxy("127.0.0.1", proxy.port, shown=proxy.url))
+        sent: list[bool] = []
+        with pytest.raises(ProxyRefused, match=expected):
+            await client.request(
+                "POST",
+                "https://tool.test:1/t",
+                headers={},
+                body=b"{}",
+                max_body_bytes=100,
+                on_sent=lambda: sent.append(True),
+                route=route,
+            )
+    assert sent == []

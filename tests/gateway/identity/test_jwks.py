@@ -12,7 +12,7 @@ import pytest
 
 from gateway.errors import Unauthenticated
 from gateway.identity.config import JwtConfig
-from gateway.identity.jwks import KeySet, parse_key_set
+from gateway.identity.jwks import KeySet, KeySetError, parse_key_set
 from tests.support.idp import IdentityProvider
 
 
@@ -40,8 +40,14 @@ class Source:
 
 
 def config(**overrides: object) -> JwtConfig:
-    return JwtConfig.model_validate({"issuer": "https://idp.test/", "audiences": ["callgate"],
-                                     "jwks_url": "https://idp.test/jwks", **overrides})
+    return JwtConfig.model_validate(
+        {
+            "issuer": "https://idp.test/",
+            "audiences": ["callgate"],
+            "jwks_url": "https://idp.test/jwks",
+            **overrides,
+        }
+    )
 
 
 @pytest.fixture
@@ -62,8 +68,9 @@ async def test_an_old_key_set_is_fetched_again_on_the_next_token(idp: IdentityPr
 
 async def test_a_failed_refresh_keeps_the_keys_held(idp: IdentityProvider) -> None:
     clock, source = Clock(), Source(idp)
-    keys = KeySet(source, "jwt.jwks_url", config(jwks_cache_s=60, jwks_min_refresh_s=10),
-                  clock=clock)
+    keys = KeySet(
+        source, "jwt.jwks_url", config(jwks_cache_s=60, jwks_min_refresh_s=10), clock=clock
+    )
     await keys.start()
     source.fail = True
     clock.now += 61
@@ -80,8 +87,9 @@ async def test_a_failed_refresh_keeps_the_keys_held(idp: IdentityProvider) -> No
     assert source.fetches == 3
 
 
-async def test_a_key_file_is_read_again_for_an_unknown_kid(tmp_path: Path,
-                                                           idp: IdentityProvider) -> None:
+async def test_a_key_file_is_read_again_for_an_unknown_kid(
+    tmp_path: Path, idp: IdentityProvider
+) -> None:
     path = idp.write_jwks(tmp_path / "jwks.json")
     keys = KeySet.from_config(config(jwks_url=None, jwks_file=path, jwks_min_refresh_s=0))
     idp.add_key("rsa-2", publish=True)
@@ -93,6 +101,19 @@ def test_only_public_signature_keys_are_kept(idp: IdentityProvider) -> None:
     jwks = idp.jwks()
     private = dict(jwks["keys"][0], d="c2VjcmV0")
     encryption = dict(jwks["keys"][1], use="enc")
-    keys = parse_key_set(json.dumps({"keys": [private, encryption, jwks["keys"][1], 7]})
-                         .encode())
+    keys = parse_key_set(json.dumps({"keys": [private, encryption, jwks["keys"][1], 7]}).encode())
     assert list(keys.by_kid) == ["ec-1"]
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ('{"keys": [], "keys": [{"kty": "RSA"}]}', "duplicate object key 'keys'"),
+        ('{"keys": [{"kid": "a", "kid": "b", "kty": "EC"}]}', "duplicate object key 'kid'"),
+        ('{"keys": [{"kty": "RSA", "n": NaN}]}', "NaN is not a JSON number"),
+    ],
+)
+def test_a_key_set_is_read_as_strict_json(text: str, problem: str) -> None:
+    with pytest.raises(KeySetError) as err:
+        parse_key_set(text.encode())
+    assert str(err.value).startswith("not JSON: ") and problem in str(err.value)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,20 @@ class Case:
     want: list[dict[str, Any]] | None  # None: an error is wanted
     sort_bindings: bool
     rego_v0: bool = False
+    ordinal: int = 0  # how many cases of the same file and note come before this one
+
+    @property
+    def key(self) -> str:
+        """`file :: note`, with `#n` for the n-th repeat of a note in a file."""
+        return f"{self.file} :: {self.note}" + (f" #{self.ordinal}" if self.ordinal else "")
+
+    @property
+    def raw_input(self) -> Any:
+        return None if self.input is _UNSET else self.input
+
+    @property
+    def has_input(self) -> bool:
+        return self.input is not _UNSET
 
 
 @dataclass(frozen=True)
@@ -57,11 +72,14 @@ class Outcome:
 
 def load_cases(root: Path = CASES_DIR) -> list[Case]:
     cases: list[Case] = []
+    seen: Counter[tuple[str, str]] = Counter()
     for path in sorted(root.rglob("*.y*ml")):
         doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506
         v0 = doc.get("rego_version") == 0
         for raw in doc.get("cases") or []:
-            cases.append(_case(path.relative_to(root).as_posix(), raw, v0))
+            case = _case(path.relative_to(root).as_posix(), raw, v0)
+            cases.append(replace(case, ordinal=seen[case.file, case.note]))
+            seen[case.file, case.note] += 1
     return cases
 
 

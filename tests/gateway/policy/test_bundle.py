@@ -144,3 +144,11 @@ def test_non_finite_numbers_rejected(write_bundle: WriteBundle) -> None:
     root = write_bundle({"p.rego": POLICY, "data.json": '{"a": NaN}'})
     with pytest.raises(PolicyConfigError, match=r"data\.json: invalid JSON: NaN"):
         load_bundle(root)
+
+
+def test_a_data_key_written_twice_is_refused_naming_the_line(
+        write_bundle: WriteBundle) -> None:
+    root = write_bundle({"p.rego": POLICY, "data.yaml": "limits:\n  max: 1\n  max: 1000\n"})
+    with pytest.raises(PolicyConfigError, match=r"data\.yaml:3: .*duplicate key 'max'") as info:
+        load_bundle(root)
+    assert info.value.line == 3

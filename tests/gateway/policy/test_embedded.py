@@ -69,7 +69,7 @@ def test_malformed_decision(write_bundle: WriteBundle, value: str, message: str)
 @pytest.mark.parametrize(("body", "builtin", "where", "message"), [
     ('decision := {"allow": 1 / 0 == 1}', "div", "p.rego:3:25", "divide by zero"),
     ('decision := {"allow": to_number("x") == 1}', "to_number", "p.rego:3:",
-     "could not parse"),
+     "invalid syntax"),
     ('decision := {"allow": true} if time.parse_rfc3339_ns("tomorrow") > 0',
      "time.parse_rfc3339_ns", "p.rego:3:", "Failed to parse datetime"),
     ('decision := {"allow": crypto.sha256(1) == ""}', "crypto.sha256", "p.rego:3:",
@@ -89,8 +89,8 @@ def test_builtin_error_denies_naming_the_builtin_and_place(
 def test_panic_is_contained_and_engine_keeps_serving(write_bundle: WriteBundle) -> None:
     engine = engine_for(write_bundle, "\n".join([
         'decision := {"allow": true} if input.call.tool == "get_train_status"',
-        'decision := {"allow": object.subset([1], []) == true} if input.call.tool == "boom"',
-        'may_approve if object.subset([1], []) == true',
+        'decision := {"allow": bits.and(1e308 / 0.1, 1) == 0} if input.call.tool == "boom"',
+        'may_approve if bits.and(1e308 / 0.1, 1) == 0',
     ]))
     boom = call_input("boom", "read", {}, OLGA)
     assert_policy_error(engine.decide(boom), engine, "engine panic")

@@ -14,7 +14,7 @@ import pytest
 from gateway.model import Verdict
 from gateway.policy import EmbeddedEngine, load_bundle
 from gateway.policy.reload import ReloadingEngine, prepare
-from gateway.policy.watch import ChangeDetector, PolicyReloader, Snapshot, snapshot
+from gateway.policy.watch import ChangeDetector, DirectoryState, PolicyReloader, directory_state
 from tests.gateway.policy.inputs import WriteBundle, call_input, identity
 
 CALL = call_input("get_weather", "read", {"city": "Berlin"}, identity("ann", "acme", "x"))
@@ -56,8 +56,8 @@ async def settle(reloader: PolicyReloader, clock: Clock) -> object:
 # -- the change detector ----------------------------------------------------------------------
 
 
-def state(*files: tuple[str, int]) -> Snapshot:
-    return Snapshot(tuple((name, size, 1, 1, 1) for name, size in files))
+def state(*files: tuple[str, int]) -> DirectoryState:
+    return DirectoryState(tuple((name, size, 1, 1, 1) for name, size in files))
 
 
 def test_detector_waits_for_the_settle_time() -> None:
@@ -80,12 +80,12 @@ def test_detector_restarts_when_a_save_is_still_going_on() -> None:
     assert detector.ready(written, 1.45)
 
 
-def test_snapshot_sees_policy_and_data_files_only(write_bundle: WriteBundle) -> None:
+def test_the_directory_state_sees_policy_and_data_files_only(write_bundle: WriteBundle) -> None:
     root = write_bundle({"p.rego": policy("a"), "sub/data.json": {"x": 1}, "notes.txt": "x",
                          ".p.rego.swp": "x", "p.rego~": "x"})
-    names = [Path(f[0]).relative_to(root).as_posix() for f in snapshot(root).files]
+    names = [Path(f[0]).relative_to(root).as_posix() for f in directory_state(root).files]
     assert names == ["p.rego", "sub/data.json"]
-    assert snapshot(root / "missing") == Snapshot((), exists=False)
+    assert directory_state(root / "missing") == DirectoryState((), exists=False)
 
 
 # -- the reloader -----------------------------------------------------------------------------
@@ -222,7 +222,7 @@ async def test_a_rejection_from_a_stalled_writer_does_not_stick(
 async def test_files_changed_while_read_are_read_again(write_bundle: WriteBundle) -> None:
     root = write_bundle({"p.rego": policy("rev-a")})
     engine, reloader, _ = serving(root)
-    before = snapshot(root)
+    before = directory_state(root)
     (root / "p.rego").write_text(policy("rev-b"))  # lands after the scan, before the read ends
     result = await reloader.reload(before)
     assert result.outcome == "retry"

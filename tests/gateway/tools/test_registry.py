@@ -368,3 +368,12 @@ async def test_from_manifests_uses_the_same_checks() -> None:
     await registry.aclose()
     with pytest.raises(ConfigError, match=r"<manifests>: \[1\]\.name: duplicate tool name"):
         Registry.from_manifests([base(), base()], env={})
+
+
+def test_a_key_written_twice_in_a_manifest_is_refused_naming_the_line(tmp_path: Path) -> None:
+    # a lax reader keeps the last value: `effect: read` then `effect: write` would be a write
+    text = "name: x\nversion: '1'\neffect: read\neffect: write\n"
+    path = write(tmp_path, "twice.yaml", text)
+    message = load_error(tmp_path)
+    assert message.startswith(f"{path}: ")
+    assert "line 4" in message and "duplicate key 'effect'" in message
