@@ -130,8 +130,26 @@ def _value(value: Any) -> AnyValue:
     return AnyValue(string_value=str(value))
 
 
+# Attribute pairs repeat from span to span (a tool's name, a verdict, the policy revision):
+# their messages are kept, which halves a span's encoding. Not those unique to one span.
+_KEPT_PAIRS: Final = 4096
+UNIQUE_KEYS: Final = frozenset({"callgate.call_id"})
+_pairs: dict[tuple[str, Any], KeyValue] = {}  # (the exporting thread's only)
+
+
 def key_values(attributes: Mapping[str, Any]) -> list[KeyValue]:
-    return [KeyValue(key=k, value=_value(v)) for k, v in attributes.items()]
+    found = []
+    for k, v in attributes.items():
+        simple = isinstance(v, str | bool | int | float)
+        kv = _pairs.get((k, v)) if simple else None
+        if kv is None:
+            kv = KeyValue(key=k, value=_value(v))
+            if simple and k not in UNIQUE_KEYS:
+                if len(_pairs) >= _KEPT_PAIRS:
+                    _pairs.clear()
+                _pairs[(k, v)] = kv
+        found.append(kv)
+    return found
 
 
 def _message(s: Finished) -> SpanMessage:
