@@ -199,8 +199,9 @@ class ExecutionPhase:
         token = CALL_ID.set(rec.call_id)
         try:
             if self.observe.enabled:
-                with self.observe.tracer.span("callgate.execute",
-                                              {"callgate.call_id": rec.call_id}) as span:
+                tracer = self.observe.tracer
+                with tracer.span("callgate.execute", {"callgate.call_id": rec.call_id}
+                                 if tracer.enabled else None) as span:
                     done = await self._execute_call(work, rec)
                     span.set_attribute("callgate.status", done.status.value)
                 return done

@@ -140,7 +140,9 @@ class Judge:
 
     async def _observed_decision(self, tool: str, policy_in: dict[str, Any]) -> Decision:
         """`decision` evaluated in a span of its own, timed and counted by verdict."""
-        with self.observe.tracer.span("callgate.policy", {"callgate.tool": tool}) as span:
+        tracer = self.observe.tracer
+        with tracer.span("callgate.policy",
+                         {"callgate.tool": tool} if tracer.enabled else None) as span:
             start = perf_counter()
             decision = await self.policy.decide(policy_in)
             elapsed = perf_counter() - start

@@ -103,13 +103,16 @@ class TurnJudging:
                 return plan.budget_rejected(c, now)
             return await self.judge.judge(c, identity=identity, run=ctx, batch=calls, now=now)
 
-        with self.tracer.span("callgate.judge", {"callgate.calls": len(pending)}):
+        traced = self.tracer.enabled
+        with self.tracer.span("callgate.judge", {"callgate.calls": len(pending)} if traced
+                              else None):
             judged = await judged_with_history(
                 need, self.policy, calls, recent, self.context(run, turn.seq, turn.turn_id),
                 judge, lambda: self.history(run.run_id, turn.turn_id, RECENT_CALLS))
         remaining = (None if run.budget.max_tool_calls == 0
                      else max(run.budget.max_tool_calls - run.tool_calls_used, 0))
-        with self.tracer.span("callgate.plan", {"callgate.calls": len(judged)}):
+        with self.tracer.span("callgate.plan", {"callgate.calls": len(judged)} if traced
+                              else None):
             partial = await self.partial_writes(identity, judged)
             planned = plan.plan_batch(judged, remaining_tool_calls=remaining,
                                       partial_writes=partial, now=now)

@@ -400,7 +400,9 @@ class Runner:
         run = revised(settled, updated_at=now) if changed else run
         turn = revised(turn, next=next_action, reason=reason)
         held = work.unsaved.take() if work is not None else Unsaved()
-        with self.observe.tracer.span("callgate.settle", {"callgate.next_action": next_action}):
+        tracer = self.observe.tracer
+        with tracer.span("callgate.settle", {"callgate.next_action": next_action}
+                         if tracer.enabled else None):
             await self.store.save(run=run if changed else None, turn=turn, calls=held.calls,
                                   audit=held.audit, expect=held.expect)
         self.observe.metrics.turn(next_action, turn.provider or run.provider)

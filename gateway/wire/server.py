@@ -37,6 +37,7 @@ T = TypeVar("T")
 
 ERROR_DOMAIN = "callgate"
 SERVICE = pb.DESCRIPTOR.services_by_name["ToolGateway"].full_name
+NO_CARRIER: dict[str, str] = {}  # (read only)
 
 _S = grpc.StatusCode
 # The gRPC status of every request error code: the one place codes meet statuses.
@@ -218,8 +219,12 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         tracer = self.observe.tracer
         outcome = RpcOutcome()
         start = perf_counter()
-        carrier = trace_carrier(context) if tracer.enabled else {}
-        with tracer.server_span(f"{SERVICE}/{method}", carrier, {"rpc.method": method}) as span:
+        if tracer.enabled:
+            span_name, carrier, attributes = (f"{SERVICE}/{method}", trace_carrier(context),
+                                              {"rpc.method": method})
+        else:
+            span_name, carrier, attributes = method, NO_CARRIER, None
+        with tracer.server_span(span_name, carrier, attributes) as span:
             try:
                 return await self._answer(context, fn, request, outcome)
             except asyncio.CancelledError:
