@@ -14,6 +14,7 @@ Parts (all by default; `--only main,counts` runs some):
   tools    Authorize with 10 vs 10,000 tool manifests loaded (two sidecars)
   data     Authorize with 100 vs 100,000 entries in the policy data (two sidecars)
   workers  `serve --workers 1` vs `--workers 2` (when serve has the option)
+  observe  Authorize and SubmitTurn with metrics on, tracing on (100% sampled), and neither
 
 Child processes on 127.0.0.1: the echo server, the example travel tool service and real
 `callgate serve` sidecars. Prints the report with every target met or not and writes it to
@@ -48,6 +49,7 @@ from bench import echo_server
 from bench.audit import PG_DSN, pg_schema
 from bench.counts import count_postgres, count_sqlite
 from bench.inproc import PROVIDER, StoreOpener, in_process
+from bench.observe import part_observe
 from bench.opa import NOT_FOUND, LiveOpa, live_opa
 from bench.prepare import grow_runs, write_manifests, write_policy_data
 from bench.procs import ROOT, Child, ChildFailed, descendants, memory, tree_cpu_seconds
@@ -84,7 +86,7 @@ from gateway.store.sqlite import SQLiteStore
 from gateway.testing import SidecarFailed, SidecarProcess
 
 RESULTS = ROOT / "bench" / "results" / "latest.txt"
-PARTS = ("main", "counts", "pages", "long", "tools", "data", "workers")
+PARTS = ("main", "counts", "pages", "long", "tools", "data", "workers", "observe")
 TOOLS_DIR = ROOT / "examples" / "travel" / "tools"
 POLICIES = ROOT / "policies"
 AUTH = ROOT / "examples" / "auth.yaml"
@@ -558,9 +560,18 @@ async def part_workers(b: Bench) -> None:
 
 # ---------------------------------------------------------------------- the whole run
 
+async def _part_observe(b: Bench) -> None:
+    channels = _Channels()
+    try:
+        await part_observe(b, channels.stub)
+    finally:
+        await channels.close()
+
+
 PART_RUNNERS = {"main": part_main, "counts": part_counts, "pages": part_pages,
                 "long": part_long, "tools": part_tools, "data": part_data,
-                "workers": part_workers}
+                "workers": part_workers, "observe": _part_observe}
+
 
 NOTES = [
     "server CPU: user+system CPU time of the serving process (all threads; with --workers, the",

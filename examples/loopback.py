@@ -93,6 +93,7 @@ class Requests:
                     "call_id": headers.get("x-callgate-call-id", ""),
                     "run_id": headers.get("x-callgate-run-id", ""),
                     "subject": headers.get("x-callgate-subject", ""),
+                    "traceparent": headers.get("traceparent", ""),  # the caller's, if traced
                 }
             )
             self._arrivals.notify_all()
@@ -193,6 +194,9 @@ class LoopbackServer(ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False
+    # connections opened together (a sidecar's pool after an idle spell, several sidecars)
+    # must not overflow the listen backlog: a dropped SYN is retried only after a second
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], handler: type[JsonHandler], quiet: bool) -> None:
         self.quiet = quiet

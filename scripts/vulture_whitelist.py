@@ -13,6 +13,7 @@ from gateway.executors.http1 import _Connection
 from gateway.identity.jwt_bearer import _StrictJwt
 from gateway.loop import ScriptedModel
 from gateway.model import ApprovalStatus
+from gateway.observe.sdk import sdk_tracer
 from gateway.policy.base import PolicyEngine
 from gateway.policy.bundle import Bundle
 from gateway.policy.opa.client import _Client
@@ -90,3 +91,6 @@ _.log_errors  # noqa: F821
 AuditKey.load_or_create
 # A scripted model of recorded response files: what the offline loop example replays.
 ScriptedModel.from_files
+# Spans handed to an OpenTelemetry SDK exporter: the tests' in-memory exporter, or a
+# deployment's own (docs/operations.md, "Traces").
+sdk_tracer

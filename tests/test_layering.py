@@ -4,6 +4,8 @@ Every import counts, those inside functions too. `gateway`'s own top-level modul
 model, jsontext, ...) are the foundation every layer may use; they import no subpackage. From
 the bottom up:
 
+    observe                  what the layers report: metrics, spans, log context (hooks
+                             that do nothing unless switched on; Prometheus, OpenTelemetry)
     client                   the typed client of the sidecar (for users)
     loop                     the reference agent loop over the client (for users)
     executors, identity      how a tool runs; who a caller is
@@ -37,23 +39,25 @@ ROOT = Path(__file__).resolve().parent.parent
 GATEWAY = ROOT / "gateway"
 
 STORE_PROTOCOL = {"gateway.store.base", "gateway.store.notify"}
-ORDER = ["client", "loop", "executors", "identity", "tools", "policy", "approvals", "audit",
-         "store", "run", "wire", "service", "cli"]
+ORDER = ["observe", "client", "loop", "executors", "identity", "tools", "policy", "approvals",
+         "audit", "store", "run", "wire", "service", "cli"]
 # what each layer may import of `gateway` besides the foundation and itself
+OBSERVE = "gateway.observe"  # the bottom layer: any layer may report through its hooks
 RULES: dict[str, set[str]] = {
+    "gateway.observe": set(),
     "gateway.client": set(),
     "gateway.loop": {"gateway.client"},
-    "gateway.executors": set(),
+    "gateway.executors": {OBSERVE},
     "gateway.identity": set(),
     "gateway.tools": {"gateway.executors", "gateway.audit.keys"},
-    "gateway.policy": {"gateway.tools", "gateway.audit.records"},
+    "gateway.policy": {"gateway.tools", "gateway.audit.records", OBSERVE},
     "gateway.approvals": {"gateway.policy", "gateway.tools", *STORE_PROTOCOL},
     "gateway.audit": {"gateway.approvals", "gateway.policy", "gateway.tools", *STORE_PROTOCOL},
     "gateway.store": {"gateway.audit.keys", "gateway.audit.records", "gateway.audit.hashing"},
     "gateway.run": {"gateway.approvals", "gateway.audit", "gateway.executors", "gateway.policy",
-                    "gateway.tools", *STORE_PROTOCOL},
+                    "gateway.tools", *STORE_PROTOCOL, OBSERVE},
     "gateway.wire": {"gateway.run", "gateway.approvals", "gateway.audit", "gateway.identity",
-                     "gateway.policy", "gateway.tools"},
+                     "gateway.policy", "gateway.tools", OBSERVE},
     "gateway.service": {f"gateway.{name}" for name in ORDER[:ORDER.index("service")]},
     "gateway.cli": {f"gateway.{name}" for name in ORDER[:ORDER.index("cli")]},
 }
@@ -70,6 +74,7 @@ SIDECAR_ONLY = {"sqlite3", "psycopg", "psycopg_pool", "regorus", "yaml", "jsonsc
                 "pydantic", "httpx", "aiohttp", "httptools", "orjson", "rfc8785", "jwt",
                 "opa_client", "re2", "idna", "cryptography", "grpc_health", "grpc_reflection"}
 FORBIDDEN: dict[str, set[str]] = {
+    "gateway.observe": NO_GRPC_NO_SQL,
     "gateway.client": SIDECAR_ONLY | {"adapters"},
     "gateway.loop": SIDECAR_ONLY | {"grpc"},
     "gateway.run": NO_GRPC_NO_SQL,

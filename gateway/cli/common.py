@@ -198,6 +198,21 @@ def listen_address(text: str) -> str:
     return text
 
 
+def host_port(text: str) -> str:
+    """HOST:PORT (port 0-65535; [v6]:PORT), no unix socket."""
+    if text.startswith("unix:"):
+        raise ValueError("expected HOST:PORT (a TCP address)")
+    return listen_address(text)
+
+
+def http_url(text: str) -> str:
+    """An http:// or https:// URL with a host."""
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme not in ("http", "https") or not rest.split("/", 1)[0]:
+        raise ValueError("expected an http:// or https:// URL")
+    return text
+
+
 def target_address(text: str) -> str:
     """A gRPC target: HOST:PORT, unix:PATH or a URI gRPC resolves (dns:///...)."""
     if "://" in text:
@@ -279,12 +294,24 @@ def quiet_engine_backtraces() -> None:
     os.environ["RUST_LIB_BACKTRACE"] = "0"
     os.environ["RUST_BACKTRACE"] = "0"
 
-def configure_logging(tag: str = "") -> None:
+def configure_logging(tag: str = "", log_format: str = "text") -> None:
     """One line per event on stderr: time, level, [tag,] logger, message (a worker of
-    `serve --workers` tags its lines with its number and pid)."""
-    where = f"[{tag}] " if tag else ""
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s {where}"
-                        "%(name)s: %(message)s")
+    `serve --workers` tags its lines with its number and pid); `json`: one JSON object per
+    line (`gateway.observe.logs.JsonFormatter`: with the run, turn, call and trace a line is
+    about), and Python's warnings become such lines too. Called again, it replaces what it
+    set up before."""
+    handler = logging.StreamHandler()
+    if log_format == "json":
+        from gateway.observe.logs import JsonFormatter
+        from gateway.observe.tracing import current_ids
+
+        handler.setFormatter(JsonFormatter(worker=tag, trace_ids=current_ids))
+        logging.captureWarnings(True)
+    else:
+        where = f"[{tag}] " if tag else ""
+        handler.setFormatter(logging.Formatter(
+            f"%(asctime)s %(levelname)s {where}%(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # no line per JWKS or demo request
 
 def run_command(prog: str, command: Callable[[], int]) -> int:

@@ -9,9 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.cli.common import (
     SubParsers,
+    configure_logging,
     count,
     existing_dir,
     existing_file,
+    host_port,
+    http_url,
     listen_address,
     nonempty,
     one_of,
@@ -44,6 +47,7 @@ def add_parser(sub: SubParsers) -> None:
     _opa_options(p)
     _limit_options(p)
     _tls_options(p)
+    _observe_options(p)
     p.set_defaults(handler=_serve)
 
 
@@ -114,6 +118,20 @@ def _tls_options(p: argparse.ArgumentParser) -> None:
     option(tls, "--tls-client-ca", parse=existing_file, metavar="FILE", owner=p,
            help="PEM CA certificates: require client certificates they signed (mutual TLS)")
 
+def _observe_options(p: argparse.ArgumentParser) -> None:
+    observe = p.add_argument_group("observability", "Metrics, traces and log lines "
+                                   "(docs/operations.md, \"Observability\").")
+    option(observe, "--metrics-listen", parse=host_port, default=_default("metrics_listen"),
+           metavar="HOST:PORT", owner=p,
+           help="serve Prometheus metrics at http://HOST:PORT/metrics (off unless given)")
+    option(observe, "--otlp-endpoint", parse=http_url, default=_default("otlp_endpoint"),
+           metavar="URL", owner=p, help="export traces over OTLP/HTTP to this collector "
+           "(http://HOST:4318); the OTEL_* variables apply")
+    option(observe, "--log-format", parse=one_of("text", "json"),
+           default=_default("log_format"), metavar="{text,json}", owner=p,
+           help="log lines on standard error: text, or one JSON object per line")
+
+
 def _opa_options(p: argparse.ArgumentParser) -> None:
     opa = p.add_argument_group("OPA server", "With --engine opa or shadow (docs/policies.md, "
                                "\"Using your own OPA\").")
@@ -169,6 +187,7 @@ def _serve(ns: argparse.Namespace) -> int:
     from gateway.service.app import serve
 
     config = _serve_config(ns)
+    configure_logging(log_format=config.log_format)
     if ns.workers > 1:
         from gateway.service.supervisor import supervise
         return supervise(config, ns.workers)
@@ -194,7 +213,8 @@ def _serve_config(ns: argparse.Namespace) -> ServeConfig:
             opa_url=ns.opa_url, opa_token=ns.opa_token, opa_policies=ns.opa_policies,
             opa_timeout_s=ns.opa_timeout, opa_ca=ns.opa_ca, opa_client_cert=ns.opa_client_cert,
             opa_client_key=ns.opa_client_key, shadow_queue=ns.shadow_queue,
-            audit_key_file=ns.audit_key_file,
+            audit_key_file=ns.audit_key_file, metrics_listen=ns.metrics_listen,
+            otlp_endpoint=ns.otlp_endpoint, log_format=ns.log_format,
             **{name: getattr(ns, name) for name in LIMIT_HELP})
     except ValidationError as exc:
         first = exc.errors()[0]

@@ -22,13 +22,18 @@ def _serve() -> int:
     from gateway.service.config import ServeConfig
 
     config = ServeConfig.model_validate_json(sys.stdin.readline())
+    configure_logging(tag=_tag(), log_format=config.log_format)
     asyncio.run(serve(config, worker=True))
     return 0
 
 
+def _tag() -> str:
+    return f"worker {os.environ.get(SLOT_ENV, '?')} pid {os.getpid()}"
+
+
 def main() -> int:
     quiet_engine_backtraces()
-    configure_logging(tag=f"worker {os.environ.get(SLOT_ENV, '?')} pid {os.getpid()}")
+    configure_logging(tag=_tag())
     return run_command("callgate serve", _serve)
 
 

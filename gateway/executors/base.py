@@ -7,10 +7,14 @@ sent to the target (`attempts`, which becomes the call's execution_count increme
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from types import MappingProxyType
+from typing import Any, Final, Protocol
 
 from gateway.model import CallStatus, Identity
+
+NO_HEADERS: Final[Mapping[str, str]] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -19,6 +23,8 @@ class ExecutionContext:
     call_id: str
     idempotency_key: str  # "<run_id>:<call_id>"
     identity: Identity
+    # the W3C trace context of the tool's span (`traceparent`, `tracestate`), when tracing
+    trace_headers: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)

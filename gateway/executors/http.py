@@ -1,7 +1,8 @@
 """`http` executors (docs/tools.md): POST the arguments as JSON to the tool's URL.
 
 Every request carries `Idempotency-Key` (`<run_id>:<call_id>`), `X-Callgate-Run-Id`,
-`X-Callgate-Call-Id` and `X-Callgate-Subject`. Whether a request reached the target is taken
+`X-Callgate-Call-Id` and `X-Callgate-Subject`, and with tracing on the W3C `traceparent` (and
+`tracestate`) of the call's tool span. Whether a request reached the target is taken
 from the client (the request's bytes were handed to the connection), so "nothing was sent" is
 exact: such a try is FAILED and is not counted in `attempts`.
 
@@ -44,7 +45,7 @@ from urllib.parse import quote, urlsplit
 from multidict import CIMultiDictProxy
 
 from gateway.errors import CallCode
-from gateway.executors.base import ExecutionContext, ExecutionResult
+from gateway.executors.base import NO_HEADERS, ExecutionContext, ExecutionResult
 from gateway.executors.config import TlsConfig
 from gateway.executors.http1 import (
     DIRECT,
@@ -152,6 +153,8 @@ class Exchange:
 
 
 def callgate_headers(ctx: ExecutionContext, extra: Mapping[str, str]) -> dict[str, str]:
+    """The manifest's headers, callgate's own, and the trace context when tracing (so the
+    tool's spans join the caller's trace)."""
     return {
         **extra,
         "Accept": "application/json",
@@ -159,6 +162,7 @@ def callgate_headers(ctx: ExecutionContext, extra: Mapping[str, str]) -> dict[st
         "X-Callgate-Run-Id": ctx.run_id,
         "X-Callgate-Call-Id": ctx.call_id,
         "X-Callgate-Subject": ctx.identity.subject,
+        **(ctx.trace_headers or NO_HEADERS),
     }
 
 

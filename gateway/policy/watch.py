@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gateway.observe.hooks import OFF, Metrics
 from gateway.policy.bundle import DATA_FILE_NAMES, PolicyConfigError
 from gateway.policy.reload import RejectedReload, ReloadTarget
 
@@ -104,8 +105,10 @@ class PolicyReloader:
                  quiet_s: float = DEFAULT_QUIET_S,
                  on_change: Callable[[], None] | None = None,
                  on_news: Callable[[ReloadResult], Awaitable[None]] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 metrics: Metrics = OFF.metrics) -> None:
         self.engine = engine
+        self.metrics = metrics  # counts each reload by its outcome
         self.directory = Path(directory)
         self.prefix = prefix
         self.require_tests = require_tests
@@ -147,6 +150,8 @@ class PolicyReloader:
             if not forced and not self.detector.ready(before, self.clock()):
                 return None
             result = await self.reload(before)
+            if result.outcome != "retry":
+                self.metrics.policy_reload(result.outcome)
             if result.news and self.on_news is not None:
                 await self.on_news(result)
             return result

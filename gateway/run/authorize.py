@@ -41,7 +41,7 @@ class Authorizer:
                 return r
             return await runner.judge.judge(r, identity=identity, run=ctx, batch=recs, now=now)
 
-        if run is None:
+        if run is None:  # (judging is the whole RPC: its policy spans are the RPC's children)
             judged = [await judge(r, None) for r in recs]
         else:
             need = HistoryNeed.of(runner.policy)

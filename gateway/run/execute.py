@@ -14,9 +14,11 @@ approval step released (`released`: approved and re-checked, or writes no longer
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from time import perf_counter
+from typing import Any
 
 from gateway.arguments import parse_arguments
 from gateway.audit import events
@@ -24,9 +26,11 @@ from gateway.audit.records import AuditEvent, AuditKind
 from gateway.errors import CallCode
 from gateway.executors.base import ExecutionContext, ExecutionResult
 from gateway.model import CallRecord, CallStatus, Identity, RunRecord, revised
+from gateway.observe.hooks import OFF, Observe
+from gateway.observe.logs import CALL_ID
 from gateway.run.plan import is_write, not_run
 from gateway.store.base import RunStore
-from gateway.tools import Registry
+from gateway.tools import Registry, Tool
 
 
 def idempotency_key(rec: CallRecord) -> str:
@@ -72,6 +76,7 @@ class ExecutionPhase:
     clock: Clock
     partial_writes: bool = False
     released: frozenset[str] = frozenset()  # approved or held calls cleared to run now
+    observe: Observe = OFF
 
     async def run(self, work: TurnWork) -> None:
         reads = [c for c in work.ordered() if not is_write(c)]
@@ -191,13 +196,27 @@ class ExecutionPhase:
         return revised(rec, started_at=now, execution_count=rec.execution_count + 1)
 
     async def _execute(self, work: TurnWork, rec: CallRecord) -> CallRecord:
+        token = CALL_ID.set(rec.call_id)
+        try:
+            if self.observe.enabled:
+                tracer = self.observe.tracer
+                with tracer.span("callgate.execute", {"callgate.call_id": rec.call_id}
+                                 if tracer.enabled else None) as span:
+                    done = await self._execute_call(work, rec)
+                    span.set_attribute("callgate.status", done.status.value)
+                return done
+            return await self._execute_call(work, rec)
+        finally:
+            CALL_ID.reset(token)
+
+    async def _execute_call(self, work: TurnWork, rec: CallRecord) -> CallRecord:
         tool = self.registry.get(rec.tool)
         args = parse_arguments(rec.arguments_json)
         if tool is None or args is None:  # the registry changed since the decision
             res = ExecutionResult(CallStatus.FAILED, error_code="unknown_tool",
                                   error_message=f"tool {rec.tool!r} is no longer registered")
         else:
-            res = await tool.run(args, self._ctx(work, rec))
+            res = await self._run_tool(work, rec, tool, args)
         return await self._record_result(work, rec, res, AuditKind.EXECUTION)
 
     async def reconcile(self, work: TurnWork, rec: CallRecord) -> CallRecord:
@@ -205,15 +224,36 @@ class ExecutionPhase:
         args = parse_arguments(rec.arguments_json)
         if tool is None or args is None:
             return rec
-        res = await tool.reconcile(args, self._ctx(work, rec))
+        res = await self._run_tool(work, rec, tool, args, reconcile=True)
         if res.status == CallStatus.UNKNOWN and res.attempts == 0:
             return rec
         return await self._record_result(work, rec, res, AuditKind.RECONCILE)
 
-    def _ctx(self, work: TurnWork, rec: CallRecord) -> ExecutionContext:
+    async def _run_tool(self, work: TurnWork, rec: CallRecord, tool: Tool, args: dict[str, Any],
+                        *, reconcile: bool = False) -> ExecutionResult:
+        """The executor's answer; when observed, in a client span of its own (whose trace
+        context the request carries), timed by the status it answered."""
+        run = tool.reconcile if reconcile else tool.run
+        if not self.observe.enabled:
+            return await run(args, self._ctx(work, rec))
+        tracer = self.observe.tracer
+        name = "callgate.tool.reconcile" if reconcile else "callgate.tool"
+        with tracer.span(name, {"callgate.tool": rec.tool}, client=True) as span:
+            ctx = self._ctx(work, rec, tracer.headers())
+            start = perf_counter()
+            res = await run(args, ctx)
+            elapsed = perf_counter() - start
+            span.set_attribute("callgate.outcome", res.status.value)
+            if res.error_code:
+                span.set_attribute("callgate.code", res.error_code)
+        self.observe.metrics.tool_run(rec.tool, res.status.value, elapsed)
+        return res
+
+    def _ctx(self, work: TurnWork, rec: CallRecord,
+             trace_headers: Mapping[str, str] | None = None) -> ExecutionContext:
         return ExecutionContext(run_id=rec.run_id, call_id=rec.call_id,
                                 idempotency_key=rec.idempotency_key or idempotency_key(rec),
-                                identity=work.identity)
+                                identity=work.identity, trace_headers=trace_headers)
 
     async def _record_result(self, work: TurnWork, rec: CallRecord, res: ExecutionResult,
                       kind: AuditKind) -> CallRecord:

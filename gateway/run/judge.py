@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from time import perf_counter
 from typing import Any
 
 from gateway.arguments import (
@@ -25,6 +26,7 @@ from gateway.jsontext import JsonTextError
 from gateway.limits import FLAGS, Limits, utf8_len
 from gateway.memo import Memo
 from gateway.model import CallRecord, CallStatus, Decision, Identity, ToolCall, Verdict, revised
+from gateway.observe.hooks import OFF, Observe
 from gateway.policy.base import PolicyEngine
 from gateway.policy.inputs import RunContext, call_input
 from gateway.tools import Registry, Tool
@@ -74,6 +76,7 @@ class Judge:
     limits: Limits = Limits()
     # arguments text → its arguments_sha256 ("" when it has none): repeated calls repeat it
     _hashes: Memo[str] = field(default_factory=Memo, compare=False, repr=False)
+    observe: Observe = field(default=OFF, compare=False, repr=False)
 
     def propose(self, run_id: str, turn_id: str, index: int, call: ToolCall,
                 now: datetime) -> CallRecord:
@@ -133,7 +136,10 @@ class Judge:
                approval: dict[str, Any] | None = None) -> CallRecord:
         policy_in = call_input(rec=rec, tool=tool, args=args, identity=identity, run=run,
                                batch=[(c, c.effect) for c in batch], now=now, approval=approval)
-        decision = await self.policy.decide(policy_in)
+        if self.observe.enabled:
+            decision = await self._observed_decision(tool.name, policy_in)
+        else:
+            decision = await self.policy.decide(policy_in)
         if decision.is_policy_error:
             return rejected(rec, CallCode.POLICY_ERROR,
                             f"the policy could not decide this call ({decision.error}); "
@@ -142,3 +148,17 @@ class Judge:
             why = "; ".join(decision.reasons) or "the policy denied this call"
             return rejected(rec, CallCode.POLICY_DENIED, why, now=now, decision=decision)
         return revised(rec, decision=decision, decided_at=now)
+
+    async def _observed_decision(self, tool: str, policy_in: dict[str, Any]) -> Decision:
+        """`decision` evaluated in a span of its own, timed and counted by verdict."""
+        tracer = self.observe.tracer
+        with tracer.span("callgate.policy",
+                         {"callgate.tool": tool} if tracer.enabled else None) as span:
+            start = perf_counter()
+            decision = await self.policy.decide(policy_in)
+            elapsed = perf_counter() - start
+            verdict = "POLICY_ERROR" if decision.is_policy_error else decision.verdict.value
+            span.set_attribute("callgate.verdict", verdict)
+            span.set_attribute("callgate.policy_revision", decision.policy_revision)
+        self.observe.metrics.decision(verdict, tool, self.policy.name, elapsed)
+        return decision

@@ -26,6 +26,7 @@ from gateway.model import (
     TurnRecord,
     revised,
 )
+from gateway.observe.hooks import OFF, Observe
 from gateway.policy.base import PolicyEngine
 from gateway.policy.inputs import RECENT_CALLS, HistoryEntry, RunContext, batch_input
 from gateway.run import plan
@@ -50,8 +51,9 @@ class JudgedTurn:
 class TurnJudging:
     def __init__(self, store: RunStore, registry: Registry, policy: PolicyEngine, judge: Judge,
                  *, limits: Limits = DEFAULT_LIMITS,
-                 approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S) -> None:
+                 approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S, observe: Observe = OFF) -> None:
         self.store = store
+        self.tracer = observe.tracer
         self.registry = registry
         self.policy = policy
         self.judge = judge
@@ -101,14 +103,19 @@ class TurnJudging:
                 return plan.budget_rejected(c, now)
             return await self.judge.judge(c, identity=identity, run=ctx, batch=calls, now=now)
 
-        judged = await judged_with_history(
-            need, self.policy, calls, recent, self.context(run, turn.seq, turn.turn_id), judge,
-            lambda: self.history(run.run_id, turn.turn_id, RECENT_CALLS))
+        traced = self.tracer.enabled
+        with self.tracer.span("callgate.judge", {"callgate.calls": len(pending)} if traced
+                              else None):
+            judged = await judged_with_history(
+                need, self.policy, calls, recent, self.context(run, turn.seq, turn.turn_id),
+                judge, lambda: self.history(run.run_id, turn.turn_id, RECENT_CALLS))
         remaining = (None if run.budget.max_tool_calls == 0
                      else max(run.budget.max_tool_calls - run.tool_calls_used, 0))
-        partial = await self.partial_writes(identity, judged)
-        planned = plan.plan_batch(judged, remaining_tool_calls=remaining, partial_writes=partial,
-                             now=now)
+        with self.tracer.span("callgate.plan", {"callgate.calls": len(judged)} if traced
+                              else None):
+            partial = await self.partial_writes(identity, judged)
+            planned = plan.plan_batch(judged, remaining_tool_calls=remaining,
+                                      partial_writes=partial, now=now)
         approvals = [ap.requested(identity, c, now, self.approval_ttl_s) for c in planned
                      if c.status == CallStatus.PENDING_APPROVAL and not c.approval_id]
         by_call = {a.call_id: a.approval_id for a in approvals}

@@ -50,6 +50,8 @@ from gateway.model import (
     now_utc,
     revised,
 )
+from gateway.observe.hooks import OFF, Observe
+from gateway.observe.logs import RUN_ID, TURN_ID
 from gateway.policy.base import PolicyEngine
 from gateway.policy.inputs import (
     resolve_input,
@@ -101,17 +103,18 @@ class Runner:
     def __init__(self, *, store: RunStore, registry: Registry, policy: PolicyEngine,
                  clock: Callable[[], datetime] = now_utc,
                  approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S,
-                 limits: Limits = DEFAULT_LIMITS) -> None:
+                 limits: Limits = DEFAULT_LIMITS, observe: Observe = OFF) -> None:
         self.store = store
+        self.observe = observe
         self.registry = registry
         self.policy = policy
         self.clock = clock
         self.approval_ttl_s = approval_ttl_s
         self.limits = limits
-        self.judge = Judge(registry, policy, limits)
+        self.judge = Judge(registry, policy, limits, observe=observe)
         self.gate = ApprovalGate(store, self.judge, registry)
         self.judging = TurnJudging(store, registry, policy, self.judge, limits=limits,
-                                   approval_ttl_s=approval_ttl_s)
+                                   approval_ttl_s=approval_ttl_s, observe=observe)
         # told about approvals that wait for a person (committed), e.g. to arm their expiry
         self.on_pending: Callable[[Sequence[ApprovalRecord]], None] = lambda _: None
         self._inflight: set[asyncio.Future[Any]] = set()
@@ -122,6 +125,7 @@ class Runner:
         away: a turn that started executing finishes and commits its results, so a client's
         deadline or disconnect never leaves a call half-recorded."""
         async def locked() -> T:
+            RUN_ID.set(run_id)  # (this task's own: the log lines of its work name the run)
             async with self.store.drive_lock(run_id):
                 return await work()
         task = asyncio.ensure_future(locked())
@@ -224,6 +228,7 @@ class Runner:
         return await self._exclusive(turn.run_id, lambda: self._submit(identity, turn))
 
     async def _submit(self, identity: Identity, turn: TurnInput) -> TurnOutcome:
+        TURN_ID.set(turn.turn_id)
         need = HistoryNeed.of(self.policy)
         ctx = await self.store.turn_context(turn.run_id, turn.turn_id,
                                             [c.call_id for c in turn.event.calls], need.limit)
@@ -319,6 +324,7 @@ class Runner:
         A write found UNKNOWN is looked up again (`ExecutionPhase.run`); a read found UNKNOWN
         (one that is not repeatable and was in flight when the gateway stopped) is never
         repeated or looked up: it stays UNKNOWN until an operator settles it."""
+        TURN_ID.set(turn.turn_id)
         if turn.event != EventKind.TOOL_REQUEST:
             return await self._settle(run, turn, [])
         if turn.next is not None:
@@ -332,7 +338,8 @@ class Runner:
         return await self._execute(identity, run, turn, calls, self._phase(partial))
 
     def _phase(self, partial: bool) -> ExecutionPhase:
-        return ExecutionPhase(self.store, self.registry, self.clock, partial_writes=partial)
+        return ExecutionPhase(self.store, self.registry, self.clock, partial_writes=partial,
+                              observe=self.observe)
 
     async def _execute(self, identity: Identity, run: RunRecord, turn: TurnRecord,
                        calls: Sequence[CallRecord], phase: ExecutionPhase,
@@ -393,8 +400,12 @@ class Runner:
         run = revised(settled, updated_at=now) if changed else run
         turn = revised(turn, next=next_action, reason=reason)
         held = work.unsaved.take() if work is not None else Unsaved()
-        await self.store.save(run=run if changed else None, turn=turn, calls=held.calls,
-                              audit=held.audit, expect=held.expect)
+        tracer = self.observe.tracer
+        with tracer.span("callgate.settle", {"callgate.next_action": next_action}
+                         if tracer.enabled else None):
+            await self.store.save(run=run if changed else None, turn=turn, calls=held.calls,
+                                  audit=held.audit, expect=held.expect)
+        self.observe.metrics.turn(next_action, turn.provider or run.provider)
         log.info("run %s turn %s: %s, %d call(s), run %s", run.run_id, turn.turn_id,
                  next_action.value, len(calls), state.value)
         return outcome_of(run, turn, calls)

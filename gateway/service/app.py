@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 
 import grpc
@@ -23,15 +24,18 @@ from gateway.audit.keys import AuditKey
 from gateway.errors import ConfigError, StoreUnavailable
 from gateway.identity import Authenticator
 from gateway.model import now_utc
+from gateway.observe.hooks import Metrics, Observe
 from gateway.policy import EmbeddedEngine
 from gateway.policy.opa.client import OpaConnection
 from gateway.policy.opa.engine import OpaEngine
 from gateway.policy.reload import ReloadingEngine, ReloadTarget, prepare
-from gateway.policy.shadow import ShadowEngine, audit_event
+from gateway.policy.shadow import Disagreement, ShadowEngine, audit_event
 from gateway.policy.watch import PolicyReloader, ReloadResult
 from gateway.run.runner import Runner
 from gateway.service.config import ServeConfig
+from gateway.service.observed import observed
 from gateway.service.startup import NewFiles, check_listen_free, in_use_error
+from gateway.service.telemetry import MetricsEndpoint, build_observe
 from gateway.store import RunStore, open_store
 from gateway.tls import ServerCertificates, describe
 from gateway.tools import Registry
@@ -51,11 +55,15 @@ ServingPolicy = ReloadingEngine | OpaEngine | ShadowEngine
 
 
 class Sidecar:
-    def __init__(self, config: ServeConfig, *, worker: bool = False) -> None:
+    def __init__(self, config: ServeConfig, *, worker: bool = False,
+                 observe: Observe | None = None) -> None:
         """`worker`: one of the processes of `serve --workers` (`gateway.service.supervisor`): it
-        its port (SO_REUSEPORT) and its SQLite store's notifications with the others."""
+        its port (SO_REUSEPORT) and its SQLite store's notifications with the others.
+        `observe`: what it reports to (default: what the settings ask for)."""
         self.config = config
         self.worker = worker
+        self.observe = observe
+        self.metrics: MetricsEndpoint | None = None
         self.server: grpc.aio.Server | None = None
         self.store: RunStore | None = None
         self.registry: Registry | None = None
@@ -96,25 +104,31 @@ class Sidecar:
         self.bound = self._bind(server, cfg.listen, certificates)  # the port is ours from here
         key, new_secret = AuditKey.load_or_new(cfg.audit_key_path())
         self.registry = Registry.load(cfg.tools, limits=cfg.limits(), audit_key=key)
+        obs = self.observe = self.observe or build_observe(
+            cfg, (t.name for t in self.registry.tools()))
         policy = await self._load_policy()
-        self.store = await open_store(cfg.db, busy_timeout_s=cfg.db_busy_timeout_s,
-                                      min_free_bytes=cfg.db_min_free_bytes, audit_key=key,
-                                      stored=RedactStored(self.registry),
-                                      share_notifications=self.worker)
+        self.store = observed(await open_store(
+            cfg.db, busy_timeout_s=cfg.db_busy_timeout_s, min_free_bytes=cfg.db_min_free_bytes,
+            audit_key=key, stored=RedactStored(self.registry),
+            share_notifications=self.worker), obs.metrics)
         if isinstance(policy, ShadowEngine):
-            store = self.store
-            policy.record = lambda found: store.append_audit([audit_event(found)])
+            policy.record = self._shadow_recorder(self.store, obs)
         self._runner = Runner(store=self.store, registry=self.registry, policy=policy,
-                              approval_ttl_s=cfg.approval_ttl_s, limits=cfg.limits())
+                              approval_ttl_s=cfg.approval_ttl_s, limits=cfg.limits(),
+                              observe=obs)
         self._desk = ApprovalDesk(self._runner)
         add_to_server(
             ToolGatewayService(self._runner, self._desk, auth, StatusInfo(
                 self.store.name, callgate_version(),
                 rejected_reload=lambda: policy.last_rejected,
-                shadow=policy.stats if isinstance(policy, ShadowEngine) else lambda: None)),
+                shadow=policy.stats if isinstance(policy, ShadowEngine) else lambda: None),
+                               observe=obs),
             server)
         _add_health_and_reflection(server, self._health)
         await server.start()
+        if cfg.metrics_listen:
+            self.metrics = MetricsEndpoint(cfg.metrics_listen, self.store, obs.metrics)
+            self.metrics.start()
         log.info("listening with %s", describe(certificates))
         if new_secret is not None:  # the last step that can fail: a refused start writes none
             _keep_new_key(cfg, key, new_secret)
@@ -123,6 +137,14 @@ class Sidecar:
         self._watch = asyncio.create_task(self._health_loop())
         self._reload_task = asyncio.create_task(self._watch_policies())
         return self.bound
+
+    @staticmethod
+    def _shadow_recorder(store: RunStore, obs: Observe) -> Callable[[Disagreement],
+                                                                    Awaitable[None]]:
+        async def record(found: Disagreement) -> None:
+            obs.metrics.shadow_disagreement()
+            await store.append_audit([audit_event(found)])
+        return record
 
     async def _load_policy(self) -> ServingPolicy:
         """The first revision, checked as every reload is; a bad one stops start-up."""
@@ -167,7 +189,8 @@ class Sidecar:
         self.reloader = PolicyReloader(
             target, cfg.policies, cfg.policy_prefix, require_tests=cfg.reload_requires_tests,
             interval_s=cfg.policy_poll_interval_s, on_change=self._health_soon,
-            on_news=self._audit_reload)
+            on_news=self._audit_reload,
+            metrics=self.observe.metrics if self.observe is not None else Metrics())
 
     async def _audit_reload(self, result: ReloadResult) -> None:
         """An audit record of a policy revision installed, or of a rejection not seen before."""
@@ -268,6 +291,14 @@ class Sidecar:
             await self.store.close()
         if self._auth is not None:
             await self._auth.aclose()
+        self._stop_observing()
+
+    def _stop_observing(self) -> None:
+        """The /metrics listener closed; spans still batched sent (or dropped) now."""
+        if self.metrics is not None:
+            self.metrics.stop()
+        if self.observe is not None:
+            self.observe.tracer.shutdown()
 
 
 def _grpc_server(cfg: ServeConfig, *, worker: bool) -> grpc.aio.Server:

@@ -88,6 +88,10 @@ class ServeConfig(BaseModel):
     max_run_page_bytes: int = Field(default=_LIMITS.max_run_page_bytes, ge=1)
     # the audit key (masks and seals); None: `<db>-audit.key` beside a SQLite store
     audit_key_file: Path | None = None
+    # observability (docs/operations.md, "Observability"): /metrics, traces, log lines
+    metrics_listen: str = ""
+    otlp_endpoint: str = ""
+    log_format: Literal["text", "json"] = "text"
 
     def check(self) -> None:
         if self.auth is None and not self.insecure_dev_identity:
@@ -112,6 +116,10 @@ class ServeConfig(BaseModel):
                 "seconds between 0 (reload only on SIGHUP) and 3600"
             )
         self.check_opa()
+        if self.metrics_listen and self.metrics_listen == self.listen \
+                and not self.listen.endswith(":0"):
+            raise ConfigError(f"--metrics-listen {self.metrics_listen}: the same address as "
+                              "--listen; give /metrics a port of its own")
 
     def check_opa(self) -> None:
         if self.engine == "embedded":

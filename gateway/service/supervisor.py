@@ -15,6 +15,11 @@ The supervisor serves nothing itself. It:
 5. forwards SIGHUP (reload the policies) to every worker, and on SIGTERM or SIGINT sends
    SIGTERM to every worker, waits for them (they finish the turns they drive) and exits 0.
 
+With `--metrics-listen` every worker writes its samples to files in one directory of the
+supervisor's (Prometheus' multiprocess mode, `PROMETHEUS_MULTIPROC_DIR`), and worker 1 serves
+`/metrics` on that address with every worker's samples summed (a restarted worker's files stay:
+counters never go back); the directory is removed when the supervisor ends.
+
 Each worker binds the port with SO_REUSEPORT, and the kernel spreads connections among them
 (per connection, not per request). Workers are started in a session of their own, so a
 terminal's Ctrl-C reaches them through the supervisor; and each stops when its standard input
@@ -27,13 +32,16 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gateway.errors import ConfigError
+from gateway.observe.hooks import MULTIPROCESS_ENV
 from gateway.service.config import ServeConfig
 
 log = logging.getLogger("callgate.supervisor")
@@ -58,7 +66,7 @@ class Backoff:
         return min(self.first_s * 2 ** max(failures - 1, 0), self.longest_s)
 
 
-def resolve_listen(listen: str) -> str:
+def resolve_listen(listen: str, flag: str = "--listen") -> str:
     """HOST:PORT with a concrete port that nothing listens on yet (ConfigError otherwise)."""
     if listen.startswith("unix:"):
         raise ConfigError(f"--listen {listen}: --workers needs a HOST:PORT address (workers "
@@ -76,7 +84,7 @@ def resolve_listen(listen: str) -> str:
             probe.listen()
             chosen = probe.getsockname()[1]
     except OSError as exc:
-        raise ConfigError(f"--listen {listen}: cannot listen there (is another callgate or "
+        raise ConfigError(f"{flag} {listen}: cannot listen there (is another callgate or "
                           f"another program using it?): {exc}") from exc
     return f"{host}:{chosen}"
 
@@ -96,7 +104,8 @@ class Supervisor:
         self.command = tuple(command)
         self.backoff = backoff
         self.workers: dict[int, Worker] = {}
-        self._line = b""
+        self._lines: dict[bool, bytes] = {}  # the settings line: worker 1's, the others'
+        self._samples = ""  # the directory of the workers' metrics samples
         self._stop = asyncio.Event()
         self._failure = ""
         self._keepers: list[asyncio.Task[None]] = []
@@ -105,7 +114,7 @@ class Supervisor:
     async def run(self) -> int:
         """Serve until SIGTERM/SIGINT (0) or until the workers cannot be kept running."""
         listen = resolve_listen(self.config.listen)
-        self._line = self.config.model_copy(update={"listen": listen}).model_dump_json().encode()
+        self._settings(listen)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._stop.set)
@@ -122,12 +131,27 @@ class Supervisor:
             await self._stop.wait()
         finally:
             await self._stop_all()
+            if self._samples:
+                shutil.rmtree(self._samples, ignore_errors=True)
         if self._failure:
             print(f"callgate serve: {self._failure}", file=sys.stderr, flush=True)
             return 1
         return 0
 
     # ------------------------------------------------------------------ starting
+
+    def _settings(self, listen: str) -> None:
+        """The workers' settings lines; with metrics, their shared samples directory (only
+        worker 1 serves /metrics, on a port chosen now so that a restart keeps it)."""
+        update: dict[str, str] = {"listen": listen}
+        metrics = self.config.metrics_listen
+        if metrics:
+            update["metrics_listen"] = resolve_listen(metrics, "--metrics-listen")
+            self._samples = tempfile.mkdtemp(prefix="callgate-metrics-")
+        first = self.config.model_copy(update=update)
+        others = first.model_copy(update={"metrics_listen": ""})
+        self._lines = {True: first.model_dump_json().encode(),
+                       False: others.model_dump_json().encode()}
 
     async def _start_all(self) -> int | None:
         """None when every worker is ready; else the exit status to end with."""
@@ -150,13 +174,14 @@ class Supervisor:
     async def _start(self, slot: int) -> Worker | int | None:
         """A worker started and ready; its exit status when it ended first; None when the
         supervisor was told to stop meanwhile."""
+        samples = {MULTIPROCESS_ENV: self._samples} if self._samples else {}
         proc = await asyncio.create_subprocess_exec(
             *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, SLOT_ENV: str(slot)}, start_new_session=True)
+            env={**os.environ, SLOT_ENV: str(slot), **samples}, start_new_session=True)
         worker = Worker(slot, proc, asyncio.get_running_loop().time())
         self.workers[slot] = worker
         assert proc.stdin is not None
-        proc.stdin.write(self._line + b"\n")
+        proc.stdin.write(self._lines[slot == 1] + b"\n")
         with contextlib.suppress(ConnectionError):
             await proc.stdin.drain()
         ready = asyncio.create_task(self._ready(proc))

@@ -128,6 +128,10 @@ def describe(conninfo: str) -> str:
     return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
+UNSETTLED = ("SELECT (SELECT count(*) FROM approvals WHERE status = 'PENDING'), "
+             "(SELECT count(*) FROM calls WHERE status = 'UNKNOWN')")
+
+
 class PostgresStore(Notifying):
     name = "postgresql"
 
@@ -562,6 +566,12 @@ class PostgresStore(Notifying):
         return self._locks.hold(run_id)
 
     # ------------------------------------------------------------------ lifecycle
+
+    async def unsettled(self) -> tuple[int, int]:
+        async with self._tx() as conn:
+            row = await self._one(conn, UNSETTLED)
+        assert row is not None
+        return int(row[0]), int(row[1])
 
     async def healthy(self) -> bool:
         """Whether the store can persist: its notification listener runs and a real write

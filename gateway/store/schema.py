@@ -18,6 +18,8 @@ Schema history (each store migrates forward on open):
        turn's latest predecessor is found, without reading the run's other turns
     6  runs gain indexes on (tenant, subject, created_at, run_id) and (tenant, created_at,
        run_id): ListRuns reads a page of a subject's (or a tenant's) runs, newest first
+    7  calls gain a partial index of those UNKNOWN: the gauge `callgate_unknown_outcome_calls`
+       counts them at every scrape without reading the other calls
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Callable
 
 from gateway.audit.hashing import AUDIT_ADDED
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 RUN_COLUMNS = ("run_id", "state", "subject", "tenant", "provider", "api_version", "budget_json",
@@ -73,6 +75,7 @@ ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
     4: tuple(("audit", c) for c in AUDIT_ADDED),
     5: (),
     6: (),
+    7: (),
 }
 
 
@@ -87,6 +90,8 @@ INDEXES: dict[int, tuple[str, ...]] = {
     # a page of one subject's (or one tenant's) runs, newest first (ListRuns)
     6: ("CREATE INDEX IF NOT EXISTS runs_owner ON runs (tenant, subject, created_at, run_id)",
         "CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at, run_id)"),
+    # the calls of unknown outcome, however many calls the store holds
+    7: ("CREATE INDEX IF NOT EXISTS calls_unknown ON calls (status) WHERE status = 'UNKNOWN'",),
 }
 
 

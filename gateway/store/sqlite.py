@@ -118,6 +118,10 @@ def _assignments(columns: Sequence[str]) -> str:
     return fragments.assignments(columns, "?")
 
 
+UNSETTLED = ("SELECT (SELECT count(*) FROM approvals WHERE status = 'PENDING'), "
+             "(SELECT count(*) FROM calls WHERE status = 'UNKNOWN')")
+
+
 class SQLiteStore(Notifying):
     name = "sqlite"
 
@@ -531,6 +535,11 @@ class SQLiteStore(Notifying):
         return self._drive_locks.hold(run_lock_key("", run_id))
 
     # ------------------------------------------------------------------ lifecycle
+
+    async def unsettled(self) -> tuple[int, int]:
+        row = await self._db.run(lambda: self._one(UNSETTLED, ()))
+        assert row is not None
+        return int(row[0]), int(row[1])
 
     async def healthy(self) -> bool:
         """Whether the store can persist: the file guard, then a real write (a no-op update

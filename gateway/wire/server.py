@@ -6,9 +6,11 @@ Request errors become gRPC statuses here and only here (`GRPC_STATUS`), with the
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any, NoReturn, TypeVar
 
 import grpc
@@ -22,6 +24,7 @@ from gateway.audit.reader import AuditReader
 from gateway.errors import RequestCode, RequestError
 from gateway.identity import Authenticator, Credentials
 from gateway.model import Identity, rfc3339
+from gateway.observe.hooks import OFF, TRACE_HEADERS, Observe
 from gateway.policy.base import RejectedReload
 from gateway.policy.shadow import ShadowStats
 from gateway.run.authorize import Authorizer
@@ -34,6 +37,8 @@ log = logging.getLogger("callgate.server")
 T = TypeVar("T")
 
 ERROR_DOMAIN = "callgate"
+SERVICE = pb.DESCRIPTOR.services_by_name["ToolGateway"].full_name
+NO_CARRIER: dict[str, str] = {}  # (read only)
 
 _S = grpc.StatusCode
 # The gRPC status of every request error code: the one place codes meet statuses.
@@ -144,6 +149,23 @@ INTERNAL = RequestError(RequestCode.INTERNAL, "callgate failed on this request; 
                         "its log, and ResumeRun shows what was recorded")
 
 
+def trace_carrier(context: grpc.aio.ServicerContext[Any, Any]) -> dict[str, str]:
+    """The caller's W3C trace context, from its metadata."""
+    return {key: value for key, value in context.invocation_metadata() or ()
+            if key in TRACE_HEADERS and isinstance(value, str)}
+
+
+class RpcOutcome:
+    """The gRPC status an observed RPC ended with, and its request code."""
+
+    def __init__(self) -> None:
+        self.status = grpc.StatusCode.OK
+        self.code = ""
+
+    def failed(self, err: RequestError) -> None:
+        self.status, self.code = GRPC_STATUS[err.code], err.code.value
+
+
 async def abort(context: grpc.aio.ServicerContext[Any, Any], err: RequestError) -> NoReturn:
     grpc_code = GRPC_STATUS[err.code]
     detail = any_pb2.Any()
@@ -158,8 +180,9 @@ class ToolGatewayService(pb.ToolGatewayServicer):
     """Every RPC: authenticate, decode the request, call the runner, encode the answer."""
 
     def __init__(self, runner: Runner, desk: ApprovalDesk, auth: Authenticator,
-                 info: StatusInfo) -> None:
+                 info: StatusInfo, observe: Observe = OFF) -> None:
         self.runner = runner
+        self.observe = observe
         self.authorizer = Authorizer(runner)
         self.lister = RunLister(runner.store, runner.policy)
         self.turns = ProviderTurns(runner)
@@ -171,23 +194,61 @@ class ToolGatewayService(pb.ToolGatewayServicer):
     def _credentials(self, context: grpc.aio.ServicerContext[Any, Any]) -> Credentials:
         return credentials_of(context, certificate=self.auth.wants_client_certificates)
 
-    async def _call(self, context: grpc.aio.ServicerContext[Any, Any],
-                     fn: Callable[[Identity], Awaitable[T]], request: Any = None) -> T:
+    async def _call(self, method: str, context: grpc.aio.ServicerContext[Any, Any],
+                    fn: Callable[[Identity], Awaitable[T]], request: Any = None) -> T:
+        if self.observe.enabled:
+            return await self._observed(method, context, fn, request)
+        return await self._answer(context, fn, request)
+
+    async def _answer(self, context: grpc.aio.ServicerContext[Any, Any],
+                      fn: Callable[[Identity], Awaitable[T]], request: Any = None,
+                      outcome: RpcOutcome | None = None) -> T:
         try:
             identity = await self.auth.authenticate(self._credentials(context))
             if isinstance(request, Undecodable):
                 raise request.error()
             return await fn(identity)
         except RequestError as err:
-            await abort(context, err)
+            failure = err
         except Exception:
             log.exception("internal error")
-            await abort(context, INTERNAL)
+            failure = INTERNAL
+        if outcome is not None:
+            outcome.failed(failure)
+        await abort(context, failure)
 
-    async def _call_stream(self, context: grpc.aio.ServicerContext[Any, Any],
-                            fn: Callable[[Identity], AsyncIterator[T]],
-                            request: Any = None) -> AsyncIterator[T]:
-        """`_call` for a server stream: every message of fn, or the error it ends with."""
+    async def _observed(self, method: str, context: grpc.aio.ServicerContext[Any, Any],
+                        fn: Callable[[Identity], Awaitable[T]], request: Any) -> T:
+        """`_answer` in the RPC's span (continuing the caller's trace), timed and counted by
+        the status it ends with."""
+        tracer = self.observe.tracer
+        outcome = RpcOutcome()
+        start = perf_counter()
+        if tracer.enabled:
+            span_name, carrier, attributes = (f"{SERVICE}/{method}", trace_carrier(context),
+                                              {"rpc.method": method})
+        else:
+            span_name, carrier, attributes = method, NO_CARRIER, None
+        with tracer.server_span(span_name, carrier, attributes) as span:
+            try:
+                return await self._answer(context, fn, request, outcome)
+            except asyncio.CancelledError:
+                outcome.status = grpc.StatusCode.CANCELLED
+                raise
+            finally:
+                span.set_attribute("rpc.grpc.status_code", outcome.status.value[0])
+                if outcome.code:
+                    span.set_attribute("callgate.code", outcome.code)
+                    tracer.failed(span, outcome.code)
+                self.observe.metrics.rpc(method, outcome.status.name, perf_counter() - start)
+
+    async def _call_stream(self, method: str, context: grpc.aio.ServicerContext[Any, Any],
+                           fn: Callable[[Identity], AsyncIterator[T]],
+                           request: Any = None) -> AsyncIterator[T]:
+        """`_call` for a server stream: every message of fn, or the error it ends with (counted
+        when it ends; a stream has no span of its own)."""
+        outcome = RpcOutcome()
+        start = perf_counter()
         try:
             identity = await self.auth.authenticate(self._credentials(context))
             if isinstance(request, Undecodable):
@@ -195,10 +256,17 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             async for message in fn(identity):
                 yield message
         except RequestError as err:
+            outcome.failed(err)
             await abort(context, err)
+        except asyncio.CancelledError:
+            outcome.status = grpc.StatusCode.CANCELLED
+            raise
         except Exception:
             log.exception("internal error")
+            outcome.failed(INTERNAL)
             await abort(context, INTERNAL)
+        finally:
+            self.observe.metrics.rpc(method, outcome.status.name, perf_counter() - start)
 
     # ------------------------------------------------------------------ runs and turns
 
@@ -207,7 +275,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         async def go(who: Identity) -> pb.Run:
             run = await self.turns.start_run(who, convert.start_params(request))
             return convert.run_to(run)
-        return await self._call(context, go, request)
+        return await self._call("StartRun", context, go, request)
 
     async def GetRun(self, request: pb.GetRunRequest,
                      context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
@@ -215,7 +283,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             page, conversation = await self.turns.get_run(
                 who, request.run_id, page_size=request.page_size, page_token=request.page_token)
             return convert.run_page_to(page, conversation)
-        return await self._call(context, go, request)
+        return await self._call("GetRun", context, go, request)
 
     async def ListRuns(self, request: pb.ListRunsRequest,
                        context: grpc.aio.ServicerContext[Any, Any]) -> pb.ListRunsResponse:
@@ -230,7 +298,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         async def go(who: Identity) -> pb.TurnOutcome:
             turn = convert.turn_input(request)
             return convert.outcome_to(await self.turns.submit_turn(who, turn))
-        return await self._call(context, go, request)
+        return await self._call("SubmitTurn", context, go, request)
 
     async def SubmitProviderResponse(self, request: pb.SubmitProviderResponseRequest,
                                      context: grpc.aio.ServicerContext[Any, Any]
@@ -241,7 +309,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                                       turn_id=request.turn_id, model=request.model)
             outcome = await self.turns.submit_response(who, req, request.response_json)
             return convert.outcome_to(outcome)
-        return await self._call(context, go, request)
+        return await self._call("SubmitProviderResponse", context, go, request)
 
     async def SubmitProviderStream(self, request_iterator: AsyncIterator[pb.ProviderStreamEvent],
                                    context: grpc.aio.ServicerContext[Any, Any]
@@ -265,7 +333,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             req = ProviderTurnRequest(run_id=first.run_id, provider=first.provider,
                                       api_version=first.api_version, turn_id=first.turn_id)
             return convert.outcome_to(await self.turns.submit_stream(who, req, texts()))
-        return await self._call(context, go)
+        return await self._call("SubmitProviderStream", context, go)
 
     async def ListTools(self, request: pb.ListToolsRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.ListToolsResponse:
@@ -274,27 +342,27 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                                                           request.api_version)
             return pb.ListToolsResponse(tools_json=declared,
                                         tools=[convert.tool_summary(t) for t in tools])
-        return await self._call(context, go, request)
+        return await self._call("ListTools", context, go, request)
 
     async def Authorize(self, request: pb.AuthorizeRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.AuthorizeResponse:
         async def go(who: Identity) -> pb.AuthorizeResponse:
             calls = convert.tool_calls(list(request.calls))
             return convert.authorize_to(await self.authorizer.authorize(who, request.run_id, calls))
-        return await self._call(context, go, request)
+        return await self._call("Authorize", context, go, request)
 
     async def ResumeRun(self, request: pb.ResumeRunRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.TurnOutcome:
         async def go(who: Identity) -> pb.TurnOutcome:
             return convert.outcome_to(await self.turns.resume_run(who, request.run_id))
-        return await self._call(context, go, request)
+        return await self._call("ResumeRun", context, go, request)
 
     async def ResolveCall(self, request: pb.ResolveCallRequest,
                           context: grpc.aio.ServicerContext[Any, Any]) -> pb.CallResult:
         async def go(who: Identity) -> pb.CallResult:
             result = await self.runner.resolve_call(who, convert.resolve_request(request))
             return convert.call_result_to(result)
-        return await self._call(context, go, request)
+        return await self._call("ResolveCall", context, go, request)
 
     async def WatchRun(self, request: pb.WatchRunRequest,
                        context: grpc.aio.ServicerContext[Any, Any]
@@ -302,7 +370,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         async def go(who: Identity) -> AsyncIterator[pb.TurnOutcome]:
             async for outcome in self.turns.watch_run(who, request.run_id):
                 yield convert.outcome_to(outcome)
-        async for message in self._call_stream(context, go, request):
+        async for message in self._call_stream("WatchRun", context, go, request):
             yield message
 
     async def ListApprovals(self, request: pb.ListApprovalsRequest,
@@ -311,7 +379,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         async def go(who: Identity) -> pb.ListApprovalsResponse:
             page = await self.desk.list_page(who, convert.list_request(request))
             return convert.approvals_to(page)
-        return await self._call(context, go, request)
+        return await self._call("ListApprovals", context, go, request)
 
     async def DecideApproval(self, request: pb.DecideApprovalRequest,
                              context: grpc.aio.ServicerContext[Any, Any]
@@ -321,13 +389,13 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                 who, convert.decide_request(request))
             return pb.DecideApprovalResponse(approval=convert.approval_to(approval),
                                              result=convert.call_result_to(result))
-        return await self._call(context, go, request)
+        return await self._call("DecideApproval", context, go, request)
 
     async def CancelRun(self, request: pb.CancelRunRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
         async def go(who: Identity) -> pb.Run:
             return convert.run_to(await self.runner.cancel_run(who, request.run_id))
-        return await self._call(context, go, request)
+        return await self._call("CancelRun", context, go, request)
 
     async def GetStatus(self, request: pb.GetStatusRequest,
                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.Status:
@@ -347,7 +415,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                     failed=shadow.failed, opa_revision=shadow.opa_revision,
                     opa_reachable=shadow.opa_reachable))
             return status
-        return await self._call(context, go, request)
+        return await self._call("GetStatus", context, go, request)
 
     # ------------------------------------------------------------------ audit
 
@@ -357,5 +425,5 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         async def go(who: Identity) -> AsyncIterator[pb.AuditRecord]:
             async for record in self.audit.stream(who, convert.audit_query(request)):
                 yield convert.audit_record_to(record)
-        async for message in self._call_stream(context, go):
+        async for message in self._call_stream("QueryAudit", context, go):
             yield message

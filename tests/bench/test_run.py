@@ -40,7 +40,8 @@ def test_the_workers_are_a_supervisors_descendants() -> None:
 def test_only_takes_known_parts() -> None:
     assert parts("main,counts") == ("main", "counts")
     assert parts(" tools , data ") == ("tools", "data")
-    assert set(PARTS) == {"main", "counts", "pages", "long", "tools", "data", "workers"}
+    assert set(PARTS) == {"main", "counts", "pages", "long", "tools", "data", "workers",
+                          "observe"}
     with pytest.raises(argparse.ArgumentTypeError, match="unknown part"):
         parts("main,mian")
     with pytest.raises(argparse.ArgumentTypeError):

@@ -90,7 +90,8 @@ def test_stats_and_reset(client: httpx.Client, service: TravelService) -> None:
     assert stats == service.stats()
     assert (stats["train_status"], stats["weather"]) == (1, 1)
     assert stats["requests"][0] == {"path": "/train_status", "idempotency_key": "r:c1",
-                                    "call_id": "c1", "run_id": "r", "subject": "ann"}
+                                    "call_id": "c1", "run_id": "r", "subject": "ann",
+                                    "traceparent": ""}
     assert client.post("/_reset").status_code == 200
     assert service.stats() == {"train_status": 0, "weather": 0, "requests": []}
 

@@ -421,3 +421,15 @@ async def test_an_approval_leaves_pending_once(store: RunStore, other: RunStore)
     stored = await other.get_approval("a1")
     assert stored is not None and stored.status == winners[0]
     assert len(await store.audit_rows("r1")) == 1
+
+
+async def test_unsettled_counts_pending_approvals_and_unknown_calls(store: RunStore) -> None:
+    assert await store.unsettled() == (0, 0)
+    await with_turn(store, a_call("t1", "c1"), a_call("t1", "c2", index=1))
+    await store.save(approvals=[an_approval("a1"), an_approval(
+        "a2", "c2", status=ApprovalStatus.APPROVED)])
+    calls = await store.turn_calls("r1", "t1")
+    unknown = calls[0].moved(CallStatus.EXECUTING, started_at=NOW).moved(
+        CallStatus.UNKNOWN, error_code="outcome_unknown")
+    await store.save(calls=[unknown], expect=[calls[0]])
+    assert await store.unsettled() == (1, 1)

@@ -21,6 +21,7 @@ from gateway.audit import offline
 from gateway.audit.keys import AuditKey
 from gateway.client import GatewayClient
 from gateway.store import open_store, schema
+from gateway.store.sqlite import UNSETTLED
 from tests.support import databases
 from tests.support.sidecars import own_sidecar
 
@@ -147,3 +148,34 @@ def test_fixture_run_resumes_through_the_gateway(fixture: Path, tmp_path: Path,
         (approval,) = c.list_approvals(run_id="run-v1", status=[]).approvals
         assert approval.status == pb.APPROVAL_STATUS_EXPIRED
         assert c.cancel_run("run-v1").state == pb.RUN_STATE_CANCELLED
+
+
+def indexes_of_calls(db: str) -> set[str]:
+    if db.startswith("postgresql://"):
+        with psycopg.connect(db) as conn:
+            found = conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'calls' "
+                                 "AND schemaname = current_schema()").fetchall()
+    else:
+        conn = sqlite3.connect(db)
+        found = conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
+                             "AND tbl_name = 'calls'").fetchall()
+        conn.close()
+    return {str(r[0]) for r in found}
+
+
+@pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
+async def test_fixture_gets_the_unknown_calls_index(fixture: Path, tmp_path: Path,
+                                                    pg_database: str) -> None:
+    """Schema 7 indexes the calls of unknown outcome (the gauge counts them at every scrape):
+    a store of any earlier version gains the index when it migrates."""
+    db = restore(fixture, tmp_path, pg_database)
+    assert ("calls_unknown" in indexes_of_calls(db)) == (version_of(fixture) >= 7)
+    store = await open_store(db)
+    assert await store.unsettled() == (1, 0)  # the fixture's one pending approval
+    await store.close()
+    assert "calls_unknown" in indexes_of_calls(db)
+    if not db.startswith("postgresql://"):
+        conn = sqlite3.connect(db)
+        plan = " ".join(str(r) for r in conn.execute(f"EXPLAIN QUERY PLAN {UNSETTLED}"))
+        conn.close()
+        assert "calls_unknown" in plan and "SCAN calls" not in plan

@@ -1,0 +1,37 @@
+"""Label values are bounded: names outside their known sets share one series and are not
+remembered, however many a model invents."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from gateway.observe.hooks import OFF, Observe
+from gateway.observe.metrics import Labels, PrometheusMetrics
+
+LABELS = Labels(tools=frozenset({"get_weather"}), statuses=frozenset({"REJECTED"}),
+                codes=frozenset({"unknown_tool"}), next_actions=frozenset({"CONTINUE"}),
+                providers=frozenset({"openai.responses"}), methods=frozenset({"SubmitTurn"}),
+                grpc_codes=frozenset({"OK"}))
+
+
+def test_unknown_names_share_one_series_and_are_not_remembered() -> None:
+    registry = CollectorRegistry()
+    metrics = PrometheusMetrics(LABELS, registry)
+    for i in range(500):
+        metrics.call_result("REJECTED", "unknown_tool", f"invented_tool_{i}")
+        metrics.decision("ALLOW", f"invented_tool_{i}", "embedded", 0.001)
+        metrics.rpc(f"NoSuchMethod{i}", "WEIRD", 0.01)
+    text = generate_latest(registry).decode()
+    assert "invented_tool" not in text and "NoSuchMethod" not in text
+    assert ('callgate_call_results_total{code="unknown_tool",status="REJECTED",'
+            'tool="(unknown)"} 500.0') in text
+    assert 'callgate_grpc_server_handled_total{code="(other)",method="(other)"} 500.0' in text
+    assert len(metrics._results._by_values) == 1  # only the bounded key
+
+
+def test_off_reports_nothing_and_costs_no_state() -> None:
+    assert not OFF.enabled and not Observe().metrics.enabled
+    OFF.metrics.turn("CONTINUE", "x")  # a no-op
+    with OFF.tracer.span("x") as span:
+        span.set_attribute("k", "v")
+    assert OFF.tracer.headers() == {}
