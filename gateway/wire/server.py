@@ -291,7 +291,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             page = await self.lister.list_page(who, convert.runs_request(request))
             return pb.ListRunsResponse(runs=[convert.run_to(r) for r in page.runs],
                                        next_page_token=page.next_page_token)
-        return await self._call(context, go, request)
+        return await self._call("ListRuns", context, go, request)
 
     async def SubmitTurn(self, request: pb.SubmitTurnRequest,
                          context: grpc.aio.ServicerContext[Any, Any]) -> pb.TurnOutcome:

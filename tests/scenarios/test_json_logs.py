@@ -10,7 +10,7 @@ from pathlib import Path
 
 from examples.travel.service import TravelService
 from gateway import pb
-from gateway.client import tool_call
+from gateway.client import GatewayClient, tool_call
 from gateway.testing import READY
 from tests.support.otlp import otlp_sink
 from tests.support.scenarios import TRAIN, WEATHER
@@ -27,8 +27,9 @@ def test_every_line_is_json_and_names_nothing_private(
     with otlp_sink() as (collector, _), own_sidecar(
             tmp_path, fresh_travel, tools_dir, effects_db,
             extra=("--log-format", "json", "--otlp-endpoint", collector)) as proc:
-        with proc.client("alice-token") as alice, proc.client("writer-token") as walt:
-            alice.metadata = [*alice.metadata, ("traceparent", TRACEPARENT)]
+        with GatewayClient(proc.target, "alice-demo-token",
+                           metadata=[("traceparent", TRACEPARENT)]) as alice, \
+                proc.client("walt-demo-token") as walt:
             alice.start_run(run_id=run_id)
             out = alice.submit_calls(run_id, "turn-1", tool_call("c1", "get_train_status", TRAIN),
                                      tool_call("c2", "get_weather", WEATHER))
@@ -48,5 +49,6 @@ def test_every_line_is_json_and_names_nothing_private(
     assert settled["logger"] == "callgate.runner" and "CONTINUE" in settled["message"]
     assert settled["trace_id"] == TRACE_ID and len(settled["span_id"]) == 16
     text = "\n".join(lines)
-    for secret in ("alice-token", "writer-token", SEAT, TRAIN["train_number"], WEATHER["city"]):
+    for secret in ("alice-demo-token", "walt-demo-token", SEAT, TRAIN["train_number"],
+                   WEATHER["city"]):
         assert secret not in text, f"the log names {secret!r}"

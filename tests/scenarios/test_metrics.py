@@ -8,13 +8,13 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import grpc
 import pytest
 
 from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
 from gateway import pb
 from gateway.client import tool_call
+from gateway.errors import Unauthenticated
 from gateway.testing import SidecarProcess
 from tests.support.paths import AUTH, POLICIES, sidecar_env
 from tests.support.scenarios import TRAIN, WEATHER, by_id
@@ -41,7 +41,7 @@ def sidecar(tmp_path_factory: pytest.TempPathFactory, travel: TravelService, too
 def scripted_run(sidecar: SidecarProcess) -> None:
     """Two reads; a denial and an unknown tool; a booking that waits for approval; an
     Authorize; a refused token."""
-    with sidecar.client("alice-token") as alice, sidecar.client("mia-token") as mia:
+    with sidecar.client("alice-demo-token") as alice, sidecar.client("mia-demo-token") as mia:
         alice.start_run(run_id=RUN_A)
         ok = alice.submit_calls(RUN_A, "turn-1", tool_call(CALLS[0], "get_train_status", TRAIN),
                                 tool_call(CALLS[1], "get_weather", WEATHER))
@@ -58,9 +58,9 @@ def scripted_run(sidecar: SidecarProcess) -> None:
         assert paused.next == pb.NEXT_ACTION_PAUSED_FOR_APPROVAL
         (allowed,) = alice.authorize(tool_call(CALLS[6], "get_train_status", TRAIN)).decisions
         assert allowed.decision.verdict == pb.VERDICT_ALLOW
-    with sidecar.client("no-such-token") as stranger, pytest.raises(grpc.RpcError) as refused:
+    with sidecar.client("no-such-token") as stranger, pytest.raises(Unauthenticated) as refused:
         stranger.get_status()
-    assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert refused.value.grpc_status == "UNAUTHENTICATED"
 
 
 def test_a_scripted_run_is_counted_and_names_nothing_private(

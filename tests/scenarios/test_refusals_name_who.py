@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
-import grpc
 import pytest
 
 from examples.workshop.service import WorkshopService
 from gateway import pb
 from gateway.client import GatewayClient, tool_call
+from gateway.errors import PermissionDenied
 from tests.support.commands import callgate
 from tests.support.paths import Connect
 
@@ -18,10 +18,10 @@ SEATS = {"event_id": "ws-acme-1", "participant": "mia", "seats": 3}  # needs an 
 
 
 def refusal(call: object) -> str:
-    with pytest.raises(grpc.RpcError) as err:
+    with pytest.raises(PermissionDenied) as err:
         call()  # type: ignore[operator]
-    assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
-    return err.value.details() or ""
+    assert err.value.grpc_status == "PERMISSION_DENIED"
+    return err.value.message
 
 
 @pytest.fixture

@@ -27,10 +27,10 @@ from tests.support.scenarios import TRAIN, WEATHER
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 CALLER_SPAN = "b7ad6b7169203331"
-ARGUMENT_VALUES = [TRAIN["train_number"], TRAIN["date"], WEATHER["city"], "alice-token"]
+ARGUMENT_VALUES = [TRAIN["train_number"], TRAIN["date"], WEATHER["city"], "alice-demo-token"]
 
 
-def caller(token: str = "alice-token") -> list[tuple[str, str]]:
+def caller(token: str = "alice-demo-token") -> list[tuple[str, str]]:
     return [("authorization", f"Bearer {token}"),
             ("traceparent", f"00-{TRACE_ID}-{CALLER_SPAN}-01"), ("tracestate", "vendor=x1")]
 

@@ -23,7 +23,7 @@ def test_every_workers_counts_are_served(tmp_path: Path, travel: TravelService,
                         extra_args=("--metrics-listen", "127.0.0.1:0")) as proc:
         url = metrics_url(proc)
         for i in range(CONNECTIONS):
-            with GatewayClient(proc.target, "alice-token", own_connection=True) as client:
+            with GatewayClient(proc.target, "alice-demo-token", own_connection=True) as client:
                 (answer,) = client.authorize(tool_call(f"c{i}", "get_train_status",
                                                        TRAIN)).decisions
                 assert answer.decision.verdict == pb.VERDICT_ALLOW
