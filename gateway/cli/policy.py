@@ -271,8 +271,9 @@ def _rule_lines(bundle: Bundle, prefix: str) -> list[str]:
     for path in sorted(seen):
         mark = "" if path.startswith(prefix + ".") else "  (outside the queried prefix)"
         lines.append(f"  {path}  {seen[path]}{mark}")
-    queried = [r for r in ("decision", "may_approve", "may_resolve", "may_read_audit", "offer",
-                           "batch_policy") if f"{prefix}.{r}" not in seen]
+    queried = [r for r in ("decision", "may_approve", "may_resolve", "may_read_audit",
+                           "may_list_runs", "offer", "batch_policy")
+               if f"{prefix}.{r}" not in seen]
     if queried:
         lines.append(f"undefined (their fallback applies): {', '.join(queried)}")
     return ["rules:", *lines]
