@@ -53,6 +53,10 @@ def latest_seq_below(mark: str) -> str:
             "ORDER BY seq DESC LIMIT 1")
 
 
+def select(columns: Sequence[str], table: str) -> str:
+    return f"SELECT {', '.join(columns)} FROM {table}"
+
+
 def placeholders(columns: Sequence[str], mark: str) -> str:
     """`mark, mark, ...`: one parameter per column (`?` for sqlite3, `%s` for psycopg)."""
     return ", ".join(mark for _ in columns)

@@ -51,6 +51,7 @@ from gateway.model import (
 )
 from gateway.store import codecs, fragments, pg_writes, reading, schema
 from gateway.store.base import AsGiven, StoredForm, settles
+from gateway.store.fragments import select
 from gateway.store.group import GroupCommit
 from gateway.store.locks import run_lock_key
 from gateway.store.notify import Notifying, SettleHub
@@ -113,10 +114,6 @@ def _marks(columns: Sequence[str]) -> str:
 
 def _sets(columns: Sequence[str]) -> str:
     return fragments.assignments(columns, "%s")
-
-
-def _select(columns: Sequence[str], table: str) -> str:
-    return f"SELECT {', '.join(columns)} FROM {table}"
 
 
 def describe(conninfo: str) -> str:
@@ -272,7 +269,7 @@ class PostgresStore(Notifying):
                 f"INSERT INTO runs ({', '.join(schema.RUN_COLUMNS)}) "
                 f"VALUES ({_marks(schema.RUN_COLUMNS)}) ON CONFLICT (run_id) DO NOTHING",
                 codecs.run_row(run))
-            row = await self._one(conn, _select(schema.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
+            row = await self._one(conn, select(schema.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
                                   (run.run_id,))
         assert row is not None
         return codecs.run_from_row(row)
@@ -495,7 +492,7 @@ class PostgresStore(Notifying):
         where, args = fragments.audit_where(which, "%s")
         order = "DESC" if newest else ""
         async with self._tx() as conn:
-            found = await self._all(conn, _select(("seq", *hashing.AUDIT_COLUMNS), "audit") +
+            found = await self._all(conn, select(("seq", *hashing.AUDIT_COLUMNS), "audit") +
                                     f" WHERE seq > %s AND {where} ORDER BY seq {order} "
                                     "LIMIT %s", (after, *args, limit))
         records = [codecs.audit_from_row(r[0], r[1:]) for r in found]
@@ -503,7 +500,7 @@ class PostgresStore(Notifying):
 
     async def audit_checkpoint(self) -> AuditCheckpoint | None:
         async with self._tx() as conn:
-            row = await self._one(conn, _select(schema.CHECKPOINT_COLUMNS, "audit_checkpoints") +
+            row = await self._one(conn, select(schema.CHECKPOINT_COLUMNS, "audit_checkpoints") +
                                   " ORDER BY seq DESC LIMIT 1")
         return AuditCheckpoint(*row) if row else None
 
@@ -535,19 +532,19 @@ class PostgresStore(Notifying):
     async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:
         cols = ("seq", *hashing.AUDIT_COLUMNS)
         async with self._tx() as conn:
-            found = await self._all(conn, _select(cols, "audit") +
+            found = await self._all(conn, select(cols, "audit") +
                                     " WHERE run_id = %s ORDER BY seq", (run_id,))
         return [dict(zip(cols, r, strict=True)) for r in found]
 
     async def approvals_for_run(self, run_id: str) -> list[ApprovalRecord]:
         async with self._tx() as conn:
-            found = await self._all(conn, _select(schema.APPROVAL_COLUMNS, "approvals") +
+            found = await self._all(conn, select(schema.APPROVAL_COLUMNS, "approvals") +
                                     " WHERE run_id = %s ORDER BY created_at", (run_id,))
         return [codecs.approval_from_row(r) for r in found]
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
         async with self._tx() as conn:
-            row = await self._one(conn, _select(schema.APPROVAL_COLUMNS, "approvals") +
+            row = await self._one(conn, select(schema.APPROVAL_COLUMNS, "approvals") +
                                   " WHERE approval_id = %s", (approval_id,))
         return codecs.approval_from_row(row) if row else None
 
@@ -555,7 +552,7 @@ class PostgresStore(Notifying):
                              limit: int) -> list[tuple[int, ApprovalRecord]]:
         where, args = fragments.approval_where(which, "%s")
         async with self._tx() as conn:
-            found = await self._all(conn, _select(("pos", *schema.APPROVAL_COLUMNS), "approvals")
+            found = await self._all(conn, select(("pos", *schema.APPROVAL_COLUMNS), "approvals")
                                     + f" WHERE pos > %s AND {where} ORDER BY pos LIMIT %s",
                                     (after, *args, limit))
         return [(int(r[0]), codecs.approval_from_row(r[1:])) for r in found]

@@ -28,6 +28,7 @@ from gateway.model import (
     rfc3339,
 )
 from gateway.store import codecs, fragments, schema
+from gateway.store.fragments import select
 
 T = TypeVar("T")
 Row = tuple[Any, ...]
@@ -81,16 +82,12 @@ async def drive_async(reader: Reader[T], one: Any, every: Any) -> T:
         return done.value
 
 
-def _select(columns: Sequence[str], table: str) -> str:
-    return f"SELECT {', '.join(columns)} FROM {table}"
-
-
 def _run_row(d: Dialect, run_id: str) -> One:
-    return One(_select(schema.RUN_COLUMNS, "runs") + f" WHERE run_id = {d.mark}", (run_id,))
+    return One(select(schema.RUN_COLUMNS, "runs") + f" WHERE run_id = {d.mark}", (run_id,))
 
 
 def _calls(d: Dialect, where: str, args: Sequence[Any], order: str) -> Reader[list[CallRecord]]:
-    rows: list[Row] = yield All(f"{_select(schema.CALL_COLUMNS, 'calls')} WHERE {where} {order}",
+    rows: list[Row] = yield All(f"{select(schema.CALL_COLUMNS, 'calls')} WHERE {where} {order}",
                                 args)
     return [codecs.call_from_row(r) for r in rows]
 
@@ -117,19 +114,19 @@ def list_runs(d: Dialect, which: RunFilter, *, before: tuple[datetime, str] | No
         where.append(f"(created_at < {m} OR (created_at = {m} AND run_id < {m}))")
         args += [at, at, before[1]]
     rows: list[Row] = yield All(
-        _select(schema.RUN_COLUMNS, "runs") + f" WHERE {' AND '.join(where)} "
+        select(schema.RUN_COLUMNS, "runs") + f" WHERE {' AND '.join(where)} "
         f"ORDER BY created_at DESC, run_id DESC LIMIT {m}", (*args, limit))
     return [codecs.run_from_row(r) for r in rows]
 
 
 def last_turn(d: Dialect, run_id: str) -> Reader[TurnRecord | None]:
-    row: Row | None = yield One(_select(schema.TURN_COLUMNS, "turns") +
+    row: Row | None = yield One(select(schema.TURN_COLUMNS, "turns") +
                                 f" WHERE run_id = {d.mark} ORDER BY seq DESC LIMIT 1", (run_id,))
     return codecs.turn_from_row(row) if row else None
 
 
 def get_turn(d: Dialect, run_id: str, turn_id: str) -> Reader[TurnRecord | None]:
-    row: Row | None = yield One(_select(schema.TURN_COLUMNS, "turns") +
+    row: Row | None = yield One(select(schema.TURN_COLUMNS, "turns") +
                                 f" WHERE run_id = {d.mark} AND turn_id = {d.mark}",
                                 (run_id, turn_id))
     return codecs.turn_from_row(row) if row else None
@@ -150,7 +147,7 @@ def find_call(d: Dialect, run_id: str, call_id: str) -> Reader[CallRecord | None
 def recent_calls(d: Dialect, run_id: str, limit: int) -> Reader[list[PastCall]]:
     """The run's last `limit` calls, oldest first."""
     rows: list[Row] = yield All(
-        _select(fragments.PAST_CALL_COLUMNS, "calls") +
+        select(fragments.PAST_CALL_COLUMNS, "calls") +
         f" WHERE run_id = {d.mark} ORDER BY {d.call_order} DESC LIMIT {d.mark}", (run_id, limit))
     return [codecs.past_call_from_row(r) for r in reversed(rows)]
 
@@ -160,7 +157,7 @@ def view(d: Dialect, run_id: str) -> Reader[RunView | None]:
     row: Row | None = yield _run_row(d, run_id)
     if row is None:
         return None
-    turns: list[Row] = yield All(_select(schema.TURN_COLUMNS, "turns") +
+    turns: list[Row] = yield All(select(schema.TURN_COLUMNS, "turns") +
                                  f" WHERE run_id = {d.mark} ORDER BY seq", (run_id,))
     calls = yield from _calls(d, f"run_id = {d.mark}", (run_id,), f"ORDER BY {d.call_order}")
     return RunView(codecs.run_from_row(row), tuple(codecs.turn_from_row(t) for t in turns),
