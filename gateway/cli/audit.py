@@ -86,6 +86,17 @@ def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], Non
         "audit", help="query (from the sidecar), verify, export or prune the audit trail",
         description=__doc__)
     client_options(p)
+    _selection_options(p)
+    _page_options(p)
+    switch(p, "--follow", help="keep printing new records as they are written (Ctrl-C ends)")
+    switch(p, "--wide", help="the WHY column (the record's message or reasons) in full, not "
+           f"cut at {WHY_CHARS} characters")
+    switch(p, "--json", help="one JSON object per record and line, with typed fields")
+    p.set_defaults(handler=run_query)
+
+
+def _selection_options(p: argparse.ArgumentParser) -> None:
+    """Which records: by run, call, tool, subject, tenant, verdict or status."""
     option(p, "--run-id", default="", metavar="RUN", help="one run's records")
     option(p, "--call-id", default="", metavar="CALL", help="one call's records")
     option(p, "--tool", default="", metavar="NAME", help="one tool's records")
@@ -98,6 +109,10 @@ def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], Non
            help=f"only these verdicts: {', '.join(VERDICTS)}")
     option(p, "--status", parse=names(STATUSES), default=(), metavar="STATUS[,STATUS]",
            help="only these call statuses: succeeded, rejected, failed, unknown, ...")
+
+
+def _page_options(p: argparse.ArgumentParser) -> None:
+    """When the records were written, and which page of them."""
     option(p, "--since", parse=rfc3339, default="", metavar="TIME",
            help="records written at or after TIME (RFC 3339, or a date)")
     option(p, "--until", parse=rfc3339, default="", metavar="TIME",
@@ -107,11 +122,6 @@ def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], Non
     option(p, "--limit", parse=count, default=0, metavar="N", help="at most N records (0: all)")
     option(p, "--tail", parse=count, default=0, metavar="N",
            help="start with the last N matching records")
-    switch(p, "--follow", help="keep printing new records as they are written (Ctrl-C ends)")
-    switch(p, "--wide", help="the WHY column (the record's message or reasons) in full, not "
-           f"cut at {WHY_CHARS} characters")
-    switch(p, "--json", help="one JSON object per record and line, with typed fields")
-    p.set_defaults(handler=run_query)
 
 
 def query_fields(ns: argparse.Namespace) -> dict[str, Any]:
@@ -149,14 +159,9 @@ def offline_parser(action: str) -> Parser:
     if action != "check-value":
         option(p, "--db", parse=nonempty, required=True, metavar="URL",
                help="the store: PATH, sqlite:///PATH or postgresql://...")
-    key_help = {"verify": "the audit key: check every record's seal (default: <sqlite "
-                          "file>-audit.key when it exists)",
-                "prune": "the audit key the prune record is sealed with (default: <sqlite "
-                         "file>-audit.key)",
-                "check-value": "the audit key the masks were made with"}
-    if action in key_help:
+    if action in KEY_HELP:
         option(p, "--audit-key-file", parse=Path, metavar="FILE", required=action ==
-               "check-value", help=key_help[action])
+               "check-value", help=KEY_HELP[action])
     if action == "export":
         option(p, "--since", parse=count, default=0, metavar="SEQ",
                help="the records after seq SEQ (the last one exported before)")
@@ -166,16 +171,29 @@ def offline_parser(action: str) -> Parser:
                help="remove the records written before DATE (RFC 3339, or a date: midnight "
                "UTC)")
     if action == "check-value":
-        p.add_argument("value", nargs="?", default=None, metavar="VALUE",
-                       help="the value as a string")
-        option(p, "--json-value", default="", metavar="JSON",
-               help="the value as JSON (a number, an object, ...) instead")
-        option(p, "--digest", default="", metavar="HEX", help="a plain SHA-256 (a call "
-               "record's arguments_sha256) to key instead, to compare with an audit record's")
-        option(p, "--mask", default="", metavar="MASK",
-               help="compare with this mask or keyed digest (exit 1 when it differs)")
+        _check_value_options(p)
     p.set_defaults(handler=HANDLERS[action])
     return p
+
+
+KEY_HELP = {
+    "verify": "the audit key: check every record's seal (default: <sqlite file>-audit.key when "
+              "it exists)",
+    "prune": "the audit key the prune record is sealed with (default: <sqlite "
+             "file>-audit.key)",
+    "check-value": "the audit key the masks were made with",
+}
+
+
+def _check_value_options(p: Parser) -> None:
+    p.add_argument("value", nargs="?", default=None, metavar="VALUE",
+                   help="the value as a string")
+    option(p, "--json-value", default="", metavar="JSON",
+           help="the value as JSON (a number, an object, ...) instead")
+    option(p, "--digest", default="", metavar="HEX", help="a plain SHA-256 (a call "
+           "record's arguments_sha256) to key instead, to compare with an audit record's")
+    option(p, "--mask", default="", metavar="MASK",
+           help="compare with this mask or keyed digest (exit 1 when it differs)")
 
 
 OFFLINE_HELP = {

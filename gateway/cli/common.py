@@ -263,6 +263,10 @@ def client_options(p: argparse.ArgumentParser) -> None:
     option(conn, "--token", default="", secret=True, owner=p,
            help="bearer token, one of the sidecar's --auth file (make run: "
            "examples/auth.yaml); sent as 'authorization: Bearer TOKEN'")
+    _tls_options(p, conn)
+
+
+def _tls_options(p: argparse.ArgumentParser, conn: Any) -> None:
     switch(conn, "--tls", owner=p, help="connect with TLS, trusting the system's CAs")
     option(conn, "--tls-ca", parse=existing_file, metavar="FILE", owner=p,
            help="PEM CA certificates to trust for the sidecar's certificate (implies --tls)")

@@ -170,7 +170,13 @@ def _of_rule(file: str, source: bytes, package: str, rule: Any) -> Iterator[_Def
     yield _Definition(rule=path, file=file, line=line,
                       last_line=position(source, first_end)[0], kind="body", text=text,
                       collects=head_kind == "Set")
-    for body in bodies[1:]:
+    yield from _else_definitions(file, source, path, bodies[1:])
+
+
+def _else_definitions(file: str, source: bytes, path: str,
+                      bodies: list[Any]) -> Iterator[_Definition]:
+    """A rule's `else` branches, each a definition of its own."""
+    for body in bodies:
         found = extent(source, body)
         if found is None or not source[found[0]:found[1]].startswith(b"else"):
             continue
