@@ -34,14 +34,13 @@ from gateway.errors import ConfigError
 from gateway.memo import Memo
 from gateway.model import Decision, now_utc
 from gateway.policy.base import DEFAULT_PREFIX
-from gateway.policy.bundle import (
-    Bundle,
+from gateway.policy.bundle import Bundle, rules_of_engine
+from gateway.policy.checker import check, refusals
+from gateway.policy.config_errors import (
     PolicyConfigError,
     config_error_from_regorus,
-    rules_of_engine,
     short_regorus_message,
 )
-from gateway.policy.checker import check, refusals
 from gateway.policy.decision import (
     UNDEFINED,
     PolicyEvalError,
