@@ -117,8 +117,12 @@ class Checker:
             return
         if (module.package, head) in local:
             return
-        if name in VARIADIC:
-            return
+        if name not in VARIADIC:
+            self._check_builtin_call(module, where, name, params, env, statement)
+
+    def _check_builtin_call(self, module: _Module, where: dict[str, Any], name: str,
+                            params: list[Any], env: dict[str, Any], statement: bool) -> None:
+        """A builtin's availability in the embedded engine, its arity and argument types."""
         signature = SIGNATURES.get(name)
         if signature is None:
             if self._engine_lacks(name):
