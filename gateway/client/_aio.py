@@ -15,12 +15,10 @@ import json
 import time
 from collections.abc import (
     AsyncGenerator,
-    AsyncIterable,
     AsyncIterator,
     Awaitable,
     Callable,
     Iterable,
-    Iterator,
     Mapping,
 )
 from collections.abc import Sequence as SequenceABC
@@ -32,6 +30,7 @@ import grpc.aio
 from gateway import pb
 from gateway.client._errors import error_code, from_rpc_error, request_error
 from gateway.client._retry import DEFAULT_RETRY, NEVER, RetryPolicy, retryable
+from gateway.client._streams import StreamEvents, stream_messages
 from gateway.errors import RequestCode, RequestError
 from gateway.tls import ClientTLS
 
@@ -41,8 +40,6 @@ T = TypeVar("T")
 DEFAULT_TARGET = "127.0.0.1:50051"
 # a sidecar that went away is tried again soon, not after gRPC's default of a second or more
 _RECONNECT = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000)]
-
-StreamEvents = Iterable[str] | AsyncIterable[str]
 
 
 def tool_call(call_id: str, name: str, arguments: Mapping[str, Any] | str, *,
@@ -217,7 +214,7 @@ class AsyncGatewayClient:
                                       turn_id=turn_id)
 
         def messages() -> AsyncIterator[pb.ProviderStreamEvent]:
-            return _stream_messages(head, events)
+            return stream_messages(head, events)
         again = isinstance(events, SequenceABC)
         outcome: pb.TurnOutcome = await self._unary(
             lambda _req, **kw: self._stub.SubmitProviderStream(messages(), **kw), None,
@@ -400,39 +397,6 @@ class AsyncGatewayClient:
             finally:
                 call.cancel()
             await asyncio.sleep(wait)
-
-
-async def _stream_messages(head: pb.ProviderStreamEvent,
-                           events: StreamEvents) -> AsyncIterator[pb.ProviderStreamEvent]:
-    """The stream's messages: the first names the run, every one carries one event."""
-    first = True
-
-    def message(text: str) -> pb.ProviderStreamEvent:
-        nonlocal first
-        out = pb.ProviderStreamEvent(event_json=text)
-        if first:
-            out.MergeFrom(head)
-            first = False
-        return out
-    if isinstance(events, AsyncIterable):
-        async for text in events:
-            yield message(text)
-    elif isinstance(events, SequenceABC):
-        for text in events:
-            yield message(text)
-    else:  # a one-pass iterator may block (a live stream): read it off the event loop
-        items = iter(events)
-        while (pulled := await _pulled(items)) is not None:
-            yield message(pulled)
-
-
-async def _pulled(items: Iterator[str]) -> str | None:
-    pulled: str | None = await asyncio.to_thread(_pull, items)
-    return pulled
-
-
-def _pull(items: Iterator[str]) -> str | None:
-    return next(items, None)  # the texts of a stream's events: never None
 
 
 def _cut_short(err: grpc.RpcError) -> bool:

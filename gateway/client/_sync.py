@@ -16,8 +16,9 @@ from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from gateway import pb
-from gateway.client._aio import DEFAULT_TARGET, AsyncGatewayClient, StreamEvents
+from gateway.client._aio import DEFAULT_TARGET, AsyncGatewayClient
 from gateway.client._retry import DEFAULT_RETRY, RetryPolicy
+from gateway.client._streams import StreamEvents
 from gateway.tls import ClientTLS
 
 T = TypeVar("T")
