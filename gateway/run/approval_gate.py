@@ -46,7 +46,7 @@ from gateway.policy.inputs import RECENT_CALLS, RunContext, approval_input
 from gateway.run.judge import Judge, rejected
 from gateway.run.plan import is_write, not_run
 from gateway.store.base import RunStore
-from gateway.tools import Registry
+from gateway.tools import Registry, Tool
 
 WAITING = (CallStatus.PENDING_APPROVAL, CallStatus.HELD)
 _BLOCKING = (CallStatus.REJECTED, CallStatus.FAILED, CallStatus.UNKNOWN)
@@ -202,18 +202,10 @@ class ApprovalGate:
             return rejected(rec, CallCode.UNKNOWN_TOOL, f"tool {rec.tool!r} is no longer "
                             "registered; the approved call was not run", now=now)
         args = parse_arguments(rec.arguments_json)
-        mismatch = _mismatch(rec, a, tool.version, args)
-        if mismatch or args is None:
-            return rejected(rec, CallCode.APPROVAL_MISMATCH, f"{mismatch or 'no arguments'}; "
-                            "the approved call was not run", now=now)
-        if a.expires_at is not None and now >= a.expires_at:
-            return rejected(rec, CallCode.APPROVAL_EXPIRED, f"approved by {a.decided_by}, but "
-                            f"the approval expired at {rfc3339(a.expires_at)} before the call "
-                            "could run; it was not run", now=now)
-        problem = tool.validate_arguments(args)
-        if problem is not None:
-            return rejected(rec, CallCode.INVALID_ARGUMENTS, f"arguments do not match the "
-                            f"{tool.name} schema: {problem}", now=now)
+        refused = _refused(rec, a, tool, args, now)
+        if refused is not None:
+            return refused
+        assert args is not None  # _refused refuses an approved call without arguments
         judged = await self.judge.decide(rec, tool, args, identity=a.requester, run=ctx,
                                          batch=batch, now=now, approval=approval_input(a))
         verdict = judged.decision.verdict if judged.decision else Verdict.UNSPECIFIED
@@ -249,6 +241,25 @@ class ApprovalGate:
         return events.approval_ended(a, actor=events.NOBODY, registry=self.registry, now=now,
                                      policy_revision=self.judge.policy.revision,
                                      provider=run.provider)
+
+
+def _refused(rec: CallRecord, a: ApprovalRecord, tool: Tool, args: dict[str, object] | None,
+             now: datetime) -> CallRecord | None:
+    """The approved call REJECTED before the policy is asked again: an approval for other
+    arguments or another version, an expired approval, arguments the schema refuses."""
+    mismatch = _mismatch(rec, a, tool.version, args)
+    if mismatch or args is None:
+        return rejected(rec, CallCode.APPROVAL_MISMATCH, f"{mismatch or 'no arguments'}; "
+                        "the approved call was not run", now=now)
+    if a.expires_at is not None and now >= a.expires_at:
+        return rejected(rec, CallCode.APPROVAL_EXPIRED, f"approved by {a.decided_by}, but "
+                        f"the approval expired at {rfc3339(a.expires_at)} before the call "
+                        "could run; it was not run", now=now)
+    problem = tool.validate_arguments(args)
+    if problem is not None:
+        return rejected(rec, CallCode.INVALID_ARGUMENTS, f"arguments do not match the "
+                        f"{tool.name} schema: {problem}", now=now)
+    return None
 
 
 def _mismatch(rec: CallRecord, a: ApprovalRecord, registered_version: str,
