@@ -20,37 +20,29 @@ import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from gateway.audit import hashing
 from gateway.audit.keys import AuditKey
-from gateway.audit.records import AuditCheckpoint, AuditEvent, AuditFilter, AuditRecord, audit_time
+from gateway.audit.records import AuditCheckpoint, AuditEvent, audit_time
 from gateway.errors import StoreUnavailable
 from gateway.model import (
-    ApprovalFilter,
     ApprovalRecord,
     CallRecord,
-    PastCall,
-    RunFilter,
-    RunPage,
     RunRecord,
-    RunSnapshot,
-    RunView,
-    TurnContext,
     TurnRecord,
     now_utc,
 )
-from gateway.store import codecs, fragments, reading, schema
+from gateway.store import codecs, fragments, schema
 from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.filehealth import FileHealth
 from gateway.store.group import GroupCommit
 from gateway.store.locks import FileRangeLocks, WriterLock, run_lock_key
 from gateway.store.notify import AUDIT_FEED, Notifying, SettleHub
-from gateway.store.reading import SQLITE, Reader
 from gateway.store.sqlite_connections import Busy, Connections
 from gateway.store.sqlite_peers import PeerLink
+from gateway.store.sqlite_reads import SQLiteReads, placeholders
 
 T = TypeVar("T")
 log = logging.getLogger("callgate.store")
@@ -82,8 +74,6 @@ MIGRATIONS[3].append("UPDATE audit SET verdict = json_extract(decision_json, '$.
                      "WHERE decision_json IS NOT NULL")
 
 
-_RUN_AND_TURNS = fragments.run_and_turns("?")
-# the audit chain's last hash: the newest record's, or (all pruned) the latest checkpoint's
 _ROWS_PER_INSERT = 200  # well under SQLite's limit of 32,766 parameters per statement
 
 
@@ -95,7 +85,7 @@ def _insert_rows(conn: sqlite3.Connection, table: str, columns: Sequence[str],
     inserted = 0
     for start in range(0, len(values), _ROWS_PER_INSERT):
         chunk = values[start:start + _ROWS_PER_INSERT]
-        row = f"({_placeholders(columns)})"
+        row = f"({placeholders(columns)})"
         args = [v for r in chunk for v in r]
         sql = f"INSERT INTO {table} ({', '.join(columns)}) "
         if guard and start == 0:
@@ -110,19 +100,11 @@ def _insert_rows(conn: sqlite3.Connection, table: str, columns: Sequence[str],
     return inserted
 
 
-def _placeholders(columns: Sequence[str]) -> str:
-    return fragments.placeholders(columns, "?")
-
-
 def _assignments(columns: Sequence[str]) -> str:
     return fragments.assignments(columns, "?")
 
 
-UNSETTLED = ("SELECT (SELECT count(*) FROM approvals WHERE status = 'PENDING'), "
-             "(SELECT count(*) FROM calls WHERE status = 'UNKNOWN')")
-
-
-class SQLiteStore(Notifying):
+class SQLiteStore(SQLiteReads, Notifying):
     name = "sqlite"
 
     def __init__(self, path: Path, *, busy_timeout_s: float = 5.0,
@@ -209,11 +191,6 @@ class SQLiteStore(Notifying):
         return result
 
     @property
-    def conn(self) -> sqlite3.Connection:
-        """The connection of the calling thread: the store thread's, or the event loop's."""
-        return self._db.conn
-
-    @property
     def connections(self) -> tuple[sqlite3.Connection, ...]:
         """Its connections (the store thread's first), while the store is open."""
         return self._db.all
@@ -254,101 +231,16 @@ class SQLiteStore(Notifying):
             self._audit_head = head
         return result
 
-    def _read(self, fn: Callable[[], T]) -> T:
-        """Several reads from one snapshot (another process may commit in between)."""
-        conn = self.conn
-        conn.execute("BEGIN")
-        try:
-            return fn()
-        finally:
-            conn.execute("COMMIT")
-
-    def _one(self, sql: str, args: Sequence[Any]) -> tuple[Any, ...] | None:
-        row: tuple[Any, ...] | None = self.conn.execute(sql, args).fetchone()
-        return row
-
-    def _all(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
-        return list(self.conn.execute(sql, args).fetchall())
-
     # ------------------------------------------------------------------ runs and turns
 
     async def create_run(self, run: RunRecord) -> RunRecord:
         def tx(conn: sqlite3.Connection) -> RunRecord:
             conn.execute(f"INSERT OR IGNORE INTO runs ({', '.join(schema.RUN_COLUMNS)}) "
-                         f"VALUES ({_placeholders(schema.RUN_COLUMNS)})", codecs.run_row(run))
+                         f"VALUES ({placeholders(schema.RUN_COLUMNS)})", codecs.run_row(run))
             row = conn.execute(f"SELECT {', '.join(schema.RUN_COLUMNS)} FROM runs "
                                "WHERE run_id = ?", (run.run_id,)).fetchone()
             return codecs.run_from_row(row)
         return await self._write(tx)
-
-    def _drive(self, reader: Reader[T]) -> T:
-        return reading.drive(reader, self._one, self._all)
-
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        return await self._db.here(lambda: self._drive(reading.get_run(SQLITE, run_id)))
-
-    async def list_runs(self, which: RunFilter, *, before: tuple[datetime, str] | None,
-                        limit: int) -> list[RunRecord]:
-        return await self._db.run(lambda: self._drive(
-            reading.list_runs(SQLITE, which, before=before, limit=limit)))
-
-    async def get_view(self, run_id: str) -> RunView | None:
-        return await self._db.run(lambda: self._read(
-            lambda: self._drive(reading.view(SQLITE, run_id))))
-
-    async def snapshot(self, run_id: str) -> RunSnapshot | None:
-        return await self._db.here(lambda: self._read(
-            lambda: self._drive(reading.snapshot(SQLITE, run_id))))
-
-    async def run_page(self, run_id: str, *, before: int | None, limit: int) -> RunPage | None:
-        return await self._db.run(lambda: self._read(lambda: self._drive(
-            reading.run_page(SQLITE, run_id, before=before, limit=limit))))
-
-    async def get_turn(self, run_id: str, turn_id: str) -> TurnRecord | None:
-        return await self._db.here(lambda: self._drive(reading.get_turn(SQLITE, run_id, turn_id)))
-
-    async def last_turn(self, run_id: str) -> TurnRecord | None:
-        return await self._db.here(lambda: self._drive(reading.last_turn(SQLITE, run_id)))
-
-    async def find_call(self, run_id: str, call_id: str) -> CallRecord | None:
-        return await self._db.here(lambda: self._drive(reading.find_call(SQLITE, run_id, call_id)))
-
-    async def turn_calls(self, run_id: str, turn_id: str) -> list[CallRecord]:
-        return await self._db.here(lambda: self._drive(
-            reading.turn_calls(SQLITE, run_id, turn_id)))
-
-    async def recent_calls(self, run_id: str, limit: int) -> list[PastCall]:
-        """The run's last `limit` calls, oldest first."""
-        return await self._db.here(lambda: self._drive(
-            reading.recent_calls(SQLITE, run_id, limit)))
-
-    async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
-                           recent: int) -> TurnContext | None:
-        """Two statements: the run with the turn of this ID and its last turn (seq = the
-        run's turn count), then its recent calls with those of call_ids already used. (The run
-        is driven by one holder of its lock at a time, so nothing changes in between.)"""
-        def read() -> TurnContext | None:
-            found = self._all(_RUN_AND_TURNS, (turn_id, run_id, run_id))
-            if not found:
-                return None
-            run = codecs.run_from_row(found[0][:len(schema.RUN_COLUMNS)])
-            turns = [codecs.turn_from_row(r[len(schema.RUN_COLUMNS):]) for r in found
-                     if r[len(schema.RUN_COLUMNS)] is not None]
-            marks = _placeholders(call_ids) if call_ids else "NULL"
-            calls = self._all(
-                f"SELECT * FROM (SELECT 0, {', '.join(fragments.PAST_CALL_COLUMNS)} FROM calls "
-                "WHERE run_id = ? ORDER BY rowid DESC LIMIT ?) UNION ALL "
-                f"SELECT 1, {', '.join(fragments.PAST_CALL_COLUMNS)} FROM calls WHERE run_id = ? "
-                f"AND call_id IN ({marks}) AND {fragments.NOT_DUPLICATE}",
-                (run_id, recent, run_id, *call_ids))
-            used = frozenset(r[2] for r in calls if r[0] == 1)
-            latest = [codecs.past_call_from_row(r[1:]) for r in calls if r[0] == 0]
-            last = next((t for t in turns if t.seq == run.turns_used), None)
-            if last is None and run.turns_used:  # counted otherwise (never, so far): look
-                last = self._drive(reading.last_turn(SQLITE, run_id))
-            return TurnContext(run, next((t for t in turns if t.turn_id == turn_id), None),
-                               last, used, tuple(reversed(latest)))
-        return await self._db.here(read)
 
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
@@ -359,7 +251,7 @@ class SQLiteStore(Notifying):
         or the next checkpoint); on the store thread, durably all the same."""
         def tx(conn: sqlite3.Connection) -> None:
             conn.execute(f"INSERT INTO turns ({', '.join(schema.TURN_COLUMNS)}) "
-                         f"VALUES ({_placeholders(schema.TURN_COLUMNS)})", codecs.turn_row(turn))
+                         f"VALUES ({placeholders(schema.TURN_COLUMNS)})", codecs.turn_row(turn))
             _insert_rows(conn, "calls", schema.CALL_COLUMNS,
                          [codecs.call_row(self._stored.call(c)) for c in calls])
             self._update_run(conn, run)
@@ -461,30 +353,6 @@ class SQLiteStore(Notifying):
         await self._write(lambda conn: self._append_audit(conn, events))
         self._appended(events)
 
-    async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:
-        cols = ("seq", *hashing.AUDIT_COLUMNS)
-        found = await self._db.run(lambda: self._all(
-            f"SELECT {', '.join(cols)} FROM audit WHERE run_id = ? ORDER BY seq", (run_id,)))
-        return [dict(zip(cols, r, strict=True)) for r in found]
-
-    async def query_audit(self, which: AuditFilter, *, after: int, limit: int,
-                          newest: bool = False) -> list[AuditRecord]:
-        where, args = fragments.audit_where(which, "?")
-        order = "DESC" if newest else ""
-        found = await self._db.run(lambda: self._all(
-            f"SELECT seq, {', '.join(hashing.AUDIT_COLUMNS)} FROM audit WHERE seq > ? AND {where} "
-            f"ORDER BY seq {order} LIMIT ?", (after, *args, limit)))
-        records = [codecs.audit_from_row(r[0], r[1:]) for r in found]
-        return records[::-1] if newest else records
-
-    def _checkpoint(self) -> AuditCheckpoint | None:
-        row = self._one(f"SELECT {', '.join(schema.CHECKPOINT_COLUMNS)} FROM audit_checkpoints "
-                        "ORDER BY seq DESC LIMIT 1", ())
-        return AuditCheckpoint(*row) if row else None
-
-    async def audit_checkpoint(self) -> AuditCheckpoint | None:
-        return await self._db.run(self._checkpoint)
-
     async def prune_audit(self, before: str,
                           record: Callable[[AuditCheckpoint], AuditEvent]
                           ) -> AuditCheckpoint | None:
@@ -498,7 +366,7 @@ class SQLiteStore(Notifying):
             removed = conn.execute("DELETE FROM audit WHERE seq <= ?", (last[0],)).rowcount
             point = AuditCheckpoint(last[0], last[1], audit_time(now_utc()), removed, before)
             conn.execute(f"INSERT INTO audit_checkpoints ({', '.join(schema.CHECKPOINT_COLUMNS)}) "
-                         f"VALUES ({_placeholders(schema.CHECKPOINT_COLUMNS)})",
+                         f"VALUES ({placeholders(schema.CHECKPOINT_COLUMNS)})",
                          (point.seq, point.hash, point.time, point.removed, point.before))
             self._append_audit(conn, [record(point)])
             return point
@@ -506,26 +374,6 @@ class SQLiteStore(Notifying):
         if point is not None:
             self._hub.publish(AUDIT_FEED)
         return point
-
-    async def approvals_for_run(self, run_id: str) -> list[ApprovalRecord]:
-        found = await self._db.run(lambda: self._all(
-            f"SELECT {', '.join(schema.APPROVAL_COLUMNS)} FROM approvals WHERE run_id = ? "
-            "ORDER BY created_at", (run_id,)))
-        return [codecs.approval_from_row(r) for r in found]
-
-    async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
-        row = await self._db.run(lambda: self._one(
-            f"SELECT {', '.join(schema.APPROVAL_COLUMNS)} FROM approvals WHERE approval_id = ?",
-            (approval_id,)))
-        return codecs.approval_from_row(row) if row else None
-
-    async def list_approvals(self, which: ApprovalFilter, *, after: int,
-                             limit: int) -> list[tuple[int, ApprovalRecord]]:
-        where, args = fragments.approval_where(which, "?")
-        found = await self._db.run(lambda: self._all(
-            f"SELECT rowid, {', '.join(schema.APPROVAL_COLUMNS)} FROM approvals "
-            f"WHERE rowid > ? AND {where} ORDER BY rowid LIMIT ?", (after, *args, limit)))
-        return [(int(r[0]), codecs.approval_from_row(r[1:])) for r in found]
 
     # ------------------------------------------------------------------ drive locks
 
@@ -535,11 +383,6 @@ class SQLiteStore(Notifying):
         return self._drive_locks.hold(run_lock_key("", run_id))
 
     # ------------------------------------------------------------------ lifecycle
-
-    async def unsettled(self) -> tuple[int, int]:
-        row = await self._db.run(lambda: self._one(UNSETTLED, ()))
-        assert row is not None
-        return int(row[0]), int(row[1])
 
     async def healthy(self) -> bool:
         """Whether the store can persist: the file guard, then a real write (a no-op update

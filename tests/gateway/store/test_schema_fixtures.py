@@ -21,7 +21,7 @@ from gateway.audit import offline
 from gateway.audit.keys import AuditKey
 from gateway.client import GatewayClient
 from gateway.store import open_store, schema
-from gateway.store.sqlite import UNSETTLED
+from gateway.store.sqlite_reads import UNSETTLED
 from tests.support import databases
 from tests.support.sidecars import own_sidecar
 
