@@ -323,7 +323,7 @@ class SQLiteStore(SQLiteReads, Notifying):
                               (*values[1:], a.approval_id, expected)).rowcount != 1:
                 raise fragments.approval_conflict(a, expected)
 
-    # ------------------------------------------------------------------ audit and approvals
+    # ------------------------------------------------------------- audit and approvals (writes)
 
     def _append_audit(self, conn: sqlite3.Connection, events: Sequence[AuditEvent]) -> None:
         """Chain the events after the chain's head and insert them. With the head this
