@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agents import Agent, AgentHooks, FunctionTool, ItemHelpers, RunContextWrapper, RunState
+from agents.exceptions import AgentsException
 from agents.items import ModelResponse
 from agents.tool_context import ToolContext
 from openai.types.responses import ResponseFunctionToolCall
@@ -46,6 +47,11 @@ from gateway.frameworks.results import (
 PROVIDER = "openai.responses"  # the tools' declarations and the run's provider
 _FINAL_TYPES = {"message"}  # a response of only these is the agent's final answer
 _RUNNING = (pb.CALL_STATUS_EXECUTING, pb.CALL_STATUS_UNKNOWN)
+
+
+class ApprovalPendingError(ApprovalPending, AgentsException):
+    """`ApprovalPending` as one of the SDK's own exceptions, so that `Runner.run` raises it as
+    it is (the SDK wraps any other exception of a tool in a UserError)."""
 
 
 class CallgateRun:
@@ -172,7 +178,7 @@ class CallgateRun:
         if isinstance(result, CallText):
             return result.text
         if is_waiting(result):
-            raise ApprovalPending(self.run_id, result.call_id, result.approval_id)
+            raise ApprovalPendingError(self.run_id, result.call_id, result.approval_id)
         return call_text(result).text
 
     async def _result(

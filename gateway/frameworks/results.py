@@ -20,7 +20,7 @@ WAITING = (_S.CALL_STATUS_PENDING_APPROVAL, _S.CALL_STATUS_HELD)
 PAUSED = (pb.NEXT_ACTION_PAUSED_FOR_APPROVAL,)
 
 
-class ApprovalPending(RuntimeError):
+class ApprovalPending(Exception):
     """A call the framework was told to run still waits for a person's decision in callgate:
     nothing ran. Approve (or deny) it in callgate, then resume the framework's run again."""
 
