@@ -185,6 +185,7 @@ def test_the_process_killed_between_approval_and_resume_books_once(
     [waiting] = answer["pending"]
     assert waiting["tool"] == "reserve_seat" and fresh_workshop.reservations() == []
     decide(sidecar, waiting["approval_id"])
+    assert len(fresh_workshop.reservations()) == 1  # booked as the decision committed
     done = resumed("langgraph", sidecar.target, MIA, run_id, checkpoints)
     [reservation] = fresh_workshop.reservations()
     assert json.loads(done["outputs"][0])["reservation_id"] == reservation["reservation_id"]

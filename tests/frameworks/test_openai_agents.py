@@ -194,6 +194,7 @@ def test_the_process_killed_between_approval_and_resume_books_once(
     [waiting] = answer["pending"]
     assert waiting["tool"] == "reserve_seat" and fresh_workshop.reservations() == []
     approve(sidecar, waiting["approval_id"])
+    assert len(fresh_workshop.reservations()) == 1  # booked as the decision committed
     done = resumed("agents", sidecar.target, MIA, run_id, state_file)
     [reservation] = fresh_workshop.reservations()
     assert done["pending"] == [] and done["final"] == "Booked 4 seats."
