@@ -5,6 +5,7 @@ Mia (member) books for herself: up to 2 seats need no approval, more need an own
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import time
@@ -17,10 +18,12 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import tools_condition
 from langgraph.types import Command
 
 from examples.workshop.service import WorkshopService
-from gateway.client import GatewayClient, RetryPolicy, Unavailable
+from gateway.client import AsyncGatewayClient, GatewayClient, RetryPolicy, Unavailable
 from gateway.frameworks.langgraph import CallgateToolNode, callgate_tool_specs
 from gateway.testing import SidecarProcess
 from tests.support.framework_runs import killed, resumed, started
@@ -233,3 +236,37 @@ def test_a_graph_without_a_thread_is_refused_before_anything_is_sent(mia: Gatewa
     state = {"messages": [calls(("c_t", "check_availability", {"event_id": "ws-acme-1"}))]}
     with pytest.raises(ValueError, match="needs a thread"):
         node(state, {})
+
+
+async def test_the_async_node_interrupts_and_resumes_under_ainvoke(
+    sidecar: SidecarProcess, fresh_workshop: WorkshopService, run_id: str
+) -> None:
+    async with AsyncGatewayClient(sidecar.target, MIA, timeout_s=30) as client:
+        node = CallgateToolNode(client)
+        chat = model(
+            calls(
+                ("c_read", "check_availability", {"event_id": "ws-acme-1"}),
+                ("c_book", "reserve_seat", booking(4)),
+            ),
+            AIMessage(content="Booked."),
+        )
+        graph = StateGraph(MessagesState)
+        graph.add_node("agent", lambda state: {"messages": [chat.invoke(state["messages"])]})
+        graph.add_node("tools", node.acall)
+        graph.add_edge(START, "agent")
+        graph.add_conditional_edges("agent", tools_condition)
+        graph.add_edge("tools", "agent")
+        app = graph.compile(checkpointer=InMemorySaver())
+        config: Any = {"configurable": {"thread_id": run_id}}
+        first = await app.ainvoke({"messages": [HumanMessage("Book 4")]}, config)
+        [approval] = first["__interrupt__"][0].value["approvals"]
+        assert fresh_workshop.stats()["check_availability"] == 1  # the read ran already
+        await asyncio.to_thread(decide, sidecar, approval["approval_id"])
+        out = await app.ainvoke(Command(resume=True), config)
+    messages = tool_messages(out)
+    assert list(messages) == ["c_read", "c_book"]
+    assert all(m.status == "success" for m in messages.values())
+    assert len(fresh_workshop.reservations()) == 1
+    assert fresh_workshop.stats()["check_availability"] == 1  # not read again on the re-run
+    with pytest.raises(TypeError, match="AsyncGatewayClient"):
+        node({"messages": []}, {})

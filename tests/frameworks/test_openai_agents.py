@@ -5,6 +5,7 @@ need no approval, more need an owner's (Olga); an event of another tenant is den
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -247,3 +248,29 @@ async def test_a_tool_callgate_does_not_know_is_refused_not_run_in_process(
     text = outputs(model)["call_ghost"]
     assert text.startswith("error: callgate refused launch_rockets (unknown_tool)"), text
     assert ran == []
+
+
+async def test_with_wait_s_a_resumed_tool_waits_for_the_decision_in_callgate(
+    sidecar: SidecarProcess, fresh_workshop: WorkshopService, run_id: str
+) -> None:
+    model = ScriptedModel(
+        [
+            [function_call("reserve_seat", booking(3), call_id="call_wait")],
+            [assistant_message("Booked.")],
+        ]
+    )
+    async with AsyncGatewayClient(sidecar.target, MIA, timeout_s=30) as client:
+        gate = CallgateRun(client, run_id, wait_s=60)
+        agent = gate.guard(Agent(name="booker", model=model), await gate.tools())
+        first = await Runner.run(agent, "Book 3 seats", run_config=CONFIG)
+        state = first.to_state()
+        [waiting] = await gate.apply_decisions(state)
+        state.approve(first.interruptions[0])  # resume at once: the tool waits for callgate
+        resuming = asyncio.create_task(Runner.run(agent, state, run_config=CONFIG))
+        await asyncio.to_thread(approve, sidecar, waiting["approval_id"])
+        done = await resuming
+    assert done.final_output == "Booked."
+    [reservation] = fresh_workshop.reservations()
+    assert (
+        json.loads(outputs(model)["call_wait"])["reservation_id"] == reservation["reservation_id"]
+    )
