@@ -106,10 +106,10 @@ class CallgateToolNode:
             except (RunPaused, RunFinished) as err:
                 texts = refused_texts((c.call_id for c in calls), err.message)
                 break
+            texts = {r.call_id: call_text(r) for r in outcome.results}
             if not is_paused(outcome):
-                texts = {r.call_id: call_text(r) for r in outcome.results}
                 break
-            interrupt(_waiting(run_id, outcome))
+            interrupt(_waiting(run_id, outcome))  # past MAX_INTERRUPTS: "waits for approval"
         return {self.messages_key: _tool_messages(calls, texts)}
 
     async def acall(self, state: Any, config: RunnableConfig) -> dict[str, list[ToolMessage]]:
@@ -132,10 +132,10 @@ class CallgateToolNode:
             except (RunPaused, RunFinished) as err:
                 texts = refused_texts((c.call_id for c in calls), err.message)
                 break
+            texts = {r.call_id: call_text(r) for r in outcome.results}
             if not is_paused(outcome):
-                texts = {r.call_id: call_text(r) for r in outcome.results}
                 break
-            interrupt(_waiting(run_id, outcome))
+            interrupt(_waiting(run_id, outcome))  # past MAX_INTERRUPTS: "waits for approval"
         return {self.messages_key: _tool_messages(calls, texts)}
 
     def _last_ai(self, state: Any) -> AIMessage:
