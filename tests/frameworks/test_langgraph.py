@@ -270,3 +270,29 @@ async def test_the_async_node_interrupts_and_resumes_under_ainvoke(
     assert fresh_workshop.stats()["check_availability"] == 1  # not read again on the re-run
     with pytest.raises(TypeError, match="AsyncGatewayClient"):
         node({"messages": []}, {})
+
+
+def test_arguments_against_the_schema_and_unparsed_ones_are_refused(
+    mia: GatewayClient, fresh_workshop: WorkshopService, run_id: str
+) -> None:
+    broken = AIMessage(
+        content="",
+        tool_calls=[{"name": "reserve_seat", "args": booking(40), "id": "c_many"}],
+        invalid_tool_calls=[
+            {
+                "name": "reserve_seat",
+                "args": '{"event_id": "ws-acme-1", "se',
+                "id": "c_cut",
+                "error": "unterminated string",
+                "type": "invalid_tool_call",
+            }
+        ],
+    )
+    app = booking_graph(mia, model(broken, AIMessage(content="No.")), InMemorySaver())
+    out = app.invoke(
+        {"messages": [HumanMessage("Book 40")]}, {"configurable": {"thread_id": run_id}}
+    )
+    messages = tool_messages(out)
+    assert "callgate refused reserve_seat (invalid_arguments)" in str(messages["c_many"].content)
+    assert messages["c_cut"].status == "error" and "did not run" in str(messages["c_cut"].content)
+    assert fresh_workshop.stats()["reserve_seat"] == 0

@@ -274,3 +274,20 @@ async def test_with_wait_s_a_resumed_tool_waits_for_the_decision_in_callgate(
     assert (
         json.loads(outputs(model)["call_wait"])["reservation_id"] == reservation["reservation_id"]
     )
+
+
+async def test_arguments_against_the_schema_are_refused_and_nothing_runs(
+    sidecar: SidecarProcess, fresh_workshop: WorkshopService, run_id: str
+) -> None:
+    model = ScriptedModel(
+        [
+            [function_call("reserve_seat", booking(40), call_id="call_many")],
+            [assistant_message("Too many seats.")],
+        ]
+    )
+    async with AsyncGatewayClient(sidecar.target, MIA, timeout_s=30) as client:
+        _, agent = await guarded(client, run_id, model)
+        result = await Runner.run(agent, "Book 40 seats", run_config=CONFIG)
+    text = outputs(model)["call_many"]
+    assert text.startswith("error: callgate refused reserve_seat (invalid_arguments)"), text
+    assert not result.interruptions and fresh_workshop.stats()["reserve_seat"] == 0
