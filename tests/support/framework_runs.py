@@ -22,32 +22,41 @@ def started(
     framework: str, target: str, token: str, run_id: str, file: Path, timeout_s: float = 90
 ) -> tuple[subprocess.Popen[str], dict[str, Any]]:
     """The child of the first phase, once it has printed what callgate holds (and blocks)."""
-    proc = subprocess.Popen(
-        [*CHILD, framework, "start", target, token, run_id, str(file)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env=ENV,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(
-        target=lambda: [lines.put(line) for line in proc.stdout or ()], daemon=True
-    ).start()
+    errors = file.with_name(file.name + ".stderr")  # a file: a full pipe would block the child
+    with errors.open("w", encoding="utf-8") as err:
+        proc = subprocess.Popen(
+            [*CHILD, framework, "start", target, token, run_id, str(file)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            cwd=ROOT,
+            env=ENV,
+        )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        for line in proc.stdout or ():
+            lines.put(line)
+        lines.put(None)  # the child's output ended (it exited)
+
+    threading.Thread(target=read, daemon=True).start()
     try:
-        answer = json.loads(lines.get(timeout=timeout_s))
-        assert json.loads(lines.get(timeout=timeout_s)) == {"blocked": True}
+        said = [lines.get(timeout=timeout_s), lines.get(timeout=timeout_s)]
     except queue.Empty:
+        said = [None]
+    if None in said:
         proc.kill()
-        raise AssertionError(f"the child said nothing in time: {proc.stderr}") from None
+        raise AssertionError(f"the child did not get to the interrupt: {errors.read_text()}")
+    answer, blocked = (json.loads(line or "") for line in said)
+    assert blocked == {"blocked": True}
     return proc, answer
 
 
 def killed(proc: subprocess.Popen[str]) -> int:
     proc.kill()
     code = proc.wait(timeout=30)
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
+    for stream in (proc.stdin, proc.stdout):
         if stream is not None:
             stream.close()
     return code
