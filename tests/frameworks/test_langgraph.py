@@ -26,6 +26,7 @@ from examples.workshop.service import WorkshopService
 from gateway.client import AsyncGatewayClient, GatewayClient, RetryPolicy, Unavailable
 from gateway.frameworks.langgraph import CallgateToolNode, callgate_tool_specs
 from gateway.testing import SidecarProcess
+from tests.support.commands import callgate
 from tests.support.framework_runs import killed, resumed, started
 from tests.support.graphs import booking_graph
 
@@ -187,7 +188,15 @@ def test_the_process_killed_between_approval_and_resume_books_once(
     assert killed(child) != 0
     [waiting] = answer["pending"]
     assert waiting["tool"] == "reserve_seat" and fresh_workshop.reservations() == []
-    decide(sidecar, waiting["approval_id"])
+    approved = callgate(  # as a person does it: the command, as an owner of acme
+        "approvals",
+        "approve",
+        waiting["approval_id"],
+        "--reason",
+        "ok",
+        env={"CALLGATE_TARGET": sidecar.target, "CALLGATE_TOKEN": OLGA},
+    )
+    assert approved.returncode == 0, approved.stderr
     assert len(fresh_workshop.reservations()) == 1  # booked as the decision committed
     done = resumed("langgraph", sidecar.target, MIA, run_id, checkpoints)
     [reservation] = fresh_workshop.reservations()
