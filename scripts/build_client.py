@@ -2,15 +2,18 @@
 
     python scripts/build_client.py [--out DIR]     (default dist/)
 
-The wheel holds `gateway.client`, `gateway.loop`, the wire contract (`gateway.pb` and the
-generated `gateway._proto`), `gateway.errors`, `gateway.tls` and the provider adapters (standard
-library only), and depends on grpcio, grpcio-status and protobuf alone. It holds the same
-modules as the `callgate` distribution: install one or the other.
+The wheel holds `gateway.client`, `gateway.loop`, the framework integrations
+(`gateway.frameworks`), the wire contract (`gateway.pb` and the generated `gateway._proto`),
+`gateway.errors`, `gateway.tls` and the provider adapters (standard library only), and depends
+on grpcio, grpcio-status and protobuf alone; the frameworks come with the same extras as in the
+`callgate` distribution (`callgate-client[agents]`, `callgate-client[langgraph]`). It holds the
+same modules as the `callgate` distribution: install one or the other.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -22,8 +25,15 @@ ROOT = Path(__file__).resolve().parent.parent
 # what the client distribution is made of, relative to the repository
 FILES = ["gateway/__init__.py", "gateway/py.typed", "gateway/pb.py", "gateway/errors.py",
          "gateway/tls.py"]
-PACKAGES = ["gateway/_proto", "gateway/client", "gateway/loop", "adapters"]
+PACKAGES = ["gateway/_proto", "gateway/client", "gateway/loop", "gateway/frameworks", "adapters"]
 DEPENDENCIES = ("grpcio", "grpcio-status", "protobuf")
+EXTRAS = ("agents", "langgraph")  # the frameworks' packages, as the main distribution's extras
+
+
+def extras() -> dict[str, list[str]]:
+    """The main distribution's framework extras, the same in the client's."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return {name: project["optional-dependencies"][name] for name in EXTRAS}
 
 
 def requirements() -> list[str]:
@@ -45,6 +55,7 @@ def stage(into: Path) -> Path:
         shutil.copytree(ROOT / rel, into / rel,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     deps = ", ".join(f'"{d}"' for d in requirements())
+    optional = "\n".join(f"{name} = {json.dumps(reqs)}" for name, reqs in extras().items())
     (into / "pyproject.toml").write_text(f"""[build-system]
 requires = ["setuptools>=68"]
 build-backend = "setuptools.build_meta"
@@ -55,6 +66,9 @@ version = "{project['version']}"
 description = "The client and reference agent loop of the callgate sidecar"
 requires-python = "{project['requires-python']}"
 dependencies = [{deps}]
+
+[project.optional-dependencies]
+{optional}
 
 [tool.setuptools.packages.find]
 include = ["gateway*", "adapters*"]

@@ -10,6 +10,8 @@ from gateway.audit.keys import AuditKey
 from gateway.client import GatewayClient
 from gateway.errors import CallCode
 from gateway.executors.http1 import _Connection
+from gateway.frameworks.langgraph import CallgateToolNode, callgate_tool_specs
+from gateway.frameworks.openai_agents import CallgateRun
 from gateway.identity.jwt_bearer import _StrictJwt
 from gateway.loop import ScriptedModel
 from gateway.model import ApprovalStatus
@@ -94,3 +96,9 @@ ScriptedModel.from_files
 # Spans handed to an OpenTelemetry SDK exporter: the tests' in-memory exporter, or a
 # deployment's own (docs/operations.md, "Traces").
 sdk_tracer
+# callgate under agent frameworks: what users' programs call (docs/frameworks.md; the tests
+# and examples/frameworks use them, outside vulture's paths).
+callgate_tool_specs
+CallgateToolNode
+CallgateToolNode.acall
+CallgateRun.apply_decisions

@@ -8,6 +8,8 @@ the bottom up:
                              that do nothing unless switched on; Prometheus, OpenTelemetry)
     client                   the typed client of the sidecar (for users)
     loop                     the reference agent loop over the client (for users)
+    frameworks               callgate under agent frameworks (OpenAI Agents SDK, LangGraph),
+                             over the client (for users; no layer of the sidecar imports it)
     executors, identity      how a tool runs; who a caller is
     tools                    manifests, schemas (may name an executor)
     policy                   engines and the policy input (built from tool manifests)
@@ -23,9 +25,12 @@ A layer may import those below it, with two narrow exceptions named in RULES: th
 protocol modules (`store.base`, `store.notify`) are what approvals and audit read through,
 and the store writes audit records with the audit trail's own key and hash definitions.
 
-The client and the loop are installed by users without the sidecar: of the foundation they use
-only the wire contract, TLS settings and the error tree (FOUNDATION_OF), and no module of the
-sidecar's layers. `gateway.testing` (a real sidecar for users' tests) is the one foundation
+The client, the loop and the framework integrations are installed by users without the
+sidecar: of the foundation they use only the wire contract, TLS settings and the error tree
+(FOUNDATION_OF), and no module of the sidecar's layers. The frameworks layer sits above the
+loop but below nothing: the sidecar's layers (service and cli included) never import it, so
+the sidecar never needs the frameworks' packages (the `agents` and `langgraph` extras).
+`gateway.testing` (a real sidecar for users' tests) is the one foundation
 module that uses a layer: the client, to talk to the sidecar it starts.
 """
 
@@ -39,14 +44,16 @@ ROOT = Path(__file__).resolve().parent.parent
 GATEWAY = ROOT / "gateway"
 
 STORE_PROTOCOL = {"gateway.store.base", "gateway.store.notify"}
-ORDER = ["observe", "client", "loop", "executors", "identity", "tools", "policy", "approvals",
-         "audit", "store", "run", "wire", "service", "cli"]
+USER_ONLY = {"frameworks"}  # layers for users' programs that no layer of the sidecar imports
+ORDER = ["observe", "client", "loop", "frameworks", "executors", "identity", "tools", "policy",
+         "approvals", "audit", "store", "run", "wire", "service", "cli"]
 # what each layer may import of `gateway` besides the foundation and itself
 OBSERVE = "gateway.observe"  # the bottom layer: any layer may report through its hooks
 RULES: dict[str, set[str]] = {
     "gateway.observe": set(),
     "gateway.client": set(),
     "gateway.loop": {"gateway.client"},
+    "gateway.frameworks": {"gateway.client", "gateway.loop"},
     "gateway.executors": {OBSERVE},
     "gateway.identity": set(),
     "gateway.tools": {"gateway.executors", "gateway.audit.keys"},
@@ -58,13 +65,16 @@ RULES: dict[str, set[str]] = {
                     "gateway.tools", *STORE_PROTOCOL, OBSERVE},
     "gateway.wire": {"gateway.run", "gateway.approvals", "gateway.audit", "gateway.identity",
                      "gateway.policy", "gateway.tools", OBSERVE},
-    "gateway.service": {f"gateway.{name}" for name in ORDER[:ORDER.index("service")]},
-    "gateway.cli": {f"gateway.{name}" for name in ORDER[:ORDER.index("cli")]},
+    "gateway.service": {f"gateway.{name}" for name in ORDER[:ORDER.index("service")]
+                        if name not in USER_ONLY},
+    "gateway.cli": {f"gateway.{name}" for name in ORDER[:ORDER.index("cli")]
+                    if name not in USER_ONLY},
 }
 # the only foundation modules a layer may import, where it may not import all of them
 USER_FOUNDATION = {"gateway.pb", "gateway.tls", "gateway.errors"}
 FOUNDATION_OF: dict[str, set[str]] = {"gateway.client": USER_FOUNDATION,
-                                      "gateway.loop": USER_FOUNDATION}
+                                      "gateway.loop": USER_FOUNDATION,
+                                      "gateway.frameworks": USER_FOUNDATION}
 # a foundation module's own exception (see the module docstring)
 FOUNDATION_RULES: dict[str, set[str]] = {"gateway.testing": {"gateway.client"}}
 # third-party packages a layer must not see
@@ -77,6 +87,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "gateway.observe": NO_GRPC_NO_SQL,
     "gateway.client": SIDECAR_ONLY | {"adapters"},
     "gateway.loop": SIDECAR_ONLY | {"grpc"},
+    "gateway.frameworks": SIDECAR_ONLY | {"grpc", "adapters"},
     "gateway.run": NO_GRPC_NO_SQL,
     "gateway.approvals": NO_GRPC_NO_SQL,
     "gateway.audit": NO_GRPC_NO_SQL,

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 from gateway.testing import SidecarProcess
@@ -117,3 +118,13 @@ def test_the_client_distribution_declares_the_three_dependencies_only() -> None:
     build = importlib.import_module("scripts.build_client")
     assert [d.split(">")[0] for d in build.requirements()] == [
         "grpcio", "grpcio-status", "protobuf"]
+
+
+def test_the_client_distribution_carries_the_frameworks_behind_their_extras(
+        tmp_path: Path) -> None:
+    staged = importlib.import_module("scripts.build_client").stage(tmp_path)
+    project = tomllib.loads((staged / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert (staged / "gateway" / "frameworks" / "langgraph.py").exists()
+    assert project["optional-dependencies"]["agents"] == ["openai-agents>=0.20"]
+    assert "langgraph-checkpoint-sqlite>=3.0" in project["optional-dependencies"]["langgraph"]
+    assert not any("agents" in d or "langgraph" in d for d in project["dependencies"])

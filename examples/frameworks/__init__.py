@@ -1,0 +1,1 @@
+"""Agent frameworks with callgate under them: the OpenAI Agents SDK and LangGraph."""
