@@ -12,6 +12,7 @@ from gateway.errors import CallCode
 from gateway.executors.http1 import _Connection
 from gateway.identity.jwt_bearer import _StrictJwt
 from gateway.loop import ScriptedModel
+from gateway.mcp_gateway.bearer import CallerVerifier
 from gateway.model import ApprovalStatus
 from gateway.observe.sdk import sdk_tracer
 from gateway.policy.base import PolicyEngine
@@ -94,3 +95,7 @@ ScriptedModel.from_files
 # Spans handed to an OpenTelemetry SDK exporter: the tests' in-memory exporter, or a
 # deployment's own (docs/operations.md, "Traces").
 sdk_tracer
+# The MCP SDK's bearer middleware calls the token verifier (gateway/mcp_gateway/bearer.py), and
+# uvicorn's main loop reads should_exit (gateway/mcp_gateway/listener.py).
+CallerVerifier.verify_token
+_.should_exit  # noqa: F821
