@@ -85,14 +85,13 @@ class McpCall:
 
     @classmethod
     def of(cls, name: str, arguments: dict[str, Any] | None) -> McpCall:
-        """The call, or RequestError invalid_arguments when the arguments have no canonical
-        JSON form (a number JSON cannot hold, nesting past what can be written)."""
+        """The call, or ArgumentsError when the arguments have no canonical JSON form (a
+        number beyond what every JSON reader keeps exactly, nesting past what can be written)."""
         try:
             text = rfc8785.dumps(arguments if arguments is not None else {}).decode()
-        except (rfc8785.CanonicalizationError, RecursionError, ValueError) as exc:
-            raise RequestError(
-                RequestCode.INVALID_ARGUMENT,
-                f"the arguments cannot be written as canonical JSON: {type(exc).__name__}",
+        except (rfc8785.CanonicalizationError, RecursionError) as exc:
+            raise ArgumentsError(
+                f"the arguments cannot be written as canonical JSON (RFC 8785): {exc}"
             ) from exc
         return cls(name, text)
 
