@@ -56,6 +56,9 @@ log = logging.getLogger("callgate.mcp")
 
 MCP_PATH = "/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
+# the libraries' own lines at INFO (every session opened, uvicorn's start-up steps) are noise
+# beside callgate's; their warnings and errors still show
+QUIET_LOGGERS = ("uvicorn", "mcp.server.streamable_http_manager", "mcp.server.streamable_http")
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 INSTRUCTIONS = (
     "Every tool call goes through callgate: it may be refused by policy, or wait "
@@ -229,6 +232,8 @@ class McpListener:
 
     async def start(self) -> str:
         settings = self.settings
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
         sock = self._socket = bind(settings.listen)
         host = settings.listen.rpartition(":")[0]
         scheme = "https" if settings.tls_cert else "http"
