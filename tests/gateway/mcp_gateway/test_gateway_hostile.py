@@ -107,3 +107,24 @@ async def test_oversized_deep_and_unwritable_arguments_are_tool_errors(
     assert "canonical JSON" in refused(number, "invalid_arguments")
     assert not after.is_error and not beside.is_error
     assert fresh_workshop.stats()["reserve_seat"] == 0
+
+
+async def test_a_foreign_host_or_origin_is_refused_on_loopback(gateway: Gateway) -> None:
+    """DNS rebinding: a page elsewhere cannot drive a loopback gateway through the browser."""
+    async with http_client(MIA) as http:
+        host = await http.post(
+            gateway.url,
+            content=json.dumps(INITIALIZE),
+            headers={**MCP_HEADERS, "Host": "evil.example"},
+        )
+        origin = await http.post(
+            gateway.url,
+            content=json.dumps(INITIALIZE),
+            headers={**MCP_HEADERS, "Origin": "https://evil.example"},
+        )
+        own = await http.post(
+            gateway.url,
+            content=json.dumps(INITIALIZE),
+            headers={**MCP_HEADERS, "Origin": gateway.origin},
+        )
+    assert (host.status_code, origin.status_code, own.status_code) == (421, 403, 200)

@@ -147,11 +147,13 @@ async def test_a_denied_approval_answers_the_retry_and_books_nothing(
 
 
 async def test_a_lost_write_is_looked_up_on_the_retry_never_sent_blindly(
-        gateway: Gateway, fresh_workshop: WorkshopService) -> None:
+    gateway: Gateway, fresh_workshop: WorkshopService
+) -> None:
     """The booking is made but its answer lost, and the first look-up fails: the call is
     UNKNOWN. The same call again looks it up again and answers the one booking."""
-    fresh_workshop.control(reserve_seat={"apply_then_drop": True, "times": 1},
-                           lookup={"status": 500, "times": 1})
+    fresh_workshop.control(
+        reserve_seat={"apply_then_drop": True, "times": 1}, lookup={"status": 500, "times": 1}
+    )
     async with mcp_session(gateway.url, MIA) as mia:
         lost = await mia.call_tool("reserve_seat", SEAT)
         assert "never sends it again blindly" in refused(lost, "outcome_unknown")

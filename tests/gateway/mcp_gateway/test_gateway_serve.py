@@ -4,15 +4,20 @@
 from __future__ import annotations
 
 import socket
+import ssl
 from pathlib import Path
 
+import httpx2
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
-from gateway.testing import SidecarProcess, run_serve_expecting_failure
+from gateway.testing import ServeTLS, SidecarProcess, run_serve_expecting_failure
 from tests.gateway.mcp_gateway.conftest import MCP_LINE, mcp_session
 from tests.support.paths import AUTH, POLICIES, example_tools, sidecar_env
+from tests.support.pki import CertificateAuthority
 
 
 def serve_args(tmp_path: Path, *extra: str) -> list[str]:
@@ -85,3 +90,39 @@ async def test_with_workers_the_first_serves_mcp(
         async with mcp_session(urls[0], "mia-demo-token") as mia:
             result = await mia.call_tool("check_availability", {"event_id": "ws-acme-1"})
         assert not result.is_error
+
+
+async def test_with_tls_mcp_is_served_over_https(
+    tmp_path: Path, travel: TravelService, workshop: WorkshopService
+) -> None:
+    ca = CertificateAuthority("test CA")
+    cert, key = ca.issue("server", ips=["127.0.0.1"]).write(tmp_path, "server")
+    with SidecarProcess(
+        tools=example_tools(tmp_path / "tools"),
+        policies=POLICIES,
+        db=tmp_path / "callgate.db",
+        auth=AUTH,
+        tls=ServeTLS(cert, key),
+        extra_args=["--mcp-listen", "127.0.0.1:0"],
+        env=sidecar_env(travel, tmp_path / "effects.db", workshop),
+    ) as proc:
+        url = next(
+            line.removeprefix(MCP_LINE).strip() for line in proc.lines if line.startswith(MCP_LINE)
+        )
+        assert url.startswith("https://127.0.0.1:")
+        trust = ssl.create_default_context(cafile=str(ca.write(tmp_path, "ca")))
+        async with (
+            httpx2.AsyncClient(
+                verify=trust, headers={"Authorization": "Bearer mia-demo-token"}
+            ) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            listed = {t.name for t in (await session.list_tools()).tools}
+        assert "reserve_seat" in listed
+        async with httpx2.AsyncClient(verify=trust) as http:
+            metadata = (
+                await http.get(url.removesuffix("/mcp") + "/.well-known/oauth-protected-resource")
+            ).json()
+        assert metadata["resource"] == url
