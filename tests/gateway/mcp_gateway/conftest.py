@@ -25,6 +25,7 @@ tokens:
   mia-demo-token:  {subject: mia,  tenant: acme, roles: [member]}
   bob-demo-token:  {subject: bob,  tenant: acme, roles: [traveler]}
   olga-demo-token: {subject: olga, tenant: acme, roles: [owner]}
+  audrey-demo-token: {subject: audrey, tenant: acme, roles: [auditor]}
 jwt:
   issuer: %s
   audiences: [callgate]

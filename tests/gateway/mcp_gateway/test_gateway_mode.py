@@ -80,6 +80,22 @@ async def test_a_denied_call_reaches_nothing_and_names_the_reasons(
     assert not still_works.is_error  # a refusal is an answer: the session goes on
     assert fresh_workshop.reservations() == []
     assert fresh_workshop.stats()["reserve_seat"] == 0
+    with GatewayClient(gateway.sidecar.target, "audrey-demo-token", timeout_s=30) as audrey:
+        trail = list(audrey.query_audit(subject="mia", tool="get_weather"))
+    denied = [r for r in trail if r.kind == "decision" and r.error_code == "policy_denied"]
+    assert denied and denied[-1].run_id.startswith("mcp-")  # recorded like any other call
+
+
+async def test_a_failed_call_is_an_error_result_with_the_tools_own_code(
+    gateway: Gateway, fresh_workshop: WorkshopService
+) -> None:
+    fresh_workshop.control(check_availability={"status": 503, "times": 2})
+    async with mcp_session(gateway.url, MIA) as mia:
+        failed = await mia.call_tool("check_availability", {"event_id": "ws-acme-1"})
+        again = await mia.call_tool("check_availability", {"event_id": "ws-acme-1"})
+    assert "503" in refused(failed, "tool_error")
+    assert not again.is_error  # a final answer: the same call again is a new call
+    assert fresh_workshop.stats()["check_availability"] == 3
 
 
 async def test_schema_violations_and_unknown_tools_are_tool_errors(
