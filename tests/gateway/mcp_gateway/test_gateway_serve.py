@@ -126,3 +126,26 @@ async def test_with_tls_mcp_is_served_over_https(
                 await http.get(url.removesuffix("/mcp") + "/.well-known/oauth-protected-resource")
             ).json()
         assert metadata["resource"] == url
+
+
+async def test_with_an_insecure_dev_identity_every_client_is_that_subject(
+    tmp_path: Path, travel: TravelService, workshop: WorkshopService
+) -> None:
+    with SidecarProcess(
+        tools=example_tools(tmp_path / "tools"),
+        policies=POLICIES,
+        db=tmp_path / "callgate.db",
+        extra_args=["--insecure-dev-identity", "dev", "--mcp-listen", "127.0.0.1:0"],
+        env=sidecar_env(travel, tmp_path / "effects.db", workshop),
+    ) as proc:
+        url = next(
+            line.removeprefix(MCP_LINE).strip() for line in proc.lines if line.startswith(MCP_LINE)
+        )
+        async with mcp_session(url, "") as dev:  # no token asked for
+            listed = {t.name for t in (await dev.list_tools()).tools}
+        async with httpx2.AsyncClient() as http:
+            metadata = await http.get(
+                url.removesuffix("/mcp") + "/.well-known/oauth-protected-resource"
+            )
+    assert listed >= {"reserve_seat", "get_weather"}  # the dev identity's role is tester: all
+    assert metadata.status_code == 404  # no issuer to name
