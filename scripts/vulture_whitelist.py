@@ -14,6 +14,7 @@ from gateway.frameworks.langgraph import CallgateToolNode, callgate_tool_specs
 from gateway.frameworks.openai_agents import CallgateRun
 from gateway.identity.jwt_bearer import _StrictJwt
 from gateway.loop import ScriptedModel
+from gateway.mcp_gateway.bearer import CallerVerifier
 from gateway.model import ApprovalStatus
 from gateway.observe.sdk import sdk_tracer
 from gateway.policy.base import PolicyEngine
@@ -102,3 +103,7 @@ callgate_tool_specs
 CallgateToolNode
 CallgateToolNode.acall
 CallgateRun.apply_decisions
+# The MCP SDK's bearer middleware calls the token verifier (gateway/mcp_gateway/bearer.py), and
+# uvicorn's main loop reads should_exit (gateway/mcp_gateway/listener.py).
+CallerVerifier.verify_token
+_.should_exit  # noqa: F821

@@ -18,6 +18,7 @@ the bottom up:
     store                    RunStore protocol (`base`, `notify`); SQLite; PostgreSQL
     run                      the turn state machine and its phases
     wire                     gRPC servicer, protobuf <-> domain conversion
+    mcp_gateway              gateway mode: MCP clients served through the runner (MCP SDK)
     service                  the process: wiring, config, workers, TLS
     cli                      the `callgate` command
 
@@ -46,7 +47,7 @@ GATEWAY = ROOT / "gateway"
 STORE_PROTOCOL = {"gateway.store.base", "gateway.store.notify"}
 USER_ONLY = {"frameworks"}  # layers for users' programs that no layer of the sidecar imports
 ORDER = ["observe", "client", "loop", "frameworks", "executors", "identity", "tools", "policy",
-         "approvals", "audit", "store", "run", "wire", "service", "cli"]
+         "approvals", "audit", "store", "run", "wire", "mcp_gateway", "service", "cli"]
 # what each layer may import of `gateway` besides the foundation and itself
 OBSERVE = "gateway.observe"  # the bottom layer: any layer may report through its hooks
 RULES: dict[str, set[str]] = {
@@ -65,6 +66,8 @@ RULES: dict[str, set[str]] = {
                     "gateway.tools", *STORE_PROTOCOL, OBSERVE},
     "gateway.wire": {"gateway.run", "gateway.approvals", "gateway.audit", "gateway.identity",
                      "gateway.policy", "gateway.tools", OBSERVE},
+    "gateway.mcp_gateway": {"gateway.run", "gateway.identity", "gateway.policy",
+                            "gateway.tools", OBSERVE},
     "gateway.service": {f"gateway.{name}" for name in ORDER[:ORDER.index("service")]
                         if name not in USER_ONLY},
     "gateway.cli": {f"gateway.{name}" for name in ORDER[:ORDER.index("cli")]
@@ -95,6 +98,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "gateway.tools": NO_GRPC_NO_SQL,
     "gateway.executors": NO_GRPC_NO_SQL,
     "gateway.identity": {"grpc"},
+    "gateway.mcp_gateway": NO_GRPC_NO_SQL,
 }
 
 

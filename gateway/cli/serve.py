@@ -48,6 +48,7 @@ def add_parser(sub: SubParsers) -> None:
     _limit_options(p)
     _tls_options(p)
     _observe_options(p)
+    _mcp_options(p)
     p.set_defaults(handler=_serve)
 
 
@@ -130,6 +131,16 @@ def _observe_options(p: argparse.ArgumentParser) -> None:
     option(observe, "--log-format", parse=one_of("text", "json"),
            default=_default("log_format"), metavar="{text,json}", owner=p,
            help="log lines on standard error: text, or one JSON object per line")
+
+
+def _mcp_options(p: argparse.ArgumentParser) -> None:
+    mcp = p.add_argument_group("MCP gateway", "Serve MCP clients too (docs/mcp.md).")
+    option(mcp, "--mcp-listen", parse=host_port, default=_default("mcp_listen"),
+           metavar="HOST:PORT", owner=p, help="also serve MCP over streamable HTTP at "
+           "http://HOST:PORT/mcp, callers identified by --auth (off unless given)")
+    option(mcp, "--mcp-resource-url", parse=http_url, default=_default("mcp_resource_url"),
+           metavar="URL", owner=p, help="the URL MCP clients reach /mcp at, which their JWTs "
+           "must name as audience (default: http(s)://HOST:PORT/mcp of --mcp-listen)")
 
 
 def _opa_options(p: argparse.ArgumentParser) -> None:
@@ -215,6 +226,7 @@ def _serve_config(ns: argparse.Namespace) -> ServeConfig:
             opa_client_key=ns.opa_client_key, shadow_queue=ns.shadow_queue,
             audit_key_file=ns.audit_key_file, metrics_listen=ns.metrics_listen,
             otlp_endpoint=ns.otlp_endpoint, log_format=ns.log_format,
+            mcp_listen=ns.mcp_listen, mcp_resource_url=ns.mcp_resource_url,
             **{name: getattr(ns, name) for name in LIMIT_HELP})
     except ValidationError as exc:
         first = exc.errors()[0]

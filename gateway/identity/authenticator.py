@@ -59,6 +59,24 @@ class Authenticator:
                  roles: Iterable[str] = ("tester",)) -> Authenticator:
         return cls(dev_identity=Identity(subject, tenant, tuple(roles)))
 
+    def for_audience(self, audience: str) -> Authenticator:
+        """The same identities, but a JWT is accepted only when its audience (aud) is
+        `audience` instead of the auth file's `jwt.audiences` (a listener that is a resource
+        server of its own URL). It shares this one's key set: start and close this one."""
+        jwt = self._jwt.for_audience(audience) if self._jwt is not None else None
+        return Authenticator(tokens=self._tokens, jwt=jwt, certificates=self._certificates,
+                             dev_identity=self._dev)
+
+    @property
+    def jwt_issuer(self) -> str:
+        """The issuer whose JWTs are accepted (the auth file's `jwt.issuer`), or ""."""
+        return self._jwt.config.issuer if self._jwt is not None else ""
+
+    @property
+    def insecure_identity(self) -> Identity | None:
+        """Who every caller is without --auth (--insecure-dev-identity), else None."""
+        return self._dev
+
     @property
     def wants_client_certificates(self) -> bool:
         return self._certificates is not None

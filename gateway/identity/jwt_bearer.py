@@ -90,6 +90,11 @@ class JwtVerifier:
     def from_config(cls, config: JwtConfig) -> JwtVerifier:
         return cls(config, KeySet.from_config(config))
 
+    def for_audience(self, audience: str) -> JwtVerifier:
+        """The same verifier (issuer, keys, claims) accepting only tokens whose audience is
+        `audience`, e.g. a listener's own URL (RFC 8707); it shares this one's key set."""
+        return JwtVerifier(self.config.model_copy(update={"audiences": [audience]}), self.keys)
+
     async def verify(self, token: str) -> Identity:
         alg, kid = self._header(token)
         key = await self.keys.key_for(kid, alg)

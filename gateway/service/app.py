@@ -11,6 +11,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -42,6 +43,9 @@ from gateway.tools import Registry
 from gateway.version import callgate_version
 from gateway.wire.server import StatusInfo, ToolGatewayService, add_to_server
 
+if TYPE_CHECKING:
+    from gateway.mcp_gateway.listener import McpListener
+
 log = logging.getLogger("callgate")
 
 SERVICE = pb.DESCRIPTOR.services_by_name["ToolGateway"].full_name
@@ -64,6 +68,8 @@ class Sidecar:
         self.worker = worker
         self.observe = observe
         self.metrics: MetricsEndpoint | None = None
+        self.mcp: McpListener | None = None
+        self.mcp_url = ""
         self.server: grpc.aio.Server | None = None
         self.store: RunStore | None = None
         self.registry: Registry | None = None
@@ -129,6 +135,8 @@ class Sidecar:
         if cfg.metrics_listen:
             self.metrics = MetricsEndpoint(cfg.metrics_listen, self.store, obs.metrics)
             self.metrics.start()
+        if cfg.mcp_listen:
+            await self._start_mcp(cfg, auth, self._runner)
         log.info("listening with %s", describe(certificates))
         if new_secret is not None:  # the last step that can fail: a refused start writes none
             _keep_new_key(cfg, key, new_secret)
@@ -137,6 +145,17 @@ class Sidecar:
         self._watch = asyncio.create_task(self._health_loop())
         self._reload_task = asyncio.create_task(self._watch_policies())
         return self.bound
+
+    async def _start_mcp(self, cfg: ServeConfig, auth: Authenticator, runner: Runner) -> None:
+        """Gateway mode: MCP clients on --mcp-listen, through the same runner (imported only
+        when on)."""
+        from gateway.mcp_gateway.calls import McpGateway
+        from gateway.mcp_gateway.listener import McpListener, McpSettings
+
+        self.mcp = McpListener(McpGateway(runner), auth, McpSettings(
+            cfg.mcp_listen, cfg.mcp_resource_url, max_body_bytes=cfg.max_message_bytes,
+            tls_cert=cfg.tls_cert, tls_key=cfg.tls_key, version=callgate_version()))
+        self.mcp_url = await self.mcp.start()
 
     @staticmethod
     def _shadow_recorder(store: RunStore, obs: Observe) -> Callable[[Disagreement],
@@ -279,8 +298,10 @@ class Sidecar:
                     await task
         if self._desk is not None:  # no approval expires while shutting down
             await self._desk.close()
-        if self.server is not None:
-            await self.server.stop(grace)
+        # both listeners stop accepting; their open requests get the grace, together
+        await asyncio.gather(*(stop for stop in (
+            self.mcp.stop() if self.mcp is not None else None,
+            self.server.stop(grace) if self.server is not None else None) if stop is not None))
         if self._runner is not None:  # turns being driven finish and commit first
             await self._runner.drain(timeout_s=30.0)
         if isinstance(self.policy, OpaEngine | ShadowEngine):
@@ -359,6 +380,8 @@ async def serve(config: ServeConfig, *, worker: bool = False) -> None:
     sidecar = Sidecar(config, worker=worker)
     bound = await sidecar.start()  # a start that fails has stopped what it started
     _tune_collector()
+    if sidecar.mcp_url:
+        print(f"callgate MCP at {sidecar.mcp_url}", flush=True)
     print(f"callgate listening on {bound}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -92,6 +92,10 @@ class ServeConfig(BaseModel):
     metrics_listen: str = ""
     otlp_endpoint: str = ""
     log_format: Literal["text", "json"] = "text"
+    # gateway mode (docs/mcp.md): MCP over streamable HTTP at /mcp, and the URL clients reach
+    # it at (its tokens' audience); "" → derived from --mcp-listen's bound address
+    mcp_listen: str = ""
+    mcp_resource_url: str = ""
 
     def check(self) -> None:
         if self.auth is None and not self.insecure_dev_identity:
@@ -120,6 +124,22 @@ class ServeConfig(BaseModel):
                 and not self.listen.endswith(":0"):
             raise ConfigError(f"--metrics-listen {self.metrics_listen}: the same address as "
                               "--listen; give /metrics a port of its own")
+        self.check_mcp()
+
+    def check_mcp(self) -> None:
+        mcp = self.mcp_listen
+        if not mcp:
+            if self.mcp_resource_url:
+                raise ConfigError("--mcp-resource-url is used only with --mcp-listen")
+            return
+        if not mcp.endswith(":0") and mcp in (self.listen, self.metrics_listen):
+            raise ConfigError(f"--mcp-listen {mcp}: the same address as --listen or "
+                              "--metrics-listen; give MCP a port of its own")
+        host = mcp.rpartition(":")[0].strip("[]")
+        if host in ("", "0.0.0.0", "::") and not self.mcp_resource_url:
+            raise ConfigError(f"--mcp-listen {mcp} listens on every interface: give "
+                              "--mcp-resource-url, the URL clients reach /mcp at (the audience "
+                              "their tokens must name)")
 
     def check_opa(self) -> None:
         if self.engine == "embedded":

@@ -18,7 +18,9 @@ The supervisor serves nothing itself. It:
 With `--metrics-listen` every worker writes its samples to files in one directory of the
 supervisor's (Prometheus' multiprocess mode, `PROMETHEUS_MULTIPROC_DIR`), and worker 1 serves
 `/metrics` on that address with every worker's samples summed (a restarted worker's files stay:
-counters never go back); the directory is removed when the supervisor ends.
+counters never go back); the directory is removed when the supervisor ends. With
+`--mcp-listen`, worker 1 alone serves MCP (its sessions live in that process's memory), on a
+port chosen now, so that a restart keeps it.
 
 Each worker binds the port with SO_REUSEPORT, and the kernel spreads connections among them
 (per connection, not per request). Workers are started in a session of their own, so a
@@ -148,8 +150,11 @@ class Supervisor:
         if metrics:
             update["metrics_listen"] = resolve_listen(metrics, "--metrics-listen")
             self._samples = tempfile.mkdtemp(prefix="callgate-metrics-")
+        if self.config.mcp_listen:  # MCP sessions live in one process: worker 1's
+            update["mcp_listen"] = resolve_listen(self.config.mcp_listen, "--mcp-listen")
         first = self.config.model_copy(update=update)
-        others = first.model_copy(update={"metrics_listen": ""})
+        others = first.model_copy(update={"metrics_listen": "", "mcp_listen": "",
+                                          "mcp_resource_url": ""})
         self._lines = {True: first.model_dump_json().encode(),
                        False: others.model_dump_json().encode()}
 
