@@ -109,6 +109,30 @@ def test_a_scripted_run_is_counted_and_names_nothing_private(
         assert secret not in text, f"/metrics names {secret!r}"
 
 
+def test_a_paused_turn_counts_once(sidecar: SidecarProcess, fresh_workshop: WorkshopService
+                                   ) -> None:
+    """A turn that pauses for an approval and settles again once it is decided is one turn,
+    counted by the NextAction it first settled with."""
+    url = metrics_url(sidecar)
+    run_id = f"runc-{uuid.uuid4().hex[:8]}"
+    with sidecar.client("mia-demo-token") as mia, sidecar.client("olga-demo-token") as olga:
+        mia.start_run(run_id=run_id)
+        before = samples(scrape(url))
+        paused = mia.submit_calls(run_id, "turn-1", tool_call("w1", "reserve_seat", SEATS))
+        assert paused.next == pb.NEXT_ACTION_PAUSED_FOR_APPROVAL
+        answer = olga.decide_approval(by_id(paused)["w1"].approval_id, approve=True,
+                                      reason="checked")
+        assert answer.result.status == pb.CALL_STATUS_SUCCEEDED
+        assert mia.resume_run(run_id).next == pb.NEXT_ACTION_CONTINUE  # settled again
+        found = samples(scrape(url))
+    turns = [(key, v - before.get(key, 0)) for key, v in found.items()
+             if key[0] == "callgate_turns_total" and v != before.get(key, 0)]
+    assert len(turns) == 1 and turns[0][1] == 1, turns
+    assert value(found, "callgate_turns_total", next_action="PAUSED_FOR_APPROVAL",
+                 provider="none") - value(before, "callgate_turns_total",
+                                          next_action="PAUSED_FOR_APPROVAL", provider="none") == 1
+
+
 def test_a_reload_is_counted(tmp_path: Path, travel: TravelService, tools_dir: Path,
                              effects_db: Path) -> None:
     import shutil

@@ -126,3 +126,39 @@ async def test_authorize_and_a_refusal(traced: tuple[Sidecar, InMemorySpanExport
         "unauthenticated" and status.attributes["rpc.grpc.status_code"] == 16
     assert not status.status.is_ok and status.status.description == "unauthenticated"
     assert "nobody-token" not in everything_said(spans)
+
+
+async def test_the_server_streams_have_spans_too(
+        traced: tuple[Sidecar, InMemorySpanExporter]) -> None:
+    sidecar, exporter = traced
+    async with grpc.aio.insecure_channel(sidecar.bound) as channel:
+        stub = pb.ToolGatewayStub(channel)
+        await stub.StartRun(pb.StartRunRequest(run_id="ws1"), metadata=caller())
+        await stub.SubmitTurn(pb.SubmitTurnRequest(run_id="ws1", turn_id="t1",
+                                                   final=pb.FinalAnswer(text="done")),
+                              metadata=caller())
+        await stub.Authorize(pb.AuthorizeRequest(calls=[  # a record for QueryAudit
+            tool_call("a1", "get_train_status", TRAIN)]), metadata=caller())
+        exporter.clear()
+        watched = [m async for m in stub.WatchRun(pb.WatchRunRequest(run_id="ws1"),
+                                                  metadata=caller())]
+        records = [r async for r in stub.QueryAudit(pb.QueryAuditRequest(),
+                                                    metadata=caller())]
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            _ = [m async for m in stub.WatchRun(pb.WatchRunRequest(run_id="ws1"),
+                                                metadata=caller("nobody-token"))]
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert len(watched) == 1 and records
+    spans = exporter.get_finished_spans()
+    by_name = {s.name: s for s in spans if s.name.endswith("/QueryAudit")}
+    watch_ok, watch_refused = [s for s in spans if s.name.endswith("/WatchRun")]
+    audit = by_name["callgate.v1.ToolGateway/QueryAudit"]
+    for span, sent in ((watch_ok, 1), (audit, len(records))):
+        assert span.kind == SpanKind.SERVER and span.parent is not None
+        assert f"{span.context.trace_id:032x}" == TRACE_ID
+        assert span.attributes is not None and span.attributes["callgate.messages_sent"] == sent
+        assert span.attributes["rpc.grpc.status_code"] == 0 and span.status.is_ok
+    assert watch_refused.attributes is not None
+    assert watch_refused.attributes["callgate.code"] == "unauthenticated"
+    assert watch_refused.status.description == "unauthenticated"
+    assert "ws1" not in everything_said(spans)
