@@ -5,7 +5,9 @@ any span."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -49,6 +51,19 @@ async def traced(tmp_path: Path, tools_dir: Path, travel: TravelService,
     await sidecar.stop(0)
 
 
+async def finished(exporter: InMemorySpanExporter, *rpcs: str) -> tuple[ReadableSpan, ...]:
+    """The spans finished once the RPCs' own spans have: a caller can have its answer a moment
+    before the servicer's span ends (within a bounded wait)."""
+    deadline = time.monotonic() + 10
+    while True:
+        spans = exporter.get_finished_spans()
+        names = [s.name.rsplit("/", 1)[-1] for s in spans if s.kind == SpanKind.SERVER]
+        if all(names.count(rpc) >= rpcs.count(rpc) for rpc in rpcs):
+            return spans
+        assert time.monotonic() < deadline, f"RPC spans finished: {names}"
+        await asyncio.sleep(0.01)
+
+
 def tree(spans: tuple[ReadableSpan, ...]) -> dict[str, list[list[str]]]:
     """Span name → for each span of that name, the names of its children (sorted)."""
     children: dict[int, list[str]] = {s.context.span_id: [] for s in spans}
@@ -79,7 +94,7 @@ async def test_a_turn_is_one_trace_continuing_the_callers(
                 tool_call("c1", "get_train_status", TRAIN),
                 tool_call("c2", "get_weather", WEATHER)])), metadata=caller())
     assert [r.status for r in out.results] == [pb.CALL_STATUS_SUCCEEDED] * 2
-    spans = exporter.get_finished_spans()
+    spans = await finished(exporter, "SubmitTurn")
     assert {f"{s.context.trace_id:032x}" for s in spans} == {TRACE_ID}
     (rpc,) = [s for s in spans if s.kind == SpanKind.SERVER]
     assert rpc.name == "callgate.v1.ToolGateway/SubmitTurn"
@@ -119,7 +134,7 @@ async def test_authorize_and_a_refusal(traced: tuple[Sidecar, InMemorySpanExport
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await stub.GetStatus(pb.GetStatusRequest(), metadata=caller("nobody-token"))
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
-    spans = exporter.get_finished_spans()
+    spans = await finished(exporter, "Authorize", "GetStatus")
     assert tree(spans)["callgate.v1.ToolGateway/Authorize"] == [["callgate.policy"]]
     (status,) = [s for s in spans if s.name.endswith("/GetStatus")]
     assert status.attributes is not None and status.attributes["callgate.code"] == \
@@ -149,7 +164,7 @@ async def test_the_server_streams_have_spans_too(
                                                 metadata=caller("nobody-token"))]
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     assert len(watched) == 1 and records
-    spans = exporter.get_finished_spans()
+    spans = await finished(exporter, "WatchRun", "QueryAudit", "WatchRun")
     by_name = {s.name: s for s in spans if s.name.endswith("/QueryAudit")}
     watch_ok, watch_refused = [s for s in spans if s.name.endswith("/WatchRun")]
     audit = by_name["callgate.v1.ToolGateway/QueryAudit"]
