@@ -133,6 +133,27 @@ def test_a_paused_turn_counts_once(sidecar: SidecarProcess, fresh_workshop: Work
                                           next_action="PAUSED_FOR_APPROVAL", provider="none") == 1
 
 
+def test_a_turn_paused_on_an_unknown_outcome_counts_once(
+        sidecar: SidecarProcess, fresh_workshop: WorkshopService) -> None:
+    """The same for a turn an operator's ResolveCall settles again."""
+    url = metrics_url(sidecar)
+    run_id = f"rund-{uuid.uuid4().hex[:8]}"
+    fresh_workshop.control(reserve_seat={"apply_then_drop": True, "times": 1},
+                           lookup={"status": 500})  # booked, its answer lost, no look-up
+    with sidecar.client("mia-demo-token") as mia, sidecar.client("oscar-demo-token") as oscar:
+        mia.start_run(run_id=run_id)
+        before = samples(scrape(url))
+        paused = mia.submit_calls(run_id, "turn-1", tool_call("w1", "reserve_seat", {
+            "event_id": "ws-acme-1", "participant": "mia", "seats": 1}))
+        assert paused.next == pb.NEXT_ACTION_PAUSED_UNKNOWN_OUTCOME
+        oscar.resolve_call(run_id, "w1", pb.CALL_STATUS_FAILED, reason="not in the database")
+        assert mia.resume_run(run_id).next == pb.NEXT_ACTION_CONTINUE  # settled again
+        found = samples(scrape(url))
+    turns = {dict(key[1])["next_action"]: v - before.get(key, 0) for key, v in found.items()
+             if key[0] == "callgate_turns_total" and v != before.get(key, 0)}
+    assert turns == {"PAUSED_UNKNOWN_OUTCOME": 1}
+
+
 def test_a_reload_is_counted(tmp_path: Path, travel: TravelService, tools_dir: Path,
                              effects_db: Path) -> None:
     import shutil
