@@ -2,7 +2,7 @@
 
 `Metrics` and `Tracer` are the interfaces the layers call; their own methods do nothing (metrics
 or tracing off). `gateway.observe.metrics.PrometheusMetrics` and
-`gateway.observe.tracing.OtelTracer` are the implementations `serve` installs when asked.
+`gateway.observe.tracing.LeanTracer` are the implementations `serve` installs when asked.
 Values passed as labels are bounded by the implementation (a tool name the registry does not
 know becomes `(unknown)`), so callers pass what they have.
 """

@@ -13,8 +13,9 @@ Spans are callgate's own small records (`LeanSpan`: ids, times, a dict of attrib
 current through a context variable and handed, finished, to a sink: `gateway.observe.sdk`
 turns them into the OpenTelemetry SDK's `ReadableSpan`s for an SDK span processor (the
 batch processor and OTLP/HTTP exporter of the SDK in `serve`, the in-memory exporter in the
-tests). The SDK's own Tracer costs more per span than a traced request may (bench/README.md,
-part `observe`); these records cost about 3 µs each on the request's path.
+tests). The SDK's own Tracer costs about twice as much CPU per span, which puts a request
+traced with it well over its cost target (bench/README.md, part `observe`); these records,
+with the `ReadableSpan` made of them, cost a few µs each on the request's path.
 
 Read here: `OTEL_TRACES_SAMPLER` (`always_on`, `always_off`, `traceidratio`,
 `parentbased_always_on` — the default —, `parentbased_always_off`, `parentbased_traceidratio`),
