@@ -29,12 +29,15 @@ from tests.support.scenarios import TRAIN, WEATHER
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 CALLER_SPAN = "b7ad6b7169203331"
-ARGUMENT_VALUES = [TRAIN["train_number"], TRAIN["date"], WEATHER["city"], "alice-demo-token"]
+BAGGAGE = "deployment.tier=canary-zq"  # the caller's, passed on to tools, on no span
+ARGUMENT_VALUES = [TRAIN["train_number"], TRAIN["date"], WEATHER["city"], "alice-demo-token",
+                   "canary-zq"]
 
 
 def caller(token: str = "alice-demo-token") -> list[tuple[str, str]]:
     return [("authorization", f"Bearer {token}"),
-            ("traceparent", f"00-{TRACE_ID}-{CALLER_SPAN}-01"), ("tracestate", "vendor=x1")]
+            ("traceparent", f"00-{TRACE_ID}-{CALLER_SPAN}-01"), ("tracestate", "vendor=x1"),
+            ("baggage", BAGGAGE)]
 
 
 @pytest.fixture
@@ -114,7 +117,9 @@ async def test_a_turn_is_one_trace_continuing_the_callers(
     tools = {s.context.span_id: s for s in spans if s.name == "callgate.tool"}
     assert all(s.kind == SpanKind.CLIENT for s in tools.values())
     # the tool service got each call's own tool span as its parent, in the caller's trace
-    sent = [r["traceparent"] for r in fresh_travel.stats()["requests"]]
+    requests = fresh_travel.stats()["requests"]
+    assert [r["baggage"] for r in requests] == [BAGGAGE, BAGGAGE]
+    sent = [r["traceparent"] for r in requests]
     assert len(sent) == 2
     for traceparent in sent:
         _, trace_id, parent, _ = traceparent.split("-")
