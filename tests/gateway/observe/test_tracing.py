@@ -183,3 +183,17 @@ def test_a_collector_that_is_down_costs_the_spans_only(monkeypatch: pytest.Monke
             pass
     assert time.monotonic() - start < 1.0  # waiting, one span would take the 1-s timeout
     tracer.shutdown()  # within the export timeout, and no exception
+
+
+@pytest.mark.parametrize(("variable", "suffix", "path"), [
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", "", "/v1/traces"),
+    ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "/custom/traces", "/custom/traces")])
+def test_without_the_flag_the_sdk_finds_the_collector_in_the_environment(
+        monkeypatch: pytest.MonkeyPatch, variable: str, suffix: str, path: str) -> None:
+    with otlp_collector() as collector:
+        monkeypatch.setenv(variable, collector.url + suffix)
+        tracer = otlp_tracer("")
+        with tracer.span("x"):
+            pass
+        tracer.shutdown()
+    assert [e.path for e in collector.exports] == [path]
