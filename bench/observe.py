@@ -7,8 +7,10 @@ this machine), one with
 interval), one with `--otlp-endpoint` naming a stand-in OTLP/HTTP collector in the benchmark's
 own process (every request is a root span, so the default sampler samples 100%: each
 Authorize makes 2 spans, each two-read SubmitTurn 10, batched and exported as protobuf by the
-SDK's thread in the sidecar), and one the same but sampling 10% of them
-(`OTEL_TRACES_SAMPLER=parentbased_traceidratio`, reported only). Each is asked Authorize and
+SDK's thread in the sidecar), one the same but sampling 10% of them
+(`OTEL_TRACES_SAMPLER=parentbased_traceidratio`, reported only), and one tracing every request
+with the OpenTelemetry SDK's own Tracer in place of callgate's spans (`bench.sdk_tracer`,
+reported only: why callgate has spans of its own). Each is asked Authorize and
 SubmitTurn (two HTTP reads) at 8 in flight; the targets are the server CPU per request of
 the observed sidecars over the plain ones' (the mean of the two): at most 1.05 with metrics,
 1.10 with tracing.
@@ -74,6 +76,12 @@ def _sampled(sidecar: SidecarProcess, ratio: float) -> SidecarProcess:
     return sidecar
 
 
+def _sdk_spans(sidecar: SidecarProcess) -> SidecarProcess:
+    """The sidecar run as `python -m bench.sdk_tracer serve ...`: the SDK's spans."""
+    sidecar.args[sidecar.args.index("gateway.cli")] = "bench.sdk_tracer"
+    return sidecar
+
+
 def _metrics_url(sidecar: SidecarProcess) -> str:
     for line in sidecar.lines:
         if "serving metrics at " in line:
@@ -115,6 +123,8 @@ async def part_observe(b: BenchLike, stubs: Any) -> None:
                 "observe-tracing", extra_args=["--otlp-endpoint", collector])),
             "tracing 10%": stack.enter_context(_sampled(b.sidecar(
                 "observe-tracing-10", extra_args=["--otlp-endpoint", collector]), 0.1)),
+            "tracing, SDK Tracer": stack.enter_context(_sdk_spans(b.sidecar(
+                "observe-tracing-sdk", extra_args=["--otlp-endpoint", collector]))),
         }
         workloads = []
         for kind, sidecar in sidecars.items():
@@ -146,7 +156,7 @@ def _lines(found: Sequence[Any], scrapes: int, exports: int) -> list[str]:
                    f"{first:,.0f} us/req): the noise between two identical processes; the "
                    f"ratios below are to their mean, {base:,.0f} us/req")
         for kind, target in (("metrics", METRICS_TARGET), ("tracing", TRACING_TARGET),
-                             ("tracing 10%", None)):
+                             ("tracing 10%", None), ("tracing, SDK Tracer", None)):
             s = by_name[f"{rpc}, {kind}"]
             cpu = s.cpu_us_per_request(s.server_cpu_s)
             ratio = cpu / base

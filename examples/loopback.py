@@ -94,6 +94,7 @@ class Requests:
                     "run_id": headers.get("x-callgate-run-id", ""),
                     "subject": headers.get("x-callgate-subject", ""),
                     "traceparent": headers.get("traceparent", ""),  # the caller's, if traced
+                    "baggage": headers.get("baggage", ""),  # (W3C baggage, the same)
                 }
             )
             self._arrivals.notify_all()

@@ -10,8 +10,8 @@
                         it applies to (omitted: until /_reset)
     POST /_reset        forget behaviours and statistics
     GET  /_stats        {"train_status": n, "weather": n, "requests": [{"path",
-                        "idempotency_key", "call_id", "run_id", "subject", "traceparent"},
-                        ...]}
+                        "idempotency_key", "call_id", "run_id", "subject", "traceparent",
+                        "baggage"}, ...]}
 
 Answers are deterministic. Delays wait on an event that `close()` sets, so shutting down never
 hangs. Run it with `python -m examples.travel.service --port 8765`, or in-process with

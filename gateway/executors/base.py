@@ -23,7 +23,8 @@ class ExecutionContext:
     call_id: str
     idempotency_key: str  # "<run_id>:<call_id>"
     identity: Identity
-    # the W3C trace context of the tool's span (`traceparent`, `tracestate`), when tracing
+    # the W3C trace context of the tool's span (`traceparent`, `tracestate`) and the caller's
+    # `baggage`, when tracing
     trace_headers: Mapping[str, str] | None = None
 
 

@@ -2,9 +2,9 @@
 
 Every request carries `Idempotency-Key` (`<run_id>:<call_id>`), `X-Callgate-Run-Id`,
 `X-Callgate-Call-Id` and `X-Callgate-Subject`, and with tracing on the W3C `traceparent` (and
-`tracestate`) of the call's tool span. Whether a request reached the target is taken
-from the client (the request's bytes were handed to the connection), so "nothing was sent" is
-exact: such a try is FAILED and is not counted in `attempts`.
+`tracestate`) of the call's tool span and the caller's `baggage`. Whether a request reached
+the target is taken from the client (the request's bytes were handed to the connection), so
+"nothing was sent" is exact: such a try is FAILED and is not counted in `attempts`.
 
     outcome                            read                          write
     nothing sent (connect error,       FAILED tool_error (or         the same

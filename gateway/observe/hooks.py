@@ -2,7 +2,7 @@
 
 `Metrics` and `Tracer` are the interfaces the layers call; their own methods do nothing (metrics
 or tracing off). `gateway.observe.metrics.PrometheusMetrics` and
-`gateway.observe.tracing.OtelTracer` are the implementations `serve` installs when asked.
+`gateway.observe.tracing.LeanTracer` are the implementations `serve` installs when asked.
 Values passed as labels are bounded by the implementation (a tool name the registry does not
 know becomes `(unknown)`), so callers pass what they have.
 """
@@ -21,7 +21,8 @@ UNKNOWN_TOOL: Final = "(unknown)"  # the tool label of a name no manifest declar
 OTHER: Final = "(other)"  # any other label value outside its known set
 NONE: Final = "none"  # the code label of a result without an error code
 MULTIPROCESS_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"  # workers' shared samples (metrics)
-TRACE_HEADERS: Final = frozenset({"traceparent", "tracestate"})  # W3C trace context
+# the W3C trace context and baggage, read from a caller's metadata (OTEL_PROPAGATORS)
+TRACE_HEADERS: Final = frozenset({"traceparent", "tracestate", "baggage"})
 
 
 class Metrics:
@@ -82,11 +83,12 @@ class Tracer:
     def server_span(self, name: str, carrier: Mapping[str, str],
                     attributes: Attributes | None = None) -> AbstractContextManager[Span]:
         """The span of one RPC, continuing the caller's W3C trace context (`traceparent`,
-        `tracestate` in carrier) when it sent one."""
+        `tracestate` in carrier, and its `baggage`) when it sent one."""
         return _NO_SPAN_CONTEXT
 
     def headers(self) -> Mapping[str, str]:
-        """The current span's W3C trace context as request headers (none when off)."""
+        """The current span's W3C trace context (and the caller's baggage) as request
+        headers (none when off)."""
         return _NO_HEADERS
 
     def failed(self, span: Span, description: str) -> None:

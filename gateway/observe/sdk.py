@@ -1,49 +1,173 @@
-"""Finished spans handed to an OpenTelemetry SDK `SpanExporter` (its in-memory exporter in the
-tests, or any other exporter a deployment wants), as the SDK's own `ReadableSpan`s, one export
-per span as the SDK's simple processor would."""
+"""callgate's finished spans handed to the OpenTelemetry SDK, as its own `ReadableSpan`s, through
+an SDK `SpanProcessor`: in `serve`, the SDK's `BatchSpanProcessor` in front of its OTLP/HTTP
+`OTLPSpanExporter` (`otlp_tracer`); in the tests, or wherever a deployment wants, any other SDK
+exporter (`sdk_tracer`: its in-memory exporter, one export per span).
+
+The SDK reads its own variables: the exporter's `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`,
+`_HEADERS`, `_TIMEOUT`, `_COMPRESSION`, `_CERTIFICATE`, `_CLIENT_CERTIFICATE`, `_CLIENT_KEY`;
+the batch processor's `OTEL_BSP_SCHEDULE_DELAY`, `_MAX_QUEUE_SIZE`, `_MAX_EXPORT_BATCH_SIZE`,
+`_EXPORT_TIMEOUT`; the resource's `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`.
+`OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL` may only say `http/protobuf`: the SDK's gRPC exporter is
+not installed, and it has no `http/json` one.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from typing import Final
 
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+)
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
+from opentelemetry.trace import (
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+    TraceState,
+)
 
-from gateway.observe.tracing import INSTRUMENTATION, LeanSpan, LeanTracer, Sampler, resource
+from gateway.errors import ConfigError
+from gateway.observe.tracing import (
+    INSTRUMENTATION,
+    SERVER,
+    LeanSpan,
+    LeanTracer,
+    Propagation,
+    Sampler,
+    traces_url,
+)
 
-_KINDS = {1: SpanKind.INTERNAL, 2: SpanKind.SERVER, 3: SpanKind.CLIENT}
+PROTOCOL: Final = "http/protobuf"
+_PROTOCOL_VARIABLES: Final = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+_KINDS: Final = {1: SpanKind.INTERNAL, 2: SpanKind.SERVER, 3: SpanKind.CLIENT}
+_SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
+_UNSET: Final = Status(StatusCode.UNSET)
+_STATES_KEPT: Final = 256
 
 
 class SdkSink:
-    def __init__(self, exporter: SpanExporter, attributes: Mapping[str, str]) -> None:
-        self.exporter = exporter
-        self.resource = Resource(dict(attributes))
+    """Each finished span, as a `ReadableSpan`, to an SDK span processor's `on_end`."""
+
+    def __init__(self, processor: SpanProcessor, resource: Resource) -> None:
+        self.processor = processor
+        self.resource = resource
         self.scope = InstrumentationScope(INSTRUMENTATION)
+        self._states: dict[str, TraceState] = {}  # a trace's tracestate, parsed once
 
     def add(self, span: LeanSpan) -> None:
-        self.exporter.export([self.readable(span)])
+        self.processor.on_end(self.readable(span))
 
     def readable(self, span: LeanSpan) -> ReadableSpan:
-        state = TraceState.from_header([span.trace_state]) if span.trace_state else None
-        context = SpanContext(span.trace_id, span.span_id, is_remote=False,
-                              trace_flags=TraceFlags(TraceFlags.SAMPLED), trace_state=state)
-        parent = (SpanContext(span.trace_id, span.parent_id, is_remote=False)
-                  if span.parent_id else None)
-        status = (Status(StatusCode.ERROR, span.error) if span.error is not None
-                  else Status(StatusCode.UNSET))
-        return ReadableSpan(name=span.name, context=context, parent=parent,
-                            resource=self.resource, attributes=span.attributes,
-                            kind=_KINDS[span.kind], status=status, start_time=span.start_ns,
-                            end_time=span.end_ns, instrumentation_scope=self.scope)
+        context = SpanContext(
+            span.trace_id,
+            span.span_id,
+            is_remote=False,
+            trace_flags=_SAMPLED,
+            trace_state=self._state(span.trace_state),
+        )
+        # (a server span's parent is the caller's: the only parent from another process)
+        parent = (
+            SpanContext(span.trace_id, span.parent_id, is_remote=span.kind == SERVER)
+            if span.parent_id
+            else None
+        )
+        status = Status(StatusCode.ERROR, span.error) if span.error is not None else _UNSET
+        return ReadableSpan(
+            name=span.name,
+            context=context,
+            parent=parent,
+            resource=self.resource,
+            attributes=span.attributes,
+            kind=_KINDS[span.kind],
+            status=status,
+            start_time=span.start_ns,
+            end_time=span.end_ns,
+            instrumentation_scope=self.scope,
+        )
+
+    def _state(self, header: str) -> TraceState | None:
+        if not header:
+            return None
+        state = self._states.get(header)
+        if state is None:
+            if len(self._states) >= _STATES_KEPT:
+                self._states.clear()
+            state = self._states[header] = TraceState.from_header([header])
+        return state
 
     def shutdown(self) -> None:
-        self.exporter.shutdown()
+        self.processor.shutdown()
 
 
-def sdk_tracer(exporter: SpanExporter, attributes: Mapping[str, str] | None = None,
-               sampler: Sampler | None = None) -> LeanTracer:
-    """A tracer whose spans go to an SDK exporter (sampling as OTEL_TRACES_SAMPLER says)."""
-    return LeanTracer(SdkSink(exporter, resource(attributes)), sampler or Sampler.of())
+class _Resource(Resource):
+    """The SDK's `Resource`, its hash computed once: the OTLP encoder hashes every span's
+    resource to group the spans of an export, and the SDK hashes a resource by writing its
+    attributes as JSON (about a fifth of the encoding of callgate's spans). A resource does
+    not change once made."""
+
+    def __init__(self, attributes: Mapping[str, str], schema_url: str | None = None) -> None:
+        super().__init__(dict(attributes), schema_url)
+        self._hash = super().__hash__()
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+def resource(attributes: Mapping[str, str] | None = None) -> Resource:
+    """The process's resource: `attributes` (named `callgate` unless they say otherwise), with
+    OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME over them, as the SDK reads them."""
+    own = Resource({SERVICE_NAME: INSTRUMENTATION, **(attributes or {})})
+    merged = own.merge(OTELResourceDetector().detect())
+    return _Resource({k: str(v) for k, v in merged.attributes.items()}, merged.schema_url)
+
+
+def check_protocol(environ: Mapping[str, str] = os.environ) -> None:
+    """Refuse an OTLP protocol other than http/protobuf (a ConfigError naming the variable)."""
+    for name in _PROTOCOL_VARIABLES:
+        value = environ.get(name, "").strip()
+        if value and value.lower() != PROTOCOL:
+            raise ConfigError(
+                f"{name}={value!r}: callgate exports traces with OTLP over HTTP as protobuf "
+                f"only; set it to {PROTOCOL} (or leave it unset) and point the endpoint at "
+                "the collector's OTLP/HTTP port (4318)"
+            )
+        if value:
+            return  # the traces variable, when set, decides
+
+
+def sdk_tracer(
+    exporter: SpanExporter,
+    attributes: Mapping[str, str] | None = None,
+    sampler: Sampler | None = None,
+) -> LeanTracer:
+    """A tracer whose spans go to an SDK exporter one by one (sampling as
+    OTEL_TRACES_SAMPLER says)."""
+    return LeanTracer(
+        SdkSink(SimpleSpanProcessor(exporter), resource(attributes)),
+        sampler or Sampler.of(),
+        Propagation.of(),
+    )
+
+
+def otlp_tracer(endpoint: str, attributes: Mapping[str, str] | None = None) -> LeanTracer:
+    """Spans batched by the SDK's BatchSpanProcessor to its OTLPSpanExporter: at the flag's
+    collector (`endpoint` + /v1/traces), else where OTEL_EXPORTER_OTLP_* say. A bad OTEL_*
+    variable callgate reads is a ConfigError."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    check_protocol()
+    sampler, propagation = Sampler.of(), Propagation.of()
+    exporter = OTLPSpanExporter(endpoint=traces_url(endpoint) if endpoint else None)
+    try:
+        processor = BatchSpanProcessor(exporter)
+    except ValueError as exc:  # OTEL_BSP_* out of range
+        raise ConfigError(f"OTEL_BSP_*: {exc}") from None
+    return LeanTracer(SdkSink(processor, resource(attributes)), sampler, propagation)

@@ -1,27 +1,28 @@
 """Traces: `serve --otlp-endpoint URL` exports them over OTLP/HTTP.
 
 One span per RPC (kind SERVER) continues the caller's W3C trace context from its gRPC
-metadata (`traceparent`, `tracestate`); the run engine's phases are its children, and each
-tool execution is a CLIENT span whose context goes to the tool in the request's own
-`traceparent`/`tracestate` headers, so the tool's spans join the trace. Attributes carry tool
-names, verdicts, statuses, codes and the policy revision, never arguments, results or tokens;
-exceptions are not recorded on spans (their messages may quote what a caller sent), only their
-type as the error status.
+metadata (`traceparent`, `tracestate`, and `baggage`); the run engine's phases are its
+children, and each tool execution is a CLIENT span whose context goes to the tool in the
+request's own `traceparent`/`tracestate` (and `baggage`) headers, so the tool's spans join the
+trace. Attributes carry tool names, verdicts, statuses, codes and the policy revision, never
+arguments, results, tokens or identifiers of runs, calls or callers; exceptions are not
+recorded on spans (their messages may quote what a caller sent), only their type as the
+error status.
 
 Spans are callgate's own small records (`LeanSpan`: ids, times, a dict of attributes), made
-current through a context variable and handed, finished, to a sink: `OtlpSink`
-(`gateway.observe.otlp`) encodes them as OTLP protobuf on a thread of its own, and `SdkSink`
-hands them, as the OpenTelemetry SDK's `ReadableSpan`, to any SDK `SpanExporter` (the tests
-use its in-memory exporter). The SDK's own spans cost about 60 µs each with their export on
-a 2-core VM, which is more than a sampled Authorize may cost; these about 3 µs on the
-request's path and 10 µs in the exporting thread (bench/README.md, part `observe`).
+current through a context variable and handed, finished, to a sink: `gateway.observe.sdk`
+turns them into the OpenTelemetry SDK's `ReadableSpan`s for an SDK span processor (the
+batch processor and OTLP/HTTP exporter of the SDK in `serve`, the in-memory exporter in the
+tests). The SDK's own Tracer costs about twice as much CPU per span, which puts a request
+traced with it well over its cost target (bench/README.md, part `observe`); these records,
+with the `ReadableSpan` made of them, cost a few µs each on the request's path.
 
-The standard `OTEL_*` variables apply: `OTEL_SERVICE_NAME` (default `callgate`),
-`OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER` (`always_on`, `always_off`, `traceidratio`,
-`parentbased_always_on` — the default —, `parentbased_always_off`, `parentbased_traceidratio`)
-and `OTEL_TRACES_SAMPLER_ARG`, the exporter's and batch processor's (`gateway.observe.otlp`);
-`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT` switch tracing on
-without the flag, and `OTEL_SDK_DISABLED=true` keeps it off.
+Read here: `OTEL_TRACES_SAMPLER` (`always_on`, `always_off`, `traceidratio`,
+`parentbased_always_on` — the default —, `parentbased_always_off`, `parentbased_traceidratio`),
+`OTEL_TRACES_SAMPLER_ARG` and `OTEL_PROPAGATORS` (`tracecontext`, `baggage`, `none`; the
+default `tracecontext,baggage`); `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or
+`OTEL_EXPORTER_OTLP_ENDPOINT` switch tracing on without the flag, and `OTEL_SDK_DISABLED=true`
+keeps it off. The SDK reads the rest itself (`gateway.observe.sdk`).
 """
 
 from __future__ import annotations
@@ -39,22 +40,22 @@ from typing import Any, Final, Protocol
 
 from gateway.errors import ConfigError
 from gateway.observe.hooks import Attributes, AttributeValue, Span, Tracer
-from gateway.observe.otlp import ExportSettings, OtlpSink, pairs
 
-SERVICE_NAME: Final = "service.name"
 INSTRUMENTATION: Final = "callgate"
 TRACE_PATH: Final = "/v1/traces"
 INTERNAL, SERVER, CLIENT = 1, 2, 3  # OTLP span kinds
 _TRACEPARENT: Final = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 _MAX_TRACESTATE: Final = 512
+_MAX_BAGGAGE: Final = 8192  # W3C Baggage: a header of at most 8192 bytes
+PROPAGATORS: Final = ("tracecontext", "baggage")  # what OTEL_PROPAGATORS may name (or none)
 
 
 class LeanSpan:
     __slots__ = ("name", "trace_id", "span_id", "parent_id", "kind", "start_ns", "end_ns",
-                 "attributes", "error", "trace_state", "sampled")
+                 "attributes", "error", "trace_state", "baggage", "sampled")
 
     def __init__(self, name: str, trace_id: int, parent_id: int, kind: int, sampled: bool,
-                 trace_state: str, attributes: Attributes | None) -> None:
+                 trace_state: str, attributes: Attributes | None, baggage: str = "") -> None:
         self.name = name
         self.trace_id = trace_id
         self.span_id = random.getrandbits(64) or 1
@@ -62,6 +63,7 @@ class LeanSpan:
         self.kind = kind
         self.sampled = sampled
         self.trace_state = trace_state
+        self.baggage = baggage
         self.attributes: dict[str, Any] = dict(attributes) if attributes and sampled else {}
         self.error: str | None = None
         self.start_ns = time.time_ns()
@@ -144,6 +146,29 @@ class Sampler:
         return cls(ratio, based)
 
 
+@dataclass(frozen=True)
+class Propagation:
+    """Which W3C headers are read from a caller and sent to tools (`OTEL_PROPAGATORS`)."""
+
+    trace_context: bool = True  # traceparent, tracestate
+    baggage: bool = True
+
+    @classmethod
+    def of(cls, environ: Mapping[str, str] = os.environ) -> Propagation:
+        raw = environ.get("OTEL_PROPAGATORS", "")
+        names = {name.strip().lower() for name in raw.split(",") if name.strip()}
+        if not names:
+            return cls()
+        if names == {"none"}:
+            return cls(False, False)
+        unknown = sorted(names - set(PROPAGATORS))
+        if unknown:
+            raise ConfigError(
+                f"OTEL_PROPAGATORS={raw!r}: callgate propagates tracecontext and baggage "
+                f"(or none), not {', '.join(unknown)}; name only those it supports")
+        return cls("tracecontext" in names, "baggage" in names)
+
+
 def parent_of(carrier: Mapping[str, str]) -> tuple[int, int, bool, str] | None:
     """(trace ID, span ID, sampled, tracestate) of a valid W3C traceparent, else None."""
     found = _TRACEPARENT.match(carrier.get("traceparent", "").strip().lower())
@@ -157,12 +182,21 @@ def parent_of(carrier: Mapping[str, str]) -> tuple[int, int, bool, str] | None:
     return trace_id, span_id, bool(int(found.group(4), 16) & 1), state
 
 
+def baggage_of(carrier: Mapping[str, str]) -> str:
+    """The caller's W3C `baggage` header, passed on as it came; dropped when over 8192
+    characters or not printable. (Never a span attribute: it is the caller's.)"""
+    found = carrier.get("baggage", "")
+    return found if len(found) <= _MAX_BAGGAGE and found.isprintable() else ""
+
+
 class LeanTracer(Tracer):
     enabled = True
 
-    def __init__(self, sink: Sink, sampler: Sampler = Sampler(1.0)) -> None:
+    def __init__(self, sink: Sink, sampler: Sampler = Sampler(1.0),
+                 propagation: Propagation = Propagation()) -> None:
         self.sink = sink
         self.sampler = sampler
+        self.propagation = propagation
 
     def span(self, name: str, attributes: Attributes | None = None, *,
              client: bool = False) -> AbstractContextManager[Span]:
@@ -174,30 +208,36 @@ class LeanTracer(Tracer):
                             attributes)
         else:
             span = LeanSpan(name, parent.trace_id, parent.span_id, kind, parent.sampled,
-                            parent.trace_state, attributes)
+                            parent.trace_state, attributes, parent.baggage)
         return _Current(span, self.sink, errors=True)
 
     def server_span(self, name: str, carrier: Mapping[str, str],
                     attributes: Attributes | None = None) -> AbstractContextManager[Span]:
-        remote = parent_of(carrier) if carrier else None
+        way = self.propagation
+        remote = parent_of(carrier) if carrier and way.trace_context else None
+        baggage = baggage_of(carrier) if carrier and way.baggage else ""
         if remote is None:
             trace_id = random.getrandbits(128) or 1
             span = LeanSpan(name, trace_id, 0, SERVER, self.sampler.sampled(trace_id, None), "",
-                            attributes)
+                            attributes, baggage)
         else:
             trace_id, parent_id, sampled, state = remote
             span = LeanSpan(name, trace_id, parent_id, SERVER,
-                            self.sampler.sampled(trace_id, sampled), state, attributes)
+                            self.sampler.sampled(trace_id, sampled), state, attributes, baggage)
         return _Current(span, self.sink, errors=False)
 
     def headers(self) -> Mapping[str, str]:
         span = _CURRENT.get()
         if span is None:
             return {}
-        flags = "01" if span.sampled else "00"
-        found = {"traceparent": f"00-{span.trace_id:032x}-{span.span_id:016x}-{flags}"}
-        if span.trace_state:
-            found["tracestate"] = span.trace_state
+        found = {}
+        if self.propagation.trace_context:
+            flags = "01" if span.sampled else "00"
+            found["traceparent"] = f"00-{span.trace_id:032x}-{span.span_id:016x}-{flags}"
+            if span.trace_state:
+                found["tracestate"] = span.trace_state
+        if span.baggage:
+            found["baggage"] = span.baggage
         return found
 
     def failed(self, span: Span, description: str) -> None:
@@ -224,28 +264,8 @@ def wanted(endpoint: str, environ: Mapping[str, str] = os.environ) -> bool:
                 or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
 
 
-def traces_url(endpoint: str, environ: Mapping[str, str] = os.environ) -> str:
-    """Where spans go: the flag's collector base URL (`http://collector:4318`) with
-    /v1/traces added (kept when already there); else OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it
-    is; else OTEL_EXPORTER_OTLP_ENDPOINT with /v1/traces added."""
-    if not endpoint and environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-        return environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
-    base = (endpoint or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")).rstrip("/")
+def traces_url(endpoint: str) -> str:
+    """The flag's collector base URL (`http://collector:4318`) with /v1/traces added (kept
+    when already there), as the SDK adds it to OTEL_EXPORTER_OTLP_ENDPOINT."""
+    base = endpoint.rstrip("/")
     return base if base.endswith(TRACE_PATH) else base + TRACE_PATH
-
-
-def resource(attributes: Mapping[str, str] | None = None,
-             environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The process's resource: `attributes`, OTEL_RESOURCE_ATTRIBUTES over them, then
-    OTEL_SERVICE_NAME (default `callgate`)."""
-    found = {**(attributes or {}), **pairs(environ.get("OTEL_RESOURCE_ATTRIBUTES", ""),
-                                           "OTEL_RESOURCE_ATTRIBUTES")}
-    found[SERVICE_NAME] = environ.get("OTEL_SERVICE_NAME") or found.get(
-        SERVICE_NAME, INSTRUMENTATION)
-    return found
-
-
-def otlp_tracer(endpoint: str, attributes: Mapping[str, str] | None = None) -> LeanTracer:
-    """Spans batched to the OTLP/HTTP endpoint (the flag's, or the one OTEL_* names)."""
-    sink = OtlpSink(ExportSettings.of(traces_url(endpoint)), resource(attributes))
-    return LeanTracer(sink, Sampler.of())

@@ -200,7 +200,7 @@ class ExecutionPhase:
         try:
             if self.observe.enabled:
                 tracer = self.observe.tracer
-                with tracer.span("callgate.execute", {"callgate.call_id": rec.call_id}
+                with tracer.span("callgate.execute", {"callgate.tool": rec.tool}
                                  if tracer.enabled else None) as span:
                     done = await self._execute_call(work, rec)
                     span.set_attribute("callgate.status", done.status.value)

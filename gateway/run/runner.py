@@ -317,7 +317,8 @@ class Runner:
     # ------------------------------------------------------------------ driving a turn
 
     async def _drive(self, identity: Identity, run: RunRecord, turn: TurnRecord,
-                     stored: Sequence[CallRecord] | None = None) -> TurnOutcome:
+                     stored: Sequence[CallRecord] | None = None, *,
+                     again: bool = False) -> TurnOutcome:
         """Take an accepted turn as far as it can go, then settle it. `stored` are the turn's
         call records when the caller has them (a new turn), else they are read back.
 
@@ -329,13 +330,13 @@ class Runner:
             return await self._settle(run, turn, [])
         if turn.next is not None:
             # driven again (e.g. a paused turn resumed): it has no settled outcome until it
-            # settles anew, so nobody reads a half-updated turn as settled
-            turn = revised(turn, next=None, reason="")
+            # settles anew, so nobody reads a half-updated turn as settled (nor counts it)
+            turn, again = revised(turn, next=None, reason=""), True
             await self.store.save(turn=turn)
         calls = (list(stored) if stored is not None
                  else await self.store.turn_calls(run.run_id, turn.turn_id))
         calls, partial = await self._judge_pending(identity, run, turn, calls)
-        return await self._execute(identity, run, turn, calls, self._phase(partial))
+        return await self._execute(identity, run, turn, calls, self._phase(partial), again=again)
 
     def _phase(self, partial: bool) -> ExecutionPhase:
         return ExecutionPhase(self.store, self.registry, self.clock, partial_writes=partial,
@@ -343,7 +344,7 @@ class Runner:
 
     async def _execute(self, identity: Identity, run: RunRecord, turn: TurnRecord,
                        calls: Sequence[CallRecord], phase: ExecutionPhase,
-                       claimed: Sequence[str] = ()) -> TurnOutcome:
+                       claimed: Sequence[str] = (), *, again: bool = False) -> TurnOutcome:
         """Let the turn's approvals speak, run what may run, settle the turn. `claimed`: reads
         whose EXECUTING is already committed by this driver (they go out without another
         commit). Read results are committed with the settlement (a crash before it leaves them
@@ -355,7 +356,7 @@ class Runner:
                         order=[c.call_id for c in calls], started=list(claimed))
         try:
             await phase.run(work)
-            return await self._settle(work.run, turn, work.ordered(), work)
+            return await self._settle(work.run, turn, work.ordered(), work, again=again)
         except StoreUnavailable as err:
             if not work.started:
                 raise
@@ -387,7 +388,7 @@ class Runner:
     # ------------------------------------------------------------------ settling
 
     async def _settle(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
-                      work: TurnWork | None = None) -> TurnOutcome:
+                      work: TurnWork | None = None, *, again: bool = False) -> TurnOutcome:
         """Decide the turn's NextAction and commit it with the run's state (and the results
         `work` holds uncommitted) in one commit; only then is the outcome built."""
         next_action, reason = settle_next(run, turn, calls)
@@ -405,7 +406,8 @@ class Runner:
                          if tracer.enabled else None):
             await self.store.save(run=run if changed else None, turn=turn, calls=held.calls,
                                   audit=held.audit, expect=held.expect)
-        self.observe.metrics.turn(next_action, turn.provider or run.provider)
+        if not again:  # a turn is counted once, when it first settles
+            self.observe.metrics.turn(next_action, turn.provider or run.provider)
         log.info("run %s turn %s: %s, %d call(s), run %s", run.run_id, turn.turn_id,
                  next_action.value, len(calls), state.value)
         return outcome_of(run, turn, calls)
@@ -508,7 +510,7 @@ class Runner:
                                   expect_approvals=[a])
         except StoreConflict:  # decided elsewhere first
             raise ap.already_decided(await self._approval_now(a.approval_id)) from None
-        await self._drive(run.owner, run, reopened)
+        await self._drive(run.owner, run, reopened, again=True)
         rec = await self.store.find_call(a.run_id, a.call_id)
         assert rec is not None
         return done, CallResult.of(rec)
@@ -592,7 +594,7 @@ class Runner:
         await self.store.save(turn=reopened, calls=[done], expect=[rec], audit=[audit])
         calls = await self.store.turn_calls(run.run_id, turn.turn_id)
         if turn.next is not None and any(c.status == CallStatus.UNKNOWN for c in calls):
-            await self._settle(run, reopened, calls)  # still paused: nothing more can run
+            await self._settle(run, reopened, calls, again=True)  # still paused
         else:
-            await self._drive(run.owner, run, reopened, calls)
+            await self._drive(run.owner, run, reopened, calls, again=True)
         return CallResult.of(done)

@@ -51,7 +51,8 @@ def _prometheus(tools: Iterable[str]) -> Metrics:
 
 
 def _tracer(config: ServeConfig) -> Tracer:
-    from gateway.observe.tracing import otlp_tracer, wanted
+    from gateway.observe.sdk import otlp_tracer
+    from gateway.observe.tracing import wanted
 
     if not wanted(config.otlp_endpoint):
         return Tracer()

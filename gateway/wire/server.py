@@ -24,7 +24,7 @@ from gateway.audit.reader import AuditReader
 from gateway.errors import RequestCode, RequestError
 from gateway.identity import Authenticator, Credentials
 from gateway.model import Identity, rfc3339
-from gateway.observe.hooks import OFF, TRACE_HEADERS, Observe
+from gateway.observe.hooks import NO_SPAN, OFF, TRACE_HEADERS, Observe, Span
 from gateway.policy.base import RejectedReload
 from gateway.policy.shadow import ShadowStats
 from gateway.run.authorize import Authorizer
@@ -236,24 +236,36 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                 outcome.status = grpc.StatusCode.CANCELLED
                 raise
             finally:
-                span.set_attribute("rpc.grpc.status_code", outcome.status.value[0])
-                if outcome.code:
-                    span.set_attribute("callgate.code", outcome.code)
-                    tracer.failed(span, outcome.code)
+                self._ended(span, outcome)
                 self.observe.metrics.rpc(method, outcome.status.name, perf_counter() - start)
 
     async def _call_stream(self, method: str, context: grpc.aio.ServicerContext[Any, Any],
                            fn: Callable[[Identity], AsyncIterator[T]],
                            request: Any = None) -> AsyncIterator[T]:
-        """`_call` for a server stream: every message of fn, or the error it ends with (counted
-        when it ends; a stream has no span of its own)."""
+        """`_call` for a server stream: every message of fn, or the error it ends with (in
+        the RPC's span when tracing, which lasts until the stream ends; counted then)."""
+        tracer = self.observe.tracer
+        if not tracer.enabled:
+            async for message in self._stream(method, context, fn, request, NO_SPAN):
+                yield message
+            return
+        with tracer.server_span(f"{SERVICE}/{method}", trace_carrier(context),
+                                {"rpc.method": method}) as span:
+            async for message in self._stream(method, context, fn, request, span):
+                yield message
+
+    async def _stream(self, method: str, context: grpc.aio.ServicerContext[Any, Any],
+                      fn: Callable[[Identity], AsyncIterator[T]], request: Any,
+                      span: Span) -> AsyncIterator[T]:
         outcome = RpcOutcome()
         start = perf_counter()
+        sent = 0
         try:
             identity = await self.auth.authenticate(self._credentials(context))
             if isinstance(request, Undecodable):
                 raise request.error()
             async for message in fn(identity):
+                sent += 1
                 yield message
         except RequestError as err:
             outcome.failed(err)
@@ -266,7 +278,17 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             outcome.failed(INTERNAL)
             await abort(context, INTERNAL)
         finally:
+            if self.observe.tracer.enabled:
+                span.set_attribute("callgate.messages_sent", sent)
+                self._ended(span, outcome)
             self.observe.metrics.rpc(method, outcome.status.name, perf_counter() - start)
+
+    def _ended(self, span: Span, outcome: RpcOutcome) -> None:
+        """What an RPC's span says of how it ended: its gRPC status and request code."""
+        span.set_attribute("rpc.grpc.status_code", outcome.status.value[0])
+        if outcome.code:
+            span.set_attribute("callgate.code", outcome.code)
+            self.observe.tracer.failed(span, outcome.code)
 
     # ------------------------------------------------------------------ runs and turns
 

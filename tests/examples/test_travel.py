@@ -91,7 +91,7 @@ def test_stats_and_reset(client: httpx.Client, service: TravelService) -> None:
     assert (stats["train_status"], stats["weather"]) == (1, 1)
     assert stats["requests"][0] == {"path": "/train_status", "idempotency_key": "r:c1",
                                     "call_id": "c1", "run_id": "r", "subject": "ann",
-                                    "traceparent": ""}
+                                    "traceparent": "", "baggage": ""}
     assert client.post("/_reset").status_code == 200
     assert service.stats() == {"train_status": 0, "weather": 0, "requests": []}
 

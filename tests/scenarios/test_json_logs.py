@@ -12,7 +12,7 @@ from examples.travel.service import TravelService
 from gateway import pb
 from gateway.client import GatewayClient, tool_call
 from gateway.testing import READY
-from tests.support.otlp import otlp_sink
+from tests.support.otlp import otlp_collector
 from tests.support.scenarios import TRAIN, WEATHER
 from tests.support.sidecars import own_sidecar
 
@@ -24,9 +24,9 @@ SEAT = "seat-zq-31337"  # book_ticket redacts /seat
 def test_every_line_is_json_and_names_nothing_private(
         tmp_path: Path, fresh_travel: TravelService, tools_dir: Path, effects_db: Path) -> None:
     run_id = f"logs-{uuid.uuid4().hex[:8]}"
-    with otlp_sink() as (collector, _), own_sidecar(
+    with otlp_collector() as collector, own_sidecar(
             tmp_path, fresh_travel, tools_dir, effects_db,
-            extra=("--log-format", "json", "--otlp-endpoint", collector)) as proc:
+            extra=("--log-format", "json", "--otlp-endpoint", collector.url)) as proc:
         with GatewayClient(proc.target, "alice-demo-token",
                            metadata=[("traceparent", TRACEPARENT)]) as alice, \
                 proc.client("walt-demo-token") as walt:

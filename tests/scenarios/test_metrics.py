@@ -109,6 +109,51 @@ def test_a_scripted_run_is_counted_and_names_nothing_private(
         assert secret not in text, f"/metrics names {secret!r}"
 
 
+def test_a_paused_turn_counts_once(sidecar: SidecarProcess, fresh_workshop: WorkshopService
+                                   ) -> None:
+    """A turn that pauses for an approval and settles again once it is decided is one turn,
+    counted by the NextAction it first settled with."""
+    url = metrics_url(sidecar)
+    run_id = f"runc-{uuid.uuid4().hex[:8]}"
+    with sidecar.client("mia-demo-token") as mia, sidecar.client("olga-demo-token") as olga:
+        mia.start_run(run_id=run_id)
+        before = samples(scrape(url))
+        paused = mia.submit_calls(run_id, "turn-1", tool_call("w1", "reserve_seat", SEATS))
+        assert paused.next == pb.NEXT_ACTION_PAUSED_FOR_APPROVAL
+        answer = olga.decide_approval(by_id(paused)["w1"].approval_id, approve=True,
+                                      reason="checked")
+        assert answer.result.status == pb.CALL_STATUS_SUCCEEDED
+        assert mia.resume_run(run_id).next == pb.NEXT_ACTION_CONTINUE  # settled again
+        found = samples(scrape(url))
+    turns = [(key, v - before.get(key, 0)) for key, v in found.items()
+             if key[0] == "callgate_turns_total" and v != before.get(key, 0)]
+    assert len(turns) == 1 and turns[0][1] == 1, turns
+    assert value(found, "callgate_turns_total", next_action="PAUSED_FOR_APPROVAL",
+                 provider="none") - value(before, "callgate_turns_total",
+                                          next_action="PAUSED_FOR_APPROVAL", provider="none") == 1
+
+
+def test_a_turn_paused_on_an_unknown_outcome_counts_once(
+        sidecar: SidecarProcess, fresh_workshop: WorkshopService) -> None:
+    """The same for a turn an operator's ResolveCall settles again."""
+    url = metrics_url(sidecar)
+    run_id = f"rund-{uuid.uuid4().hex[:8]}"
+    fresh_workshop.control(reserve_seat={"apply_then_drop": True, "times": 1},
+                           lookup={"status": 500})  # booked, its answer lost, no look-up
+    with sidecar.client("mia-demo-token") as mia, sidecar.client("oscar-demo-token") as oscar:
+        mia.start_run(run_id=run_id)
+        before = samples(scrape(url))
+        paused = mia.submit_calls(run_id, "turn-1", tool_call("w1", "reserve_seat", {
+            "event_id": "ws-acme-1", "participant": "mia", "seats": 1}))
+        assert paused.next == pb.NEXT_ACTION_PAUSED_UNKNOWN_OUTCOME
+        oscar.resolve_call(run_id, "w1", pb.CALL_STATUS_FAILED, reason="not in the database")
+        assert mia.resume_run(run_id).next == pb.NEXT_ACTION_CONTINUE  # settled again
+        found = samples(scrape(url))
+    turns = {dict(key[1])["next_action"]: v - before.get(key, 0) for key, v in found.items()
+             if key[0] == "callgate_turns_total" and v != before.get(key, 0)}
+    assert turns == {"PAUSED_UNKNOWN_OUTCOME": 1}
+
+
 def test_a_reload_is_counted(tmp_path: Path, travel: TravelService, tools_dir: Path,
                              effects_db: Path) -> None:
     import shutil

@@ -3,6 +3,8 @@ remembered, however many a model invents."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prometheus_client import CollectorRegistry, generate_latest
 
 from gateway.observe.hooks import OFF, Observe
@@ -35,3 +37,16 @@ def test_off_reports_nothing_and_costs_no_state() -> None:
     with OFF.tracer.span("x") as span:
         span.set_attribute("k", "v")
     assert OFF.tracer.headers() == {}
+
+
+def test_every_metric_is_documented() -> None:
+    from gateway.observe.metrics import StoreGauges
+
+    registry = CollectorRegistry()
+    PrometheusMetrics(LABELS, registry)
+    names = {m.name for m in registry.collect()} | {
+        m.name for m in StoreGauges(lambda: (0, 0)).collect()}
+    page = (Path(__file__).parents[3] / "docs" / "operations.md").read_text()
+    # (a counter's family is named without _total; the page names the series)
+    missing = sorted(n for n in names if f"`{n}`" not in page and f"`{n}_total`" not in page)
+    assert len(names) >= 12 and not missing, f"docs/operations.md does not describe {missing}"

@@ -1,15 +1,24 @@
-"""callgate's spans: W3C trace context read and written, sampling, and the OTLP/HTTP export a
-collector receives (decoded here with the OTLP protobuf definitions)."""
+"""callgate's spans: W3C trace context and baggage read and written, sampling, propagators, and
+the OTLP/HTTP export (the SDK's exporter) a collector on loopback receives, decoded with the
+OTLP protobuf definitions."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from gateway.errors import ConfigError
-from gateway.observe.otlp import ExportSettings, OtlpSink
-from gateway.observe.tracing import LeanSpan, LeanTracer, Sampler, parent_of, resource, traces_url
-from tests.support.otlp import otlp_sink
+from gateway.observe.sdk import check_protocol, otlp_tracer, resource
+from gateway.observe.tracing import (
+    LeanSpan,
+    LeanTracer,
+    Propagation,
+    Sampler,
+    parent_of,
+    traces_url,
+)
+from tests.support.otlp import otlp_collector
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT = "00f067aa0ba902b7"
@@ -79,35 +88,83 @@ def test_samplers_from_the_environment() -> None:
             Sampler.of(bad)
 
 
-def test_where_spans_go_and_what_the_process_is_called() -> None:
-    assert traces_url("http://c:4318", {}) == "http://c:4318/v1/traces"
-    assert traces_url("http://c:4318/v1/traces/", {}) == "http://c:4318/v1/traces"
-    assert traces_url("", {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t/x"}) == "http://t/x"
-    assert traces_url("", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://b"}) == "http://b/v1/traces"
-    assert resource({"a": "1"}, {})["service.name"] == "callgate"
-    named = resource({}, {"OTEL_RESOURCE_ATTRIBUTES": "service.name=gw,zone=eu%2D1"})
-    assert named == {"service.name": "gw", "zone": "eu-1"}
-    with pytest.raises(ConfigError, match="OTEL_BSP_MAX_QUEUE_SIZE"):
-        ExportSettings.of("http://c/v1/traces", {"OTEL_BSP_MAX_QUEUE_SIZE": "-3"})
+def test_baggage_is_passed_on_and_the_propagators_say_what_is() -> None:
+    carrier = {"traceparent": f"00-{TRACE}-{PARENT}-01", "baggage": "tenant.tier=gold"}
+    both = LeanTracer(Kept())
+    with both.server_span("rpc", carrier), both.span("tool", client=True):
+        assert both.headers()["baggage"] == "tenant.tier=gold"
+        assert TRACE in both.headers()["traceparent"]
+    only_baggage = LeanTracer(Kept(), propagation=Propagation.of({"OTEL_PROPAGATORS": "baggage"}))
+    with only_baggage.server_span("rpc", carrier) as rpc, only_baggage.span("tool"):
+        assert dict(only_baggage.headers()) == {"baggage": "tenant.tier=gold"}
+    assert isinstance(rpc, LeanSpan) and f"{rpc.trace_id:032x}" != TRACE  # a trace of its own
+    with LeanTracer(Kept()).server_span("rpc", {"baggage": "x=\n" + "y" * 9000}) as rpc:
+        assert isinstance(rpc, LeanSpan) and rpc.baggage == ""  # not printable, too long
 
 
-def test_the_collector_receives_the_spans_as_otlp() -> None:
-    with otlp_sink() as (url, received):
-        settings = ExportSettings.of(url + "/v1/traces", {"OTEL_EXPORTER_OTLP_HEADERS": "k=v"})
-        tracer = LeanTracer(OtlpSink(settings, {"service.name": "callgate"}))
+@pytest.mark.parametrize(("value", "expected"), [
+    ("", Propagation(True, True)), ("tracecontext, baggage", Propagation(True, True)),
+    ("tracecontext", Propagation(True, False)), ("none", Propagation(False, False))])
+def test_otel_propagators(value: str, expected: Propagation) -> None:
+    assert Propagation.of({"OTEL_PROPAGATORS": value}) == expected
+
+
+@pytest.mark.parametrize("value", ["b3", "tracecontext,jaeger", "none,baggage"])
+def test_otel_propagators_callgate_cannot_honour_stop_start_up(value: str) -> None:
+    with pytest.raises(ConfigError, match="OTEL_PROPAGATORS"):
+        Propagation.of({"OTEL_PROPAGATORS": value})
+
+
+@pytest.mark.parametrize(("variables", "refused"), [
+    ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "OTEL_EXPORTER_OTLP_PROTOCOL"),
+    ({"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
+    ({"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+      "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, None),  # the traces variable decides
+    ({"OTEL_EXPORTER_OTLP_PROTOCOL": "HTTP/protobuf"}, None)])
+def test_only_otlp_over_http_protobuf(variables: dict[str, str], refused: str | None) -> None:
+    if refused is None:
+        check_protocol(variables)
+        return
+    with pytest.raises(ConfigError, match=f"{refused}=.*http/protobuf"):
+        check_protocol(variables)
+
+
+def test_where_spans_go_and_what_the_process_is_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert traces_url("http://c:4318") == "http://c:4318/v1/traces"
+    assert traces_url("http://c:4318/v1/traces/") == "http://c:4318/v1/traces"
+    monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+    monkeypatch.delenv("OTEL_RESOURCE_ATTRIBUTES", raising=False)
+    assert resource({"a": "1"}).attributes == {"service.name": "callgate", "a": "1"}
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "service.name=gw,zone=eu%2D1")
+    assert dict(resource({}).attributes) == {"service.name": "gw", "zone": "eu-1"}
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "edge")
+    assert resource({}).attributes["service.name"] == "edge"
+    monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4096")  # over the queue's 2048
+    with pytest.raises(ConfigError, match="OTEL_BSP"):
+        otlp_tracer("http://127.0.0.1:9")
+
+
+def test_the_sdks_exporter_sends_what_the_otel_variables_say(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-tenant-key=k1,authorization=Basic%20eA")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "edge-gw")
+    with otlp_collector() as collector:
+        tracer = otlp_tracer(collector.url, {"rpc.system": "grpc"})
         with tracer.server_span("rpc", {"traceparent": f"00-{TRACE}-{PARENT}-01"},
                                 {"rpc.method": "Authorize"}) as rpc:
             with tracer.span("callgate.policy", {"callgate.tool": "t"}) as policy:
                 policy.set_attribute("callgate.verdict", "DENY")
             tracer.failed(rpc, "unauthenticated")
-        tracer.shutdown()
-    (body,) = received
-    request = ExportTraceServiceRequest.FromString(body)
-    (resource_spans,) = request.resource_spans
-    assert {a.key: a.value.string_value for a in resource_spans.resource.attributes} == {
-        "service.name": "callgate"}
-    (scope,) = resource_spans.scope_spans
-    policy_msg, rpc_msg = scope.spans
+        tracer.shutdown()  # sends what is batched
+    (export,) = collector.exports
+    assert export.path == "/v1/traces"
+    assert export.headers["content-encoding"] == "gzip"
+    assert export.headers["x-tenant-key"] == "k1" and export.headers["authorization"] == "Basic eA"
+    (resource_spans,) = export.request.resource_spans
+    named = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
+    assert named["service.name"] == "edge-gw" and named["rpc.system"] == "grpc"
+    policy_msg, rpc_msg = export.spans()
     assert rpc_msg.trace_id.hex() == TRACE and rpc_msg.parent_span_id.hex() == PARENT
     assert policy_msg.parent_span_id == rpc_msg.span_id and policy_msg.name == "callgate.policy"
     assert {a.key: a.value.string_value for a in policy_msg.attributes} == {
@@ -116,13 +173,27 @@ def test_the_collector_receives_the_spans_as_otlp() -> None:
     assert rpc_msg.kind == 2 and rpc_msg.end_time_unix_nano >= rpc_msg.start_time_unix_nano
 
 
-def test_a_collector_that_is_down_costs_the_spans_only() -> None:
-    settings = ExportSettings.of("http://127.0.0.1:9/v1/traces",  # nothing listens on port 9
-                                 {"OTEL_EXPORTER_OTLP_TIMEOUT": "500"})
-    sink = OtlpSink(settings, {})
-    tracer = LeanTracer(sink)
+def test_a_collector_that_is_down_costs_the_spans_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")  # seconds, as the SDK reads it
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
+    tracer = otlp_tracer("http://127.0.0.1:9")  # nothing listens on port 9
+    start = time.monotonic()
     for _ in range(3):
+        with tracer.server_span("rpc", {}), tracer.span("x"):
+            pass
+    assert time.monotonic() - start < 1.0  # waiting, one span would take the 1-s timeout
+    tracer.shutdown()  # within the export timeout, and no exception
+
+
+@pytest.mark.parametrize(("variable", "suffix", "path"), [
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", "", "/v1/traces"),
+    ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "/custom/traces", "/custom/traces")])
+def test_without_the_flag_the_sdk_finds_the_collector_in_the_environment(
+        monkeypatch: pytest.MonkeyPatch, variable: str, suffix: str, path: str) -> None:
+    with otlp_collector() as collector:
+        monkeypatch.setenv(variable, collector.url + suffix)
+        tracer = otlp_tracer("")
         with tracer.span("x"):
             pass
-    tracer.shutdown()
-    assert sink.sent == 0 and sink.dropped == 3
+        tracer.shutdown()
+    assert [e.path for e in collector.exports] == [path]
