@@ -266,6 +266,11 @@ class EmbeddedEngine:
     def reads(self, *path: str) -> bool:
         return self._view.reads(*path)
 
+    @property
+    def input_paths(self) -> frozenset[tuple[str, ...]] | None:
+        """The input paths this revision's rules can observe (None: the whole input)."""
+        return self._view.paths
+
     def visible(self, input: dict[str, Any]) -> dict[str, Any]:
         """A `decision` input as this revision is given it: only what its rules can observe
         (gateway.policy.reads)."""
