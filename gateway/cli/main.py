@@ -57,7 +57,7 @@ def _demo(ns: argparse.Namespace) -> int:
 
 def _policy_parser(sub: SubParsers) -> None:
     # listed in `callgate --help`; `callgate policy ...` is dispatched before parsing (main)
-    sub.add_parser("policy", help="check, test, eval, coverage DIR (offline); status",
+    sub.add_parser("policy", help="check, test, eval, coverage, replay DIR (offline); status",
                    add_help=False)
 
 def _policy_status_parser() -> Parser:

@@ -7,6 +7,10 @@
     eval DIR --input FILE|- [--rule decision] [--explain] [--format pretty|json]
                                       evaluate one rule; for `decision` also the verdict
     coverage DIR [-v]                 run the tests with coverage; per-file line counts
+    replay CANDIDATE_DIR --inputs FILE|- [--baseline DIR] [--allow-changes]
+           [--allow-bad-lines] [--format text|json]
+                                      decide recorded decision inputs (serve
+                                      --log-decision-inputs) again; list what would change
 
 Every command takes --rego-version v1|v0 and (but check) --builtin-errors strict|undefined,
 with the same variables and defaults as `serve` (CALLGATE_REGO_VERSION,
@@ -21,6 +25,9 @@ Exit status:
               its verdict); 1 the rule is undefined, the decision is malformed, the evaluation
               failed, or the policies are bad
     coverage  as test
+    replay    0 every input was replayed and no verdict changed (or --allow-changes); 1 a
+              verdict would change, a line could not be replayed (unless --allow-bad-lines),
+              nothing was replayed, or the policies are bad
     all       2 on a usage error (a bad flag, an unreadable --input, a bad --run pattern)
 
 Colours are used only when the output is a terminal (and NO_COLOR is not set).
@@ -116,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     _test_parser(sub)
     _eval_parser(sub)
     _coverage_parser(sub)
+    _replay_parser(sub)
     return parser
 
 
@@ -218,6 +226,36 @@ def _coverage_parser(sub: _Sub) -> None:
     _setting(p, REGO_VERSION)
     _setting(p, BUILTIN_ERRORS)
     p.set_defaults(handler=_coverage)
+
+
+def _replay_parser(sub: _Sub) -> None:
+    p = _sub(sub, "replay", "decide recorded decision inputs (the lines serve "
+             "--log-decision-inputs writes) with a candidate policy directory and list what "
+             "would change")
+    p.add_argument("candidate", type=Path, metavar="CANDIDATE_DIR")
+    p.add_argument("--inputs", required=True, metavar="FILE",
+                   help="the recorded inputs: a sidecar's log or the logged lines, one per "
+                        "line, or - for standard input")
+    p.add_argument("--baseline", type=Path, default=None, metavar="DIR",
+                   help="compare with this policy directory's decisions for the same inputs "
+                        "instead of the decisions the lines record")
+    p.add_argument("--prefix", default=DEFAULT_PREFIX, type=_prefix,
+                   help="the package callgate queries")
+    p.add_argument("--allow-changes", action="store_true",
+                   help="exit 0 even when verdicts would change")
+    p.add_argument("--allow-bad-lines", action="store_true",
+                   help="exit 0 even when lines could not be replayed (they are still listed)")
+    p.add_argument("--limit", type=int, default=50, metavar="N",
+                   help="list at most N changes in text output (0: all)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    _setting(p, REGO_VERSION)
+    _setting(p, BUILTIN_ERRORS)
+    p.set_defaults(handler=_replay)
+
+
+def _replay(args: argparse.Namespace, out: Out) -> int:
+    from gateway.cli.policy_replay import replay_command
+    return replay_command(args, out)
 
 
 def _silence_stdout() -> None:

@@ -16,8 +16,10 @@ the line the author wrote) and is checked against OPA's answers in the tests.
 - Rego v0 only: a rule head that is a bare name (`allow` on a line of its own) is refused as
   OPA refuses it (`var cannot be used for rule name`); the engine would read it as
   `allow = true`. A rule with several bodies (`deny[msg] { ... } { ... }`: each body a
-  definition of its own to OPA) is refused, naming the way around it: the engine gives the
-  later bodies the value `true` (and refuses the form for a partial set, calling it `else`).
+  definition of its own to OPA, where the engine gives the later bodies the value `true` and
+  refuses the form for a partial set, calling it `else`) is written as OPA reads it, the head
+  repeated before each later body on that body's line (`split_bodies`); where the head cannot
+  be found for certain, the rule is refused, naming the way around it.
 
 Known difference: OPA refuses `f()` when it knows the rule's value type before evaluation (a
 constant: `f := 3`); callgate evaluates it as OPA evaluates the calls it accepts.
@@ -48,7 +50,8 @@ class BareRuleName(RuntimeError):
 class SeveralBodies(RuntimeError):
     """A Rego v0 rule with several bodies; the message is located like the engine's."""
 
-    def __init__(self, file: str, line: int, col: int) -> None:
+    def __init__(self, file: str, line: int, col: int, *, offset: int = -1) -> None:
+        self.offset = offset
         super().__init__(
             f"--> {file}:{line}:{col}\nerror: a rule with several bodies "
             "(`p { ... } { ... }`, each body a definition of its own) is read "
@@ -70,7 +73,8 @@ def several_bodies_refused(message: str, text: str) -> SeveralBodies | None:
     lines = text.split("\n")
     if not 1 <= line <= len(lines) or not lines[line - 1][col - 1 :].startswith("{"):
         return None
-    return SeveralBodies(found.group(0).split()[1].rsplit(":", 2)[0], line, col)
+    offset = len("\n".join(lines[: line - 1]).encode()) + (line > 1) + col - 1
+    return SeveralBodies(found.group(0).split()[1].rsplit(":", 2)[0], line, col, offset=offset)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,24 +329,93 @@ def statement_breaks(module: Module) -> list[int]:
 # Rego v0 rules OPA reads otherwise
 
 
-def several_bodies(module: Module) -> Iterator[SeveralBodies]:
+def several_bodies(module: Module, *, constants: bool = False) -> Iterator[SeveralBodies]:
     """A located error for each rule with several bodies (not joined by `else`) that give a
     value of their own: to OPA each is a definition of the rule; the engine gives the second
-    and later ones the value `true` (for a rule that is only true, the two agree)."""
+    and later ones the value `true` (for a rule that is only true, the two agree; `constants`
+    includes those too). `offset` is the byte offset of the second body's `{`."""
     for rule in module.ast.get("rules") or []:
         kind, body = inner(rule)
         bodies = body.get("bodies") or [] if kind == "Spec" else []
         assign = inner(body.get("head"))[1].get("assign") if kind == "Spec" else None
         value = inner(assign.get("value"))[0] if isinstance(assign, dict) else "Bool"
-        if value in _CONSTANTS:
+        if value in _CONSTANTS and not constants:
             continue
         for before, after in zip(bodies, bodies[1:], strict=False):
             gap = module.source[span(before).get("end", 0) : span(after).get("start", 0)]
             if not after.get("is_else") and not re.search(rb"\belse\b", gap):
                 where = span(after)
                 yield SeveralBodies(
-                    module.file, int(where.get("line", 0)), int(where.get("col", 0))
+                    module.file,
+                    int(where.get("line", 0)),
+                    int(where.get("col", 0)),
+                    offset=int(where.get("start", -1)),
                 )
+                break
+
+
+def split_bodies(text: str, opening: int) -> str | None:
+    """text with the rule whose later body opens at byte offset `opening` written as one rule
+    per body, as OPA reads it: `p[x] { a } { b }` → `p[x] { a } p[x] { b }`. The head is
+    repeated on the line of each later body, so every line stays where it was. None when the
+    head cannot be found for certain (a head over several lines, a comment between bodies):
+    the caller then refuses the rule."""
+    s = text.encode().decode("latin-1")  # one character per byte: offsets are byte offsets
+    pairs = _top_level_pairs(s)
+    if pairs is None or s[opening : opening + 1] != "{" or opening not in pairs:
+        return None
+    closes = {end: start for start, end in pairs.items() if s[start] == "{"}
+    first = opening
+    while (before := closes.get(len(s[:first].rstrip()))) is not None:
+        first = before
+    head = _head_before(s, first, pairs)
+    if head is None or first == opening:
+        return None
+    later, end = [], pairs[first]
+    while (nxt := len(s) - len(s[end:].lstrip())) in closes.values() and s[nxt] == "{":
+        later.append(nxt)
+        end = pairs[nxt]
+    for at in reversed(later):
+        s = s[:at] + head + " " + s[at:]
+    return s.encode("latin-1").decode()
+
+
+def _top_level_pairs(s: str) -> dict[int, int] | None:
+    """Offset of each bracket outside any other → offset just past its closing bracket."""
+    pairs: dict[int, int] = {}
+    i = 0
+    while i < len(s):
+        ch = s[i]
+        if ch in _CLOSE:
+            end = _closing(s, i)
+            if end is None:
+                return None
+            pairs[i] = end
+            i = end
+            continue
+        if ch == '"':
+            i = _string_end(s, i)
+        elif ch == "`":
+            i = s.find("`", i + 1)
+        elif ch == "#":
+            i = s.find("\n", i)
+        if i < 0:
+            return pairs
+        i += 1
+    return pairs
+
+
+def _head_before(s: str, first: int, pairs: dict[int, int]) -> str | None:
+    """The rule head before the body at `first`: from the start of its line, all of it on
+    that line, with no body of another rule in it."""
+    line_start = s.rfind("\n", 0, first) + 1
+    head = s[line_start:first].strip()
+    if not head or "#" in head:
+        return None
+    inside = [(a, b) for a, b in pairs.items() if a < first and b > line_start]
+    if any(a < line_start or s[a] == "{" for a, b in inside):
+        return None
+    return head
 
 
 _CONSTANTS = frozenset({"Bool", "Number", "String", "RawString", "Null"})

@@ -50,7 +50,7 @@ from gateway.policy.decision import (
     type_name,
 )
 from gateway.policy.failures import CallIndex, describe
-from gateway.policy.guards import SUPPORT_FILE, extensions
+from gateway.policy.guards import extensions
 from gateway.policy.interpreter import is_panic
 from gateway.policy.reads import InputView
 from gateway.policy.rego import new_engine
@@ -109,8 +109,7 @@ def _build(bundle: Bundle, *, include_tests: bool, coverage: bool, guard: bool) 
         raise config_error_from_regorus(exc, fallback_file=where) from exc
     for name, nargs, fn in extensions(sources.guards):
         engine.add_extension(name, nargs, fn)
-    support = ((SUPPORT_FILE, sources.support),) if sources.support else ()
-    for name, text in (*sources.texts, *support):
+    for name, text in (*sources.texts, *sources.support_files):
         try:
             engine.add_policy(name, text)
         except RuntimeError as exc:
@@ -264,6 +263,11 @@ class EmbeddedEngine:
 
     def reads(self, *path: str) -> bool:
         return self._view.reads(*path)
+
+    @property
+    def input_paths(self) -> frozenset[tuple[str, ...]] | None:
+        """The input paths this revision's rules can observe (None: the whole input)."""
+        return self._view.paths
 
     def visible(self, input: dict[str, Any]) -> dict[str, Any]:
         """A `decision` input as this revision is given it: only what its rules can observe

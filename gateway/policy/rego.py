@@ -8,7 +8,8 @@ form of a call to a supplied builtin (`io.jwt.decode(token, [header, payload, si
 the engine only understands for its own builtins, is rewritten to
 `[header, payload, sig] = io.jwt.decode(token)`, and OPA's order of evaluation around `not` is
 made explicit (gateway.policy.negation). In Rego v0 (`rego_v0=True`) the engine reads pre-1.0
-syntax, and what OPA reads otherwise (a bare rule name, several bodies) is refused.
+syntax, a rule with several bodies is written as one rule per body, as OPA reads it, and what
+OPA reads otherwise (a bare rule name) is refused.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from gateway.policy.compat import (
     complete_bodyless_functions,
     several_bodies,
     several_bodies_refused,
+    split_bodies,
     statement_breaks,
 )
 from gateway.policy.interpreter import bare_engine
@@ -56,7 +58,9 @@ def rewrite_source(name: str, text: str, *, rego_v0: bool = False) -> str:
     def parse(candidate: str) -> None:
         bare_engine(rego_v0=rego_v0).add_policy(name, candidate)
 
-    if not rego_v0:
+    if rego_v0:
+        text = _split_several_bodies(name, text)
+    else:
         text = complete_bodyless_functions(text, parse)
     modules = _modules(name, text, rego_v0=rego_v0)
     if rego_v0:
@@ -74,6 +78,29 @@ def _end_statements(text: str, modules: list[Module]) -> str:
     for offset in breaks:
         source = source[:offset] + b";" + source[offset:]
     return source.decode()
+
+
+def _split_several_bodies(name: str, text: str) -> str:
+    """Rego v0 rules with several bodies written as one rule per body (`compat.split_bodies`):
+    first those the engine refuses (partial sets, one at a time as it names them), then the
+    rest, found in the syntax tree. What cannot be split is left for the refusal."""
+    for _ in range(text.count("{") + 1):
+        scratch = bare_engine(rego_v0=True)
+        try:
+            scratch.add_policy(name, text)
+        except RuntimeError as exc:
+            found = several_bodies_refused(str(exc), text)
+            split = split_bodies(text, found.offset) if found is not None else None
+            if split is None:
+                return text
+            text = split
+            continue
+        modules = [Module.of(m) for m in json.loads(scratch.get_ast_as_json())]
+        found_all = (p.offset for m in modules for p in several_bodies(m, constants=True))
+        for offset in sorted(found_all, reverse=True):  # later edits leave earlier offsets
+            text = split_bodies(text, offset) or text
+        return text
+    return text
 
 
 def _refuse_v0_readings(modules: list[Module]) -> None:

@@ -27,6 +27,7 @@ from gateway.policy.bundle import (
     load_bundle,
     rules_of_engine,
 )
+from gateway.policy.crossing import SUPPORT_FILE as CROSSING_FILE
 from gateway.policy.decision import UNDEFINED
 from gateway.policy.embedded import build_regorus_engine
 from gateway.policy.failures import CallIndex, describe
@@ -328,6 +329,7 @@ def _coverage(engine: Any) -> tuple[FileCoverage, ...]:
             not_covered=tuple(sorted(f.get("not_covered", []))),
         )
         for f in report.get("files", [])
-        if f.get("path") != SUPPORT_FILE  # callgate's own, for --builtin-errors undefined
+        # callgate's own: for --builtin-errors undefined, and for sprintf's arguments
+        if f.get("path") not in (SUPPORT_FILE, CROSSING_FILE)
     ]
     return tuple(sorted(files, key=lambda f: f.path))

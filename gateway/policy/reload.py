@@ -204,11 +204,13 @@ class ReloadingEngine:
 
     @staticmethod
     def _log_input(text: str, decision: Decision) -> None:
-        head = json.dumps(
-            {
-                "input_sha256": decision.input_sha256,
-                "policy_revision": decision.policy_revision,
-                "verdict": decision.verdict.value,
-            }
-        )
+        record: dict[str, Any] = {
+            "input_sha256": decision.input_sha256,
+            "policy_revision": decision.policy_revision,
+            "verdict": decision.verdict.value,
+            "reasons": list(decision.reasons),
+        }
+        if decision.approval_ttl_s is not None:
+            record["approval_ttl_s"] = decision.approval_ttl_s
+        head = json.dumps(record)
         inputs_log.info('%s, "input": %s}', head[:-1], text)

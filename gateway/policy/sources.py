@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.policy import crossing
 from gateway.policy.builtins import SUPPLIED
 from gateway.policy.bundle import Bundle
 from gateway.policy.compat import Module, blank, empty_call_edits, rule_arities
@@ -50,6 +51,14 @@ class EngineSources:
         """The guards' support module ("" when the texts need none)."""
         return support_module(self.guards)
 
+    @property
+    def support_files(self) -> tuple[tuple[str, str], ...]:
+        """(file, text) of each support module the texts call."""
+        files = [(SUPPORT_FILE, self.support)] if self.support else []
+        if crossing.needs_support(self.texts):
+            files.append((crossing.SUPPORT_FILE, crossing.SUPPORT_TEXT))
+        return tuple(files)
+
 
 def engine_sources(
     bundle: Bundle, *, include_tests: bool = False, guard: bool = True
@@ -63,7 +72,9 @@ def engine_sources(
 @functools.lru_cache(maxsize=64)
 def _prepared(named: Named, options: RegoOptions, guard: bool) -> EngineSources:
     v0 = options.rego_v0
-    texts = tuple((name, rewrite_source(name, text, rego_v0=v0)) for name, text in named)
+    texts = _wrapped_sprintf(
+        tuple((name, rewrite_source(name, text, rego_v0=v0)) for name, text in named), v0
+    )
     if not guard and not any(_EMPTY_CALL.search(text) for _, text in texts):
         return EngineSources(texts)
     modules = parsed(texts, rego_v0=v0)
@@ -74,6 +85,19 @@ def _prepared(named: Named, options: RegoOptions, guard: bool) -> EngineSources:
     if called != texts:
         modules = parsed(called, rego_v0=v0)
     return _guarded(modules, called, set(arities), rego_v0=v0)
+
+
+def _wrapped_sprintf(texts: Named, rego_v0: bool) -> Named:
+    """The texts with the arguments of each `sprintf` made to cross (gateway.policy.crossing)."""
+    if not any("sprintf" in text for _, text in texts):
+        return texts
+    modules = parsed(texts, rego_v0=rego_v0)
+    out = []
+    for name, text in texts:
+        module = modules.get(name)
+        wrapped = crossing.wrap_sprintf_arguments(module) if module else None
+        out.append((name, wrapped if wrapped is not None else text))
+    return tuple(out)
 
 
 def _called_rules(module: Module | None, text: str, arities: dict[tuple[str, str], bool]) -> str:
@@ -99,9 +123,8 @@ def _guarded(
             names |= rewrite.names
         out.append((name, rewrite.text() if rewrite and rewrite.changed else text))
     guarded = EngineSources(tuple(out), frozenset(names))
-    support = [(SUPPORT_FILE, guarded.support)] if guarded.support else []
     try:
-        parsed([*out, *support], rego_v0=rego_v0)
+        parsed([*out, *guarded.support_files], rego_v0=rego_v0)
     except RuntimeError as exc:
         raise _unguardable(exc) from None
     return guarded

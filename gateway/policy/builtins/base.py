@@ -76,6 +76,17 @@ def object_operand(value: Any, position: int) -> dict[Any, Any]:
     return value
 
 
+# An object standing for a set the engine could not hand over (gateway.policy.crossing):
+# {SET_KEY: [elements]}, a key no policy writes by chance (it starts with a NUL).
+SET_KEY = "\x00callgate-set"
+
+
+def _crossed_set(value: Any) -> list[Any] | None:
+    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get(SET_KEY), list):
+        return value[SET_KEY]
+    return None
+
+
 def rego_text(value: Any) -> str:
     """A value as OPA writes it (ast.Term.String): strings Go-quoted, object keys and set
     elements in OPA's order of values, `set()` for the empty set."""
@@ -91,6 +102,8 @@ def rego_text(value: Any) -> str:
         return go_quote(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(rego_text(v) for v in value) + "]"
+    if (elements := _crossed_set(value)) is not None:
+        return "{" + ", ".join(rego_text(v) for v in sorted(elements, key=order_key)) + "}"
     if isinstance(value, dict):
         items = sorted(value.items(), key=lambda kv: order_key(kv[0]))
         return "{" + ", ".join(f"{rego_text(k)}: {rego_text(v)}" for k, v in items) + "}"
@@ -113,6 +126,8 @@ def order_key(value: Any) -> tuple[Any, ...]:
         return (3, value)
     if isinstance(value, list | tuple):
         return (4, tuple(order_key(v) for v in value))
+    if (elements := _crossed_set(value)) is not None:
+        return (6, tuple(sorted(order_key(v) for v in elements)))
     if isinstance(value, dict):
         return (5, tuple(sorted((order_key(k), order_key(v)) for k, v in value.items())))
     return (6, tuple(sorted(order_key(v) for v in value)))

@@ -13,6 +13,7 @@ from gateway.policy.bundle import PolicyConfigError, load_bundle
 from gateway.policy.compat import complete_bodyless_functions
 from gateway.policy.embedded import EmbeddedEngine, analyze
 from gateway.policy.options import SETTINGS, RegoOptions
+from gateway.policy.rego import rewrite_source
 from gateway.policy.rego_tests import run_tests
 from tests.gateway.policy.inputs import WriteBundle
 from tests.support.opa_answers import Case, cases, embedded_answer, live_answer, same_outcome
@@ -50,6 +51,23 @@ def test_a_function_without_a_body_keeps_every_line(write_bundle: WriteBundle) -
     decision = engine.decide({})
     assert decision.is_policy_error
     assert "p.rego:7:" in decision.reasons[0] and "to_number" in decision.reasons[0]
+
+
+def test_several_bodies_split_keep_every_line_and_report_it(write_bundle: WriteBundle) -> None:
+    source = (
+        'package callgate\n\ndeny[msg] {\n  input.a\n  msg := "a"\n} {\n  input.b\n'
+        '  msg := sprintf("%s", [to_number(input.b)])\n}\n\n'
+        'decision := {"allow": count(deny) == 0, "reasons": [r | deny[r]]}\n'
+    )
+    written = rewrite_source("p.rego", source, rego_v0=True)
+    pairs = list(zip(source.split("\n"), written.split("\n"), strict=True))
+    assert [(n, old, new) for n, (old, new) in enumerate(pairs, 1) if old != new] == [
+        (6, "} {", "} deny[msg] {")
+    ], written
+    engine = EmbeddedEngine(load_bundle(write_bundle({"p.rego": source}), V0))
+    decision = engine.decide({"b": "x"})
+    assert decision.is_policy_error and "p.rego:8:" in decision.reasons[0]
+    assert engine.decide({"a": True}).reasons == ("a",)
 
 
 def test_completion_stops_at_an_error_that_is_not_a_missing_body() -> None:

@@ -259,6 +259,7 @@ async def test_decision_inputs_are_logged_for_replay(write_bundle: WriteBundle,
     evaluated = {"call": {"tool": CALL["call"]["tool"]}}
     assert line["input"] == evaluated
     assert line["policy_revision"] == decision.policy_revision and line["verdict"] == "ALLOW"
+    assert line["reasons"] == list(decision.reasons) and "approval_ttl_s" not in line
     text = json.dumps(evaluated, sort_keys=True, separators=(",", ":"))
     assert line["input_sha256"] == decision.input_sha256 == hashlib.sha256(
         text.encode()).hexdigest()

@@ -48,10 +48,42 @@ def test_sprintf_is_gos_fmt(args: str, want: str) -> None:
     assert rego(f"sprintf({args})") == want
 
 
-def test_sprintf_that_cannot_have_its_arguments_says_why() -> None:
+# sets of arrays, objects or sets, which the engine cannot hand to Python as they are: a
+# policy's calls are given a copy that it can (gateway.policy.crossing)
+SPRINTF_OF_SETS = [
+    ('"%v", [{[1]}]', "{[1]}"),
+    (
+        '"%v|%s", [{{"b": 1}, {"a": [true]}}, [{{2}, {1}}]]',
+        '{{"a": [true]}, {"b": 1}}|[{{1}, {2}}]',
+    ),
+    (
+        '"%d %v", [{{"a": 1}}, {"k": {{"x": {{1}}}}}]',
+        '%!d(string={{"a": 1}}) {"k": {{"x": {{1}}}}}',
+    ),
+    ('"%v %s", [{{"msg": "x", "details": {}}}, "plain"]', '{{"details": {}, "msg": "x"}} plain'),
+]
+
+
+@pytest.mark.parametrize(("args", "want"), SPRINTF_OF_SETS)
+def test_sprintf_formats_sets_of_compound_values(
+    args: str, want: str, write_bundle: WriteBundle
+) -> None:
+    root = write_bundle({"p.rego": f"package callgate\n\nx := sprintf({args})\n"})
+    assert load_engine(root).eval_raw("x", {}) == want
+
+
+def test_sprintf_that_cannot_have_its_arguments_says_why(write_bundle: WriteBundle) -> None:
     assert "a number of 2^64 or more" in rego_error('sprintf("%v", [18446744073709551616])')
-    assert "a set of arrays or objects" in rego_error('sprintf("%v", [{[1]}])')
     assert "operand 2 must be array but got object" in rego_error('sprintf("%v", {})')
+    for args in ('"%v", [{[1]: 2}]', '"%v", [{{{{{{[1]}}}}}}]'):  # keyed by one; too deep
+        root = write_bundle({"p.rego": f"package callgate\n\nx := sprintf({args})\n"})
+        with pytest.raises(PolicyEvalError, match="a set of arrays or objects"):
+            load_engine(root).eval_raw("x", {})
+    # the wrapped call keeps the author's line in its error
+    root = write_bundle({"p.rego": 'package callgate\n\nx := sprintf("%v", input.v)\n'}, "line")
+    with pytest.raises(PolicyEvalError) as failed:
+        load_engine(root).eval_raw("x", {"v": {}})
+    assert "p.rego:3:" in failed.value.message and "must be array" in failed.value.message
 
 
 @pytest.mark.parametrize(
