@@ -152,10 +152,15 @@ async def _transport(spec: ServerSpec, max_event_bytes: int) -> AsyncIterator[An
         yield streams
 
 
-def describe(exc: BaseException) -> str:
-    """One line for why a session failed (the first cause inside an exception group)."""
+def _first(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def describe(exc: BaseException) -> str:
+    """One line for why a session failed (the first cause inside an exception group)."""
+    exc = _first(exc)
     return f"{type(exc).__name__}: {error_text(exc)}"
 
 
@@ -195,11 +200,10 @@ class Connection:
                 self.session = session
                 self.ready.set()
                 await self.stop.wait()
-        except TimeoutError:
-            self.problem = self.problem or (
-                f"no answer to initialize within {self.spec.start_timeout_s:g} s"
-            )
         except Exception as exc:
+            if isinstance(_first(exc), TimeoutError) and self.session is None:
+                limit = self.spec.start_timeout_s
+                self.problem = self.problem or f"no answer to initialize within {limit:g} s"
             self.problem = self.problem or describe(exc)
         finally:
             watch.cancel()

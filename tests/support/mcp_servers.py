@@ -4,66 +4,27 @@ line), and registries whose tools call them."""
 
 from __future__ import annotations
 
-import select
-import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from examples.mcp_tools.process import HttpProcess, start_http
 from gateway.executors import McpSessions
-from gateway.executors.mcp_servers import HttpServer, ServerSpec, StdioServer
+from gateway.executors.mcp_servers import ServerSpec, StdioServer
 from gateway.tools import Registry
 from tests.support.paths import ROOT
 
 NOTES = "examples.mcp_tools.server"
 HOSTILE = "tests.support.mcp_hostile"
-START_S = 20.0
+START_S = 60.0  # generous: a loaded machine starts Python slowly
 
 
 def stdio(name: str, module: str, db: Path, **extra: Any) -> StdioServer:
     return StdioServer(
-        name, (sys.executable, "-m", module, "--db", str(db)), extra, str(ROOT), 15.0
+        name, (sys.executable, "-m", module, "--db", str(db)), extra, str(ROOT), START_S
     )
-
-
-@dataclass
-class HttpProcess:
-    process: subprocess.Popen[str]
-    url: str
-
-    def spec(self, name: str) -> HttpServer:
-        return HttpServer(name, self.url, {}, 15.0)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-
-
-def start_http(module: str, db: Path, port: int = 0) -> HttpProcess:
-    process = subprocess.Popen(
-        [sys.executable, "-m", module, "--db", str(db), "--http", f"127.0.0.1:{port}"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    ready, _, _ = select.select([process.stdout], [], [], START_S)
-    line = process.stdout.readline() if ready else ""  # the server prints its URL first
-    if not line.startswith("MCP server at "):
-        process.kill()
-        process.wait()
-        process.stdout.close()
-        raise RuntimeError(f"the MCP server did not start: {line!r}")
-    return HttpProcess(process, line.removeprefix("MCP server at ").strip())
 
 
 @contextmanager
