@@ -45,6 +45,10 @@ def build(db: Path) -> MCPServer:
     def echo_meta(ctx: Context) -> dict[str, Any]:
         return dict(ctx.request_context.meta or {})
 
+    @server.tool()
+    def echo_headers(ctx: Context) -> dict[str, Any]:
+        return {k.lower(): v for k, v in (ctx.headers or {}).items()}
+
     @server.tool(structured_output=False)
     def big(size: int) -> str:
         return "x" * size

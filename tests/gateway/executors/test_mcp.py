@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from examples.mcp_tools.server import notes
+from gateway.errors import ConfigError
 from gateway.executors import ExecutionContext
 from gateway.executors.mcp import KEY_META
-from gateway.executors.mcp_servers import ServerSpec, StdioServer
+from gateway.executors.mcp_servers import ServerSpec, StdioServer, parse_servers
 from gateway.model import CallStatus, Identity
 from gateway.tools import Registry
 from tests.support.mcp_hostile import rows
@@ -301,3 +302,30 @@ async def test_an_http_server_that_is_down_is_a_failed_read(
     result = await get.run({"note_id": "x"}, context())
     assert (result.status, result.attempts) == (CallStatus.FAILED, 0)
     assert "nothing was sent" in result.error_message
+
+
+async def test_an_http_server_gets_the_headers_of_the_servers_file_only(
+    tmp_path: Path, built: list[Registry]
+) -> None:
+    with http_server(HOSTILE, tmp_path / "h.db") as server:
+        text = (
+            f"servers:\n  hostile: {{url: '{server.url}', "
+            "headers_from_env: {Authorization: HOSTILE_AUTH}}\n"
+        )
+        servers = parse_servers(text, "servers.yaml", {"HOSTILE_AUTH": "Bearer from-the-file"})
+        reg = _registry(built, [mcp_manifest("echo_headers", server="hostile")], dict(servers))
+        tool = reg.get("echo_headers")
+        assert tool is not None
+        headers = json.loads((await tool.run({}, context())).output_json)
+    assert headers["authorization"] == "Bearer from-the-file"
+    assert not any("callgate" in name for name in headers)  # ids travel in _meta only
+
+
+def test_a_servers_file_with_a_key_given_twice_names_its_line() -> None:
+    text = "servers:\n  a: {command: [x]}\n  a: {command: [y]}\n"
+    with pytest.raises(ConfigError, match=r"servers.yaml \(line 3\)"):
+        parse_servers(text, "servers.yaml", {})
+    with pytest.raises(ConfigError, match="servers.b.env: applies to command"):
+        parse_servers("servers:\n  b: {url: 'http://h/mcp', env: {A: b}}\n", "servers.yaml", {})
+    with pytest.raises(ConfigError, match="servers.c.command: give command"):
+        parse_servers("servers:\n  c: {cwd: /tmp}\n", "servers.yaml", {})
