@@ -23,6 +23,7 @@ from gateway.policy.inputs import tool_input
 from gateway.testing import SidecarProcess, run_serve_expecting_failure
 from gateway.tools import Registry
 from tests.support.commands import callgate
+from tests.support.mcp_hostile import rows
 from tests.support.paths import ROOT
 
 POLICY = """package callgate
@@ -221,3 +222,50 @@ def test_serve_refuses_a_manifest_naming_an_undeclared_server(tmp_path: Path) ->
     assert "(declared: elsewhere)" in output
     code, output = run_serve_expecting_failure(args)
     assert code != 0 and "no MCP servers file was given (--mcp-servers)" in output
+
+
+def test_a_server_that_crashes_mid_write_is_reconciled_with_one_effect(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    servers = tmp_path / "servers.yaml"
+    servers.write_text(
+        f"servers:\n  hostile:\n    command: [{sys.executable}, -m, "
+        f"tests.support.mcp_hostile, --db, {db}]\n    cwd: {ROOT}\n"
+        "    start_timeout_s: 60\n"
+    )
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "crash_write.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "crash_write",
+                "version": "1",
+                "effect": "write",
+                "input_schema": {"type": "object", "properties": {"title": {"type": "string"}}},
+                "executor": {"type": "mcp", "server": "hostile"},
+                "reconcile": {"type": "mcp", "tool": "find_row", "after_s": 0},
+                "labels": {"mcp.server": "notes"},  # what the test policy allows
+            }
+        )
+    )
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "callgate.rego").write_text(POLICY)
+    with (
+        SidecarProcess(
+            tools=tools,
+            policies=policies,
+            db=tmp_path / "callgate.db",
+            extra_args=["--insecure-dev-identity", "alice", "--mcp-servers", str(servers)],
+        ) as sidecar,
+        sidecar.client() as client,
+    ):
+        run_id = f"mcp-{uuid.uuid4().hex[:8]}"
+        client.start_run(run_id=run_id)
+        outcome = client.submit_calls(
+            run_id, "t1", tool_call("w1", "crash_write", {"title": "once"})
+        )
+        (result,) = outcome.results
+        assert result.status == pb.CALL_STATUS_SUCCEEDED, result  # found by the look-up
+        assert json.loads(result.output_json) == {"title": "once"}
+        assert result.execution_count == 1
+    assert rows(db) == [("once", f"{run_id}:w1")]  # at most one effect
