@@ -8,7 +8,7 @@ PROTO_OUT := gateway/_proto/callgate/v1/gateway_pb2.py
 NODE_STAMP := clients/node/node_modules/.installed
 LINTED := gateway adapters tests bench examples scripts
 
-.PHONY: setup proto run test regression fuzz lint bench bench-audit client-dist clean
+.PHONY: setup proto run test regression fuzz lint bench bench-audit bench-mcp client-dist clean
 
 setup: $(STAMP) $(PROTO_OUT) $(NODE_STAMP)
 
@@ -53,6 +53,11 @@ lint: setup
 
 bench: setup
 	$(PY) -m bench.run
+	$(PY) -m bench.mcp
+
+# an MCP read through callgate vs straight to the server (under a minute)
+bench-mcp: setup
+	$(PY) -m bench.mcp
 
 # the audit trail: QueryAudit among a million records, the append per decision (about 2 min)
 bench-audit: setup

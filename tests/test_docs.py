@@ -327,6 +327,8 @@ def test_every_manifest_field_is_documented() -> None:
         executor_config.HttpExecutorConfig,
         executor_config.HttpReconcileConfig,
         executor_config.PythonReconcileConfig,
+        executor_config.McpExecutorConfig,
+        executor_config.McpReconcileConfig,
     ]
     nested = {"retry", "idempotency"}  # documented field by field below
     fields = {

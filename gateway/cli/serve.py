@@ -59,6 +59,9 @@ def _core_options(p: argparse.ArgumentParser) -> None:
            help="directory of tool manifests")
     option(p, "--policies", parse=existing_dir, required=True, metavar="DIR",
            help="directory of Rego policies and their data")
+    option(p, "--mcp-servers", parse=existing_file, metavar="FILE",
+           help="YAML file of the MCP servers `executor: {type: mcp}` tools are called on "
+           "(docs/tools.md)")
     option(p, "--db", parse=nonempty, default=_default("db"), metavar="URL",
            help="the run store: PATH or sqlite:///PATH, or postgresql://... for a store "
            "several replicas share")
@@ -214,6 +217,7 @@ def _serve_config(ns: argparse.Namespace) -> ServeConfig:
     try:
         return ServeConfig(
             listen=ns.listen, tools=ns.tools, policies=ns.policies, db=ns.db, auth=ns.auth,
+            mcp_servers=ns.mcp_servers,
             insecure_dev_identity=ns.insecure_dev_identity, engine=ns.engine,
             policy_prefix=ns.policy_prefix, rego_version=ns.rego_version,
             builtin_errors=ns.builtin_errors, db_busy_timeout_s=ns.db_busy_timeout,

@@ -1,6 +1,8 @@
-"""`callgate tools list`: the tools the caller may use, from a running sidecar (ListTools).
+"""`callgate tools list`: the tools the caller may use, from a running sidecar (ListTools);
+`callgate tools import`: manifests for an MCP server's tools (`gateway.cli.tools_import`).
 
     callgate tools list [--schema] [--provider P] [--json]
+    callgate tools import --mcp-servers FILE --server NAME --out DIR [--read TOOL,...]
 
 A table of name, version, effect and description by default (the tools the policy's `offer`
 lists for the caller); `--schema` adds each tool's input schema; `--json` prints the answer:
@@ -17,12 +19,14 @@ from typing import Any
 
 from gateway.cli.common import connected, nonempty, option, switch
 from gateway.cli.runs import table
+from gateway.cli.tools_import import add_arguments as add_import_arguments
+from gateway.cli.tools_import import run_import
 
-ACTIONS = ("list",)
+ACTIONS = ("list", "import")
 
 
 def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], None]) -> None:
-    p = sub.add_parser("tools", help="list the tools you may use",
+    p = sub.add_parser("tools", help="list the tools you may use; import an MCP server's",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=ACTIONS, help="what to do")
     client_options(p)
@@ -31,10 +35,13 @@ def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], Non
            help="whose tool declarations --json includes (openai.responses, "
            "anthropic.messages, ...)")
     switch(p, "--json", help="print the answer as JSON")
+    add_import_arguments(p)
     p.set_defaults(handler=run)
 
 
 def run(ns: argparse.Namespace) -> int:
+    if ns.action == "import":
+        return run_import(ns)
     with connected(ns, timeout_s=30) as client:
         answer = client.list_tools(ns.provider)
     if ns.json:

@@ -1,11 +1,13 @@
-"""How a tool runs: `python` and `http` executors, reconcile look-ups (docs/tools.md).
+"""How a tool runs: `python`, `http` and `mcp` executors, reconcile look-ups (docs/tools.md).
 
 `build_executor` turns the manifest sections of one tool into an `Executor`; the registry owns
-the `HttpClients` every http executor and look-up of its tools shares.
+the `HttpClients` every http executor and look-up of its tools shares, and the `McpSessions`
+of the MCP servers file.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -16,6 +18,8 @@ from gateway.executors.config import (
     HttpReconcileConfig,
     IdempotencyConfig,
     ManifestFieldError,
+    McpExecutorConfig,
+    McpReconcileConfig,
     PythonExecutorConfig,
     PythonReconcileConfig,
     ReconcileConfig,
@@ -24,6 +28,8 @@ from gateway.executors.config import (
 )
 from gateway.executors.http import HttpClients, HttpExecutor, HttpLookup
 from gateway.executors.http1 import Route, target
+from gateway.executors.mcp import McpExecutor, McpLookup
+from gateway.executors.mcp_sessions import McpSessions, ServerLink
 from gateway.executors.proxy import Proxies, ProxySettingError
 from gateway.executors.python import PythonExecutor, PythonLookup, ToolFunction, load_function
 from gateway.executors.reconcile import Lookup, Reconciler
@@ -41,6 +47,7 @@ __all__ = [
     "HttpReconcileConfig",
     "IdempotencyConfig",
     "ManifestFieldError",
+    "McpSessions",
     "Proxies",
     "PythonExecutorConfig",
     "PythonReconcileConfig",
@@ -96,9 +103,40 @@ def _route(
         raise ManifestFieldError((section, "url"), str(exc)) from exc
 
 
+def _mcp_link(sessions: McpSessions | None, server: str) -> ServerLink:
+    link = sessions.link(server) if sessions is not None else None
+    if link is not None:
+        return link
+    if sessions is None or not sessions.source:
+        raise ManifestFieldError(("executor", "server"), f"MCP server {server!r} is not "
+                                 "declared: no MCP servers file was given (--mcp-servers)")
+    declared = ", ".join(sessions.names()) or "none"
+    raise ManifestFieldError(("executor", "server"), f"MCP server {server!r} is not declared "
+                             f"in {sessions.source} (declared: {declared})")
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What executors share: the http client, the MCP sessions, the manifest's folder."""
+
+    clients: HttpClients
+    base: Path = Path(".")
+    mcp: McpSessions | None = None
+
+
 def _sender(
-    cfg: ExecutorConfig, *, effect: Effect, retry: RetryConfig, clients: HttpClients, base: Path
+    cfg: ExecutorConfig, *, effect: Effect, retry: RetryConfig, targets: Targets, name: str
 ) -> Sender:
+    clients, base = targets.clients, targets.base
+    if isinstance(cfg, McpExecutorConfig):
+        return McpExecutor(
+            link=_mcp_link(targets.mcp, cfg.server),
+            tool=cfg.tool or name,
+            timeout_s=cfg.timeout_s,
+            effect=effect,
+            max_attempts=retry.max_attempts,
+            backoff_s=retry.backoff_s,
+        )
     if isinstance(cfg, PythonExecutorConfig):
         return PythonExecutor(
             _function(cfg.function, ("executor", "function")),
@@ -126,9 +164,14 @@ def _lookup_tls(cfg: HttpReconcileConfig, executor: ExecutorConfig) -> TlsConfig
     return executor.tls if target(cfg.url).origin == target(executor.url).origin else None
 
 
-def _lookup(
-    cfg: ReconcileConfig, executor: ExecutorConfig, clients: HttpClients, base: Path
-) -> Lookup:
+def _lookup(cfg: ReconcileConfig, executor: ExecutorConfig, targets: Targets) -> Lookup:
+    clients, base = targets.clients, targets.base
+    if isinstance(cfg, McpReconcileConfig):
+        if not isinstance(executor, McpExecutorConfig):
+            raise ManifestFieldError(("reconcile", "type"), "an mcp look-up calls a tool of "
+                                     "the executor's MCP server: the executor must be mcp")
+        return McpLookup(link=_mcp_link(targets.mcp, executor.server), tool=cfg.tool,
+                         arguments=cfg.arguments, timeout_s=cfg.timeout_s)
     if isinstance(cfg, PythonReconcileConfig):
         return PythonLookup(
             _function(cfg.function, ("reconcile", "function")), timeout_s=cfg.timeout_s
@@ -148,13 +191,17 @@ def build_executor(
     reconcile: ReconcileConfig | None,
     clients: HttpClients,
     base: Path = Path("."),
+    mcp: McpSessions | None = None,
+    name: str = "",
 ) -> ToolExecutor:
     """Raises ManifestFieldError (e.g. a python function that cannot be imported, a TLS file
-    that cannot be used); relative paths in the manifest are taken from base."""
+    that cannot be used, an MCP server not declared); relative paths in the manifest are taken
+    from base; `name` (the tool's) is the default MCP tool name."""
     if effect is Effect.WRITE and not idempotency.enforced_by_target:
         retry = RetryConfig(max_attempts=1, backoff_s=retry.backoff_s)
-    sender = _sender(cfg, effect=effect, retry=retry, clients=clients, base=base)
-    lookup = _lookup(reconcile, cfg, clients, base) if reconcile is not None else None
+    targets = Targets(clients, base, mcp)
+    sender = _sender(cfg, effect=effect, retry=retry, targets=targets, name=name)
+    lookup = _lookup(reconcile, cfg, targets) if reconcile is not None else None
     resend = sender.send_once if idempotency.enforced_by_target else None
     after_s = reconcile.after_s if reconcile is not None else 0.0
     return ToolExecutor(sender, Reconciler(lookup, after_s=after_s, resend=resend), effect)

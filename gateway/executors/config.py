@@ -1,6 +1,6 @@
-"""Manifest sections that describe how a tool runs (docs/tools.md): executor, reconcile, retry,
-idempotency, and the `tls` of an http executor or look-up. `gateway.tools.ToolManifest` embeds
-them; executors are built from them.
+"""Manifest sections that describe how a tool runs (docs/tools.md): executor (python, http,
+mcp), reconcile, retry, idempotency, and the `tls` of an http executor or look-up.
+`gateway.tools.ToolManifest` embeds them; executors are built from them.
 """
 
 from __future__ import annotations
@@ -131,7 +131,22 @@ class HttpExecutorConfig(_Section):
         return self
 
 
-ExecutorConfig = Annotated[PythonExecutorConfig | HttpExecutorConfig, Field(discriminator="type")]
+MCP_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+
+
+class McpExecutorConfig(_Section):
+    """Call `tool` (default: the manifest's name) on the MCP server `server` of the servers
+    file (`serve --mcp-servers`)."""
+
+    type: Literal["mcp"]
+    server: str = Field(pattern=MCP_NAME_PATTERN)
+    tool: str | None = Field(default=None, min_length=1, max_length=128)
+    timeout_s: float = Field(default=10.0, gt=0, le=3600)
+
+
+ExecutorConfig = Annotated[
+    PythonExecutorConfig | HttpExecutorConfig | McpExecutorConfig, Field(discriminator="type")
+]
 
 
 class HttpReconcileConfig(_Section):
@@ -171,8 +186,35 @@ class PythonReconcileConfig(_Section):
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
 
 
+def check_lookup_arguments(arguments: dict[str, str]) -> dict[str, str]:
+    for value in arguments.values():
+        unknown = [p for p in _PLACEHOLDER.findall(value) if p not in RECONCILE_PLACEHOLDERS]
+        if unknown:
+            allowed = ", ".join("{" + p + "}" for p in RECONCILE_PLACEHOLDERS)
+            raise ValueError(f"unknown placeholder {{{unknown[0]}}} (allowed: {allowed})")
+    return arguments
+
+
+class McpReconcileConfig(_Section):
+    """Call the look-up `tool` on the executor's MCP server with `arguments` (placeholders
+    filled): a value = found, `null` (or nothing) = not applied, a tool error = unknown."""
+
+    type: Literal["mcp"]
+    tool: str = Field(min_length=1, max_length=128)
+    arguments: dict[str, str] = Field(
+        default_factory=lambda: {"idempotency_key": "{idempotency_key}"}
+    )
+    after_s: float = Field(default=0.5, ge=0, le=3600)
+    timeout_s: float = Field(default=10.0, gt=0, le=3600)
+
+    @field_validator("arguments")
+    @classmethod
+    def valid_arguments(cls, arguments: dict[str, str]) -> dict[str, str]:
+        return check_lookup_arguments(arguments)
+
+
 ReconcileConfig = Annotated[
-    PythonReconcileConfig | HttpReconcileConfig, Field(discriminator="type")
+    PythonReconcileConfig | HttpReconcileConfig | McpReconcileConfig, Field(discriminator="type")
 ]
 
 

@@ -23,6 +23,8 @@ from gateway.audit import events
 from gateway.audit.at_rest import RedactStored
 from gateway.audit.keys import AuditKey
 from gateway.errors import ConfigError, StoreUnavailable
+from gateway.executors import McpSessions
+from gateway.executors.mcp_servers import load_servers
 from gateway.identity import Authenticator
 from gateway.model import now_utc
 from gateway.observe.hooks import Metrics, Observe
@@ -109,7 +111,8 @@ class Sidecar:
         server = self.server = _grpc_server(cfg, worker=self.worker)
         self.bound = self._bind(server, cfg.listen, certificates)  # the port is ours from here
         key, new_secret = AuditKey.load_or_new(cfg.audit_key_path())
-        self.registry = Registry.load(cfg.tools, limits=cfg.limits(), audit_key=key)
+        self.registry = Registry.load(cfg.tools, limits=cfg.limits(), audit_key=key,
+                                      mcp=_mcp_sessions(cfg))
         obs = self.observe = self.observe or build_observe(
             cfg, (t.name for t in self.registry.tools()))
         policy = await self._load_policy()
@@ -345,6 +348,15 @@ def _keep_new_key(cfg: ServeConfig, key: AuditKey, secret: bytes) -> None:
     if AuditKey.write_new(path, secret).key_id != key.key_id:
         raise ConfigError(f"--audit-key-file {path}: another process created it while this "
                           "one started; start again (it will use that key)")
+
+
+def _mcp_sessions(cfg: ServeConfig) -> McpSessions | None:
+    """The servers of --mcp-servers (sessions start when a call needs one)."""
+    if cfg.mcp_servers is None:
+        return None
+    servers = load_servers(cfg.mcp_servers, os.environ)
+    return McpSessions(servers, max_event_bytes=2 * cfg.max_output_bytes + 65536,
+                       source=f"--mcp-servers {cfg.mcp_servers}")
 
 
 def _certificates(cfg: ServeConfig) -> ServerCertificates | None:

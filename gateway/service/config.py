@@ -31,6 +31,8 @@ class ServeConfig(BaseModel):
     policies: Path
     db: str = "callgate.db"
     auth: Path | None = None
+    # the MCP servers that `mcp` executors call (gateway.executors.mcp_servers)
+    mcp_servers: Path | None = None
     insecure_dev_identity: str = ""
     engine: Literal["embedded", "opa", "shadow"] = "embedded"
     policy_prefix: str = DEFAULT_PREFIX

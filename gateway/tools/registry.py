@@ -22,6 +22,7 @@ from gateway.executors import (
     ExecutionResult,
     HttpClients,
     ManifestFieldError,
+    McpSessions,
     Proxies,
     ToolExecutor,
     build_executor,
@@ -168,6 +169,7 @@ def compile_tool(
     clients: HttpClients,
     env: Mapping[str, str],
     limits: Limits = DEFAULT_LIMITS,
+    mcp: McpSessions | None = None,
 ) -> Tool:
     """One manifest → Tool; raises ManifestProblem or ModelError."""
     if not isinstance(raw, dict):
@@ -189,6 +191,8 @@ def compile_tool(
             reconcile=manifest.reconcile,
             clients=clients,
             base=source.parent,
+            mcp=mcp,
+            name=manifest.name,
         )
     except ManifestFieldError as exc:
         raise ManifestProblem(exc.field, exc.message) from exc
@@ -198,10 +202,13 @@ def compile_tool(
 class _Collector:
     """Compiles manifests, gathering every problem as one line."""
 
-    def __init__(self, env: Mapping[str, str], limits: Limits) -> None:
+    def __init__(
+        self, env: Mapping[str, str], limits: Limits, mcp: McpSessions | None = None
+    ) -> None:
         self.clients = HttpClients(
             max_body_bytes=limits.max_output_bytes, proxies=Proxies.from_env(env)
         )
+        self.mcp = mcp
         self.env = env
         self.limits = limits
         self.tools: dict[str, Tool] = {}  # by name, in the order they were defined
@@ -209,7 +216,7 @@ class _Collector:
 
     def add(self, raw: Any, source: Path, prefix: FieldPath) -> None:
         try:
-            tool = compile_tool(raw, source, self.clients, self.env, self.limits)
+            tool = compile_tool(raw, source, self.clients, self.env, self.limits, self.mcp)
         except ManifestProblem as exc:
             self.problems.append(problem_line(str(source), (*prefix, *exc.field), exc.message))
         except ModelError as exc:
@@ -245,15 +252,16 @@ class _Collector:
     def registry(self, audit_key: AuditKey | None) -> Registry:
         if self.problems:
             raise ConfigError("\n".join(self.problems))
-        return Registry(self.tools.values(), self.clients, audit_key=audit_key)
+        return Registry(self.tools.values(), self.clients, audit_key=audit_key, mcp=self.mcp)
 
 
 _SHOWN_CACHE_CHARS = 4096
 
 
 class Registry:
-    """The loaded tools, by name; owns the http client their executors share, and the audit
-    key their arguments are masked with (a key of this process only unless one is given)."""
+    """The loaded tools, by name; owns the http client their executors share and the sessions
+    with MCP servers, and the audit key their arguments are masked with (a key of this process
+    only unless one is given)."""
 
     def __init__(
         self,
@@ -261,9 +269,11 @@ class Registry:
         clients: HttpClients | None = None,
         *,
         audit_key: AuditKey | None = None,
+        mcp: McpSessions | None = None,
     ) -> None:
         self._tools = {t.name: t for t in tools}
         self._clients = clients or HttpClients()
+        self._mcp = mcp
         self.audit_key = audit_key or AuditKey.ephemeral()
         # a call's arguments are shown in several audit records (decision, execution): masked
         # once; the result is shared, so never changed
@@ -296,9 +306,11 @@ class Registry:
         limits: Limits = DEFAULT_LIMITS,
         *,
         audit_key: AuditKey | None = None,
+        mcp: McpSessions | None = None,
     ) -> Registry:
-        """Load every manifest file in directory; raises ConfigError naming every problem."""
-        collector = _Collector(os.environ if env is None else env, limits)
+        """Load every manifest file in directory; raises ConfigError naming every problem.
+        `mcp`: the MCP servers an `mcp` executor may name (the registry closes them)."""
+        collector = _Collector(os.environ if env is None else env, limits, mcp)
         for path in manifest_files(Path(directory)):
             collector.add_file(path)
         return collector.registry(audit_key)
@@ -312,9 +324,10 @@ class Registry:
         env: Mapping[str, str] | None = None,
         limits: Limits = DEFAULT_LIMITS,
         audit_key: AuditKey | None = None,
+        mcp: McpSessions | None = None,
     ) -> Registry:
         """Build from manifest mappings already in memory (same checks as `load`)."""
-        collector = _Collector(os.environ if env is None else env, limits)
+        collector = _Collector(os.environ if env is None else env, limits, mcp)
         for i, raw in enumerate(manifests):
             collector.add(dict(raw), source, (i,))
         return collector.registry(audit_key)
@@ -336,3 +349,5 @@ class Registry:
 
     async def aclose(self) -> None:
         await self._clients.aclose()
+        if self._mcp is not None:
+            await self._mcp.aclose()

@@ -112,7 +112,7 @@ BAD_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("missing_url", base(executor={"type": "http"}), "executor.url: Field required"),
     ("relative_url", base(executor={"type": "http", "url": "/reserve"}),
      "executor.url: '/reserve' is not an absolute http(s) URL"),
-    ("unknown_executor", base(executor={"type": "mcp"}), "executor: Input tag 'mcp'"),
+    ("unknown_executor", base(executor={"type": "grpc"}), "executor: Input tag 'grpc'"),
     ("zero_timeout", base(executor={"type": "http", "url": "http://h/x", "timeout_s": 0}),
      "executor.timeout_s: Input should be greater than 0"),
     ("reserved_header", base(executor={"type": "http", "url": "http://h/x",
