@@ -25,7 +25,6 @@ from gateway.errors import (
     PermissionDenied,
     RequestCode,
     RequestError,
-    StoreConflict,
     StoreUnavailable,
 )
 from gateway.limits import DEFAULT_LIMITS, Limits
@@ -35,7 +34,6 @@ from gateway.model import (
     ApprovalStatus,
     Budget,
     CallRecord,
-    CallResult,
     CallStatus,
     EventKind,
     Identity,
@@ -53,9 +51,6 @@ from gateway.model import (
 from gateway.observe.hooks import OFF, Observe
 from gateway.observe.logs import RUN_ID, TURN_ID
 from gateway.policy.base import PolicyEngine
-from gateway.policy.inputs import (
-    resolve_input,
-)
 from gateway.request_checks import (
     check_budget,
     check_calls,
@@ -63,14 +58,14 @@ from gateway.request_checks import (
     check_labels,
     check_usage,
 )
-from gateway.run import pages, plan, resolution
+from gateway.run import pages, plan
 from gateway.run.approval_gate import ApprovalGate
 from gateway.run.execute import ExecutionPhase, TurnWork, Unsaved
 from gateway.run.follow import Seen, follow
 from gateway.run.history import HistoryNeed
+from gateway.run.interventions import Interventions
 from gateway.run.judge import Judge
 from gateway.run.judging import TurnJudging
-from gateway.run.resolution import ResolveRequest
 from gateway.run.settle import (
     STATE_AFTER,
     outcome_of,
@@ -99,7 +94,10 @@ class StartRunParams:
         return hashlib.sha256(json.dumps(body).encode()).hexdigest()
 
 
-class Runner:
+class Runner(Interventions):
+    """Runs, turns and their phases; approvals decided and calls resolved are its
+    `Interventions`."""
+
     def __init__(self, *, store: RunStore, registry: Registry, policy: PolicyEngine,
                  clock: Callable[[], datetime] = now_utc,
                  approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S,
@@ -469,132 +467,3 @@ class Runner:
         turn = await self.store.last_turn(run_id)
         if turn is not None and turn.next is None and not run.state.terminal:
             await self._drive(identity, run, turn)
-
-    # ------------------------------------------------------------------ approvals
-
-    async def decide_approval(self, approver: Identity, req: ap.DecideRequest
-                              ) -> tuple[ApprovalRecord, CallResult]:
-        """A person approves or denies a call waiting for approval. The decision that ends the
-        turn's wait drives the turn on: the approved calls are re-checked and run (held
-        writes with them, in order), or become NOT_RUN; the turn's watchers see it settle."""
-        ap.check_request(req)
-        check_id("approval_id", req.approval_id)
-        found = await self.store.get_approval(req.approval_id)
-        if found is None:
-            raise ap.not_found(req.approval_id)
-        if not await ap.may_approve(self.policy, self.registry, approver, found):
-            raise ap.not_allowed(approver, found)
-        return await self._exclusive(found.run_id,
-                                     lambda: self._decide_approval(approver, req))
-
-    async def _decide_approval(self, approver: Identity, req: ap.DecideRequest
-                               ) -> tuple[ApprovalRecord, CallResult]:
-        a = await self._approval_now(req.approval_id)
-        if a.due(self.clock()):  # expired while nobody looked: settle that first
-            await self._expire(a.run_id)
-            a = await self._approval_now(req.approval_id)
-        run = await self.store.get_run(a.run_id)
-        turn = await self.store.get_turn(a.run_id, a.turn_id)
-        if a.status != ApprovalStatus.PENDING or run is None or turn is None:
-            raise ap.already_decided(a)
-        if run.state.terminal:
-            raise RequestError(RequestCode.RUN_FINISHED, f"run {run.run_id} has ended "
-                               f"({run.state.value}); its approvals can no longer be decided")
-        now = self.clock()
-        done = ap.decided(a, approver, req, now)
-        event = events.approval_ended(done, actor=approver, policy_revision=self.policy.revision,
-                                      registry=self.registry, now=now, provider=run.provider)
-        reopened = revised(turn, next=None, reason="")
-        try:
-            await self.store.save(turn=reopened, approvals=[done], audit=[event],
-                                  expect_approvals=[a])
-        except StoreConflict:  # decided elsewhere first
-            raise ap.already_decided(await self._approval_now(a.approval_id)) from None
-        await self._drive(run.owner, run, reopened, again=True)
-        rec = await self.store.find_call(a.run_id, a.call_id)
-        assert rec is not None
-        return done, CallResult.of(rec)
-
-    async def _approval_now(self, approval_id: str) -> ApprovalRecord:
-        found = await self.store.get_approval(approval_id)
-        if found is None:
-            raise ap.not_found(approval_id)
-        return found
-
-    async def expire_approvals(self, run_id: str) -> None:
-        """Settle the run's approvals that are past their expiry, and its turn with them."""
-        await self._exclusive(run_id, lambda: self._expire(run_id))
-
-    async def _expire(self, run_id: str) -> None:
-        """(Holding the run's lock.) Approvals past their expiry become EXPIRED: through the
-        turn (its calls REJECTED `approval_expired`, the turn settled) when the run's last
-        turn waits for them, on their own otherwise. Those still pending are announced
-        (`on_pending`), so their expiry is armed wherever the run is looked at."""
-        run = await self.store.get_run(run_id)
-        if run is None:
-            return
-        now = self.clock()
-        found = [a for a in await self.store.approvals_for_run(run_id)
-                 if a.status == ApprovalStatus.PENDING]
-        due = [a for a in found if a.due(now)]
-        self.on_pending([a for a in found if not a.due(now)])
-        if not due:
-            return
-        turn = await self.store.last_turn(run_id)
-        calls = await self.store.turn_calls(run_id, turn.turn_id) if turn is not None else []
-        alone = ap.stray(due, turn, not run.state.terminal, {
-            c.call_id for c in calls if c.status == CallStatus.PENDING_APPROVAL})
-        if alone:
-            ended = [ap.expired(a, now) for a in alone]
-            audit = [events.approval_ended(a, actor=events.NOBODY, now=now,
-                                           policy_revision=self.policy.revision,
-                                           registry=self.registry, provider=run.provider)
-                     for a in ended]
-            await self.store.save(approvals=ended, audit=audit, expect_approvals=alone)
-        if len(alone) < len(due) and turn is not None:
-            await self._drive(run.owner, run, turn)
-
-    # ------------------------------------------------------------------ resolve
-
-    async def resolve_call(self, operator: Identity, req: ResolveRequest) -> CallResult:
-        """An operator settles an UNKNOWN call; the turn settles once no call of it is
-        unknown (its held writes run or become NOT_RUN), and its watchers see it."""
-        resolution.check_request(req)
-        run = await self.store.get_run(req.run_id)
-        if run is None:
-            raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {req.run_id!r}")
-        rec = await self.store.find_call(run.run_id, req.call_id)
-        grant = resolve_input(operator, run.owner, run.run_id, req.call_id, rec)
-        if not await self.policy.allows("may_resolve", grant):
-            raise resolution.not_allowed(operator, run)
-        if rec is None:
-            raise RequestError(RequestCode.CALL_NOT_FOUND,
-                               f"run {run.run_id} has no call {req.call_id!r}")
-        if rec.status != CallStatus.UNKNOWN:
-            raise resolution.not_unknown(rec)
-        resolution.check_output(self.registry.get(rec.tool), req)
-        return await self._exclusive(run.run_id, lambda: self._resolve(operator, req))
-
-    async def _resolve(self, operator: Identity, req: ResolveRequest) -> CallResult:
-        run = await self.store.get_run(req.run_id)
-        rec = await self.store.find_call(req.run_id, req.call_id)
-        assert run is not None and rec is not None
-        if rec.status != CallStatus.UNKNOWN:  # settled while this request waited
-            raise resolution.not_unknown(rec)
-        now = self.clock()
-        done = resolution.resolved(rec, operator, req, now)
-        audit = events.resolved(done, run, operator, reason=req.reason, now=now,
-                                policy_revision=self.policy.revision, registry=self.registry)
-        turn = await self.store.get_turn(run.run_id, rec.turn_id)
-        last = await self.store.last_turn(run.run_id)
-        if run.state.terminal or turn is None or last is None or last.turn_id != turn.turn_id:
-            await self.store.save(calls=[done], expect=[rec], audit=[audit])
-            return CallResult.of(done)
-        reopened = revised(turn, next=None, reason="")
-        await self.store.save(turn=reopened, calls=[done], expect=[rec], audit=[audit])
-        calls = await self.store.turn_calls(run.run_id, turn.turn_id)
-        if turn.next is not None and any(c.status == CallStatus.UNKNOWN for c in calls):
-            await self._settle(run, reopened, calls, again=True)  # still paused
-        else:
-            await self._drive(run.owner, run, reopened, calls, again=True)
-        return CallResult.of(done)
