@@ -42,6 +42,8 @@ def add_parser(sub: SubParsers) -> None:
     p = sub.add_parser("serve", help="run the sidecar in the foreground",
                        description="Run the sidecar in the foreground until SIGINT or SIGTERM.")
     _core_options(p)
+    _caller_options(p)
+    _run_options(p)
     _policy_options(p)
     _reload_options(p)
     _opa_options(p)
@@ -65,6 +67,10 @@ def _core_options(p: argparse.ArgumentParser) -> None:
     option(p, "--db", parse=nonempty, default=_default("db"), metavar="URL",
            help="the run store: PATH or sqlite:///PATH, or postgresql://... for a store "
            "several replicas share")
+
+
+def _caller_options(p: argparse.ArgumentParser) -> None:
+    """Who callers are, and what decides for them."""
     option(p, "--auth", parse=existing_file, metavar="FILE",
            help="YAML file saying how callers are identified: tokens, jwt, mtls")
     option(p, "--insecure-dev-identity", default="", metavar="SUBJECT",
@@ -75,6 +81,10 @@ def _core_options(p: argparse.ArgumentParser) -> None:
     option(p, "--policy-prefix", parse=nonempty, default=_default("policy_prefix"),
            metavar="PACKAGE",
            help="the Rego package callgate queries")
+
+
+def _run_options(p: argparse.ArgumentParser) -> None:
+    """How runs are kept and served: the store's patience, approvals, processes, the key."""
     option(p, "--db-busy-timeout", parse=seconds, default=_default("db_busy_timeout_s"),
            metavar="SECONDS",
            help="how long to wait for a locked store before answering UNAVAILABLE")
@@ -161,15 +171,19 @@ def _opa_options(p: argparse.ArgumentParser) -> None:
     option(opa, "--opa-timeout", parse=seconds, default=_default("opa_timeout_s"),
            metavar="SECONDS", owner=p,
            help="longest wait for one OPA decision; slower is a deny (policy_error)")
+    _opa_tls_options(p, opa)
+    option(opa, "--shadow-queue", parse=positive_int, default=_default("shadow_queue"),
+           metavar="N", owner=p,
+           help="shadow mode: comparisons waiting for OPA at most; more are dropped (counted)")
+
+
+def _opa_tls_options(p: argparse.ArgumentParser, opa: Any) -> None:
     option(opa, "--opa-ca", parse=existing_file, metavar="FILE", owner=p,
            help="PEM CA certificates to trust for an https OPA (default: the system's)")
     option(opa, "--opa-client-cert", parse=existing_file, metavar="FILE", owner=p,
            help="PEM client certificate to present to OPA (mutual TLS)")
     option(opa, "--opa-client-key", parse=existing_file, metavar="FILE", owner=p,
            help="PEM private key of --opa-client-cert")
-    option(opa, "--shadow-queue", parse=positive_int, default=_default("shadow_queue"),
-           metavar="N", owner=p,
-           help="shadow mode: comparisons waiting for OPA at most; more are dropped (counted)")
 
 # `serve` size limits (docs/operations.md, "Limits"): setting → what it bounds.
 LIMIT_HELP = {
