@@ -42,7 +42,8 @@ from gateway.model import (
     TurnRecord,
     now_utc,
 )
-from gateway.store import codecs, fragments, reading, schema
+from gateway.quotas import Reservation
+from gateway.store import codecs, fragments, reading, schema, sqlite_quotas
 from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.filehealth import FileHealth
 from gateway.store.group import GroupCommit
@@ -122,7 +123,7 @@ UNSETTLED = ("SELECT (SELECT count(*) FROM approvals WHERE status = 'PENDING'), 
              "(SELECT count(*) FROM calls WHERE status = 'UNKNOWN')")
 
 
-class SQLiteStore(Notifying):
+class SQLiteStore(sqlite_quotas.SQLiteQuotas, Notifying):
     name = "sqlite"
 
     def __init__(self, path: Path, *, busy_timeout_s: float = 5.0,
@@ -353,11 +354,12 @@ class SQLiteStore(Notifying):
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
                          approvals: Sequence[ApprovalRecord] = (), *,
-                         durable: bool = True) -> None:
+                         durable: bool = True, reserve: Sequence[Reservation] = ()) -> None:
         """`durable=False`: committed by the loop's connection without syncing its log (its
         frames reach the disk with the next durable commit, whose sync covers the whole log,
         or the next checkpoint); on the store thread, durably all the same."""
         def tx(conn: sqlite3.Connection) -> None:
+            sqlite_quotas.reserve(conn, reserve)
             conn.execute(f"INSERT INTO turns ({', '.join(schema.TURN_COLUMNS)}) "
                          f"VALUES ({_placeholders(schema.TURN_COLUMNS)})", codecs.turn_row(turn))
             _insert_rows(conn, "calls", schema.CALL_COLUMNS,
@@ -377,8 +379,11 @@ class SQLiteStore(Notifying):
                    calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
                    audit: Sequence[AuditEvent] = (),
                    expect: Sequence[CallRecord] = (),
-                   expect_approvals: Sequence[ApprovalRecord] = ()) -> None:
+                   expect_approvals: Sequence[ApprovalRecord] = (),
+                   reserve: Sequence[Reservation] = ()) -> None:
         def tx(conn: sqlite3.Connection) -> None:
+            sqlite_quotas.reserve(conn, reserve)
+            sqlite_quotas.give_back(conn, calls, expect)
             if run is not None:
                 self._update_run(conn, run)
             if turn is not None:

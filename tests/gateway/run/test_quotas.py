@@ -1,0 +1,260 @@
+"""Quotas through the runner, on each store: a real Rego policy charges every booking against
+the booker's key; reservations commit with the decisions, are given back when a call ends
+without executing, slide with the (injected) clock and survive a restart."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gateway.approvals.records import DecideRequest
+from gateway.model import ApprovalStatus, CallStatus, Identity, Quota, Verdict
+from gateway.policy import load_engine
+from gateway.policy.reload import ReloadingEngine
+from gateway.run.authorize import Authorizer
+from gateway.run.runner import Runner
+from gateway.store import RunStore, open_store
+from gateway.tools import Registry
+from tests.gateway.run import tools
+from tests.support.harness import ALICE, FakeClock, manifests
+from tests.support.paths import NewDb
+from tests.support.runs import TRAIN, by_id, call, calls_turn, start
+
+BOB = Identity("bob", "acme", ("approver",))
+
+POLICY = """package callgate
+
+import rego.v1
+
+booking if input.call.tool in {"book", "book_unreconciled"}
+
+quota := {"key": sprintf("bookings/%s", [input.identity.subject]), "limit": data.limit,
+          "window_s": 3600, "cost": object.get(input.call.args, "cost", 1)}
+
+needs_approval if input.call.args.ask == "yes"
+
+# over half the limit used (input.quotas: the usage of the keys this decision charges)
+needs_approval if {
+    used := input.quotas[quota.key]
+    used.used + used.cost > data.half
+}
+
+decision := {"allow": true, "reasons": ["read"]} if not booking
+
+decision := {"allow": true, "reasons": ["booking"], "quotas": [quota]} if {
+    booking
+    not needs_approval
+}
+
+decision := {"allow": false, "approval_required": true, "reasons": ["a person decides"],
+             "quotas": [quota]} if {
+    booking
+    needs_approval
+    input.approval == null
+}
+
+decision := {"allow": true, "reasons": ["approved"], "quotas": [quota]} if {
+    booking
+    needs_approval
+    input.approval != null
+}
+
+may_approve := true
+"""
+
+
+@dataclass
+class Setup:
+    runner: Runner
+    store: RunStore
+    clock: FakeClock
+    reopen: Callable[[], object]
+
+
+def bundle(tmp_path: Path, limit: float, half: float = 1e9) -> Path:
+    root = tmp_path / "policy"
+    root.mkdir(exist_ok=True)
+    (root / "p.rego").write_text(POLICY)
+    (root / "data.json").write_text(json.dumps({"limit": limit, "half": half}))
+    return root
+
+
+@pytest.fixture
+def limit() -> float:
+    return 2
+
+
+@pytest.fixture
+def half() -> float:
+    return 1e9
+
+
+@pytest.fixture
+async def setup(tmp_path: Path, new_db: NewDb, limit: float, half: float) -> AsyncIterator[Setup]:
+    tools.SENT.clear()
+    db = new_db()
+    registry = Registry.from_manifests(manifests(), env={})
+    policy = ReloadingEngine(load_engine(bundle(tmp_path, limit, half), checked=True))
+    clock = FakeClock()
+    box: dict[str, RunStore] = {"store": await open_store(db)}
+
+    def make() -> Runner:
+        return Runner(store=box["store"], registry=registry, policy=policy, clock=clock)
+
+    s = Setup(make(), box["store"], clock, lambda: None)
+
+    async def reopen() -> None:
+        await box["store"].close()
+        box["store"] = await open_store(db)
+        s.store, s.runner = box["store"], make()
+
+    s.reopen = reopen
+    yield s
+    await registry.aclose()
+    await box["store"].close()
+
+
+def booked() -> int:
+    return sum(1 for tool, _ in tools.SENT if tool == "book")
+
+
+async def book(s: Setup, run_id: str, call_id: str, **args: object) -> tuple[CallStatus, str]:
+    out = await s.runner.submit_turn(
+        ALICE,
+        calls_turn(
+            run_id, f"t-{call_id}", call(call_id, "book", json.dumps({"seat": "1A", **args}))
+        ),
+    )
+    (result,) = out.results
+    return result.status, result.error_message if result.error_code else ""
+
+
+async def test_the_limit_holds_and_the_rejection_says_why(setup: Setup) -> None:
+    await start(setup, "r1")  # type: ignore[arg-type]
+    assert (await book(setup, "r1", "b1"))[0] == CallStatus.SUCCEEDED
+    assert (await book(setup, "r1", "b2"))[0] == CallStatus.SUCCEEDED
+    status, why = await book(setup, "r1", "b3")
+    assert status == CallStatus.REJECTED
+    assert "quota 'bookings/alice' is exhausted: 2 of 2 used in the last 3600 s" in why
+    assert "frees at 2026-" in why and "not executed" in why
+    assert booked() == 2
+    (found,) = await setup.store.list_quotas("bookings/", after="", limit=10, now=setup.clock())
+    assert (found.key, found.used, found.limit, found.window_s) == ("bookings/alice", 2, 2, 3600)
+
+
+async def test_the_window_slides_with_the_clock(setup: Setup) -> None:
+    await start(setup, "r1")  # type: ignore[arg-type]
+    assert (await book(setup, "r1", "b1"))[0] == CallStatus.SUCCEEDED
+    setup.clock.advance(1800)
+    assert (await book(setup, "r1", "b2"))[0] == CallStatus.SUCCEEDED
+    setup.clock.advance(1799)
+    assert (await book(setup, "r1", "b3"))[0] == CallStatus.REJECTED
+    setup.clock.advance(2)  # the first booking's hour has passed: one unit is free
+    assert (await book(setup, "r1", "b4"))[0] == CallStatus.SUCCEEDED
+    assert (await book(setup, "r1", "b5"))[0] == CallStatus.REJECTED
+    assert booked() == 3
+
+
+async def test_usage_survives_a_restart(setup: Setup) -> None:
+    await start(setup, "r1")  # type: ignore[arg-type]
+    assert (await book(setup, "r1", "b1", cost=2))[0] == CallStatus.SUCCEEDED
+    await setup.reopen()  # type: ignore[misc]
+    assert (await book(setup, "r1", "b2"))[0] == CallStatus.REJECTED
+    assert booked() == 1
+
+
+async def test_a_cost_over_the_limit_never_fits(setup: Setup) -> None:
+    await start(setup, "r1")  # type: ignore[arg-type]
+    status, why = await book(setup, "r1", "b1", cost=3)
+    assert status == CallStatus.REJECTED and "it never will" in why
+    assert booked() == 0
+
+
+async def test_two_writes_of_one_turn_follow_the_batch_rules(setup: Setup) -> None:
+    """The second booking does not fit: it is rejected, and the first, a write of the same
+    turn, does not run alone (NOT_RUN); neither keeps a reservation."""
+    await start(setup, "r1")  # type: ignore[arg-type]
+    assert (await book(setup, "r1", "b0"))[0] == CallStatus.SUCCEEDED
+    out = await setup.runner.submit_turn(
+        ALICE,
+        calls_turn(
+            "r1",
+            "t2",
+            call("w1", "book", {"seat": "2A"}),
+            call("w2", "book", {"seat": "2B"}),
+            call("r", "lookup_train", TRAIN),
+        ),
+    )
+    assert {k: v[:2] for k, v in by_id(out).items()} == {
+        "w1": (CallStatus.NOT_RUN, "held_by_batch"),
+        "w2": (CallStatus.REJECTED, "quota_exceeded"),
+        "r": (CallStatus.SUCCEEDED, ""),
+    }
+    assert await setup.store.quota_usage(_quota(), setup.clock()) == {"bookings/alice": 1}
+
+
+def _quota() -> list[Quota]:
+    return [Quota("bookings/alice", 2, 3600, 1)]
+
+
+async def test_an_approval_denied_or_expired_gives_the_reservation_back(setup: Setup) -> None:
+    await start(setup, "r1")  # type: ignore[arg-type]
+    out = await setup.runner.submit_turn(
+        ALICE, calls_turn("r1", "t1", call("a1", "book", {"seat": "1A", "ask": "yes"}))
+    )
+    assert by_id(out)["a1"][0] == CallStatus.PENDING_APPROVAL
+    assert await setup.store.quota_usage(_quota(), setup.clock()) == {"bookings/alice": 1}
+    (approval,) = await setup.store.approvals_for_run("r1")
+    await setup.runner.decide_approval(
+        BOB, DecideRequest(approval.approval_id, approve=False, reason="no")
+    )
+    assert await setup.store.quota_usage(_quota(), setup.clock()) == {"bookings/alice": 0}
+    out = await setup.runner.submit_turn(
+        ALICE, calls_turn("r1", "t2", call("a2", "book", {"seat": "1A", "ask": "yes"}))
+    )
+    assert await setup.store.quota_usage(_quota(), setup.clock()) == {"bookings/alice": 1}
+    setup.clock.advance(3 * 24 * 3600)
+    await setup.runner.expire_approvals("r1")
+    (_, second) = await setup.store.approvals_for_run("r1")
+    assert second.status == ApprovalStatus.EXPIRED
+    assert await setup.store.quota_usage(_quota(), setup.clock()) == {"bookings/alice": 0}
+    assert booked() == 0
+
+
+async def test_an_approved_call_keeps_its_reservation_and_runs(setup: Setup) -> None:
+    await start(setup, "r1")  # type: ignore[arg-type]
+    await setup.runner.submit_turn(
+        ALICE, calls_turn("r1", "t1", call("a1", "book", {"seat": "1A", "ask": "yes"}))
+    )
+    (approval,) = await setup.store.approvals_for_run("r1")
+    _, result = await setup.runner.decide_approval(
+        BOB, DecideRequest(approval.approval_id, approve=True, reason="ok")
+    )
+    assert result.status == CallStatus.SUCCEEDED
+    assert await setup.store.quota_usage(_quota(), setup.clock()) == {"bookings/alice": 1}
+    assert booked() == 1
+
+
+@pytest.mark.parametrize(("limit", "half"), [(4, 2)])
+async def test_the_policy_sees_the_usage_of_the_keys_it_charges(setup: Setup) -> None:
+    """`half` is 2: the third booking would pass it, so the policy asks a person."""
+    await start(setup, "r1")  # type: ignore[arg-type]
+    assert (await book(setup, "r1", "b1"))[0] == CallStatus.SUCCEEDED
+    assert (await book(setup, "r1", "b2"))[0] == CallStatus.SUCCEEDED
+    assert (await book(setup, "r1", "b3"))[0] == CallStatus.PENDING_APPROVAL
+
+
+async def test_authorize_reserves_what_it_allows(setup: Setup) -> None:
+    authorizer = Authorizer(setup.runner)
+    calls = [call(f"c{i}", "book", {"seat": "1A"}) for i in range(3)]
+    first = await authorizer.authorize(ALICE, "", calls[:2])
+    assert [d.decision.verdict for d in first] == [Verdict.ALLOW, Verdict.ALLOW]
+    (third,) = await authorizer.authorize(ALICE, "", calls[2:])
+    assert third.error_code == "quota_exceeded" and "2 of 2 used" in third.error_message
+    await setup.reopen()  # type: ignore[misc]
+    (again,) = await Authorizer(setup.runner).authorize(ALICE, "", calls[2:])
+    assert again.error_code == "quota_exceeded"
