@@ -245,8 +245,11 @@ own_small_booking if {
 # Quotas (docs/policies.md, "Quotas"): what an allowed call costs, reserved by callgate
 #
 # data.callgate.config.workshop.reservations_per_day: at most this many reserve_seat calls per
-# participant in any 24 hours (0 or absent: no quota). callgate rejects the call over it
-# (quota_exceeded) and gives the reservation back if the call never runs.
+# participant in any 24 hours (0 or absent: no quota).
+# data.callgate.config.call_quotas: tool -> {"limit", "window_s"}: at most `limit` calls of
+# the tool per caller in any `window_s` seconds.
+# callgate rejects a call over a limit (quota_exceeded) and gives the reservation back if the
+# call never runs.
 
 default reservations_per_day := 0
 
@@ -255,17 +258,26 @@ reservations_per_day := n if {
 	is_number(n)
 }
 
-default quotas := []
-
-quotas := [{
+quota_set contains {
 	"key": sprintf("%s/seat_reservations/%v", [caller_tenant, input.call.args.participant]),
 	"limit": reservations_per_day,
 	"window_s": 86400,
 	"cost": 1,
-}] if {
+} if {
 	input.call.tool == "reserve_seat"
 	reservations_per_day > 0
 }
+
+quota_set contains {
+	"key": sprintf("%s/calls/%s/%s", [caller_tenant, input.call.tool, input.identity.subject]),
+	"limit": limits.limit,
+	"window_s": limits.window_s,
+	"cost": 1,
+} if {
+	limits := object.get(cfg, "call_quotas", {})[input.call.tool]
+}
+
+quotas := [q | some q in quota_set]
 
 # The decision object with its quotas (none: the object unchanged).
 charged(d) := object.union(d, {"quotas": quotas}) if count(quotas) > 0

@@ -306,6 +306,12 @@ test_a_reservation_waiting_for_approval_is_charged_too if {
 	d.quotas[0].key == "acme/seat_reservations/bob"
 }
 
+test_call_quotas_charge_each_caller_per_tool if {
+	d := callgate.decision with input as call("check_availability", "read", {"event_id": "ws-acme-1"}, mia)
+		with data.callgate.config.call_quotas as {"check_availability": {"limit": 20, "window_s": 60}}
+	d.quotas == [{"key": "acme/calls/check_availability/mia", "limit": 20, "window_s": 60, "cost": 1}]
+}
+
 test_other_tools_are_not_charged if {
 	d := callgate.decision with input as call("check_availability", "read", {"event_id": "ws-acme-1"}, mia)
 		with data.callgate.config.workshop.reservations_per_day as 2
