@@ -14,12 +14,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from gateway.errors import CallCode
 from gateway.model import CallRecord, CallStatus, Quota
 
 MAX_QUOTAS_PER_CALL = 16
 MAX_KEY_BYTES = 256
 MAX_WINDOW_S = 366 * 24 * 3600  # a year (and a day): reservations are kept this long at most
 MAX_AMOUNT = 1e15  # limits and costs: exact in a double, summed over many reservations
+NOT_APPLIED = CallCode.TOOL_NOT_APPLIED.value
 
 
 @dataclass(frozen=True)
@@ -116,8 +118,9 @@ def reservations(calls: Iterable[CallRecord], at: datetime) -> list[Reservation]
 
 def given_back(calls: Sequence[CallRecord], expect: Sequence[CallRecord]) -> list[tuple[str, str]]:
     """(run_id, call_id) of the calls whose reservations a commit gives back: those that end
-    without executing (REJECTED, NOT_RUN), and an UNKNOWN one settled as FAILED (its effect is
-    known not to have happened)."""
+    without executing (REJECTED, NOT_RUN), and those FAILED whose effect is known not to have
+    happened though the outcome was in doubt (an UNKNOWN one settled FAILED, or a write found
+    in flight that the look-up found never applied)."""
     unknown = {(c.run_id, c.call_id) for c in expect if c.status == CallStatus.UNKNOWN}
     return [
         (c.run_id, c.call_id)
@@ -126,7 +129,8 @@ def given_back(calls: Sequence[CallRecord], expect: Sequence[CallRecord]) -> lis
         and c.decision.quotas
         and (
             c.status in (CallStatus.REJECTED, CallStatus.NOT_RUN)
-            or (c.status == CallStatus.FAILED and (c.run_id, c.call_id) in unknown)
+            or (c.status == CallStatus.FAILED
+                and ((c.run_id, c.call_id) in unknown or c.error_code == NOT_APPLIED))
         )
     ]
 

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
 from gateway.approvals.records import DecideRequest
-from gateway.model import ApprovalStatus, CallStatus, Identity, Quota, Verdict
+from gateway.model import ApprovalStatus, CallStatus, Identity, Quota, RunState, Verdict
 from gateway.policy import load_engine
 from gateway.policy.reload import ReloadingEngine
 from gateway.run.authorize import Authorizer
+from gateway.run.resolution import ResolveRequest
 from gateway.run.runner import Runner
 from gateway.store import RunStore, open_store
 from gateway.tools import Registry
@@ -64,6 +65,8 @@ decision := {"allow": true, "reasons": ["approved"], "quotas": [quota]} if {
 }
 
 may_approve := true
+
+may_resolve := true
 """
 
 
@@ -258,3 +261,49 @@ async def test_authorize_reserves_what_it_allows(setup: Setup) -> None:
     await setup.reopen()  # type: ignore[misc]
     (again,) = await Authorizer(setup.runner).authorize(ALICE, "", calls[2:])
     assert again.error_code == "quota_exceeded"
+
+
+async def _in_flight(s: Setup, tool: str) -> None:
+    """A booking committed EXECUTING when the gateway stopped (accepted waiting for approval,
+    its reservation made, then rewritten as a crash would have left it)."""
+    await s.runner.submit_turn(
+        ALICE, calls_turn("r1", "t1", call("w1", tool, {"seat": "1A", "ask": "yes"}))
+    )
+    (rec,) = await s.store.turn_calls("r1", "t1")
+    run, turn = await s.store.get_run("r1"), await s.store.last_turn("r1")
+    assert run is not None and turn is not None
+    await s.store.save(
+        run=replace(run, state=RunState.ACTIVE, pause_reason=""),
+        turn=replace(turn, next=None, reason=""),
+        calls=[rec.moved(CallStatus.EXECUTING, idempotency_key="r1:w1", started_at=s.clock())],
+    )
+
+
+async def test_an_unknown_call_keeps_its_reservation_until_settled_failed(setup: Setup) -> None:
+    await start(setup, "r1")  # type: ignore[arg-type]
+    await _in_flight(setup, "book_unreconciled")
+    out = await setup.runner.resume_run(ALICE, "r1")
+    assert by_id(out)["w1"][0] == CallStatus.UNKNOWN
+    assert await setup.store.quota_usage(_quota(), setup.clock()) == {"bookings/alice": 1}
+    await setup.runner.resolve_call(
+        BOB, ResolveRequest("r1", "w1", CallStatus.FAILED, "", "the target never booked it")
+    )
+    assert await setup.store.quota_usage(_quota(), setup.clock()) == {"bookings/alice": 0}
+
+
+async def test_a_write_found_never_applied_gives_its_reservation_back(setup: Setup) -> None:
+    await start(setup, "r1")  # type: ignore[arg-type]
+    await _in_flight(setup, "book")
+    out = await setup.runner.resume_run(ALICE, "r1")
+    assert by_id(out)["w1"][:2] == (CallStatus.FAILED, "tool_not_applied")
+    assert await setup.store.quota_usage(_quota(), setup.clock()) == {"bookings/alice": 0}
+
+
+async def test_a_write_found_applied_keeps_its_reservation(setup: Setup) -> None:
+    await start(setup, "r1")  # type: ignore[arg-type]
+    await _in_flight(setup, "book")
+    tools.APPLIED["r1:w1"] = {"booked": "1A"}
+    out = await setup.runner.resume_run(ALICE, "r1")
+    assert by_id(out)["w1"][0] == CallStatus.SUCCEEDED
+    assert await setup.store.quota_usage(_quota(), setup.clock()) == {"bookings/alice": 1}
+    tools.APPLIED.clear()
