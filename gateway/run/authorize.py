@@ -81,5 +81,8 @@ class Authorizer:
                 return judged
             except QuotaExceeded as exc:
                 refused = exc.call_id.removeprefix(f"{tag}/")
+                for r in judged:
+                    if r.call_id == refused:
+                        runner.observe.metrics.quota_rejected(r.tool)
                 judged = [rejected(r, CallCode.QUOTA_EXCEEDED, str(exc), now=now)
                           if r.call_id == refused else r for r in judged]

@@ -62,6 +62,7 @@ class TurnJudging:
                  approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S, observe: Observe = OFF) -> None:
         self.store = store
         self.tracer = observe.tracer
+        self.metrics = observe.metrics
         self.registry = registry
         self.policy = policy
         self.judge = judge
@@ -155,6 +156,9 @@ class TurnJudging:
         judged = [rejected(c, CallCode.QUOTA_EXCEEDED, str(exc), now=now)
                   if c.call_id == exc.call_id and c.status == CallStatus.PROPOSED else c
                   for c in jt.judged]
+        for c in judged:
+            if c.call_id == exc.call_id:
+                self.metrics.quota_rejected(c.tool)
         return self.planned(identity, run, turn, jt.before, judged, jt.partial, now)
 
     async def begin(self, identity: Identity, run: RunRecord, turn: TurnRecord,

@@ -35,3 +35,14 @@ def test_off_reports_nothing_and_costs_no_state() -> None:
     with OFF.tracer.span("x") as span:
         span.set_attribute("k", "v")
     assert OFF.tracer.headers() == {}
+
+
+def test_quota_rejections_are_counted_by_tool() -> None:
+    registry = CollectorRegistry()
+    metrics = PrometheusMetrics(LABELS, registry)
+    metrics.quota_rejected("get_weather")
+    metrics.quota_rejected("get_weather")
+    metrics.quota_rejected("invented")
+    text = generate_latest(registry).decode()
+    assert 'callgate_quota_rejections_total{tool="get_weather"} 2.0' in text
+    assert 'callgate_quota_rejections_total{tool="(unknown)"} 1.0' in text
