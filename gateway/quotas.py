@@ -61,6 +61,17 @@ class QuotaExceeded(Exception):
         self.frees_at = frees_at
 
 
+@dataclass
+class Together:
+    """One caller's reservations and audit records, committed with other callers' (a group
+    commit): `refused` is set when its reservations did not fit (then nothing of it was
+    written, while the others were)."""
+
+    reservations: Sequence[Reservation]
+    audit: Sequence[object]
+    refused: QuotaExceeded | None = None
+
+
 def over(quota: Quota, used: float) -> bool:
     """Whether charging the quota's cost on top of `used` passes its limit (sums of decimal
     fractions are compared with a margin for their rounding)."""

@@ -146,6 +146,7 @@ class PostgresStore(pg_quotas.PgQuotas, Notifying):
         self._hub = SettleHub()
         self._schema = ""
         self._audits = GroupCommit(self._commit_audit)
+        self._reservations = GroupCommit(self._commit_reservations)
         self._channel = ""
         self._audit_channel = ""
         self._listener: Listener | None = None
@@ -352,7 +353,7 @@ class PostgresStore(pg_quotas.PgQuotas, Notifying):
         writes += [pg_writes.insert("calls", schema.CALL_COLUMNS, chunk)
                    for chunk in pg_writes.chunks(values, len(schema.CALL_COLUMNS))]
         async with self._tx() as conn:
-            await pg_quotas.reserve(conn, reserve)
+            writes += await pg_quotas.reserve(conn, reserve)
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
             await self._write(conn, writes, audit)
         self._appended(audit)
@@ -385,7 +386,7 @@ class PostgresStore(pg_quotas.PgQuotas, Notifying):
             writes.append(Write(update + " RETURNING 1",
                                 fragments.calls_update_values(stored, guards), counted=True))
         async with self._tx() as conn:
-            await pg_quotas.reserve(conn, reserve)
+            writes += await pg_quotas.reserve(conn, reserve)
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals],
                                        fragments.approval_guards(expect_approvals))
             counts = await self._write(conn, [*writes, *pg_quotas.give_back(stored, expect)],

@@ -22,7 +22,8 @@ Schema history (each store migrates forward on open):
        counts them at every scrape without reading the other calls
     8  quota_keys (each key's latest limit and window; the row every reservation of the key
        locks) and quota_usage (one row per reservation: key, call, cost, time), indexed by
-       key and time (a window's sum) and by call (giving a reservation back)
+       key and time (a window's sum), by key and expiry (pruning) and by call (giving a
+       reservation back)
 """
 
 from __future__ import annotations
@@ -96,8 +97,11 @@ INDEXES: dict[int, tuple[str, ...]] = {
         "CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at, run_id)"),
     # the calls of unknown outcome, however many calls the store holds
     7: ("CREATE INDEX IF NOT EXISTS calls_unknown ON calls (status) WHERE status = 'UNKNOWN'",),
-    # a key's reservations in its window; a call's reservations (given back)
-    8: ("CREATE INDEX IF NOT EXISTS quota_usage_key ON quota_usage (quota_key, reserved_at)",
+    # a key's window summed from the index alone; its expired reservations; a call's (given
+    # back)
+    8: ("CREATE INDEX IF NOT EXISTS quota_usage_key ON quota_usage (quota_key, reserved_at, "
+        "cost)",
+        "CREATE INDEX IF NOT EXISTS quota_usage_expiry ON quota_usage (quota_key, expires_at)",
         "CREATE INDEX IF NOT EXISTS quota_usage_call ON quota_usage (run_id, call_id)"),
 }
 

@@ -137,6 +137,7 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, Notifying):
         self._stored = stored or AsGiven()
         self._db = Connections(path, busy_timeout_s)
         self._audits = GroupCommit(self._commit_audit)
+        self._reservations = GroupCommit(self._commit_reservations)
         self._hub = SettleHub()
         self._peers: PeerLink | None = None
         self._drive_locks: FileRangeLocks | None = None

@@ -15,6 +15,7 @@ from gateway.quotas import (
     QuotaExceeded,
     QuotaState,
     Reservation,
+    Together,
     epoch,
     frees_at,
     from_epoch,
@@ -23,6 +24,7 @@ from gateway.quotas import (
     over,
 )
 from gateway.store import quota_sql
+from gateway.store.group import GroupCommit
 from gateway.store.sqlite_connections import Connections
 
 T = TypeVar("T")
@@ -61,8 +63,26 @@ def give_back(
         conn.execute(quota_sql.give_back("?", len(pairs)), [v for p in pairs for v in p])
 
 
+def reserve_each(conn: sqlite3.Connection, entries: Sequence[Together]
+                 ) -> list[AuditEvent]:
+    """Each entry's reservations under a savepoint of its own (one that does not fit is
+    rolled back alone, and marked refused); answers the audit records of those that fit."""
+    kept: list[AuditEvent] = []
+    for e in entries:
+        conn.execute("SAVEPOINT quota")
+        try:
+            reserve(conn, e.reservations)
+            kept += [a for a in e.audit if isinstance(a, AuditEvent)]
+        except QuotaExceeded as exc:
+            conn.execute("ROLLBACK TO quota")
+            e.refused = exc
+        conn.execute("RELEASE quota")
+    return kept
+
+
 class _Host(Protocol):
     _db: Connections
+    _reservations: GroupCommit[Together]
 
     async def _write(self, fn: Callable[[sqlite3.Connection], T], *, sync: bool = True) -> T: ...
 
@@ -75,12 +95,20 @@ class SQLiteQuotas:
     async def reserve_quotas(
         self: _Host, reservations: Sequence[Reservation], audit: Sequence[AuditEvent]
     ) -> None:
-        def tx(conn: sqlite3.Connection) -> None:
-            reserve(conn, reservations)
-            self._append_audit(conn, audit)
+        """Committed with the reservations of other callers arriving together (one
+        transaction and one sync of the log for all, as audit appends are)."""
+        entry = Together(reservations, audit)
+        await self._reservations.add([entry])
+        if entry.refused is not None:
+            raise entry.refused
 
-        await self._write(tx)
-        self._appended(audit)
+    async def _commit_reservations(self: _Host, entries: list[Together]) -> None:
+        def tx(conn: sqlite3.Connection) -> list[AuditEvent]:
+            kept = reserve_each(conn, entries)
+            self._append_audit(conn, kept)
+            return kept
+
+        self._appended(await self._write(tx))
 
     async def quota_usage(self: _Host, quotas: Sequence[Quota], now: datetime) -> dict[str, float]:
         def read() -> dict[str, float]:

@@ -4,6 +4,7 @@ without executing, slide with the (injected) clock and survive a restart."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gateway.approvals.records import DecideRequest
+from gateway.audit.records import AuditFilter
 from gateway.model import ApprovalStatus, CallStatus, Identity, Quota, RunState, Verdict
 from gateway.policy import load_engine
 from gateway.policy.reload import ReloadingEngine
@@ -307,3 +309,24 @@ async def test_a_write_found_applied_keeps_its_reservation(setup: Setup) -> None
     assert by_id(out)["w1"][0] == CallStatus.SUCCEEDED
     assert await setup.store.quota_usage(_quota(), setup.clock()) == {"bookings/alice": 1}
     tools.APPLIED.clear()
+
+
+async def test_authorizes_arriving_together_share_a_commit_and_the_limit(setup: Setup) -> None:
+    """Twenty Authorize requests at once are committed in groups; within a group each one's
+    reservation fits or is refused alone: exactly the limit is allowed."""
+    authorizer = Authorizer(setup.runner)
+    answers = await asyncio.gather(
+        *(
+            authorizer.authorize(ALICE, "", [call(f"c{i}", "book", {"seat": "1A"})])
+            for i in range(20)
+        )
+    )
+    codes = sorted(d.error_code for (d,) in answers)
+    assert codes == [""] * 2 + ["quota_exceeded"] * 18
+    assert await setup.store.quota_usage(_quota(), setup.clock()) == {"bookings/alice": 2}
+    authorize_records = [
+        r
+        for r in await setup.store.query_audit(AuditFilter(), after=0, limit=100)
+        if r.kind == "authorize"
+    ]
+    assert len(authorize_records) == 20
