@@ -14,10 +14,12 @@ import pytest
 
 from gateway.approvals.records import DecideRequest
 from gateway.audit.records import AuditFilter
+from gateway.errors import PermissionDenied, RequestCode, RequestError
 from gateway.model import ApprovalStatus, CallStatus, Identity, Quota, RunState, Verdict
 from gateway.policy import load_engine
 from gateway.policy.reload import ReloadingEngine
 from gateway.run.authorize import Authorizer
+from gateway.run.quota_desk import QuotaDesk
 from gateway.run.resolution import ResolveRequest
 from gateway.run.runner import Runner
 from gateway.store import RunStore, open_store
@@ -69,6 +71,10 @@ decision := {"allow": true, "reasons": ["approved"], "quotas": [quota]} if {
 may_approve := true
 
 may_resolve := true
+
+may_read_quotas if input.identity.subject == "bob"
+
+may_reset_quotas if input.identity.subject == "bob"
 """
 
 
@@ -330,3 +336,39 @@ async def test_authorizes_arriving_together_share_a_commit_and_the_limit(setup: 
         if r.kind == "authorize"
     ]
     assert len(authorize_records) == 20
+
+
+async def test_operators_page_through_keys_and_reset_one(setup: Setup) -> None:
+    authorizer = Authorizer(setup.runner)
+    for who in ("alice", "carl", "dora"):
+        await authorizer.authorize(
+            Identity(who, "acme", ("traveler",)), "", [call("c", "book", {"seat": "1A"})]
+        )
+    desk = QuotaDesk(setup.store, setup.runner.policy, setup.clock)
+    first = await desk.list_page(BOB, "bookings/", page_size=2)
+    assert [q.key for q in first.quotas] == ["bookings/alice", "bookings/carl"]
+    rest = await desk.list_page(BOB, "bookings/", page_size=2, page_token=first.next_page_token)
+    assert [q.key for q in rest.quotas] == ["bookings/dora"] and rest.next_page_token == ""
+    with pytest.raises(RequestError) as bad:
+        await desk.list_page(BOB, "", page_token="!!not-a-token!!")
+    assert bad.value.code == RequestCode.INVALID_PAGE_TOKEN
+    with pytest.raises(PermissionDenied, match="may_read_quotas refused"):
+        await desk.list_page(ALICE, "bookings/")
+    for key, reason, code in [
+        ("bookings/zed", "x", RequestCode.QUOTA_NOT_FOUND),
+        ("bookings/alice", " ", RequestCode.INVALID_ARGUMENT),
+        ("k" * 300, "x", RequestCode.INVALID_ARGUMENT),
+    ]:
+        with pytest.raises(RequestError) as refused:
+            await desk.reset(BOB, key, reason)
+        assert refused.value.code == code
+    with pytest.raises(PermissionDenied, match="may_reset_quotas refused"):
+        await desk.reset(ALICE, "bookings/alice", "mine")
+    assert await desk.reset(BOB, "bookings/alice", "support ticket 7") == 1
+    assert await setup.store.quota_usage(_quota(), setup.clock()) == {"bookings/alice": 0}
+    (record,) = [
+        r
+        for r in await setup.store.query_audit(AuditFilter(), after=0, limit=100)
+        if r.kind == "quota"
+    ]
+    assert record.actor == "bob" and "support ticket 7" in record.message
