@@ -14,6 +14,7 @@ Parts (all by default; `--only main,counts` runs some):
   tools    Authorize with 10 vs 10,000 tool manifests loaded (two sidecars)
   data     Authorize with 100 vs 100,000 entries in the policy data (two sidecars)
   workers  `serve --workers 1` vs `--workers 2` (when serve has the option)
+  quotas   Authorize and SubmitTurn with one quota per call vs none, SQLite and PostgreSQL
   observe  Authorize and SubmitTurn with metrics on, tracing on (100% sampled), and neither
 
 Child processes on 127.0.0.1: the echo server, the example travel tool service and real
@@ -54,6 +55,7 @@ from bench.opa import NOT_FOUND, LiveOpa, live_opa
 from bench.prepare import grow_runs, write_manifests, write_policy_data
 from bench.procs import ROOT, Child, ChildFailed, descendants, memory, tree_cpu_seconds
 from bench.profile_sidecar import SNAPSHOT_DONE, phase_report
+from bench.quotas import part_quotas
 from bench.report import (
     MB,
     OneAtATime,
@@ -86,7 +88,7 @@ from gateway.store.sqlite import SQLiteStore
 from gateway.testing import SidecarFailed, SidecarProcess
 
 RESULTS = ROOT / "bench" / "results" / "latest.txt"
-PARTS = ("main", "counts", "pages", "long", "tools", "data", "workers", "observe")
+PARTS = ("main", "counts", "pages", "long", "tools", "data", "workers", "observe", "quotas")
 TOOLS_DIR = ROOT / "examples" / "travel" / "tools"
 POLICIES = ROOT / "policies"
 AUTH = ROOT / "examples" / "auth.yaml"
@@ -568,9 +570,17 @@ async def _part_observe(b: Bench) -> None:
         await channels.close()
 
 
+async def _part_quotas(b: Bench) -> None:
+    channels = _Channels()
+    try:
+        await part_quotas(b, channels.stub, b.tmp)
+    finally:
+        await channels.close()
+
+
 PART_RUNNERS = {"main": part_main, "counts": part_counts, "pages": part_pages,
                 "long": part_long, "tools": part_tools, "data": part_data,
-                "workers": part_workers, "observe": _part_observe}
+                "workers": part_workers, "observe": _part_observe, "quotas": _part_quotas}
 
 
 NOTES = [

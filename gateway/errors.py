@@ -4,7 +4,8 @@
     ├── RequestError              the whole request is refused; `code` is a RequestCode
     │   ├── Unauthenticated       always `unauthenticated`
     │   ├── PermissionDenied      always `permission_denied`
-    │   ├── NotFound              `run_not_found`, `approval_not_found`, `call_not_found`
+    │   ├── NotFound              `run_not_found`, `approval_not_found`, `call_not_found`,
+    │   │                         `quota_not_found`
     │   ├── InvalidRequest        `invalid_argument`, `malformed_response`, `unknown_provider`,
     │   │                         `duplicate_call_id`, `invalid_page_token`, `limit_exceeded`
     │   ├── FailedPrecondition    `already_decided`, `approval_expired`, `not_unknown`
@@ -65,6 +66,7 @@ class CallCode(StrEnum):
     OUTPUT_TOO_LARGE = "output_too_large"
     OUTCOME_UNKNOWN = "outcome_unknown"  # the code an UNKNOWN call carries
     RESOLVED_BY_OPERATOR = "resolved_by_operator"
+    QUOTA_EXCEEDED = "quota_exceeded"
 
 
 class RequestCode(StrEnum):
@@ -75,6 +77,7 @@ class RequestCode(StrEnum):
     RUN_NOT_FOUND = "run_not_found"
     APPROVAL_NOT_FOUND = "approval_not_found"
     CALL_NOT_FOUND = "call_not_found"
+    QUOTA_NOT_FOUND = "quota_not_found"
     RUN_PAUSED = "run_paused"
     RUN_FINISHED = "run_finished"
     ALREADY_DECIDED = "already_decided"

@@ -169,6 +169,16 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class Quota:
+    """What a call costs against one key: at most `limit` in any `window_s` seconds."""
+
+    key: str
+    limit: float
+    window_s: int
+    cost: float
+
+
+@dataclass(frozen=True)
 class Decision:
     verdict: Verdict
     reasons: tuple[str, ...] = ()
@@ -176,6 +186,7 @@ class Decision:
     approval_ttl_s: int | None = None
     error: str = ""  # set when the decision is a fail-closed policy_error
     input_sha256: str = ""  # sha256 of the exact input JSON the policy evaluated (replay key)
+    quotas: tuple[Quota, ...] = ()  # reserved when the decision commits (an allowing one)
 
     @property
     def is_policy_error(self) -> bool:

@@ -3,11 +3,13 @@
 # callgate queries the rules of this package (data.callgate; the prefix is configurable):
 #
 #   decision        one proposed tool call           {"allow", "approval_required"?,
-#                                                     "reasons"?, "approval_ttl_s"?}
+#                                                     "reasons"?, "approval_ttl_s"?, "quotas"?}
 #   may_approve     may this person approve a call?  bool
 #   may_resolve     may this operator resolve it?    bool
 #   may_read_audit  may this identity read audit?    bool
 #   may_list_runs   may it list others' runs?        bool (a subject always lists its own)
+#   may_read_quotas may it see these quota keys?     bool
+#   may_reset_quotas may it reset this quota key?    bool
 #   offer           tool names to list for a caller  set (undefined: every registered tool)
 #   batch_policy    not defined here, so a batch never runs partial writes
 #
@@ -157,17 +159,17 @@ default decision := {"allow": false, "reasons": ["no rule permitted this call"]}
 
 decision := {"allow": false, "reasons": sort(deny)} if count(deny) > 0
 
-decision := {"allow": true, "reasons": [allow_reason]} if {
+decision := charged({"allow": true, "reasons": [allow_reason]}) if {
 	permitted
 	not needs_approval
 }
 
-decision := {
+decision := charged({
 	"allow": false,
 	"approval_required": true,
 	"approval_ttl_s": approval_ttl_s,
 	"reasons": [approval_reason],
-} if {
+}) if {
 	permitted
 	needs_approval
 }
@@ -239,6 +241,49 @@ own_small_booking if {
 	seats <= seats_without_approval
 }
 
+# ---------------------------------------------------------------------------------------------
+# Quotas (docs/policies.md, "Quotas"): what an allowed call costs, reserved by callgate
+#
+# data.callgate.config.workshop.reservations_per_day: at most this many reserve_seat calls per
+# participant in any 24 hours (0 or absent: no quota).
+# data.callgate.config.call_quotas: tool -> {"limit", "window_s"}: at most `limit` calls of
+# the tool per caller in any `window_s` seconds.
+# callgate rejects a call over a limit (quota_exceeded) and gives the reservation back if the
+# call never runs.
+
+default reservations_per_day := 0
+
+reservations_per_day := n if {
+	n := workshop.reservations_per_day
+	is_number(n)
+}
+
+quota_set contains {
+	"key": sprintf("%s/seat_reservations/%v", [caller_tenant, input.call.args.participant]),
+	"limit": reservations_per_day,
+	"window_s": 86400,
+	"cost": 1,
+} if {
+	input.call.tool == "reserve_seat"
+	reservations_per_day > 0
+}
+
+quota_set contains {
+	"key": sprintf("%s/calls/%s/%s", [caller_tenant, input.call.tool, input.identity.subject]),
+	"limit": limits.limit,
+	"window_s": limits.window_s,
+	"cost": 1,
+} if {
+	limits := object.get(cfg, "call_quotas", {})[input.call.tool]
+}
+
+quotas := [q | some q in quota_set]
+
+# The decision object with its quotas (none: the object unchanged).
+charged(d) := object.union(d, {"quotas": quotas}) if count(quotas) > 0
+
+charged(d) := d if count(quotas) == 0
+
 # A precondition on the run's history would look like this (input.run is null outside a run):
 #
 #   deny contains "check availability before reserving a seat" if {
@@ -304,6 +349,23 @@ may_list_runs if {
 	some role in ["operator", "auditor"]
 	role in caller_roles
 	input.tenant == caller_tenant
+}
+
+# An operator or an auditor sees the quota keys of their own tenant (the keys above start with
+# "<tenant>/"; input.prefix is the listing's prefix); an operator resets one of them.
+default may_read_quotas := false
+
+may_read_quotas if {
+	some role in ["operator", "auditor"]
+	role in caller_roles
+	startswith(input.prefix, sprintf("%s/", [caller_tenant]))
+}
+
+default may_reset_quotas := false
+
+may_reset_quotas if {
+	"operator" in caller_roles
+	startswith(input.key, sprintf("%s/", [caller_tenant]))
 }
 
 # ---------------------------------------------------------------------------------------------

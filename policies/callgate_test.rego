@@ -287,6 +287,37 @@ test_seat_limit_comes_from_data if {
 	d.allow == true
 }
 
+test_reservations_carry_no_quota_unless_configured if {
+	d := callgate.decision with input as call("reserve_seat", "write", seat_args("mia", 1), mia)
+	not d.quotas
+}
+
+test_reservations_per_day_charge_the_participant if {
+	d := callgate.decision with input as call("reserve_seat", "write", seat_args("mia", 1), mia)
+		with data.callgate.config.workshop.reservations_per_day as 2
+	d.allow == true
+	d.quotas == [{"key": "acme/seat_reservations/mia", "limit": 2, "window_s": 86400, "cost": 1}]
+}
+
+test_a_reservation_waiting_for_approval_is_charged_too if {
+	d := callgate.decision with input as call("reserve_seat", "write", seat_args("bob", 1), olga)
+		with data.callgate.config.workshop.reservations_per_day as 2
+	d.approval_required == true
+	d.quotas[0].key == "acme/seat_reservations/bob"
+}
+
+test_call_quotas_charge_each_caller_per_tool if {
+	d := callgate.decision with input as call("check_availability", "read", {"event_id": "ws-acme-1"}, mia)
+		with data.callgate.config.call_quotas as {"check_availability": {"limit": 20, "window_s": 60}}
+	d.quotas == [{"key": "acme/calls/check_availability/mia", "limit": 20, "window_s": 60, "cost": 1}]
+}
+
+test_other_tools_are_not_charged if {
+	d := callgate.decision with input as call("check_availability", "read", {"event_id": "ws-acme-1"}, mia)
+		with data.callgate.config.workshop.reservations_per_day as 2
+	not d.quotas
+}
+
 test_member_may_not_book_for_someone_else if {
 	d := callgate.decision with input as call("reserve_seat", "write", seat_args("bob", 1), mia)
 	d.allow == false
@@ -434,6 +465,28 @@ test_no_one_lists_another_tenants_runs if {
 test_others_may_not_list_someone_elses_runs if {
 	not callgate.may_list_runs with input as runs_input(olga, "acme", "alice")
 	callgate.may_list_runs == false with input as {}
+}
+
+# ---------------------------------------------------------------------------------------------
+# may_read_quotas, may_reset_quotas
+
+test_operator_and_auditor_read_their_tenants_quota_keys if {
+	callgate.may_read_quotas with input as {"action": "read_quotas", "identity": oscar, "prefix": "acme/"}
+	callgate.may_read_quotas with input as {"action": "read_quotas", "identity": audrey, "prefix": "acme/seat_reservations/"}
+}
+
+test_no_one_reads_every_key_or_another_tenants if {
+	not callgate.may_read_quotas with input as {"action": "read_quotas", "identity": oscar, "prefix": ""}
+	not callgate.may_read_quotas with input as {"action": "read_quotas", "identity": oscar, "prefix": "acmecorp/"}
+	not callgate.may_read_quotas with input as {"action": "read_quotas", "identity": mia, "prefix": "acme/"}
+	callgate.may_read_quotas == false with input as {}
+}
+
+test_only_an_operator_resets_a_key_of_their_tenant if {
+	callgate.may_reset_quotas with input as {"action": "reset_quota", "identity": oscar, "key": "acme/seat_reservations/mia"}
+	not callgate.may_reset_quotas with input as {"action": "reset_quota", "identity": audrey, "key": "acme/seat_reservations/mia"}
+	not callgate.may_reset_quotas with input as {"action": "reset_quota", "identity": oscar, "key": "globex/x"}
+	callgate.may_reset_quotas == false with input as {}
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -38,11 +38,13 @@ REQUEST_MEANINGS: dict[str, str] = {
     "unauthenticated": "no `authorization: Bearer <token>` metadata, or a token the auth file "
                        "does not know",
     "permission_denied": "the run belongs to another subject or tenant, or the policy's "
-                         "`may_approve` (`DecideApproval`), `may_resolve` (`ResolveCall`) or "
-                         "`may_read_audit` (`QueryAudit`) refuses the caller",
+                         "`may_approve` (`DecideApproval`), `may_resolve` (`ResolveCall`), "
+                         "`may_read_audit` (`QueryAudit`), `may_read_quotas` (`ListQuotas`) or "
+                         "`may_reset_quotas` (`ResetQuota`) refuses the caller",
     "run_not_found": "no run with this `run_id` (`QueryAudit` too)",
     "approval_not_found": "`DecideApproval` names no approval that exists",
     "call_not_found": "`ResolveCall` names a call the run does not have",
+    "quota_not_found": "`ResetQuota` names a key no reservation ever named",
     "run_paused": "the run waits for an approval or an unknown outcome, or its last turn has "
                   "not settled: call `ResumeRun` (or `CancelRun`)",
     "run_finished": "the run has ended (COMPLETED, HANDED_OFF, BUDGET_EXHAUSTED or CANCELLED); "
@@ -134,6 +136,9 @@ CALL_MEANINGS: dict[str, str] = {
                        "blindly",
     "resolved_by_operator": "SUCCEEDED or FAILED: an operator resolved the call with "
                             "`ResolveCall`; the message carries who and their reason",
+    "quota_exceeded": "REJECTED, never executed: reserving a quota the policy charged would "
+                      "pass its limit; the message names the key, limit, usage and when "
+                      "enough of the window frees",
 }
 
 

@@ -225,3 +225,13 @@ def pruned(*, seq: int, chain_hash: str, removed: int, before: str, by: str,
                               f"the chain continues after record {seq}",
                       detail_json=_detail(checkpoint_seq=seq, checkpoint_hash=chain_hash,
                                           removed=removed, before=before, by=by))
+
+
+def quota_reset(*, key: str, by: Identity, removed: int, reason: str,
+                now: datetime) -> AuditEvent:
+    """Every reservation of a quota key given back by an operator."""
+    return AuditEvent(kind=AuditKind.QUOTA.value, subject=by.subject, tenant=by.tenant,
+                      time=now, actor=by.subject, actor_tenant=by.tenant,
+                      message=f"quota {key!r} reset by {by.subject}: {removed} reservation(s) "
+                              f"given back ({reason})",
+                      detail_json=_detail(key=key, removed=removed, reason=reason))

@@ -24,6 +24,7 @@ class AuditKind(StrEnum):
     CANCEL = "cancel"  # a run cancelled, and each call it stopped
     POLICY = "policy"  # a policy revision rejected on reload (or served after one)
     PRUNE = "prune"  # records removed by `callgate audit prune`; where the chain continues
+    QUOTA = "quota"  # an operator reset a quota key (its reservations given back)
 
 
 @dataclass(frozen=True)

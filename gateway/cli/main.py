@@ -1,4 +1,4 @@
-"""The `callgate` command: serve, demo, policy, runs, tools, approvals, audit.
+"""The `callgate` command: serve, demo, policy, runs, tools, approvals, audit, quotas.
 
 Every option also reads an environment variable, CALLGATE_<OPTION> (`--listen` reads
 CALLGATE_LISTEN); `callgate COMMAND --help` lists each with its variable and default.
@@ -118,6 +118,10 @@ def _runs_parser(sub: SubParsers) -> None:
     from gateway.cli.runs import add_parser
     add_parser(sub, client_options)
 
+def _quotas_parser(sub: SubParsers) -> None:
+    from gateway.cli.quotas import add_parser
+    add_parser(sub, client_options)
+
 def _tools_parser(sub: SubParsers) -> None:
     from gateway.cli.tools import add_parser
     add_parser(sub, client_options)
@@ -128,7 +132,7 @@ def build_parser() -> Parser:
                         version=f"callgate {callgate_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (serve.add_parser, _demo_parser, _policy_parser, _runs_parser, _tools_parser,
-                _approvals_parser, _audit_parser):
+                _approvals_parser, _audit_parser, _quotas_parser):
         add(sub)
     return parser
 

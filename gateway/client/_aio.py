@@ -305,6 +305,22 @@ class AsyncGatewayClient:
 
     # ------------------------------------------------------------------ status and audit
 
+    async def list_quotas(self, *, prefix: str = "", page_size: int = 0, page_token: str = "",
+                          timeout_s: float | None = None) -> pb.ListQuotasResponse:
+        """One page of the quota keys starting with `prefix`, with their usage."""
+        request = pb.ListQuotasRequest(prefix=prefix, page_size=page_size,
+                                       page_token=page_token)
+        page: pb.ListQuotasResponse = await self._unary(self._stub.ListQuotas, request,
+                                                        timeout_s)
+        return page
+
+    async def reset_quota(self, key: str, *, reason: str,
+                          timeout_s: float | None = None) -> pb.ResetQuotaResponse:
+        """Give back every reservation of one quota key (audited with the reason)."""
+        done: pb.ResetQuotaResponse = await self._unary(
+            self._stub.ResetQuota, pb.ResetQuotaRequest(key=key, reason=reason), timeout_s)
+        return done
+
     async def get_status(self, *, timeout_s: float | None = None) -> pb.Status:
         status: pb.Status = await self._unary(self._stub.GetStatus, pb.GetStatusRequest(),
                                               timeout_s)

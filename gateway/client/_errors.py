@@ -44,7 +44,8 @@ _ONE_CODE: dict[RequestCode, Callable[[str], RequestError]] = {
     _C.INTERNAL: InternalError,
 }
 _FAMILY: dict[RequestCode, type[RequestError]] = {
-    **dict.fromkeys((_C.RUN_NOT_FOUND, _C.APPROVAL_NOT_FOUND, _C.CALL_NOT_FOUND), NotFound),
+    **dict.fromkeys((_C.RUN_NOT_FOUND, _C.APPROVAL_NOT_FOUND, _C.CALL_NOT_FOUND,
+                     _C.QUOTA_NOT_FOUND), NotFound),
     **dict.fromkeys((_C.UNKNOWN_PROVIDER, _C.MALFORMED_RESPONSE, _C.DUPLICATE_CALL_ID,
                      _C.INVALID_ARGUMENT, _C.INVALID_PAGE_TOKEN, _C.LIMIT_EXCEEDED),
                     InvalidRequest),

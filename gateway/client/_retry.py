@@ -40,6 +40,8 @@ RULES: dict[str, str] = {
     "CancelRun": "cancelling a cancelled run answers it unchanged",
     "GetStatus": "a read",
     "QueryAudit": "continues after the last record received (after_seq)",
+    "ListQuotas": "a read",
+    "ResetQuota": "",  # a repeat after a lost answer gives back what was reserved meanwhile
 }
 
 

@@ -225,6 +225,15 @@ class GatewayClient:
             run_id, call_id, outcome, reason=reason, output_json=output_json,
             timeout_s=timeout_s))
 
+    def list_quotas(self, *, prefix: str = "", page_size: int = 0, page_token: str = "",
+                    timeout_s: float | None = None) -> pb.ListQuotasResponse:
+        return _Background.run(self.aio.list_quotas(
+            prefix=prefix, page_size=page_size, page_token=page_token, timeout_s=timeout_s))
+
+    def reset_quota(self, key: str, *, reason: str,
+                    timeout_s: float | None = None) -> pb.ResetQuotaResponse:
+        return _Background.run(self.aio.reset_quota(key, reason=reason, timeout_s=timeout_s))
+
     def get_status(self, *, timeout_s: float | None = None) -> pb.Status:
         return _Background.run(self.aio.get_status(timeout_s=timeout_s))
 

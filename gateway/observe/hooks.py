@@ -51,6 +51,9 @@ class Metrics:
     def shadow_disagreement(self) -> None:
         """Shadow mode: OPA answered an evaluation otherwise than the embedded engine."""
 
+    def quota_rejected(self, tool: str) -> None:
+        """A call REJECTED `quota_exceeded` (in a turn or by Authorize)."""
+
     def rpc(self, method: str, code: str, seconds: float) -> None:
         """A ToolGateway RPC answered with this gRPC status code."""
 

@@ -140,6 +140,9 @@ class PrometheusMetrics(Metrics):
             (within(RELOADS),))
         self._shadow = counter("callgate_shadow_disagreements_total",
                                "Shadow mode: evaluations OPA answered otherwise")
+        self._quotas = _Children(counter(
+            "callgate_quota_rejections_total", "Calls rejected quota_exceeded (turns and "
+            "Authorize)", "tool"), (tool,))
         method = within(labels.methods)
         self._handled = _Children(counter(
             "callgate_grpc_server_handled_total", "ToolGateway RPCs answered, by method and "
@@ -169,6 +172,9 @@ class PrometheusMetrics(Metrics):
 
     def shadow_disagreement(self) -> None:
         self._shadow.inc()
+
+    def quota_rejected(self, tool: str) -> None:
+        self._quotas.get((tool,)).inc()
 
     def rpc(self, method: str, code: str, seconds: float) -> None:
         self._handled.get((method, code)).inc()

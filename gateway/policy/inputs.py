@@ -8,6 +8,7 @@
     approval_input `input.approval` of the re-check before an approved call runs
     audit_input   `may_read_audit`: may this identity read these audit records?
     list_runs_input `may_list_runs`: may this identity list these runs?
+    quotas_input    `may_read_quotas` / `may_reset_quotas`: may it see these keys, reset this one?
 """
 
 from __future__ import annotations
@@ -195,6 +196,14 @@ def list_runs_input(reader: Identity, tenant: str, subject: str) -> dict[str, An
     (`subject` "": every subject's)? A subject's own runs are listed without asking."""
     return {"action": "list_runs", "identity": reader.as_input(), "tenant": tenant,
             "subject": subject}
+
+
+def quotas_input(who: Identity, *, prefix: str = "", key: str = "") -> dict[str, Any]:
+    """The `may_read_quotas` input (`prefix`: the keys listed) or the `may_reset_quotas`
+    input (`key`: the key reset)."""
+    if key:
+        return {"action": "reset_quota", "identity": who.as_input(), "key": key}
+    return {"action": "read_quotas", "identity": who.as_input(), "prefix": prefix}
 
 
 def approval_input(approval: ApprovalRecord) -> dict[str, Any]:

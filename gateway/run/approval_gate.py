@@ -208,6 +208,10 @@ class ApprovalGate:
         assert args is not None  # _refused refuses an approved call without arguments
         judged = await self.judge.decide(rec, tool, args, identity=a.requester, run=ctx,
                                          batch=batch, now=now, approval=approval_input(a))
+        if judged.decision is not None and rec.decision is not None:
+            # what the request reserved stays reserved (and is given back if this rejects)
+            judged = replace(judged, decision=replace(judged.decision,
+                                                      quotas=rec.decision.quotas))
         verdict = judged.decision.verdict if judged.decision else Verdict.UNSPECIFIED
         if judged.status == CallStatus.PENDING_APPROVAL and verdict != Verdict.ALLOW:
             return rejected(judged, CallCode.POLICY_DENIED, "the policy did not allow the "

@@ -4,14 +4,19 @@ run as a turn would (its owner checked, its earlier calls when the policy reads 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from gateway.audit import events
+from gateway.errors import CallCode
 from gateway.model import CallRecord, CallStatus, Decision, Identity, ToolCall, Verdict
 from gateway.policy.inputs import RECENT_CALLS, RunContext
+from gateway.quotas import QuotaExceeded, Reservation
 from gateway.request_checks import check_calls
 from gateway.run.history import HistoryNeed, judged_with_history
+from gateway.run.judge import rejected
 from gateway.run.runner import Runner
 
 
@@ -21,7 +26,6 @@ class AuthorizeDecision:
     decision: Decision
     error_code: str = ""
     error_message: str = ""
-
 
 
 class Authorizer:
@@ -49,9 +53,36 @@ class Authorizer:
                 need, runner.policy, recs, await runner.judging.history(run.run_id, "", need.limit),
                 runner.judging.context(run, run.turns_used, ""), judge,
                 lambda: runner.judging.history(run.run_id, "", RECENT_CALLS))
-        await runner.store.append_audit([events.authorize(r, identity, registry=runner.registry,
-                                                        now=now) for r in judged])
+        judged = await self._commit(identity, run_id, judged, now)
         return [AuthorizeDecision(r.call_id, r.decision or Decision(Verdict.UNSPECIFIED),
                                   r.error_code if r.status == CallStatus.REJECTED else "",
                                   r.error_message if r.status == CallStatus.REJECTED else "")
                 for r in judged]
+
+    async def _commit(self, identity: Identity, run_id: str, judged: list[CallRecord],
+                      now: datetime) -> list[CallRecord]:
+        """The decisions' audit records, with the quotas of the allowed calls reserved in the
+        same commit (kept: what the caller does with an allowed call is not known here); a
+        call whose quota does not fit is REJECTED `quota_exceeded` and the rest committed
+        again."""
+        runner = self.runner
+        tag = f"authorize_{uuid.uuid4().hex}"
+        while True:
+            audit = [events.authorize(r, identity, registry=runner.registry, now=now)
+                     for r in judged]
+            reserve = [Reservation(run_id, f"{tag}/{r.call_id}", q, now) for r in judged
+                       if r.status == CallStatus.PROPOSED and r.decision is not None
+                       and r.decision.verdict == Verdict.ALLOW for q in r.decision.quotas]
+            if not reserve:
+                await runner.store.append_audit(audit)
+                return judged
+            try:
+                await runner.store.reserve_quotas(reserve, audit)
+                return judged
+            except QuotaExceeded as exc:
+                refused = exc.call_id.removeprefix(f"{tag}/")
+                for r in judged:
+                    if r.call_id == refused:
+                        runner.observe.metrics.quota_rejected(r.tool)
+                judged = [rejected(r, CallCode.QUOTA_EXCEEDED, str(exc), now=now)
+                          if r.call_id == refused else r for r in judged]

@@ -8,7 +8,7 @@ APPROVAL_REQUIRED decision for the batch planner.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from time import perf_counter
@@ -25,11 +25,28 @@ from gateway.errors import CallCode
 from gateway.jsontext import JsonTextError
 from gateway.limits import FLAGS, Limits, utf8_len
 from gateway.memo import Memo
-from gateway.model import CallRecord, CallStatus, Decision, Identity, ToolCall, Verdict, revised
+from gateway.model import (
+    CallRecord,
+    CallStatus,
+    Decision,
+    Identity,
+    Quota,
+    ToolCall,
+    Verdict,
+    revised,
+)
 from gateway.observe.hooks import OFF, Observe
 from gateway.policy.base import PolicyEngine
 from gateway.policy.inputs import RunContext, call_input
 from gateway.tools import Registry, Tool
+
+Usage = Callable[[Sequence[Quota], datetime], Awaitable[dict[str, float]]]
+
+
+def quotas_input(quotas: Sequence[Quota], used: dict[str, float]) -> dict[str, Any]:
+    """`input.quotas`: for each key the decision charges, its usage in its window."""
+    return {q.key: {"used": used.get(q.key, 0.0), "limit": q.limit, "window_s": q.window_s,
+                    "cost": q.cost} for q in quotas}
 
 
 def rejected(rec: CallRecord, code: CallCode, message: str, *, now: datetime,
@@ -77,6 +94,9 @@ class Judge:
     # arguments text → its arguments_sha256 ("" when it has none): repeated calls repeat it
     _hashes: Memo[str] = field(default_factory=Memo, compare=False, repr=False)
     observe: Observe = field(default=OFF, compare=False, repr=False)
+    # each quota's key's usage now (`RunStore.quota_usage`): for a policy that reads
+    # `input.quotas`
+    usage: Usage | None = field(default=None, compare=False, repr=False)
 
     def propose(self, run_id: str, turn_id: str, index: int, call: ToolCall,
                 now: datetime) -> CallRecord:
@@ -136,10 +156,12 @@ class Judge:
                approval: dict[str, Any] | None = None) -> CallRecord:
         policy_in = call_input(rec=rec, tool=tool, args=args, identity=identity, run=run,
                                batch=[(c, c.effect) for c in batch], now=now, approval=approval)
-        if self.observe.enabled:
-            decision = await self._observed_decision(tool.name, policy_in)
-        else:
-            decision = await self.policy.decide(policy_in)
+        decision = await self._decision(tool.name, policy_in)
+        if decision.quotas and self.usage is not None and self.policy.reads("quotas"):
+            # decided again, seeing how much of each key it charges is used
+            used = await self.usage(decision.quotas, now)
+            policy_in["quotas"] = quotas_input(decision.quotas, used)
+            decision = await self._decision(tool.name, policy_in)
         if decision.is_policy_error:
             return rejected(rec, CallCode.POLICY_ERROR,
                             f"the policy could not decide this call ({decision.error}); "
@@ -148,6 +170,11 @@ class Judge:
             why = "; ".join(decision.reasons) or "the policy denied this call"
             return rejected(rec, CallCode.POLICY_DENIED, why, now=now, decision=decision)
         return revised(rec, decision=decision, decided_at=now)
+
+    async def _decision(self, tool: str, policy_in: dict[str, Any]) -> Decision:
+        if self.observe.enabled:
+            return await self._observed_decision(tool, policy_in)
+        return await self.policy.decide(policy_in)
 
     async def _observed_decision(self, tool: str, policy_in: dict[str, Any]) -> Decision:
         """`decision` evaluated in a span of its own, timed and counted by verdict."""

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from gateway import quotas
 from gateway.approvals import records as ap
 from gateway.audit import events
 from gateway.audit.records import AuditEvent
@@ -29,11 +30,16 @@ from gateway.model import (
 from gateway.observe.hooks import OFF, Observe
 from gateway.policy.base import PolicyEngine
 from gateway.policy.inputs import RECENT_CALLS, HistoryEntry, RunContext, batch_input
+from gateway.quotas import QuotaExceeded, Reservation
 from gateway.run import plan
 from gateway.run.history import HistoryNeed, judged_with_history
 from gateway.run.judge import Judge, rejected
 from gateway.store.base import RunStore
 from gateway.tools import Registry
+
+# a new turn's reads cleared to run, claimed: (run, calls) → (run, calls, IDs claimed)
+Claim = Callable[[RunRecord, Sequence[CallRecord], datetime],
+                 tuple[RunRecord, list[CallRecord], list[str]]]
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,9 @@ class JudgedTurn:
     approvals: list[ApprovalRecord]
     audit: list[AuditEvent]
     partial: bool
-
+    before: list[CallRecord]  # the calls as given to the judging
+    judged: list[CallRecord]  # the calls as judged, before planning
+    reserve: list[Reservation]  # the quotas of the calls decided now
 
 
 class TurnJudging:
@@ -54,6 +62,7 @@ class TurnJudging:
                  approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S, observe: Observe = OFF) -> None:
         self.store = store
         self.tracer = observe.tracer
+        self.metrics = observe.metrics
         self.registry = registry
         self.policy = policy
         self.judge = judge
@@ -109,13 +118,20 @@ class TurnJudging:
             judged = await judged_with_history(
                 need, self.policy, calls, recent, self.context(run, turn.seq, turn.turn_id),
                 judge, lambda: self.history(run.run_id, turn.turn_id, RECENT_CALLS))
-        remaining = (None if run.budget.max_tool_calls == 0
-                     else max(run.budget.max_tool_calls - run.tool_calls_used, 0))
         with self.tracer.span("callgate.plan", {"callgate.calls": len(judged)} if traced
                               else None):
             partial = await self.partial_writes(identity, judged)
-            planned = plan.plan_batch(judged, remaining_tool_calls=remaining,
-                                      partial_writes=partial, now=now)
+            return self.planned(identity, run, turn, calls, judged, partial, now)
+
+    def planned(self, identity: Identity, run: RunRecord, turn: TurnRecord,
+                calls: Sequence[CallRecord], judged: Sequence[CallRecord], partial: bool,
+                now: datetime) -> JudgedTurn:
+        """The judged calls planned as a batch, with their approval requests, audit records
+        and the quotas of the calls decided now (pure)."""
+        remaining = (None if run.budget.max_tool_calls == 0
+                     else max(run.budget.max_tool_calls - run.tool_calls_used, 0))
+        planned = plan.plan_batch(judged, remaining_tool_calls=remaining,
+                                  partial_writes=partial, now=now)
         approvals = [ap.requested(identity, c, now, self.approval_ttl_s) for c in planned
                      if c.status == CallStatus.PENDING_APPROVAL and not c.approval_id]
         by_call = {a.call_id: a.approval_id for a in approvals}
@@ -127,7 +143,62 @@ class TurnJudging:
         audit += [events.approval_requested(a, c.decision, registry=self.registry, now=now,
                                             provider=run.provider)
                   for a in approvals for c in planned if c.call_id == a.call_id and c.decision]
-        return JudgedTurn(planned, changed, approvals, audit, partial)
+        undecided = {c.call_id for c in calls
+                     if c.status == CallStatus.PROPOSED and c.decision is None}
+        reserve = quotas.reservations([c for c in planned if c.call_id in undecided], now)
+        return JudgedTurn(planned, changed, approvals, audit, partial, list(calls),
+                          list(judged), reserve)
+
+    def refused(self, identity: Identity, run: RunRecord, turn: TurnRecord, jt: JudgedTurn,
+                exc: QuotaExceeded, now: datetime) -> JudgedTurn:
+        """The turn planned again with the call whose quota did not fit REJECTED
+        `quota_exceeded` (its siblings follow the batch rules)."""
+        judged = [rejected(c, CallCode.QUOTA_EXCEEDED, str(exc), now=now)
+                  if c.call_id == exc.call_id and c.status == CallStatus.PROPOSED else c
+                  for c in jt.judged]
+        for c in judged:
+            if c.call_id == exc.call_id:
+                self.metrics.quota_rejected(c.tool)
+        return self.planned(identity, run, turn, jt.before, judged, jt.partial, now)
+
+    async def begin(self, identity: Identity, run: RunRecord, turn: TurnRecord,
+                    proposed: Sequence[CallRecord], judged: JudgedTurn, claim: Claim,
+                    now: datetime) -> tuple[RunRecord, list[CallRecord], list[str], JudgedTurn]:
+        """Commit a new turn with its judged calls (the reads `claim` clears to run claimed),
+        their approval requests, decision records and quota reservations; a call whose quota
+        does not fit is rejected and the turn planned and committed again. Answers the run,
+        the calls, the IDs claimed and the turn as committed."""
+        for _ in range(len(judged.reserve) + 1):
+            claimed_run, calls, claimed = claim(run, judged.calls, now)
+            audit = [events.decision(c, claimed_run, actor=identity, registry=self.registry,
+                                     now=now, provider=turn.provider)
+                     for c in proposed if c.status == CallStatus.REJECTED]
+            # Reads only, all going out now: nothing leaves the sidecar before the settling
+            # commit, which syncs, and nothing here has an effect; this one need not sync.
+            reads_only = bool(claimed) and not judged.approvals and all(
+                c.status == CallStatus.REJECTED or c.call_id in claimed for c in calls)
+            try:
+                await self.store.begin_turn(claimed_run, turn, calls, [*audit, *judged.audit],
+                                            judged.approvals, durable=not reads_only,
+                                            reserve=judged.reserve)
+                return claimed_run, calls, claimed, judged
+            except QuotaExceeded as exc:
+                judged = self.refused(identity, run, turn, judged, exc, now)
+        raise AssertionError("a quota was refused for a call that reserves none")
+
+    async def save(self, identity: Identity, run: RunRecord, turn: TurnRecord,
+                   judged: JudgedTurn, now: datetime) -> JudgedTurn:
+        """Commit the calls judged (of a turn accepted before) with their approval requests,
+        decision records and quota reservations, rejecting any whose quota does not fit."""
+        for _ in range(len(judged.reserve) + 1):
+            try:
+                await self.store.save(calls=judged.changed, approvals=judged.approvals,
+                                      audit=judged.audit, expect=judged.before,
+                                      reserve=judged.reserve)
+                return judged
+            except QuotaExceeded as exc:
+                judged = self.refused(identity, run, turn, judged, exc, now)
+        raise AssertionError("a quota was refused for a call that reserves none")
 
     async def partial_writes(self, identity: Identity, calls: Sequence[CallRecord]) -> bool:
         writes = [c for c in calls if plan.is_write(c)]

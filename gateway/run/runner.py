@@ -109,7 +109,7 @@ class Runner(Interventions):
         self.clock = clock
         self.approval_ttl_s = approval_ttl_s
         self.limits = limits
-        self.judge = Judge(registry, policy, limits, observe=observe)
+        self.judge = Judge(registry, policy, limits, observe=observe, usage=store.quota_usage)
         self.gate = ApprovalGate(store, self.judge, registry)
         self.judging = TurnJudging(store, registry, policy, self.judge, limits=limits,
                                    approval_ttl_s=approval_ttl_s, observe=observe)
@@ -298,16 +298,8 @@ class Runner(Interventions):
         recent = [c for c in ctx.recent if c.turn_id != record.turn_id]
         judged = await self.judging.judge_turn(identity, run, record, proposed, recent, now, need)
         phase = self._phase(judged.partial)
-        run, calls, claimed = phase.claim_reads(run, judged.calls, now)
-        audit = [events.decision(c, run, actor=identity, registry=self.registry, now=now,
-                                 provider=turn.provider)
-                 for c in proposed if c.status == CallStatus.REJECTED]
-        # Reads only, all going out now: nothing leaves the sidecar before the settling commit,
-        # which syncs, and nothing here has an effect; this commit need not sync on its own.
-        reads_only = bool(claimed) and not judged.approvals and all(
-            c.status == CallStatus.REJECTED or c.call_id in claimed for c in calls)
-        await self.store.begin_turn(run, record, calls, [*audit, *judged.audit],
-                                    judged.approvals, durable=not reads_only)
+        run, calls, claimed, judged = await self.judging.begin(
+            identity, run, record, proposed, judged, phase.claim_reads, now)
         if judged.approvals:
             self.on_pending(judged.approvals)
         return await self._execute(identity, run, record, calls, phase, claimed)
@@ -377,8 +369,7 @@ class Runner(Interventions):
         need = HistoryNeed.of(self.policy)
         recent = await self.judging.history(run.run_id, turn.turn_id, need.limit)
         judged = await self.judging.judge_turn(identity, run, turn, calls, recent, now, need)
-        await self.store.save(calls=judged.changed, approvals=judged.approvals,
-                              audit=judged.audit, expect=calls)
+        judged = await self.judging.save(identity, run, turn, judged, now)
         if judged.approvals:
             self.on_pending(judged.approvals)
         return judged.calls, judged.partial

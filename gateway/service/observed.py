@@ -18,6 +18,7 @@ from typing import Any, Final, TypeVar, cast
 from gateway.audit.records import AuditCheckpoint, AuditEvent
 from gateway.model import ApprovalRecord, CallRecord, CallStatus, RunRecord, TurnRecord
 from gateway.observe.hooks import Metrics
+from gateway.quotas import Reservation
 from gateway.store.base import RunStore
 
 T = TypeVar("T")
@@ -54,18 +55,19 @@ class ObservedStore:
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
                          approvals: Sequence[ApprovalRecord] = (), *,
-                         durable: bool = True) -> None:
+                         durable: bool = True, reserve: Sequence[Reservation] = ()) -> None:
         await self._timed(lambda: self.inner.begin_turn(run, turn, calls, audit, approvals,
-                                                        durable=durable))
+                                                        durable=durable, reserve=reserve))
         self._results(calls, ())
 
     async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
                    calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
                    audit: Sequence[AuditEvent] = (), expect: Sequence[CallRecord] = (),
-                   expect_approvals: Sequence[ApprovalRecord] = ()) -> None:
+                   expect_approvals: Sequence[ApprovalRecord] = (),
+                   reserve: Sequence[Reservation] = ()) -> None:
         await self._timed(lambda: self.inner.save(
             run=run, turn=turn, calls=calls, approvals=approvals, audit=audit, expect=expect,
-            expect_approvals=expect_approvals))
+            expect_approvals=expect_approvals, reserve=reserve))
         if calls:
             self._results(calls, expect)
 

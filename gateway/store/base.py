@@ -19,6 +19,11 @@ processes and replicas, not just inside one:
   records and records where the chain continues (a checkpoint) in the same commit.
 - Call and approval records are written in their stored form (`StoredForm`): a call of a
   tool with `redact_stored` keeps its arguments masked once it is terminal.
+- A commit that carries reservations (`reserve`) reserves every one or nothing: it locks the
+  key of each (in key order), sums the key's window and, if the reservation would pass the
+  limit, rolls the whole commit back and raises `gateway.quotas.QuotaExceeded`. A commit
+  that writes a call ending without executing (REJECTED, NOT_RUN; FAILED after UNKNOWN) gives
+  back that call's reservations in the same commit.
 - After a commit that settles something of a run (`settles`), the run's watchers are woken
   (`watch`), including watchers served by other replicas of the same database; after a commit
   that appends audit records, the audit's followers are (`watch_audit`).
@@ -37,6 +42,7 @@ from gateway.model import (
     ApprovalRecord,
     CallRecord,
     PastCall,
+    Quota,
     RunFilter,
     RunPage,
     RunRecord,
@@ -45,6 +51,7 @@ from gateway.model import (
     TurnContext,
     TurnRecord,
 )
+from gateway.quotas import QuotaState, Reservation
 from gateway.store.notify import Subscription
 
 
@@ -125,20 +132,22 @@ class RunStore(Protocol):
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
                          approvals: Sequence[ApprovalRecord] = (), *,
-                         durable: bool = True) -> None:
-        """Insert the turn, its calls and their approval requests, update the run and append
-        audit, atomically (one commit). `durable=False`: the commit may reach the disk with
-        the store's next durable commit rather than before this returns (safe only when
-        nothing leaves the sidecar before that next commit, and nothing it holds has an
-        effect); a store may commit durably all the same."""
+                         durable: bool = True, reserve: Sequence[Reservation] = ()) -> None:
+        """Insert the turn, its calls and their approval requests, update the run, append
+        audit and reserve `reserve`, atomically (one commit). `durable=False`: the commit may
+        reach the disk with the store's next durable commit rather than before this returns
+        (safe only when nothing leaves the sidecar before that next commit, and nothing it
+        holds has an effect); a store may commit durably all the same."""
         ...
 
     async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
                    calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
                    audit: Sequence[AuditEvent] = (),
                    expect: Sequence[CallRecord] = (),
-                   expect_approvals: Sequence[ApprovalRecord] = ()) -> None:
-        """Update existing run/turn/call rows, upsert approvals and append audit records,
+                   expect_approvals: Sequence[ApprovalRecord] = (),
+                   reserve: Sequence[Reservation] = ()) -> None:
+        """Update existing run/turn/call rows, upsert approvals, append audit records,
+        reserve `reserve` and give back what the calls ending unexecuted had reserved,
         atomically (one commit, durable before it returns). A call of `calls` that has a
         record of the same turn and ID in `expect` is guarded: it is written only if its row
         still has that record's status and execution count (else `StoreConflict`, nothing
@@ -148,6 +157,26 @@ class RunStore(Protocol):
         ...
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None: ...
+
+    async def reserve_quotas(self, reservations: Sequence[Reservation],
+                             audit: Sequence[AuditEvent]) -> None:
+        """Reserve every reservation and append audit, in one commit (or QuotaExceeded)."""
+        ...
+
+    async def quota_usage(self, quotas: Sequence[Quota], now: datetime) -> dict[str, float]:
+        """Each quota's key's usage in its window ending at `now`."""
+        ...
+
+    async def list_quotas(self, prefix: str, *, after: str, limit: int,
+                          now: datetime) -> list[QuotaState]:
+        """Up to `limit` keys starting with `prefix`, those after `after`, in key order, with
+        their usage in the window of their latest reservation."""
+        ...
+
+    async def reset_quota(self, key: str, audit: Callable[[int], AuditEvent]) -> int | None:
+        """Give back every reservation of the key and append `audit(removed)`, in one commit;
+        None (nothing written) when no reservation ever named the key."""
+        ...
 
     async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:
         """A run's audit records, oldest first (for tests and offline tools)."""

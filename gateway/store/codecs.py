@@ -27,6 +27,7 @@ from gateway.model import (
     EventKind,
     NextAction,
     PastCall,
+    Quota,
     RunRecord,
     RunState,
     TurnRecord,
@@ -73,11 +74,13 @@ def decision_to_json(d: Decision | None) -> str | None:
 
 @functools.lru_cache(maxsize=1024)  # a remembered decision is stored again and again
 def _decision_json(d: Decision) -> str:
-    body = {"verdict": d.verdict.value, "reasons": list(d.reasons),
+    body: dict[str, Any] = {"verdict": d.verdict.value, "reasons": list(d.reasons),
             "policy_revision": d.policy_revision, "approval_ttl_s": d.approval_ttl_s,
             "error": d.error}
     if d.input_sha256:
         body["input_sha256"] = d.input_sha256
+    if d.quotas:  # (absent when none: records written without quotas hash as before)
+        body["quotas"] = [vars(q) for q in d.quotas]
     return json.dumps(body)
 
 
@@ -87,7 +90,8 @@ def decision_from_json(text: str | None) -> Decision | None:
     d = json.loads(text)
     return Decision(verdict=Verdict(d["verdict"]), reasons=tuple(d["reasons"]),
                     policy_revision=d["policy_revision"], approval_ttl_s=d.get("approval_ttl_s"),
-                    error=d.get("error", ""), input_sha256=d.get("input_sha256", ""))
+                    error=d.get("error", ""), input_sha256=d.get("input_sha256", ""),
+                    quotas=tuple(Quota(**q) for q in d.get("quotas", ())))
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind))

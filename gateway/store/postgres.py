@@ -41,7 +41,8 @@ from gateway.model import (
     TurnRecord,
     now_utc,
 )
-from gateway.store import codecs, fragments, pg_writes, schema
+from gateway.quotas import Reservation
+from gateway.store import codecs, fragments, pg_quotas, pg_writes, schema
 from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.fragments import select
 from gateway.store.group import GroupCommit
@@ -108,7 +109,7 @@ def describe(conninfo: str) -> str:
     return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
-class PostgresStore(PgReads, Notifying):
+class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
     name = "postgresql"
 
     def __init__(self, conninfo: str, *, timeout_s: float = 5.0,
@@ -124,6 +125,7 @@ class PostgresStore(PgReads, Notifying):
         self._hub = SettleHub()
         self._schema = ""
         self._audits = GroupCommit(self._commit_audit)
+        self._reservations = GroupCommit(self._commit_reservations)
         self._channel = ""
         self._audit_channel = ""
         self._listener: Listener | None = None
@@ -232,7 +234,7 @@ class PostgresStore(PgReads, Notifying):
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
                          approvals: Sequence[ApprovalRecord] = (), *,
-                         durable: bool = True) -> None:
+                         durable: bool = True, reserve: Sequence[Reservation] = ()) -> None:
         """Every commit is durable here (`durable` is not used). One statement for the turn,
         its calls, the run and the audit records (plus the
         chain's lock, and the approvals when there are any)."""
@@ -243,6 +245,7 @@ class PostgresStore(PgReads, Notifying):
         writes += [pg_writes.insert("calls", schema.CALL_COLUMNS, chunk)
                    for chunk in pg_writes.chunks(values, len(schema.CALL_COLUMNS))]
         async with self._tx() as conn:
+            writes += await pg_quotas.reserve(conn, reserve)
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
             await self._write(conn, writes, audit)
         self._appended(audit)
@@ -256,7 +259,8 @@ class PostgresStore(PgReads, Notifying):
                    calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
                    audit: Sequence[AuditEvent] = (),
                    expect: Sequence[CallRecord] = (),
-                   expect_approvals: Sequence[ApprovalRecord] = ()) -> None:
+                   expect_approvals: Sequence[ApprovalRecord] = (),
+                   reserve: Sequence[Reservation] = ()) -> None:
         """One statement for the run, the turn, the calls (one guarded UPDATE), the audit
         records and the settlement's notification (plus the chain's lock, and the approvals
         when there are any)."""
@@ -274,9 +278,11 @@ class PostgresStore(PgReads, Notifying):
             writes.append(Write(update + " RETURNING 1",
                                 fragments.calls_update_values(stored, guards), counted=True))
         async with self._tx() as conn:
+            writes += await pg_quotas.reserve(conn, reserve)
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals],
                                        fragments.approval_guards(expect_approvals))
-            counts = await self._write(conn, writes, audit, settled=settled)
+            counts = await self._write(conn, [*writes, *pg_quotas.give_back(stored, expect)],
+                                       audit, settled=settled)
             if stored and counts[0] != len(stored):
                 raise await self._conflict(conn, stored, guards)
         self._appended(audit)

@@ -20,6 +20,10 @@ Schema history (each store migrates forward on open):
        run_id): ListRuns reads a page of a subject's (or a tenant's) runs, newest first
     7  calls gain a partial index of those UNKNOWN: the gauge `callgate_unknown_outcome_calls`
        counts them at every scrape without reading the other calls
+    8  quota_keys (each key's latest limit and window; the row every reservation of the key
+       locks) and quota_usage (one row per reservation: key, call, cost, time), indexed by
+       key and time (a window's sum), by key and expiry (pruning) and by call (giving a
+       reservation back)
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from collections.abc import Callable
 
 from gateway.audit.hashing import AUDIT_ADDED
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 RUN_COLUMNS = ("run_id", "state", "subject", "tenant", "provider", "api_version", "budget_json",
@@ -76,6 +80,7 @@ ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
     5: (),
     6: (),
     7: (),
+    8: (),
 }
 
 
@@ -92,12 +97,30 @@ INDEXES: dict[int, tuple[str, ...]] = {
         "CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at, run_id)"),
     # the calls of unknown outcome, however many calls the store holds
     7: ("CREATE INDEX IF NOT EXISTS calls_unknown ON calls (status) WHERE status = 'UNKNOWN'",),
+    # a key's window summed from the index alone; its expired reservations; a call's (given
+    # back)
+    8: ("CREATE INDEX IF NOT EXISTS quota_usage_key ON quota_usage (quota_key, reserved_at, "
+        "cost)",
+        "CREATE INDEX IF NOT EXISTS quota_usage_expiry ON quota_usage (quota_key, expires_at)",
+        "CREATE INDEX IF NOT EXISTS quota_usage_call ON quota_usage (run_id, call_id)"),
 }
 
 
 # Tables a version added (with the tables of a new store, or when migrating to it).
 TABLES: dict[int, tuple[str, ...]] = {
     4: ("audit_checkpoints",),
+    8: ("quota_keys", "quota_usage"),
+}
+
+
+# Typed the same in both stores (sums and comparisons of numbers; times in epoch seconds).
+QUOTA_TABLES = {
+    "quota_keys": "quota_keys (quota_key TEXT NOT NULL, quota_limit DOUBLE PRECISION NOT NULL, "
+                  "window_s BIGINT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
+                  "PRIMARY KEY (quota_key))",
+    "quota_usage": "quota_usage (quota_key TEXT NOT NULL, run_id TEXT NOT NULL, "
+                   "call_id TEXT NOT NULL, cost DOUBLE PRECISION NOT NULL, "
+                   "reserved_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)",
 }
 
 
@@ -109,7 +132,7 @@ def indexes() -> list[str]:
 def tables(column: Callable[[str], str], version: int | None = None) -> list[str]:
     """The CREATE TABLE statements of the tables `version` added (every version's: None)."""
     defs = {"audit_checkpoints": f"audit_checkpoints ({', '.join(map(column, CHECKPOINT_COLUMNS))}"
-                                 ", PRIMARY KEY (seq))"}
+                                 ", PRIMARY KEY (seq))", **QUOTA_TABLES}
     return [f"CREATE TABLE IF NOT EXISTS {defs[name]}"
             for v, names in TABLES.items() if version in (None, v) for name in names]
 

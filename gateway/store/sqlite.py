@@ -34,7 +34,8 @@ from gateway.model import (
     TurnRecord,
     now_utc,
 )
-from gateway.store import codecs, fragments, schema
+from gateway.quotas import Reservation
+from gateway.store import codecs, fragments, schema, sqlite_quotas
 from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.filehealth import FileHealth
 from gateway.store.group import GroupCommit
@@ -104,7 +105,7 @@ def _assignments(columns: Sequence[str]) -> str:
     return fragments.assignments(columns, "?")
 
 
-class SQLiteStore(SQLiteReads, Notifying):
+class SQLiteStore(sqlite_quotas.SQLiteQuotas, SQLiteReads, Notifying):
     name = "sqlite"
 
     def __init__(self, path: Path, *, busy_timeout_s: float = 5.0,
@@ -118,6 +119,7 @@ class SQLiteStore(SQLiteReads, Notifying):
         self._stored = stored or AsGiven()
         self._db = Connections(path, busy_timeout_s)
         self._audits = GroupCommit(self._commit_audit)
+        self._reservations = GroupCommit(self._commit_reservations)
         self._hub = SettleHub()
         self._peers: PeerLink | None = None
         self._drive_locks: FileRangeLocks | None = None
@@ -245,11 +247,12 @@ class SQLiteStore(SQLiteReads, Notifying):
     async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
                          audit: Sequence[AuditEvent] = (),
                          approvals: Sequence[ApprovalRecord] = (), *,
-                         durable: bool = True) -> None:
+                         durable: bool = True, reserve: Sequence[Reservation] = ()) -> None:
         """`durable=False`: committed by the loop's connection without syncing its log (its
         frames reach the disk with the next durable commit, whose sync covers the whole log,
         or the next checkpoint); on the store thread, durably all the same."""
         def tx(conn: sqlite3.Connection) -> None:
+            sqlite_quotas.reserve(conn, reserve)
             conn.execute(f"INSERT INTO turns ({', '.join(schema.TURN_COLUMNS)}) "
                          f"VALUES ({placeholders(schema.TURN_COLUMNS)})", codecs.turn_row(turn))
             _insert_rows(conn, "calls", schema.CALL_COLUMNS,
@@ -269,8 +272,11 @@ class SQLiteStore(SQLiteReads, Notifying):
                    calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
                    audit: Sequence[AuditEvent] = (),
                    expect: Sequence[CallRecord] = (),
-                   expect_approvals: Sequence[ApprovalRecord] = ()) -> None:
+                   expect_approvals: Sequence[ApprovalRecord] = (),
+                   reserve: Sequence[Reservation] = ()) -> None:
         def tx(conn: sqlite3.Connection) -> None:
+            sqlite_quotas.reserve(conn, reserve)
+            sqlite_quotas.give_back(conn, calls, expect)
             if run is not None:
                 self._update_run(conn, run)
             if turn is not None:

@@ -39,6 +39,7 @@ from gateway.policy.base import RejectedReload
 from gateway.run import pages
 from gateway.run.authorize import AuthorizeDecision
 from gateway.run.listing import RunsRequest
+from gateway.run.quota_desk import QuotaPage
 from gateway.run.resolution import ResolveRequest
 from gateway.run.runner import StartRunParams
 from gateway.tools import Tool
@@ -110,7 +111,16 @@ def decision_to(d: Decision | None) -> pb.Decision:
     if d is None:
         return pb.Decision()
     return pb.Decision(verdict=_enum("VERDICT", d.verdict.value), reasons=list(d.reasons),
-                       policy_revision=d.policy_revision)
+                       policy_revision=d.policy_revision,
+                       quotas=[pb.Quota(key=q.key, limit=q.limit, window_s=q.window_s,
+                                        cost=q.cost) for q in d.quotas])
+
+
+def quotas_to(page: QuotaPage) -> pb.ListQuotasResponse:
+    return pb.ListQuotasResponse(next_page_token=page.next_page_token, quotas=[
+        pb.QuotaUsage(key=q.key, used=q.used, limit=q.limit, window_s=q.window_s,
+                      reservations=q.reservations, updated_at=rfc3339(q.updated_at))
+        for q in page.quotas])
 
 
 def start_params(req: pb.StartRunRequest) -> StartRunParams:

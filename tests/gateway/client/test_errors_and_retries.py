@@ -41,6 +41,7 @@ C = RequestCode
 CLASS_OF: dict[RequestCode, type[RequestError]] = {
     C.UNAUTHENTICATED: Unauthenticated, C.PERMISSION_DENIED: PermissionDenied,
     C.RUN_NOT_FOUND: NotFound, C.APPROVAL_NOT_FOUND: NotFound, C.CALL_NOT_FOUND: NotFound,
+    C.QUOTA_NOT_FOUND: NotFound,
     C.RUN_PAUSED: RunPaused, C.RUN_FINISHED: RunFinished,
     C.ALREADY_DECIDED: FailedPrecondition, C.APPROVAL_EXPIRED: FailedPrecondition,
     C.NOT_UNKNOWN: FailedPrecondition, C.TURN_CONFLICT: TurnConflict,

@@ -50,3 +50,14 @@ def test_every_metric_is_documented() -> None:
     # (a counter's family is named without _total; the page names the series)
     missing = sorted(n for n in names if f"`{n}`" not in page and f"`{n}_total`" not in page)
     assert len(names) >= 12 and not missing, f"docs/operations.md does not describe {missing}"
+
+
+def test_quota_rejections_are_counted_by_tool() -> None:
+    registry = CollectorRegistry()
+    metrics = PrometheusMetrics(LABELS, registry)
+    metrics.quota_rejected("get_weather")
+    metrics.quota_rejected("get_weather")
+    metrics.quota_rejected("invented")
+    text = generate_latest(registry).decode()
+    assert 'callgate_quota_rejections_total{tool="get_weather"} 2.0' in text
+    assert 'callgate_quota_rejections_total{tool="(unknown)"} 1.0' in text

@@ -10,6 +10,7 @@ sealed with `fixtures/audit_v4.key`. Never edit a released fixture: add one per 
 from __future__ import annotations
 
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -20,6 +21,7 @@ from gateway import pb
 from gateway.audit import offline
 from gateway.audit.keys import AuditKey
 from gateway.client import GatewayClient
+from gateway.model import CallStatus, Quota
 from gateway.store import open_store, schema
 from gateway.store.sqlite_reads import UNSETTLED
 from tests.support import databases
@@ -179,3 +181,28 @@ async def test_fixture_gets_the_unknown_calls_index(fixture: Path, tmp_path: Pat
         plan = " ".join(str(r) for r in conn.execute(f"EXPLAIN QUERY PLAN {UNSETTLED}"))
         conn.close()
         assert "calls_unknown" in plan and "SCAN calls" not in plan
+
+
+@pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
+async def test_fixture_gets_the_quota_tables_and_keeps_their_reservations(
+        fixture: Path, tmp_path: Path, pg_database: str) -> None:
+    """Schema 8 adds the quota tables: an older store gains them empty; a store at 8 keeps
+    its reservations, and gives back the one of its call that never ran once the call's
+    approval is found expired."""
+    db = restore(fixture, tmp_path, pg_database)
+    store = await open_store(db)
+    now = datetime(2026, 11, 29, 22, 0, tzinfo=UTC)
+    found = await store.list_quotas("", after="", limit=10, now=now)
+    quota = Quota("bookings/tina", 2, 86400, 1)
+    if version_of(fixture) < 8:
+        assert found == [] and await store.quota_usage([quota], now) == {"bookings/tina": 0}
+        await store.close()
+        return
+    assert [(q.key, q.used, q.limit, q.window_s, q.reservations) for q in found] == [
+        ("bookings/tina", 1, 2, 86400, 1)]
+    (call,) = [c for c in await store.turn_calls("run-v1", "resp_1") if c.call_id == "w1"]
+    assert call.decision is not None and call.decision.quotas == (quota,)
+    await store.save(calls=[call.moved(CallStatus.REJECTED, error_code="approval_expired")],
+                     expect=[call])
+    assert await store.quota_usage([quota], now) == {"bookings/tina": 0}
+    await store.close()

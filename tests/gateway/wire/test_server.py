@@ -17,7 +17,7 @@ from tests.support.scenarios import TRAIN, WEATHER
 IMPLEMENTED = {"StartRun", "GetRun", "ListRuns", "SubmitTurn", "Authorize", "ResumeRun",
                "CancelRun", "SubmitProviderResponse", "SubmitProviderStream", "ListTools",
                "GetStatus", "ResolveCall", "WatchRun", "ListApprovals", "DecideApproval",
-               "QueryAudit"}
+               "QueryAudit", "ListQuotas", "ResetQuota"}
 
 
 def test_every_rpc_of_the_contract_is_served() -> None:

@@ -138,14 +138,28 @@ class Error(_message.Message):
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class Decision(_message.Message):
-    __slots__ = ("verdict", "reasons", "policy_revision")
+    __slots__ = ("verdict", "reasons", "policy_revision", "quotas")
     VERDICT_FIELD_NUMBER: _ClassVar[int]
     REASONS_FIELD_NUMBER: _ClassVar[int]
     POLICY_REVISION_FIELD_NUMBER: _ClassVar[int]
+    QUOTAS_FIELD_NUMBER: _ClassVar[int]
     verdict: Verdict
     reasons: _containers.RepeatedScalarFieldContainer[str]
     policy_revision: str
-    def __init__(self, verdict: _Optional[_Union[Verdict, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., policy_revision: _Optional[str] = ...) -> None: ...
+    quotas: _containers.RepeatedCompositeFieldContainer[Quota]
+    def __init__(self, verdict: _Optional[_Union[Verdict, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., policy_revision: _Optional[str] = ..., quotas: _Optional[_Iterable[_Union[Quota, _Mapping]]] = ...) -> None: ...
+
+class Quota(_message.Message):
+    __slots__ = ("key", "limit", "window_s", "cost")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_S_FIELD_NUMBER: _ClassVar[int]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    limit: float
+    window_s: int
+    cost: float
+    def __init__(self, key: _Optional[str] = ..., limit: _Optional[float] = ..., window_s: _Optional[int] = ..., cost: _Optional[float] = ...) -> None: ...
 
 class ToolCall(_message.Message):
     __slots__ = ("call_id", "name", "arguments_json", "complete", "partial")
@@ -800,3 +814,53 @@ class AuditRecord(_message.Message):
     seal: str
     approval_status: ApprovalStatus
     def __init__(self, seq: _Optional[int] = ..., time: _Optional[str] = ..., kind: _Optional[str] = ..., run_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., call_id: _Optional[str] = ..., provider: _Optional[str] = ..., tool: _Optional[str] = ..., tool_version: _Optional[str] = ..., subject: _Optional[str] = ..., tenant: _Optional[str] = ..., arguments_summary_json: _Optional[str] = ..., arguments_sha256: _Optional[str] = ..., decision: _Optional[_Union[Decision, _Mapping]] = ..., status: _Optional[_Union[CallStatus, str]] = ..., error_code: _Optional[str] = ..., execution_count: _Optional[int] = ..., policy_revision: _Optional[str] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ..., actor: _Optional[str] = ..., actor_tenant: _Optional[str] = ..., approval_id: _Optional[str] = ..., message: _Optional[str] = ..., detail_json: _Optional[str] = ..., input_sha256: _Optional[str] = ..., key_id: _Optional[str] = ..., seal: _Optional[str] = ..., approval_status: _Optional[_Union[ApprovalStatus, str]] = ...) -> None: ...
+
+class ListQuotasRequest(_message.Message):
+    __slots__ = ("prefix", "page_size", "page_token")
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    prefix: str
+    page_size: int
+    page_token: str
+    def __init__(self, prefix: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class QuotaUsage(_message.Message):
+    __slots__ = ("key", "used", "limit", "window_s", "reservations", "updated_at")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    USED_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_S_FIELD_NUMBER: _ClassVar[int]
+    RESERVATIONS_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    used: float
+    limit: float
+    window_s: int
+    reservations: int
+    updated_at: str
+    def __init__(self, key: _Optional[str] = ..., used: _Optional[float] = ..., limit: _Optional[float] = ..., window_s: _Optional[int] = ..., reservations: _Optional[int] = ..., updated_at: _Optional[str] = ...) -> None: ...
+
+class ListQuotasResponse(_message.Message):
+    __slots__ = ("quotas", "next_page_token")
+    QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    quotas: _containers.RepeatedCompositeFieldContainer[QuotaUsage]
+    next_page_token: str
+    def __init__(self, quotas: _Optional[_Iterable[_Union[QuotaUsage, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ResetQuotaRequest(_message.Message):
+    __slots__ = ("key", "reason")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    reason: str
+    def __init__(self, key: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ResetQuotaResponse(_message.Message):
+    __slots__ = ("key", "removed")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    removed: int
+    def __init__(self, key: _Optional[str] = ..., removed: _Optional[int] = ...) -> None: ...

@@ -117,6 +117,16 @@ class ToolGatewayStub:
                 request_serializer=callgate_dot_v1_dot_gateway__pb2.QueryAuditRequest.SerializeToString,
                 response_deserializer=callgate_dot_v1_dot_gateway__pb2.AuditRecord.FromString,
                 _registered_method=True)
+        self.ListQuotas = channel.unary_unary(
+                '/callgate.v1.ToolGateway/ListQuotas',
+                request_serializer=callgate_dot_v1_dot_gateway__pb2.ListQuotasRequest.SerializeToString,
+                response_deserializer=callgate_dot_v1_dot_gateway__pb2.ListQuotasResponse.FromString,
+                _registered_method=True)
+        self.ResetQuota = channel.unary_unary(
+                '/callgate.v1.ToolGateway/ResetQuota',
+                request_serializer=callgate_dot_v1_dot_gateway__pb2.ResetQuotaRequest.SerializeToString,
+                response_deserializer=callgate_dot_v1_dot_gateway__pb2.ResetQuotaResponse.FromString,
+                _registered_method=True)
 
 
 class ToolGatewayServicer:
@@ -247,6 +257,20 @@ class ToolGatewayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListQuotas(self, request, context):
+        """Quota keys with their usage, as the policy's may_read_quotas allows (input: the prefix).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResetQuota(self, request, context):
+        """Give back every reservation of one key, as the policy's may_reset_quotas allows; audited.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolGatewayServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -329,6 +353,16 @@ def add_ToolGatewayServicer_to_server(servicer, server):
                     servicer.QueryAudit,
                     request_deserializer=callgate_dot_v1_dot_gateway__pb2.QueryAuditRequest.FromString,
                     response_serializer=callgate_dot_v1_dot_gateway__pb2.AuditRecord.SerializeToString,
+            ),
+            'ListQuotas': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListQuotas,
+                    request_deserializer=callgate_dot_v1_dot_gateway__pb2.ListQuotasRequest.FromString,
+                    response_serializer=callgate_dot_v1_dot_gateway__pb2.ListQuotasResponse.SerializeToString,
+            ),
+            'ResetQuota': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResetQuota,
+                    request_deserializer=callgate_dot_v1_dot_gateway__pb2.ResetQuotaRequest.FromString,
+                    response_serializer=callgate_dot_v1_dot_gateway__pb2.ResetQuotaResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -766,6 +800,60 @@ class ToolGateway:
             '/callgate.v1.ToolGateway/QueryAudit',
             callgate_dot_v1_dot_gateway__pb2.QueryAuditRequest.SerializeToString,
             callgate_dot_v1_dot_gateway__pb2.AuditRecord.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListQuotas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/callgate.v1.ToolGateway/ListQuotas',
+            callgate_dot_v1_dot_gateway__pb2.ListQuotasRequest.SerializeToString,
+            callgate_dot_v1_dot_gateway__pb2.ListQuotasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResetQuota(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/callgate.v1.ToolGateway/ResetQuota',
+            callgate_dot_v1_dot_gateway__pb2.ResetQuotaRequest.SerializeToString,
+            callgate_dot_v1_dot_gateway__pb2.ResetQuotaResponse.FromString,
             options,
             channel_credentials,
             insecure,
