@@ -176,6 +176,7 @@ class Decision:
     approval_ttl_s: int | None = None
     error: str = ""  # set when the decision is a fail-closed policy_error
     input_sha256: str = ""  # sha256 of the exact input JSON the policy evaluated (replay key)
+    tools_revision: str = ""  # the --tools set the call was judged against (Registry.revision)
 
     @property
     def is_policy_error(self) -> bool:

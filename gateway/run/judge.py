@@ -9,7 +9,7 @@ APPROVAL_REQUIRED decision for the batch planner.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from time import perf_counter
 from typing import Any
@@ -140,6 +140,7 @@ class Judge:
             decision = await self._observed_decision(tool.name, policy_in)
         else:
             decision = await self.policy.decide(policy_in)
+        decision = replace(decision, tools_revision=self.registry.revision)
         if decision.is_policy_error:
             return rejected(rec, CallCode.POLICY_ERROR,
                             f"the policy could not decide this call ({decision.error}); "

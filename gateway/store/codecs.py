@@ -78,6 +78,8 @@ def _decision_json(d: Decision) -> str:
             "error": d.error}
     if d.input_sha256:
         body["input_sha256"] = d.input_sha256
+    if d.tools_revision:
+        body["tools_revision"] = d.tools_revision
     return json.dumps(body)
 
 
@@ -87,7 +89,8 @@ def decision_from_json(text: str | None) -> Decision | None:
     d = json.loads(text)
     return Decision(verdict=Verdict(d["verdict"]), reasons=tuple(d["reasons"]),
                     policy_revision=d["policy_revision"], approval_ttl_s=d.get("approval_ttl_s"),
-                    error=d.get("error", ""), input_sha256=d.get("input_sha256", ""))
+                    error=d.get("error", ""), input_sha256=d.get("input_sha256", ""),
+                    tools_revision=d.get("tools_revision", ""))
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind))

@@ -42,6 +42,7 @@ from gateway.run.listing import RunsRequest
 from gateway.run.resolution import ResolveRequest
 from gateway.run.runner import StartRunParams
 from gateway.tools import Tool
+from gateway.tools.live import RejectedTools
 
 
 def _enum(prefix: str, name: str) -> Any:
@@ -110,7 +111,7 @@ def decision_to(d: Decision | None) -> pb.Decision:
     if d is None:
         return pb.Decision()
     return pb.Decision(verdict=_enum("VERDICT", d.verdict.value), reasons=list(d.reasons),
-                       policy_revision=d.policy_revision)
+                       policy_revision=d.policy_revision, tools_revision=d.tools_revision)
 
 
 def start_params(req: pb.StartRunRequest) -> StartRunParams:
@@ -275,7 +276,7 @@ def approvals_to(page: ApprovalPage) -> pb.ListApprovalsResponse:
 # ---------------------------------------------------------------------- status and audit
 
 
-def rejected_reload_to(r: RejectedReload) -> pb.RejectedReload:
+def rejected_reload_to(r: RejectedReload | RejectedTools) -> pb.RejectedReload:
     return pb.RejectedReload(
         file=r.file, line=r.line or 0, column=r.column or 0, message=r.message,
         at=rfc3339(r.at), problems=[pb.PolicyProblem(file=p.file, line=p.line or 0,
