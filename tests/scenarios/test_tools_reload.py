@@ -22,6 +22,7 @@ from gateway.tools import Registry
 from tests.support.paths import AUTH, POLICIES, ROOT
 from tests.support.reloads import eventually, sidecar_over
 from tests.support.scenarios import WEATHER
+from tests.support.scrape import metrics_url, samples, scrape, value
 
 
 def copy_tools(tmp_path: Path, tools_dir: Path) -> Path:
@@ -60,6 +61,10 @@ def tools_status(target: str) -> subprocess.CompletedProcess[str]:
         cwd=ROOT,
         timeout=60,
     )
+
+
+def reloads(url: str, result: str) -> float:
+    return value(samples(scrape(url)), "callgate_tools_reloads_total", result=result)
 
 
 def tools_records(target: str) -> list[pb.AuditRecord]:
@@ -105,7 +110,9 @@ def test_a_broken_manifest_is_rejected_and_the_last_good_set_keeps_serving(
     tmp_path: Path, tools_dir: Path
 ) -> None:
     tools = copy_tools(tmp_path, tools_dir)
-    with sidecar_over(tmp_path, tools, POLICIES) as (proc, client):
+    metrics = ("--metrics-listen", "127.0.0.1:0")
+    with sidecar_over(tmp_path, tools, POLICIES, *metrics) as (proc, client):
+        url = metrics_url(proc)
         revision = client.get_status().tools_revision
         good = (tools / "get_weather.yaml").read_text()
         (tools / "get_weather.yaml").write_text(good.replace("effect: read", "effect: sometimes"))
@@ -145,6 +152,7 @@ def test_a_broken_manifest_is_rejected_and_the_last_good_set_keeps_serving(
         )
         assert json.loads(record.detail_json)["file"].endswith("get_weather.yaml")
         assert json.loads(record.detail_json)["tools_revision"] == revision
+        assert reloads(url, "rejected") == 1
 
         # a YAML syntax error says its line
         (tools / "get_weather.yaml").write_text(good.replace("effect: read", "effect: [read"))
@@ -167,6 +175,8 @@ def test_a_broken_manifest_is_rejected_and_the_last_good_set_keeps_serving(
         )
         assert client.get_status().tools_revision == revision
         assert tools_status(proc.target).returncode == 0
+        assert reloads(url, "unchanged") == 1 and reloads(url, "rejected") == 2
+        assert reloads(url, "installed") == 0
 
 
 def test_sighup_reloads_the_tools_at_once(tmp_path: Path, tools_dir: Path) -> None:
