@@ -55,6 +55,7 @@ HEALTH_INTERVAL_S = 5.0
 HEALTH_INTERVAL_DOWN_S = 1.0  # while a component is down: notice its recovery sooner
 GC_THRESHOLD = 10_000
 RELOAD_COMPONENT = "callgate.policy.reload"
+TOOLS_RELOAD_COMPONENT = "callgate.tools.reload"
 SHADOW_COMPONENT = "callgate.policy.shadow"
 
 ServingPolicy = ReloadingEngine | OpaEngine | ShadowEngine
@@ -166,6 +167,7 @@ class Sidecar:
         """Count every tools reload; audit a new set and each distinct rejection."""
         if self.observe is not None:
             self.observe.metrics.tools_reload(result.outcome)
+        self._health_soon()  # callgate.tools.reload says whether a rejection stands
         if not result.news or self.store is None:
             return
         now, rejected = now_utc(), result.rejection
@@ -307,6 +309,8 @@ class Sidecar:
         # callgate.policy and the sidecar stay SERVING), and this component says so.
         rejected = self.policy is not None and self.policy.last_rejected is not None
         await self._health.set(RELOAD_COMPONENT, down if rejected else serving)
+        tools_rejected = self.registry is not None and self.registry.last_rejected is not None
+        await self._health.set(TOOLS_RELOAD_COMPONENT, down if tools_rejected else serving)
         shadow_ok = True
         if isinstance(self.policy, ShadowEngine):  # OPA decides nothing: its own component
             shadow_ok = await self.policy.opa_healthy()

@@ -20,7 +20,7 @@ from gateway.client import GatewayClient, tool_call
 from gateway.testing import SidecarProcess
 from gateway.tools import Registry
 from tests.support.paths import AUTH, POLICIES, ROOT
-from tests.support.reloads import eventually, sidecar_over
+from tests.support.reloads import NOT_SERVING, SERVING, eventually, health, sidecar_over
 from tests.support.scenarios import WEATHER
 from tests.support.scrape import metrics_url, samples, scrape, value
 
@@ -153,6 +153,11 @@ def test_a_broken_manifest_is_rejected_and_the_last_good_set_keeps_serving(
         assert json.loads(record.detail_json)["file"].endswith("get_weather.yaml")
         assert json.loads(record.detail_json)["tools_revision"] == revision
         assert reloads(url, "rejected") == 1
+        eventually(
+            lambda: True if health(proc.target, "callgate.tools.reload") == NOT_SERVING else None,
+            "the reload component to say so",
+        )
+        assert health(proc.target, "") == SERVING
 
         # a YAML syntax error says its line
         (tools / "get_weather.yaml").write_text(good.replace("effect: read", "effect: [read"))
@@ -177,6 +182,10 @@ def test_a_broken_manifest_is_rejected_and_the_last_good_set_keeps_serving(
         assert tools_status(proc.target).returncode == 0
         assert reloads(url, "unchanged") == 1 and reloads(url, "rejected") == 2
         assert reloads(url, "installed") == 0
+        eventually(
+            lambda: True if health(proc.target, "callgate.tools.reload") == SERVING else None,
+            "the reload component to recover",
+        )
 
 
 def test_sighup_reloads_the_tools_at_once(tmp_path: Path, tools_dir: Path) -> None:
