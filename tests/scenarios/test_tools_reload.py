@@ -15,11 +15,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from examples.travel.service import TravelService
+from examples.workshop.service import WorkshopService
 from gateway import pb
 from gateway.client import GatewayClient, tool_call
 from gateway.testing import SidecarProcess
 from gateway.tools import Registry
-from tests.support.paths import AUTH, POLICIES, ROOT
+from tests.support.paths import AUTH, POLICIES, ROOT, sidecar_env
 from tests.support.reloads import NOT_SERVING, SERVING, eventually, health, sidecar_over
 from tests.support.scenarios import WEATHER
 from tests.support.scrape import metrics_url, samples, scrape, value
@@ -221,3 +223,39 @@ def test_each_worker_reloads_the_tools(tmp_path: Path, tools_dir: Path) -> None:
             return True
 
         eventually(all_new, "every worker to serve the new tools")
+
+
+def test_a_pending_approval_for_a_tool_a_reload_removed_is_rejected_not_run(
+    tmp_path: Path,
+    tools_dir: Path,
+    travel: TravelService,
+    effects_db: Path,
+    workshop: WorkshopService,
+) -> None:
+    tools = copy_tools(tmp_path, tools_dir)
+    env = sidecar_env(travel, effects_db, workshop)
+    with (
+        SidecarProcess(
+            tools=tools, policies=POLICIES, db=tmp_path / "cg.db", auth=AUTH, env=env
+        ) as proc,
+        GatewayClient(proc.target, "mia-demo-token") as loop,
+        GatewayClient(proc.target, "olga-demo-token") as owner,
+    ):
+        run_id = "reload-apr-1"
+        loop.start_run(run_id=run_id)
+        seats = {"event_id": "ws-acme-1", "participant": "mia", "seats": 3}
+        outcome = loop.submit_calls(run_id, "t1", tool_call("w1", "reserve_seat", seats))
+        (paused,) = outcome.results
+        assert paused.status == pb.CALL_STATUS_PENDING_APPROVAL
+        revision = loop.get_status().tools_revision
+        (tools / "reserve_seat.yaml").unlink()
+        eventually(
+            lambda: True if loop.get_status().tools_revision != revision else None,
+            "the reload without reserve_seat",
+        )
+        answer = owner.decide_approval(paused.approval_id, approve=True, reason="fine")
+        assert answer.result.status == pb.CALL_STATUS_REJECTED
+        assert answer.result.error.code == "unknown_tool"
+        assert answer.result.execution_count == 0
+        assert workshop.reservations(f"{run_id}:w1") == []
+        assert "reserve_seat" not in loop.get_status().tools
