@@ -101,6 +101,13 @@ def test_an_edited_manifest_is_used_from_the_next_call_on(tmp_path: Path, tools_
             "the audit record of the new tool set",
         )
         assert record.error_code == "" and status.tools_revision in record.message
+        with GatewayClient(proc.target, "audrey-demo-token") as auditor:
+            judged = [
+                r
+                for r in auditor.query_audit(tenant="acme", timeout_s=30)
+                if r.kind == "authorize" and r.decision.verdict == pb.VERDICT_ALLOW
+            ]
+        assert judged and {r.decision.tools_revision for r in judged} == {first.tools_revision}
         detail = json.loads(record.detail_json)
         assert (detail["tools_revision"], detail["previous"]) == (
             status.tools_revision,
