@@ -187,6 +187,7 @@ class Decision:
     error: str = ""  # set when the decision is a fail-closed policy_error
     input_sha256: str = ""  # sha256 of the exact input JSON the policy evaluated (replay key)
     quotas: tuple[Quota, ...] = ()  # reserved when the decision commits (an allowing one)
+    tools_revision: str = ""  # the --tools set the call was judged against (Registry.revision)
 
     @property
     def is_policy_error(self) -> bool:

@@ -217,6 +217,25 @@ def policy_installed(*, revision: str, previous: str, now: datetime) -> AuditEve
                       detail_json=_detail(previous=previous))
 
 
+def tools_rejected(*, file: str, line: int | None, message: str, serving: str,
+                   now: datetime, problems: tuple[str, ...] = ()) -> AuditEvent:
+    """A changed `--tools` directory refused on reload; the `serving` tool set stays. The
+    message is the first problem; `problems` lists every one."""
+    return AuditEvent(kind=AuditKind.TOOLS.value, subject="", time=now,
+                      error_code="tools_reload_rejected", message=message,
+                      detail_json=_detail(file=file, line=line, tools_revision=serving,
+                                          problems=list(problems) if len(problems) > 1
+                                          else None))
+
+
+def tools_installed(*, revision: str, previous: str, tools: int, now: datetime) -> AuditEvent:
+    """A new `--tools` set serving from now on."""
+    return AuditEvent(kind=AuditKind.TOOLS.value, subject="", time=now,
+                      message=f"serving tools {revision} (was {previous}), {tools} tools",
+                      detail_json=_detail(tools_revision=revision, previous=previous,
+                                          tools=tools))
+
+
 def pruned(*, seq: int, chain_hash: str, removed: int, before: str, by: str,
            now: datetime) -> AuditEvent:
     """Records up to seq removed; the chain continues from chain_hash (the checkpoint)."""

@@ -23,6 +23,7 @@ class AuditKind(StrEnum):
     RESOLVE = "resolve"  # an operator resolved an unknown call
     CANCEL = "cancel"  # a run cancelled, and each call it stopped
     POLICY = "policy"  # a policy revision rejected on reload (or served after one)
+    TOOLS = "tools"  # a --tools set rejected on reload, or a new set serving
     PRUNE = "prune"  # records removed by `callgate audit prune`; where the chain continues
     QUOTA = "quota"  # an operator reset a quota key (its reservations given back)
 
@@ -105,7 +106,8 @@ class AuditRecord:
             return Decision(verdict=Verdict(d["verdict"]), reasons=tuple(d.get("reasons", ())),
                             policy_revision=d.get("policy_revision", ""),
                             approval_ttl_s=d.get("approval_ttl_s"), error=d.get("error", ""),
-                            input_sha256=d.get("input_sha256", ""))
+                            input_sha256=d.get("input_sha256", ""),
+                            tools_revision=d.get("tools_revision", ""))
         except (ValueError, KeyError, TypeError):
             return None
 

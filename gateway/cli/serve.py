@@ -108,11 +108,16 @@ def _policy_options(p: argparse.ArgumentParser) -> None:
 
 
 def _reload_options(p: argparse.ArgumentParser) -> None:
-    reload = p.add_argument_group("policy reload", "The sidecar loads a changed --policies "
-                                  "directory while it serves (and on SIGHUP).")
+    reload = p.add_argument_group("policy and tools reload", "The sidecar loads a changed "
+                                  "--policies or --tools directory while it serves (and on "
+                                  "SIGHUP).")
     option(reload, "--policy-poll-interval", parse=seconds,
            default=_default("policy_poll_interval_s"), metavar="SECONDS", owner=p,
            help="seconds between scans of --policies for changes; 0 reloads only on SIGHUP")
+    option(reload, "--tools-poll-interval", parse=seconds,
+           default=_default("tools_poll_interval_s"), metavar="SECONDS", owner=p,
+           help="seconds between scans of --tools for changed manifests; 0 reloads only on "
+           "SIGHUP")
     switch(reload, "--reload-requires-tests", owner=p,
            help="serve a policy revision (at start-up and on reload) only if its own Rego "
            "tests pass")
@@ -237,6 +242,7 @@ def _serve_config(ns: argparse.Namespace) -> ServeConfig:
             builtin_errors=ns.builtin_errors, db_busy_timeout_s=ns.db_busy_timeout,
             tls_cert=ns.tls_cert, tls_key=ns.tls_key, tls_client_ca=ns.tls_client_ca,
             policy_poll_interval_s=ns.policy_poll_interval,
+            tools_poll_interval_s=ns.tools_poll_interval,
             reload_requires_tests=ns.reload_requires_tests,
             log_decision_inputs=ns.log_decision_inputs, approval_ttl_s=ns.approval_ttl,
             opa_url=ns.opa_url, opa_token=ns.opa_token, opa_policies=ns.opa_policies,

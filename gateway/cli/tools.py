@@ -1,13 +1,19 @@
 """`callgate tools list`: the tools the caller may use, from a running sidecar (ListTools);
 `callgate tools import`: manifests for an MCP server's tools (`gateway.cli.tools_import`).
+`callgate tools status`: the tool set serving and its last reload (GetStatus).
 
     callgate tools list [--schema] [--provider P] [--json]
     callgate tools import --mcp-servers FILE --server NAME --out DIR [--read TOOL,...]
+    callgate tools status [--json]
 
 A table of name, version, effect and description by default (the tools the policy's `offer`
 lists for the caller); `--schema` adds each tool's input schema; `--json` prints the answer:
 the tools as their manifests describe them and, under `declarations`, the same tools as the
 `--provider`'s tool declarations (what a loop sends the model).
+
+`status` prints the serving tool-set revision (a hash of the canonical manifests, recorded with
+every decision), when it was loaded and, when the newest `--tools` files were rejected, each
+problem (file and what); it exits 1 then, so a deploy script can wait for a reload to take.
 """
 
 from __future__ import annotations
@@ -21,12 +27,14 @@ from gateway.cli.common import connected, nonempty, option, switch
 from gateway.cli.runs import table
 from gateway.cli.tools_import import add_arguments as add_import_arguments
 from gateway.cli.tools_import import run_import
+from gateway.errors import CallgateError
 
-ACTIONS = ("list", "import")
+ACTIONS = ("list", "import", "status")
 
 
 def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], None]) -> None:
-    p = sub.add_parser("tools", help="list the tools you may use; import an MCP server's",
+    p = sub.add_parser("tools", help="list the tools you may use; import an MCP server's; the "
+                       "tool set's status",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=ACTIONS, help="what to do")
     client_options(p)
@@ -42,6 +50,8 @@ def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], Non
 def run(ns: argparse.Namespace) -> int:
     if ns.action == "import":
         return run_import(ns)
+    if ns.action == "status":
+        return status(ns)
     with connected(ns, timeout_s=30) as client:
         answer = client.list_tools(ns.provider)
     if ns.json:
@@ -50,6 +60,33 @@ def run(ns: argparse.Namespace) -> int:
     else:
         print(text(answer.tools, schema=ns.schema))
     return 0
+
+
+def status(ns: argparse.Namespace) -> int:
+    with connected(ns, timeout_s=30) as client:
+        answer = client.get_status()
+    rejected = answer.last_rejected_tools_reload if answer.HasField(
+        "last_rejected_tools_reload") else None
+    problems = ([{"file": p.file, "line": p.line or None, "message": p.message}
+                 for p in rejected.problems] if rejected is not None else [])
+    if ns.json:
+        print(json.dumps({"tools_revision": answer.tools_revision,
+                          "loaded_at": answer.tools_loaded_at, "tools": list(answer.tools),
+                          "rejected": None if rejected is None else {
+                              "at": rejected.at, "file": rejected.file,
+                              "line": rejected.line or None, "message": rejected.message,
+                              "problems": problems}}, indent=2))
+    else:
+        print(f"tools revision:   {answer.tools_revision}\nloaded at:        "
+              f"{answer.tools_loaded_at}\ntools:            {', '.join(answer.tools)}")
+        if rejected is not None:
+            print(f"rejected reload:  at {rejected.at}, still serving the revision above",
+                  *(f"  {p['message']}" for p in problems), sep="\n")
+    if rejected is None:
+        return 0
+    raise CallgateError(f"the newest --tools files were rejected ({len(problems)} problem"
+                        f"{'s' * (len(problems) != 1)}): fix them and the sidecar reloads them "
+                        "itself (or on SIGHUP)")
 
 
 def _tool(t: Any) -> dict[str, Any]:

@@ -48,6 +48,9 @@ class Metrics:
     def policy_reload(self, result: str) -> None:
         """A reload of `--policies`: installed, unchanged or rejected."""
 
+    def tools_reload(self, result: str) -> None:
+        """A reload of `--tools`: installed, unchanged or rejected."""
+
     def shadow_disagreement(self) -> None:
         """Shadow mode: OPA answered an evaluation otherwise than the embedded engine."""
 

@@ -138,6 +138,9 @@ class PrometheusMetrics(Metrics):
         self._reloads = _Children(counter(
             "callgate_policy_reloads_total", "Reloads of --policies, by result", "result"),
             (within(RELOADS),))
+        self._tools_reloads = _Children(counter(
+            "callgate_tools_reloads_total", "Reloads of --tools, by result", "result"),
+            (within(RELOADS),))
         self._shadow = counter("callgate_shadow_disagreements_total",
                                "Shadow mode: evaluations OPA answered otherwise")
         self._quotas = _Children(counter(
@@ -169,6 +172,9 @@ class PrometheusMetrics(Metrics):
 
     def policy_reload(self, result: str) -> None:
         self._reloads.get((result,)).inc()
+
+    def tools_reload(self, result: str) -> None:
+        self._tools_reloads.get((result,)).inc()
 
     def shadow_disagreement(self) -> None:
         self._shadow.inc()

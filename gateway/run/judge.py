@@ -9,7 +9,7 @@ APPROVAL_REQUIRED decision for the batch planner.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from time import perf_counter
 from typing import Any
@@ -162,6 +162,7 @@ class Judge:
             used = await self.usage(decision.quotas, now)
             policy_in["quotas"] = quotas_input(decision.quotas, used)
             decision = await self._decision(tool.name, policy_in)
+        decision = replace(decision, tools_revision=self.registry.revision)
         if decision.is_policy_error:
             return rejected(rec, CallCode.POLICY_ERROR,
                             f"the policy could not decide this call ({decision.error}); "

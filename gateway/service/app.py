@@ -39,9 +39,11 @@ from gateway.service.config import ServeConfig
 from gateway.service.observed import observed
 from gateway.service.startup import NewFiles, check_listen_free, in_use_error
 from gateway.service.telemetry import MetricsEndpoint, build_observe
+from gateway.service.tools_reload import ToolsReloader, ToolsReloadResult
 from gateway.store import RunStore, open_store
 from gateway.tls import ServerCertificates, describe
 from gateway.tools import Registry
+from gateway.tools.live import LiveRegistry
 from gateway.version import callgate_version
 from gateway.wire.server import StatusInfo, ToolGatewayService, add_to_server
 
@@ -55,6 +57,7 @@ HEALTH_INTERVAL_S = 5.0
 HEALTH_INTERVAL_DOWN_S = 1.0  # while a component is down: notice its recovery sooner
 GC_THRESHOLD = 10_000
 RELOAD_COMPONENT = "callgate.policy.reload"
+TOOLS_RELOAD_COMPONENT = "callgate.tools.reload"
 SHADOW_COMPONENT = "callgate.policy.shadow"
 
 ServingPolicy = ReloadingEngine | OpaEngine | ShadowEngine
@@ -72,9 +75,11 @@ class Sidecar:
         self.metrics: MetricsEndpoint | None = None
         self.mcp: McpListener | None = None
         self.mcp_url = ""
+        self._mcp_sessions: McpSessions | None = None
         self.server: grpc.aio.Server | None = None
         self.store: RunStore | None = None
-        self.registry: Registry | None = None
+        self.registry: LiveRegistry | None = None
+        self.tools_reloader: ToolsReloader | None = None
         self.bound = ""
         self._health = health.aio.HealthServicer()
         self._runner: Runner | None = None
@@ -85,6 +90,7 @@ class Sidecar:
         self._serving = True
         self.reloader: PolicyReloader | None = None
         self._reload_task: asyncio.Task[None] | None = None
+        self._tools_task: asyncio.Task[None] | None = None
         self._health_update: asyncio.Task[None] | None = None
         self._stopped = False
 
@@ -111,8 +117,9 @@ class Sidecar:
         server = self.server = _grpc_server(cfg, worker=self.worker)
         self.bound = self._bind(server, cfg.listen, certificates)  # the port is ours from here
         key, new_secret = AuditKey.load_or_new(cfg.audit_key_path())
-        self.registry = Registry.load(cfg.tools, limits=cfg.limits(), audit_key=key,
-                                      mcp=_mcp_sessions(cfg))
+        self._mcp_sessions = _mcp_sessions(cfg)
+        self.registry = LiveRegistry(Registry.load(cfg.tools, limits=cfg.limits(),
+                                                   audit_key=key, mcp=self._mcp_sessions))
         obs = self.observe = self.observe or build_observe(
             cfg, (t.name for t in self.registry.tools()))
         policy = await self._load_policy()
@@ -147,7 +154,39 @@ class Sidecar:
         await self._update_health()
         self._watch = asyncio.create_task(self._health_loop())
         self._reload_task = asyncio.create_task(self._watch_policies())
+        self._watch_tools(key)
         return self.bound
+
+    def _watch_tools(self, key: AuditKey) -> None:
+        """Reload --tools as start-up loaded it (same limits, same audit key)."""
+        cfg, registry = self.config, self.registry
+        assert registry is not None
+        limits = cfg.limits()
+        self.tools_reloader = ToolsReloader(
+            registry, cfg.tools,
+            lambda d: Registry.load(d, limits=limits, audit_key=key, mcp=self._mcp_sessions),
+            interval_s=cfg.tools_poll_interval_s, on_result=self._tools_reloaded)
+        self._tools_task = asyncio.create_task(self.tools_reloader.run())
+
+    async def _tools_reloaded(self, result: ToolsReloadResult) -> None:
+        """Count every tools reload; audit a new set and each distinct rejection."""
+        if self.observe is not None:
+            self.observe.metrics.tools_reload(result.outcome)
+        self._health_soon()  # callgate.tools.reload says whether a rejection stands
+        if not result.news or self.store is None:
+            return
+        now, rejected = now_utc(), result.rejection
+        event = (events.tools_rejected(file=rejected.file, line=rejected.line,
+                                       message=rejected.message, serving=result.revision,
+                                       now=now, problems=tuple(p.message
+                                                               for p in rejected.problems))
+                 if rejected is not None
+                 else events.tools_installed(revision=result.revision, previous=result.previous,
+                                             tools=len(self.registry or ()), now=now))
+        try:
+            await self.store.append_audit([event])
+        except StoreUnavailable as err:
+            log.warning("the audit record of a tools reload could not be written: %s", err)
 
     async def _start_mcp(self, cfg: ServeConfig, auth: Authenticator, runner: Runner) -> None:
         """Gateway mode: MCP clients on --mcp-listen, through the same runner (imported only
@@ -237,9 +276,11 @@ class Sidecar:
             await self.reloader.run()
 
     def reload_policies(self) -> None:
-        """Reload the policy directory now (SIGHUP)."""
+        """Reload the policy and tool directories now (SIGHUP)."""
         if self.reloader is not None:
             self.reloader.request()
+        if self.tools_reloader is not None:
+            self.tools_reloader.request()
 
     def _health_soon(self) -> None:
         if self.store is not None and self._runner is not None:
@@ -273,6 +314,8 @@ class Sidecar:
         # callgate.policy and the sidecar stay SERVING), and this component says so.
         rejected = self.policy is not None and self.policy.last_rejected is not None
         await self._health.set(RELOAD_COMPONENT, down if rejected else serving)
+        tools_rejected = self.registry is not None and self.registry.last_rejected is not None
+        await self._health.set(TOOLS_RELOAD_COMPONENT, down if tools_rejected else serving)
         shadow_ok = True
         if isinstance(self.policy, ShadowEngine):  # OPA decides nothing: its own component
             shadow_ok = await self.policy.opa_healthy()
@@ -294,7 +337,7 @@ class Sidecar:
         self._stopped = True
         if self.store is not None:  # WatchRun streams end now: their clients reconnect
             self.store.close_watches()
-        for task in (self._watch, self._reload_task):
+        for task in (self._watch, self._reload_task, self._tools_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

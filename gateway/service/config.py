@@ -48,6 +48,8 @@ class ServeConfig(BaseModel):
     policy_poll_interval_s: float = 0.25
     reload_requires_tests: bool = False
     log_decision_inputs: bool = False
+    # Tool reloads: scan --tools every interval (0: only on SIGHUP)
+    tools_poll_interval_s: float = 0.25
     # how long an approval stays open when the policy's decision names no approval_ttl_s
     approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S
     # The OPA server engine (--engine opa), or the second engine of --engine shadow.
@@ -119,6 +121,11 @@ class ServeConfig(BaseModel):
         if not 0 <= self.policy_poll_interval_s <= 3600:
             raise ConfigError(
                 f"--policy-poll-interval {self.policy_poll_interval_s}: expected "
+                "seconds between 0 (reload only on SIGHUP) and 3600"
+            )
+        if not 0 <= self.tools_poll_interval_s <= 3600:
+            raise ConfigError(
+                f"--tools-poll-interval {self.tools_poll_interval_s}: expected "
                 "seconds between 0 (reload only on SIGHUP) and 3600"
             )
         self.check_opa()

@@ -81,6 +81,8 @@ def _decision_json(d: Decision) -> str:
         body["input_sha256"] = d.input_sha256
     if d.quotas:  # (absent when none: records written without quotas hash as before)
         body["quotas"] = [vars(q) for q in d.quotas]
+    if d.tools_revision:
+        body["tools_revision"] = d.tools_revision
     return json.dumps(body)
 
 
@@ -91,7 +93,8 @@ def decision_from_json(text: str | None) -> Decision | None:
     return Decision(verdict=Verdict(d["verdict"]), reasons=tuple(d["reasons"]),
                     policy_revision=d["policy_revision"], approval_ttl_s=d.get("approval_ttl_s"),
                     error=d.get("error", ""), input_sha256=d.get("input_sha256", ""),
-                    quotas=tuple(Quota(**q) for q in d.get("quotas", ())))
+                    quotas=tuple(Quota(**q) for q in d.get("quotas", ())),
+                    tools_revision=d.get("tools_revision", ""))
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind))

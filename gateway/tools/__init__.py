@@ -5,7 +5,8 @@
     environment.py  ${VAR} expansion
     schema.py       JSON Schema compilation and argument problems
     redaction.py    masking values by JSON pointer and credential-looking values
-    registry.py     Tool (a compiled manifest) and Registry
+    registry.py     Tool (a compiled manifest), Registry and its tool-set revision
+    live.py         LiveRegistry: the serving snapshot, swapped by a --tools reload
 """
 
 from gateway.tools.environment import expand_env

@@ -4,6 +4,8 @@ compiling each manifest's schemas and executor, refusing duplicate names. Any pr
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -256,6 +258,19 @@ class _Collector:
 
 
 _SHOWN_CACHE_CHARS = 4096
+REVISION_PREFIX = "sha256:"
+REVISION_HEX_CHARS = 16
+
+
+def tools_revision(tools: Iterable[Tool]) -> str:
+    """sha256 over the tools' manifests as canonical JSON (sorted keys, by tool name; after
+    environment expansion, so a changed variable is a changed tool set)."""
+    digest = hashlib.sha256()
+    for tool in sorted(tools, key=lambda t: t.name):
+        body = json.dumps(tool.manifest.model_dump(mode="json"), sort_keys=True,
+                          separators=(",", ":"), ensure_ascii=False).encode()
+        digest.update(len(body).to_bytes(8, "big") + body)
+    return REVISION_PREFIX + digest.hexdigest()[:REVISION_HEX_CHARS]
 
 
 class Registry:
@@ -272,6 +287,7 @@ class Registry:
         mcp: McpSessions | None = None,
     ) -> None:
         self._tools = {t.name: t for t in tools}
+        self._revision = tools_revision(self._tools.values())
         self._clients = clients or HttpClients()
         self._mcp = mcp
         self.audit_key = audit_key or AuditKey.ephemeral()
@@ -331,6 +347,11 @@ class Registry:
         for i, raw in enumerate(manifests):
             collector.add(dict(raw), source, (i,))
         return collector.registry(audit_key)
+
+    @property
+    def revision(self) -> str:
+        """Hash of the tools' canonical manifests; recorded with every decision."""
+        return self._revision
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

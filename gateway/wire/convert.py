@@ -43,6 +43,7 @@ from gateway.run.quota_desk import QuotaPage
 from gateway.run.resolution import ResolveRequest
 from gateway.run.runner import StartRunParams
 from gateway.tools import Tool
+from gateway.tools.live import RejectedTools
 
 
 def _enum(prefix: str, name: str) -> Any:
@@ -113,7 +114,8 @@ def decision_to(d: Decision | None) -> pb.Decision:
     return pb.Decision(verdict=_enum("VERDICT", d.verdict.value), reasons=list(d.reasons),
                        policy_revision=d.policy_revision,
                        quotas=[pb.Quota(key=q.key, limit=q.limit, window_s=q.window_s,
-                                        cost=q.cost) for q in d.quotas])
+                                        cost=q.cost) for q in d.quotas],
+                       tools_revision=d.tools_revision)
 
 
 def quotas_to(page: QuotaPage) -> pb.ListQuotasResponse:
@@ -285,7 +287,7 @@ def approvals_to(page: ApprovalPage) -> pb.ListApprovalsResponse:
 # ---------------------------------------------------------------------- status and audit
 
 
-def rejected_reload_to(r: RejectedReload) -> pb.RejectedReload:
+def rejected_reload_to(r: RejectedReload | RejectedTools) -> pb.RejectedReload:
     return pb.RejectedReload(
         file=r.file, line=r.line or 0, column=r.column or 0, message=r.message,
         at=rfc3339(r.at), problems=[pb.PolicyProblem(file=p.file, line=p.line or 0,

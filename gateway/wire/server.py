@@ -31,6 +31,8 @@ from gateway.run.authorize import Authorizer
 from gateway.run.listing import RunLister
 from gateway.run.quota_desk import QuotaDesk
 from gateway.run.runner import Runner
+from gateway.tools import Registry
+from gateway.tools.live import LiveRegistry, pinned
 from gateway.wire import convert
 from gateway.wire.provider_turns import ProviderTurnRequest, ProviderTurns
 
@@ -133,6 +135,16 @@ class StatusInfo:
     shadow: Callable[[], ShadowStats | None] = lambda: None
 
 
+def _tools_status(status: pb.Status, registry: Registry) -> None:
+    """The tool set serving, and why the newest manifests are not, if they were rejected."""
+    status.tools_revision = registry.revision
+    if isinstance(registry, LiveRegistry):
+        status.tools_loaded_at = rfc3339(registry.loaded_at)
+        rejected = registry.last_rejected
+        if rejected is not None:
+            status.last_rejected_tools_reload.CopyFrom(convert.rejected_reload_to(rejected))
+
+
 def credentials_of(context: grpc.aio.ServicerContext[Any, Any], *,
                    certificate: bool) -> Credentials:
     """What the caller presented: its authorization metadata and, when `certificate` (the
@@ -210,7 +222,8 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             identity = await self.auth.authenticate(self._credentials(context))
             if isinstance(request, Undecodable):
                 raise request.error()
-            return await fn(identity)
+            with pinned(self.runner.registry):  # one tool set for the whole request
+                return await fn(identity)
         except RequestError as err:
             failure = err
         except Exception:
@@ -433,6 +446,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             rejected = self.info.rejected_reload()
             if rejected is not None:
                 status.last_rejected_reload.CopyFrom(convert.rejected_reload_to(rejected))
+            _tools_status(status, self.runner.registry)
             shadow = self.info.shadow()
             if shadow is not None:
                 status.shadow.CopyFrom(pb.ShadowStatus(

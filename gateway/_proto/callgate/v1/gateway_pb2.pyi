@@ -138,16 +138,18 @@ class Error(_message.Message):
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class Decision(_message.Message):
-    __slots__ = ("verdict", "reasons", "policy_revision", "quotas")
+    __slots__ = ("verdict", "reasons", "policy_revision", "quotas", "tools_revision")
     VERDICT_FIELD_NUMBER: _ClassVar[int]
     REASONS_FIELD_NUMBER: _ClassVar[int]
     POLICY_REVISION_FIELD_NUMBER: _ClassVar[int]
     QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_REVISION_FIELD_NUMBER: _ClassVar[int]
     verdict: Verdict
     reasons: _containers.RepeatedScalarFieldContainer[str]
     policy_revision: str
     quotas: _containers.RepeatedCompositeFieldContainer[Quota]
-    def __init__(self, verdict: _Optional[_Union[Verdict, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., policy_revision: _Optional[str] = ..., quotas: _Optional[_Iterable[_Union[Quota, _Mapping]]] = ...) -> None: ...
+    tools_revision: str
+    def __init__(self, verdict: _Optional[_Union[Verdict, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., policy_revision: _Optional[str] = ..., quotas: _Optional[_Iterable[_Union[Quota, _Mapping]]] = ..., tools_revision: _Optional[str] = ...) -> None: ...
 
 class Quota(_message.Message):
     __slots__ = ("key", "limit", "window_s", "cost")
@@ -688,7 +690,7 @@ class PolicyProblem(_message.Message):
     def __init__(self, file: _Optional[str] = ..., line: _Optional[int] = ..., column: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("engine", "policy_revision", "policy_loaded_at", "last_rejected_reload", "store", "version", "tools", "shadow")
+    __slots__ = ("engine", "policy_revision", "policy_loaded_at", "last_rejected_reload", "store", "version", "tools", "shadow", "tools_revision", "tools_loaded_at", "last_rejected_tools_reload")
     ENGINE_FIELD_NUMBER: _ClassVar[int]
     POLICY_REVISION_FIELD_NUMBER: _ClassVar[int]
     POLICY_LOADED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -697,6 +699,9 @@ class Status(_message.Message):
     VERSION_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     SHADOW_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_REVISION_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_LOADED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_REJECTED_TOOLS_RELOAD_FIELD_NUMBER: _ClassVar[int]
     engine: str
     policy_revision: str
     policy_loaded_at: str
@@ -705,7 +710,10 @@ class Status(_message.Message):
     version: str
     tools: _containers.RepeatedScalarFieldContainer[str]
     shadow: ShadowStatus
-    def __init__(self, engine: _Optional[str] = ..., policy_revision: _Optional[str] = ..., policy_loaded_at: _Optional[str] = ..., last_rejected_reload: _Optional[_Union[RejectedReload, _Mapping]] = ..., store: _Optional[str] = ..., version: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ..., shadow: _Optional[_Union[ShadowStatus, _Mapping]] = ...) -> None: ...
+    tools_revision: str
+    tools_loaded_at: str
+    last_rejected_tools_reload: RejectedReload
+    def __init__(self, engine: _Optional[str] = ..., policy_revision: _Optional[str] = ..., policy_loaded_at: _Optional[str] = ..., last_rejected_reload: _Optional[_Union[RejectedReload, _Mapping]] = ..., store: _Optional[str] = ..., version: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ..., shadow: _Optional[_Union[ShadowStatus, _Mapping]] = ..., tools_revision: _Optional[str] = ..., tools_loaded_at: _Optional[str] = ..., last_rejected_tools_reload: _Optional[_Union[RejectedReload, _Mapping]] = ...) -> None: ...
 
 class ShadowStatus(_message.Message):
     __slots__ = ("compared", "disagreed", "dropped", "failed", "opa_revision", "opa_reachable")
