@@ -12,8 +12,9 @@ stable `code` and the gRPC status it came with (`grpc_status`). The client needs
 grpcio-status and protobuf only (`pip install 'callgate[client]'`). Reference: docs/client.md.
 """
 
-from gateway.client._aio import DEFAULT_TARGET, AsyncGatewayClient, tool_call
+from gateway.client._aio import DEFAULT_TARGET, AsyncGatewayClient
 from gateway.client._errors import error_code
+from gateway.client._requests import tool_call
 from gateway.client._retry import RULES, RetryPolicy
 from gateway.client._sync import GatewayClient, Stream
 from gateway.errors import (

@@ -11,8 +11,6 @@ that reconnect where the RPC allows it; one left early is closed with `aclose()`
 from __future__ import annotations
 
 import asyncio
-import json
-import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -28,7 +26,8 @@ import grpc
 import grpc.aio
 
 from gateway import pb
-from gateway.client._errors import error_code, from_rpc_error, request_error
+from gateway.client._errors import from_rpc_error, request_error
+from gateway.client._requests import Deadline, continue_after, cut_short
 from gateway.client._retry import DEFAULT_RETRY, NEVER, RetryPolicy, retryable
 from gateway.client._streams import StreamEvents, stream_messages
 from gateway.errors import RequestCode, RequestError
@@ -40,29 +39,6 @@ T = TypeVar("T")
 DEFAULT_TARGET = "127.0.0.1:50051"
 # a sidecar that went away is tried again soon, not after gRPC's default of a second or more
 _RECONNECT = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000)]
-
-
-def tool_call(call_id: str, name: str, arguments: Mapping[str, Any] | str, *,
-              partial: bool = False) -> pb.ToolCall:
-    """One proposed call; `arguments` is the model's JSON text, or an object to write as JSON.
-    `partial` marks a fragment (never executed). It also sets the deprecated `complete` for a
-    call that is not partial, which sidecars older than `partial` require."""
-    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return pb.ToolCall(call_id=call_id, name=name, arguments_json=text, partial=partial,
-                       complete=not partial)
-
-
-class _Deadline:
-    """One call's deadline, shared by its attempts (None: no deadline)."""
-
-    def __init__(self, timeout_s: float | None) -> None:
-        self.at = None if timeout_s is None else time.monotonic() + timeout_s
-
-    def remaining(self) -> float | None:
-        return None if self.at is None else max(self.at - time.monotonic(), 0.001)
-
-    def allows(self, wait_s: float) -> bool:
-        return self.at is None or time.monotonic() + wait_s < self.at
 
 
 class AsyncGatewayClient:
@@ -209,7 +185,7 @@ class AsyncGatewayClient:
         """One model turn as the provider's raw stream events (JSON texts), forwarded as they
         come; callgate assembles them. Repeated on failure only when `events` is a sequence
         (the same turn again), then also when the stream was cut short by the sidecar's early
-        answer (see `_cut_short`)."""
+        answer (see `cut_short`)."""
         head = pb.ProviderStreamEvent(run_id=run_id, provider=provider, api_version=api_version,
                                       turn_id=turn_id)
 
@@ -340,14 +316,14 @@ class AsyncGatewayClient:
             status=list(status), since=since, until=until, limit=limit, after_seq=after_seq,
             follow=follow, tenant=tenant, tail=tail)
         return self._stream(lambda: request, "QueryAudit", timeout_s,
-                            lambda record: _continue_after(request, record))
+                            lambda record: continue_after(request, record))
 
     # ------------------------------------------------------------------ calling
 
     async def _unary(self, method: Callable[..., Awaitable[Any]], request: Any,
                      timeout_s: float | None, *, repeat: bool = True,
                      cut_short_repeats: bool = False) -> Any:
-        deadline = _Deadline(self.timeout_s if timeout_s is None else timeout_s)
+        deadline = Deadline(self.timeout_s if timeout_s is None else timeout_s)
         waits = (self.retry if repeat else NEVER).waits()
         if not repeat:
             await self._connected(deadline)
@@ -357,7 +333,7 @@ class AsyncGatewayClient:
                                     timeout=deadline.remaining())
             except grpc.RpcError as err:
                 error = self._error(err)
-                again = retryable(error) or (cut_short_repeats and _cut_short(err))
+                again = retryable(error) or (cut_short_repeats and cut_short(err))
                 wait = next(waits, None) if again else None
                 if wait is None or not deadline.allows(wait):
                     raise error from err
@@ -366,7 +342,7 @@ class AsyncGatewayClient:
     def _error(self, err: grpc.RpcError) -> RequestError:
         return from_rpc_error(err, self.target, tls=self._credentials is not None)
 
-    async def _connected(self, deadline: _Deadline) -> None:
+    async def _connected(self, deadline: Deadline) -> None:
         """Wait (up to the policy's connect_s and the deadline) until the channel is
         connected, so that a request sent once is not refused only because a sidecar that
         just came back has not been reconnected to yet. Nothing is sent meanwhile."""
@@ -389,7 +365,7 @@ class AsyncGatewayClient:
         """A server stream that reconnects after a retryable failure (`request()` is asked
         again each time: `seen` may have moved it on past what was received; it answers True
         when nothing more is wanted)."""
-        deadline = _Deadline(timeout_s)
+        deadline = Deadline(timeout_s)
         waits = self.retry.waits()
         last = None
         while True:
@@ -414,22 +390,3 @@ class AsyncGatewayClient:
                 call.cancel()
             await asyncio.sleep(wait)
 
-
-def _cut_short(err: grpc.RpcError) -> bool:
-    """Whether a stream's write failed because the sidecar had already answered (it refused
-    an event before the stream's end): grpc.aio then reports INTERNAL from its core instead of
-    the sidecar's status. The turn was not submitted, so sending the same stream again gets
-    the sidecar's own answer."""
-    return (err.code() == grpc.StatusCode.INTERNAL and not error_code(err)
-            and "Internal error from Core" in (err.details() or ""))
-
-
-def _continue_after(request: pb.QueryAuditRequest, record: pb.AuditRecord) -> bool:
-    """After a record arrives, a reconnection asks only for what comes after it, and for as
-    many fewer; True once the limit is reached."""
-    request.after_seq = record.seq
-    request.tail = 0
-    if request.limit:
-        request.limit -= 1
-        return request.limit == 0
-    return False

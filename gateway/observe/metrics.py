@@ -107,13 +107,18 @@ class PrometheusMetrics(Metrics):
 
     def __init__(self, labels: Labels, registry: CollectorRegistry | None) -> None:
         self.registry = registry
+        self._define_calls(labels)
+        self._define_serving(labels)
 
-        def counter(name: str, doc: str, *names: str) -> Any:
-            return Counter(name, doc, names, registry=registry)
+    def _counter(self, name: str, doc: str, *names: str) -> Any:
+        return Counter(name, doc, names, registry=self.registry)
 
-        def histogram(name: str, doc: str, buckets: tuple[float, ...], *names: str) -> Any:
-            return Histogram(name, doc, names, registry=registry, buckets=buckets)
+    def _histogram(self, name: str, doc: str, buckets: tuple[float, ...], *names: str) -> Any:
+        return Histogram(name, doc, names, registry=self.registry, buckets=buckets)
 
+    def _define_calls(self, labels: Labels) -> None:
+        """What the calls and turns did: decisions, results, executions, commits."""
+        counter, histogram = self._counter, self._histogram
         tool = within(labels.tools, UNKNOWN_TOOL)
         code = within(labels.codes | {NONE})
         self._decisions = _Children(counter(
@@ -135,6 +140,13 @@ class PrometheusMetrics(Metrics):
         self._turns = _Children(counter(
             "callgate_turns_total", "Turns settled, by NextAction and provider", "next_action",
             "provider"), (within(labels.next_actions), within(labels.providers | {NONE})))
+        self._quotas = _Children(counter(
+            "callgate_quota_rejections_total", "Calls rejected quota_exceeded (turns and "
+            "Authorize)", "tool"), (tool,))
+
+    def _define_serving(self, labels: Labels) -> None:
+        """What the process did: reloads, shadow comparisons, RPCs answered."""
+        counter, histogram = self._counter, self._histogram
         self._reloads = _Children(counter(
             "callgate_policy_reloads_total", "Reloads of --policies, by result", "result"),
             (within(RELOADS),))
@@ -143,9 +155,6 @@ class PrometheusMetrics(Metrics):
             (within(RELOADS),))
         self._shadow = counter("callgate_shadow_disagreements_total",
                                "Shadow mode: evaluations OPA answered otherwise")
-        self._quotas = _Children(counter(
-            "callgate_quota_rejections_total", "Calls rejected quota_exceeded (turns and "
-            "Authorize)", "tool"), (tool,))
         method = within(labels.methods)
         self._handled = _Children(counter(
             "callgate_grpc_server_handled_total", "ToolGateway RPCs answered, by method and "
