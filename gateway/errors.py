@@ -65,6 +65,7 @@ class CallCode(StrEnum):
     OUTPUT_TOO_LARGE = "output_too_large"
     OUTCOME_UNKNOWN = "outcome_unknown"  # the code an UNKNOWN call carries
     RESOLVED_BY_OPERATOR = "resolved_by_operator"
+    RESULT_WITHHELD = "result_withheld"  # on a SUCCEEDED call whose result policy withheld
 
 
 class RequestCode(StrEnum):
