@@ -134,6 +134,9 @@ CALL_MEANINGS: dict[str, str] = {
                        "blindly",
     "resolved_by_operator": "SUCCEEDED or FAILED: an operator resolved the call with "
                             "`ResolveCall`; the message carries who and their reason",
+    "result_withheld": "SUCCEEDED: the call ran, but the policy's `result` rule withheld its "
+                       "result (or failed: fail closed); the message carries the reasons and "
+                       "no output is kept (docs/policies.md, \"Policy over results\")",
 }
 
 
