@@ -15,6 +15,7 @@ Parts (all by default; `--only main,counts` runs some):
   data     Authorize with 100 vs 100,000 entries in the policy data (two sidecars)
   workers  `serve --workers 1` vs `--workers 2` (when serve has the option)
   observe  Authorize and SubmitTurn with metrics on, tracing on (100% sampled), and neither
+  results  SubmitTurn with the default bundle's `result` rule vs without it (bench/result_rule.py)
 
 Child processes on 127.0.0.1: the echo server, the example travel tool service and real
 `callgate serve` sidecars. Prints the report with every target met or not and writes it to
@@ -65,6 +66,7 @@ from bench.report import (
     evaluate,
     render,
 )
+from bench.result_rule import part_results
 from bench.workloads import (
     TOOL_PATHS,
     BenchFailed,
@@ -86,7 +88,8 @@ from gateway.store.sqlite import SQLiteStore
 from gateway.testing import SidecarFailed, SidecarProcess
 
 RESULTS = ROOT / "bench" / "results" / "latest.txt"
-PARTS = ("main", "counts", "pages", "long", "tools", "data", "workers", "observe")
+PARTS = ("main", "counts", "pages", "long", "tools", "data", "workers", "observe",
+         "results")
 TOOLS_DIR = ROOT / "examples" / "travel" / "tools"
 POLICIES = ROOT / "policies"
 AUTH = ROOT / "examples" / "auth.yaml"
@@ -560,6 +563,14 @@ async def part_workers(b: Bench) -> None:
 
 # ---------------------------------------------------------------------- the whole run
 
+async def _part_results(b: Bench) -> None:
+    channels = _Channels()
+    try:
+        await part_results(b, channels.stub, POLICIES, b.tmp)
+    finally:
+        await channels.close()
+
+
 async def _part_observe(b: Bench) -> None:
     channels = _Channels()
     try:
@@ -570,7 +581,8 @@ async def _part_observe(b: Bench) -> None:
 
 PART_RUNNERS = {"main": part_main, "counts": part_counts, "pages": part_pages,
                 "long": part_long, "tools": part_tools, "data": part_data,
-                "workers": part_workers, "observe": _part_observe}
+                "workers": part_workers, "observe": _part_observe,
+                "results": _part_results}
 
 
 NOTES = [

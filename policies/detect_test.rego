@@ -55,3 +55,12 @@ test_hits_give_json_pointers if {
 test_hits_of_a_plain_string if detect.hits("me@example.org") == {"": {"email"}}
 
 test_no_hits if detect.hits({"train": "ICE123", "delay_min": 4}) == {}
+
+test_may_hit_passes_every_hit if {
+	detect.may_hit({"a": "me@example.org"})
+	detect.may_hit(["4111-1111-1111-1111"])
+	detect.may_hit("AUTHORIZATION: BEARER abcdefghijklmnopqrst")
+	detect.may_hit({"k": "-----BEGIN EC PRIVATE KEY-----"})
+}
+
+test_may_hit_skips_a_plain_result if not detect.may_hit({"train": "ICE123", "date": "2026-12-01", "delay_min": 4})

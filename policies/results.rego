@@ -16,6 +16,7 @@ import data.callgate.detect
 result := answer if {
 	input.action == "result"
 	input.tool.effect == "read"
+	detect.may_hit(input.result.output)
 	hits := detect.hits(input.result.output)
 	count(hits) > 0
 	found := {kind | some _, kinds in hits; some kind in kinds}
