@@ -272,7 +272,7 @@ def _rule_lines(bundle: Bundle, prefix: str) -> list[str]:
         mark = "" if path.startswith(prefix + ".") else "  (outside the queried prefix)"
         lines.append(f"  {path}  {seen[path]}{mark}")
     queried = [r for r in ("decision", "may_approve", "may_resolve", "may_read_audit",
-                           "may_list_runs", "offer", "batch_policy")
+                           "may_list_runs", "offer", "batch_policy", "result")
                if f"{prefix}.{r}" not in seen]
     if queried:
         lines.append(f"undefined (their fallback applies): {', '.join(queried)}")
