@@ -7,14 +7,15 @@
 # delivers the result as is; a malformed answer or a failed evaluation withholds it.
 #
 # Here: a read's output has every string a detector of callgate.detect matches replaced by
-# "[redacted]"; writes, and reads without a hit, are delivered as they are. A read with more
+# "[redacted]"; writes, and reads without a hit, are delivered as they are. (It does not test
+# input.action: callgate asks `result` only about results, and a rule that read input.action
+# would make every `decision` input carry it.) A read with more
 # hits than callgate takes pointers for (256) is withheld instead (fail closed).
 package callgate
 
 import data.callgate.detect
 
 result := answer if {
-	input.action == "result"
 	input.tool.effect == "read"
 	detect.may_hit(input.result.output)
 	hits := detect.hits(input.result.output)
