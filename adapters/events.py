@@ -100,6 +100,9 @@ ProviderEvent = (ToolRequestEvent | FinalEvent | RefusalEvent | IncompleteEvent 
                  | ProviderErrorEvent)
 
 
+WITHHELD = "result_withheld"  # the code of a result policy did not let through
+
+
 @dataclass(frozen=True)
 class ToolResult:
     """callgate's result for one call ID, as an adapter needs it to shape the next request."""
@@ -113,7 +116,9 @@ class ToolResult:
 
     @property
     def ok(self) -> bool:
-        return self.status == "SUCCEEDED"
+        """A result the model is given as the tool's output (a SUCCEEDED call whose result
+        policy withheld, `result_withheld`, is shown as an error)."""
+        return self.status == "SUCCEEDED" and self.error_code != WITHHELD
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from adapters.events import ToolResult
+from adapters.events import WITHHELD, ToolResult
 
 _GUIDANCE = {
     "REJECTED": "The call was not executed.",
@@ -21,6 +21,8 @@ _GUIDANCE = {
     "HELD": "The call waits for other writes of this turn to be approved.",
     "EXECUTING": "The call is still running.",
 }
+_WITHHELD_NOTE = ("The call ran (do not repeat it), but policy withheld its result from you; "
+                  "the message says why.")
 
 
 def result_text(result: ToolResult) -> str:
@@ -31,7 +33,8 @@ def result_text(result: ToolResult) -> str:
         "status": result.status.lower(),
         "error": {"code": result.error_code or result.status.lower(),
                   "message": result.error_message},
-        "note": _GUIDANCE.get(result.status, ""),
+        "note": _WITHHELD_NOTE if result.error_code == WITHHELD
+        else _GUIDANCE.get(result.status, ""),
     }
     return json.dumps(body, separators=(",", ":"))
 

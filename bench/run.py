@@ -16,6 +16,7 @@ Parts (all by default; `--only main,counts` runs some):
   workers  `serve --workers 1` vs `--workers 2` (when serve has the option)
   quotas   Authorize and SubmitTurn with one quota per call vs none, SQLite and PostgreSQL
   observe  Authorize and SubmitTurn with metrics on, tracing on (100% sampled), and neither
+  results  SubmitTurn with the default bundle's `result` rule vs without it (bench/result_rule.py)
 
 Child processes on 127.0.0.1: the echo server, the example travel tool service and real
 `callgate serve` sidecars. Prints the report with every target met or not and writes it to
@@ -67,6 +68,7 @@ from bench.report import (
     evaluate,
     render,
 )
+from bench.result_rule import part_results
 from bench.workloads import (
     TOOL_PATHS,
     BenchFailed,
@@ -88,7 +90,8 @@ from gateway.store.sqlite import SQLiteStore
 from gateway.testing import SidecarFailed, SidecarProcess
 
 RESULTS = ROOT / "bench" / "results" / "latest.txt"
-PARTS = ("main", "counts", "pages", "long", "tools", "data", "workers", "observe", "quotas")
+PARTS = ("main", "counts", "pages", "long", "tools", "data", "workers", "observe", "quotas",
+         "results")
 TOOLS_DIR = ROOT / "examples" / "travel" / "tools"
 POLICIES = ROOT / "policies"
 AUTH = ROOT / "examples" / "auth.yaml"
@@ -562,6 +565,14 @@ async def part_workers(b: Bench) -> None:
 
 # ---------------------------------------------------------------------- the whole run
 
+async def _part_results(b: Bench) -> None:
+    channels = _Channels()
+    try:
+        await part_results(b, channels.stub, POLICIES, b.tmp)
+    finally:
+        await channels.close()
+
+
 async def _part_observe(b: Bench) -> None:
     channels = _Channels()
     try:
@@ -580,7 +591,8 @@ async def _part_quotas(b: Bench) -> None:
 
 PART_RUNNERS = {"main": part_main, "counts": part_counts, "pages": part_pages,
                 "long": part_long, "tools": part_tools, "data": part_data,
-                "workers": part_workers, "observe": _part_observe, "quotas": _part_quotas}
+                "workers": part_workers, "observe": _part_observe, "quotas": _part_quotas,
+                "results": _part_results}
 
 
 NOTES = [

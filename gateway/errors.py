@@ -67,6 +67,7 @@ class CallCode(StrEnum):
     OUTCOME_UNKNOWN = "outcome_unknown"  # the code an UNKNOWN call carries
     RESOLVED_BY_OPERATOR = "resolved_by_operator"
     QUOTA_EXCEEDED = "quota_exceeded"
+    RESULT_WITHHELD = "result_withheld"  # on a SUCCEEDED call whose result policy withheld
 
 
 class RequestCode(StrEnum):

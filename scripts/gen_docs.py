@@ -139,6 +139,9 @@ CALL_MEANINGS: dict[str, str] = {
     "quota_exceeded": "REJECTED, never executed: reserving a quota the policy charged would "
                       "pass its limit; the message names the key, limit, usage and when "
                       "enough of the window frees",
+    "result_withheld": "SUCCEEDED: the call ran, but the policy's `result` rule withheld its "
+                       "result (or failed: fail closed); the message carries the reasons and "
+                       "no output is kept (docs/policies.md, \"Policy over results\")",
 }
 
 

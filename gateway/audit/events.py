@@ -120,12 +120,14 @@ def authorize(rec: CallRecord, caller: Identity, *, registry: Registry,
 
 
 def execution(rec: CallRecord, run: RunRecord, *, registry: Registry, now: datetime,
-              attempts: int | None = None, kind: AuditKind = AuditKind.EXECUTION
-              ) -> AuditEvent:
+              attempts: int | None = None, kind: AuditKind = AuditKind.EXECUTION,
+              delivery: dict[str, Any] | None = None) -> AuditEvent:
     """A call's result once it ran (`attempts`: the requests this step sent), was looked up
-    (RECONCILE), or will not run (NOT_RUN)."""
+    (RECONCILE), or will not run (NOT_RUN); `delivery`: what the `result` rule redacted or
+    withheld (pointers and masks of the removed values, never a value)."""
     return _call(kind, rec, owner=run.owner, provider=run.provider, actor=NOBODY,
-                 registry=registry, now=now, detail=_detail(attempts=attempts))
+                 registry=registry, now=now, detail=_detail(attempts=attempts,
+                                                            delivery=delivery))
 
 
 def resolved(rec: CallRecord, run: RunRecord, operator: Identity, *, reason: str,

@@ -300,7 +300,7 @@ def _rule_lines(bundle: Bundle, prefix: str) -> list[str]:
         lines.append(f"  {path}  {seen[path]}{mark}")
     queried = [r for r in ("decision", "may_approve", "may_resolve", "may_read_audit",
                            "may_list_runs", "may_read_quotas", "may_reset_quotas", "offer",
-                           "batch_policy")
+                           "batch_policy", "result")
                if f"{prefix}.{r}" not in seen]
     if queried:
         lines.append(f"undefined (their fallback applies): {', '.join(queried)}")

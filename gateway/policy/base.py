@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, Final, Protocol
 
 from gateway.model import Decision, now_utc
+from gateway.policy.results import ResultVerdict
 
 DEFAULT_PREFIX: Final = "data.callgate"  # the Rego package callgate queries unless told
 
@@ -77,6 +78,16 @@ class PolicyEngine(Protocol):
     async def offer(self, input: dict[str, Any]) -> set[str] | None:
         """`offer`: tool names to list; None when the rule is undefined (offer every tool).
         An evaluation error offers nothing (empty set)."""
+        ...
+
+    @property
+    def defines_result(self) -> bool:
+        """Whether the serving revision may define `result` (False: no result is asked)."""
+        ...
+
+    async def result(self, input: dict[str, Any]) -> ResultVerdict | None:
+        """`result` over a call's result: None when undefined (deliver as is); a malformed
+        answer or an evaluation error withholds (docs/policies.md, "Policy over results")."""
         ...
 
     async def partial_writes(self, input: dict[str, Any]) -> bool:

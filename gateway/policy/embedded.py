@@ -54,6 +54,7 @@ from gateway.policy.guards import extensions
 from gateway.policy.interpreter import is_panic
 from gateway.policy.reads import InputView
 from gateway.policy.rego import new_engine
+from gateway.policy.results import ResultVerdict, result_verdict, withheld_for_error
 from gateway.policy.sources import engine_sources
 
 __all__ = [
@@ -319,6 +320,20 @@ class EmbeddedEngine:
             "policy offer is not a set of tool names (%s); offering nothing", type_name(value)
         )
         return set()
+
+    @property
+    def defines_result(self) -> bool:
+        return f"{self._prefix}.result" in self._rule_paths
+
+    def result(self, input: dict[str, Any]) -> ResultVerdict | None:
+        """`result` (docs/policies.md): None at once when the bundle does not define it."""
+        if not self.defines_result:
+            return None
+        try:
+            value = self._value("result", _json("result", input), null_is_undefined=True)
+        except PolicyEvalError as exc:
+            return withheld_for_error(exc.message)
+        return result_verdict(value)
 
     def partial_writes(self, input: dict[str, Any]) -> bool:
         try:

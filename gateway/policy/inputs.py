@@ -212,3 +212,20 @@ def approval_input(approval: ApprovalRecord) -> dict[str, Any]:
             "decided_at": rfc3339(approval.decided_at),
             "expires_at": rfc3339(approval.expires_at),
             "args_sha256": approval.arguments_sha256}
+
+
+def result_input(*, rec: CallRecord, tool: Tool, identity: Identity, run: RunRecord,
+                 status: str, output: Any, schema_problems: Sequence[str]) -> dict[str, Any]:
+    """The `result` input: a call's result before it is handed on (docs/policies.md)."""
+    return {
+        "action": "result",
+        "call": {"id": rec.call_id, "tool": tool.name, "tool_version": tool.version,
+                 "effect": tool.effect.value, "args": parse_arguments(rec.arguments_json),
+                 "args_sha256": rec.arguments_sha256},
+        "tool": tool_input(tool),
+        "identity": identity.as_input(),
+        "run": {"id": run.run_id, "provider": run.provider, "labels": dict(run.labels),
+                "tool_calls_used": run.tool_calls_used},
+        "result": {"status": status, "output": output,
+                   "schema_problems": list(schema_problems)},
+    }

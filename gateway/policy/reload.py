@@ -27,6 +27,7 @@ from gateway.policy.decision import error_decision
 from gateway.policy.embedded import EmbeddedEngine, analyze
 from gateway.policy.options import DEFAULT_OPTIONS, RegoOptions
 from gateway.policy.rego_tests import run_tests
+from gateway.policy.results import ResultVerdict
 
 log = logging.getLogger("callgate.policy")
 inputs_log = logging.getLogger("callgate.decision_input")
@@ -195,6 +196,13 @@ class ReloadingEngine:
 
     async def offer(self, input: dict[str, Any]) -> set[str] | None:
         return self._current.offer(input)
+
+    @property
+    def defines_result(self) -> bool:
+        return self._current.defines_result
+
+    async def result(self, input: dict[str, Any]) -> ResultVerdict | None:
+        return self._current.result(input)
 
     async def partial_writes(self, input: dict[str, Any]) -> bool:
         return self._current.partial_writes(input)

@@ -32,6 +32,7 @@ from gateway.policy.decision import UNDEFINED, PolicyEvalError, decision_from_va
 from gateway.policy.embedded import input_json, input_sha256
 from gateway.policy.opa.engine import OpaEngine, OpaUnavailable
 from gateway.policy.reload import ReloadingEngine
+from gateway.policy.results import ResultVerdict
 
 log = logging.getLogger("callgate.policy.shadow")
 
@@ -135,6 +136,14 @@ class ShadowEngine:
         offered = await self.primary.offer(input)
         self._enqueue(_Job("offer", input, "", offer_meaning(offered), self.primary.revision))
         return offered
+
+    @property
+    def defines_result(self) -> bool:
+        return self.primary.defines_result
+
+    async def result(self, input: dict[str, Any]) -> ResultVerdict | None:
+        """The deciding engine's answer (results are not compared with OPA's)."""
+        return await self.primary.result(input)
 
     async def partial_writes(self, input: dict[str, Any]) -> bool:
         partial = await self.primary.partial_writes(input)

@@ -28,6 +28,8 @@ from gateway.executors.base import ExecutionContext, ExecutionResult
 from gateway.model import CallRecord, CallStatus, Identity, RunRecord, revised
 from gateway.observe.hooks import OFF, Observe
 from gateway.observe.logs import CALL_ID
+from gateway.policy.base import PolicyEngine
+from gateway.run.deliver import Deliverer
 from gateway.run.plan import is_write, not_run
 from gateway.store.base import RunStore
 from gateway.tools import Registry, Tool
@@ -77,6 +79,11 @@ class ExecutionPhase:
     partial_writes: bool = False
     released: frozenset[str] = frozenset()  # approved or held calls cleared to run now
     observe: Observe = OFF
+    policy: PolicyEngine | None = None  # asked `result` before a result is kept (deliver)
+
+    def __post_init__(self) -> None:
+        self._deliverer = (Deliverer(self.policy, self.registry)
+                           if self.policy is not None else None)
 
     async def run(self, work: TurnWork) -> None:
         reads = [c for c in work.ordered() if not is_write(c)]
@@ -257,6 +264,10 @@ class ExecutionPhase:
 
     async def _record_result(self, work: TurnWork, rec: CallRecord, res: ExecutionResult,
                       kind: AuditKind) -> CallRecord:
+        delivery = None
+        if self._deliverer is not None:
+            res, delivery = await self._deliverer.deliver(rec, res, run=work.run,
+                                                          identity=work.identity)
         now = self.clock()
         count = rec.execution_count + res.attempts
         if res.status == rec.status:  # still UNKNOWN after a re-send
@@ -265,17 +276,19 @@ class ExecutionPhase:
             done = rec.moved(res.status, output_json=res.output_json, error_code=res.error_code,
                              error_message=res.error_message, execution_count=count,
                              finished_at=now if res.status != CallStatus.UNKNOWN else None)
-        await self._commit(work, [done], kind, attempts=res.attempts)
+        await self._commit(work, [done], kind, attempts=res.attempts,
+                           delivery=delivery.as_detail() if delivery else None)
         return done
 
     async def _commit(self, work: TurnWork, recs: Sequence[CallRecord],
-                      kind: AuditKind = AuditKind.EXECUTION, attempts: int | None = None
-                      ) -> None:
+                      kind: AuditKind = AuditKind.EXECUTION, attempts: int | None = None,
+                      delivery: dict[str, Any] | None = None) -> None:
         """Record these calls' new state: reads' results are held for the next commit, anything
         else is committed now (with what is held)."""
         now = self.clock()
         audit = [events.execution(r, work.run, registry=self.registry, now=now,
-                                  attempts=attempts, kind=kind) for r in recs]
+                                  attempts=attempts, kind=kind, delivery=delivery)
+                 for r in recs]
         before = [work.calls[r.call_id] for r in recs]
         if all(not is_write(r) and r.status != CallStatus.EXECUTING for r in recs) \
                 and all(b.status == CallStatus.EXECUTING for b in before):

@@ -330,7 +330,7 @@ class Runner(Interventions):
 
     def _phase(self, partial: bool) -> ExecutionPhase:
         return ExecutionPhase(self.store, self.registry, self.clock, partial_writes=partial,
-                              observe=self.observe)
+                              observe=self.observe, policy=self.policy)
 
     async def _execute(self, identity: Identity, run: RunRecord, turn: TurnRecord,
                        calls: Sequence[CallRecord], phase: ExecutionPhase,

@@ -41,7 +41,7 @@ def test_only_takes_known_parts() -> None:
     assert parts("main,counts") == ("main", "counts")
     assert parts(" tools , data ") == ("tools", "data")
     assert set(PARTS) == {"main", "counts", "pages", "long", "tools", "data", "workers",
-                          "observe"}
+                          "observe", "results"}
     with pytest.raises(argparse.ArgumentTypeError, match="unknown part"):
         parts("main,mian")
     with pytest.raises(argparse.ArgumentTypeError):

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from gateway.model import Decision, Identity, Verdict
+from gateway.policy.results import ResultVerdict, result_verdict, withheld_for_error
 from gateway.run.runner import Runner
 from gateway.store.sqlite import SQLiteStore
 
@@ -43,6 +44,8 @@ class ScriptedPolicy:
     errors: set[str] = field(default_factory=set)  # tools whose decision fails
     grants: dict[str, bool] = field(default_factory=dict)
     partial: bool = False
+    result_value: Any = None  # what `result` answers (None: undefined, deliver as is)
+    result_fails: bool = False  # `result` evaluations fail
     inputs: list[dict[str, Any]] = field(default_factory=list)
     name: str = "scripted"
     revision: str = "sha256:scripted"
@@ -67,6 +70,16 @@ class ScriptedPolicy:
 
     async def offer(self, input: dict[str, Any]) -> set[str] | None:
         return None
+
+    @property
+    def defines_result(self) -> bool:
+        return self.result_value is not None or self.result_fails
+
+    async def result(self, input: dict[str, Any]) -> ResultVerdict | None:
+        self.inputs.append(input)
+        if self.result_fails:
+            return withheld_for_error("boom")
+        return result_verdict(self.result_value)
 
     async def partial_writes(self, input: dict[str, Any]) -> bool:
         self.inputs.append(input)

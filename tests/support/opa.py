@@ -510,6 +510,9 @@ class SyncOpaEngine:
         offered: set[str] | None = self._run(self.engine.offer(input))
         return offered
 
+    def result(self, input: dict[str, Any]) -> Any:
+        return self._run(self.engine.result(input))
+
     def partial_writes(self, input: dict[str, Any]) -> bool:
         partial: bool = self._run(self.engine.partial_writes(input))
         return partial

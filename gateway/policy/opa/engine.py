@@ -47,6 +47,7 @@ from gateway.policy.opa.client import OpaConnection, OpaError
 from gateway.policy.opa.push import Pushed, push_bundle
 from gateway.policy.options import DEFAULT_OPTIONS, RegoOptions
 from gateway.policy.reload import require_decision
+from gateway.policy.results import ResultVerdict, result_verdict, withheld_for_error
 
 log = logging.getLogger("callgate.policy.opa")
 
@@ -179,6 +180,20 @@ class OpaEngine:
             "policy offer is not a set of tool names (%s); offering nothing", type_name(value)
         )
         return set()
+
+    @property
+    def defines_result(self) -> bool:
+        return True  # OPA is asked; an undefined answer delivers as is
+
+    async def result(self, input: dict[str, Any]) -> ResultVerdict | None:
+        """`result`; OPA is asked each time (undefined → None; an error withholds)."""
+        try:
+            value, _ = await self.value("result", input_json(input))
+        except PolicyEvalError as exc:
+            return withheld_for_error(exc.message)
+        except (TypeError, ValueError) as exc:
+            return withheld_for_error(f"input is not JSON: {exc}")
+        return result_verdict(value)
 
     async def partial_writes(self, input: dict[str, Any]) -> bool:
         try:

@@ -16,12 +16,13 @@ POLICY = "package callgate\n\nallow if input.x == 1\n"
 
 def test_default_bundle_loads() -> None:
     bundle = load_bundle(DEFAULT_POLICIES)
-    assert set(bundle.sources) == {"callgate.rego"}
-    assert set(bundle.test_sources) == {"callgate_test.rego"}
+    assert set(bundle.sources) == {"callgate.rego", "detect.rego", "results.rego"}
+    assert set(bundle.test_sources) == {"callgate_test.rego", "detect_test.rego",
+                                        "results_test.rego"}
     assert bundle.data["callgate"]["config"]["tenants"]["acme"]["trains"] == [
         "ICE123", "ICE456", "RE7"]
-    assert bundle.packages == ("data.callgate",)
-    assert "decision" in {r.name for r in bundle.rules}
+    assert bundle.packages == ("data.callgate", "data.callgate.detect")
+    assert {"decision", "result"} <= {r.name for r in bundle.rules}
     assert bundle.revision.startswith("sha256:") and len(bundle.revision) == 7 + 16
 
 
