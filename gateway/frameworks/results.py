@@ -94,6 +94,12 @@ def call_text(result: pb.CallResult) -> CallText:
     status, tool, code = result.status, result.tool or "the tool", result.error.code
     why = "; ".join([*result.decision.reasons, *filter(None, [result.error.message])])
     why = f": {why}" if why else ""
+    if status == _S.CALL_STATUS_SUCCEEDED and code == "result_withheld":
+        return CallText(
+            f"error: {tool} ran, but callgate's result policy withheld its result{why}. Do not "
+            "repeat this call",
+            True,
+        )
     if status == _S.CALL_STATUS_SUCCEEDED:
         return CallText(result.output_json or "null", False)
     if status == _S.CALL_STATUS_UNKNOWN:

@@ -14,6 +14,7 @@ from typing import Any
 
 import mcp_types as types
 
+from gateway.errors import CallCode
 from gateway.jsontext import JsonTextError, read_json
 from gateway.limits import MAX_JSON_DEPTH_CAP
 from gateway.model import CallResult, CallStatus, Effect
@@ -52,6 +53,9 @@ def tool_error(code: str, message: str) -> types.CallToolResult:
 def call_result(result: CallResult) -> types.CallToolResult:
     """The tool result a client is answered for one call's (committed) result."""
     status = result.status
+    if status == CallStatus.SUCCEEDED and result.error_code == CallCode.RESULT_WITHHELD:
+        return tool_error(CallCode.RESULT_WITHHELD, f"{result.error_message}; the call ran: "
+                          "do not repeat it")
     if status == CallStatus.SUCCEEDED:
         return _succeeded(result.output_json)
     if status in (CallStatus.PENDING_APPROVAL, CallStatus.HELD):
