@@ -48,6 +48,7 @@ fuzz: setup
 
 lint: setup
 	$(PY) -m ruff check $(LINTED)
+	$(PY) -m ruff format --check $(LINTED)
 	$(PY) -m mypy
 	$(PY) -m vulture
 

@@ -32,13 +32,17 @@ def resolve_api_version(provider: str, api_version: str) -> str:
     """The api_version to record ("" → the default); AdapterError(unknown_provider) if unknown."""
     versions = PROVIDERS.get(provider)
     if versions is None:
-        raise AdapterError(f"unknown provider {provider!r}; known: {', '.join(PROVIDERS)}",
-                           code="unknown_provider")
+        raise AdapterError(
+            f"unknown provider {provider!r}; known: {', '.join(PROVIDERS)}", code="unknown_provider"
+        )
     if not api_version:
         return versions[0]
     if api_version not in versions:
-        raise AdapterError(f"provider {provider} does not accept api_version {api_version!r}; "
-                           f"accepted: {', '.join(versions)}", code="unknown_provider")
+        raise AdapterError(
+            f"provider {provider} does not accept api_version {api_version!r}; "
+            f"accepted: {', '.join(versions)}",
+            code="unknown_provider",
+        )
     return api_version
 
 
@@ -49,5 +53,11 @@ def get_adapter(provider: str) -> ProviderAdapter:
     return adapter
 
 
-__all__ = ["PROVIDERS", "AdapterError", "ProviderAdapter", "StreamAssembler", "get_adapter",
-           "resolve_api_version"]
+__all__ = [
+    "PROVIDERS",
+    "AdapterError",
+    "ProviderAdapter",
+    "StreamAssembler",
+    "get_adapter",
+    "resolve_api_version",
+]

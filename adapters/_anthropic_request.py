@@ -35,8 +35,9 @@ def append_results(event: ToolRequestEvent, results: Sequence[ToolResult]) -> li
     return [assistant_message(event), tool_results_message(event, results)]
 
 
-def extend_conversation(conversation: list[dict[str, Any]], event: ProviderEvent,
-                        results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+def extend_conversation(
+    conversation: list[dict[str, Any]], event: ProviderEvent, results: Sequence[ToolResult]
+) -> list[dict[str, Any]]:
     """The conversation to send next. A tool turn adds its assistant message and the results; a
     final or paused turn adds its assistant message (pause_turn: "provide the response back
     as-is"); a refusal, a truncated or cut response and an error add nothing: the refused turn
@@ -61,17 +62,21 @@ def assistant_message(event: ToolRequestEvent | FinalEvent | PausedEvent) -> dic
     return {"role": "assistant", "content": blocks}
 
 
-def tool_results_message(event: ToolRequestEvent,
-                         results: Sequence[ToolResult]) -> dict[str, Any]:
+def tool_results_message(event: ToolRequestEvent, results: Sequence[ToolResult]) -> dict[str, Any]:
     """One user message answering every call ID of `event`, in the model's order."""
-    blocks = [_tool_result_block(call.call_id, result)
-              for call, result in results_in_call_order(event, results)]
+    blocks = [
+        _tool_result_block(call.call_id, result)
+        for call, result in results_in_call_order(event, results)
+    ]
     return {"role": "user", "content": blocks}
 
 
 def _tool_result_block(call_id: str, result: ToolResult) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id,
-                             "content": result_text(result)}
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": call_id,
+        "content": result_text(result),
+    }
     if not result.ok:
         block["is_error"] = True
     return block
@@ -99,5 +104,9 @@ def _tool_use_block(call: NormalizedCall) -> dict[str, Any]:
     parse: the call never ran and its result says so, but its ID must still be answered)."""
     if call.original.get("type") == "tool_use":
         return _block_param(call.original)
-    return {"type": "tool_use", "id": call.call_id, "name": call.name,
-            "input": copy.deepcopy(call.arguments) if call.arguments is not None else {}}
+    return {
+        "type": "tool_use",
+        "id": call.call_id,
+        "name": call.name,
+        "input": copy.deepcopy(call.arguments) if call.arguments is not None else {},
+    }

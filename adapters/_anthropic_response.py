@@ -53,13 +53,15 @@ _ERRORS: dict[str, tuple[ErrorKind, bool]] = {
 def read_response(response: object) -> ProviderEvent:
     """The event for one complete response body (a Message or an error body)."""
     if not isinstance(response, dict):
-        raise AdapterError("Anthropic response is not a JSON object "
-                           f"(got {type(response).__name__})")
+        raise AdapterError(
+            f"Anthropic response is not a JSON object (got {type(response).__name__})"
+        )
     kind = response.get("type")
     if kind == "error":
         request_id = response.get("request_id")
-        meta = ResponseMeta(PROVIDER, API_VERSION,
-                            response_id=request_id if isinstance(request_id, str) else "")
+        meta = ResponseMeta(
+            PROVIDER, API_VERSION, response_id=request_id if isinstance(request_id, str) else ""
+        )
         return error_event(response, meta)
     if kind != "message":
         raise AdapterError(f"Anthropic response has type {kind!r}; expected 'message' or 'error'")
@@ -86,7 +88,8 @@ def message_meta(message: dict[str, Any]) -> ResponseMeta:
     model = message.get("model")
     message_id = message.get("id")
     return ResponseMeta(
-        PROVIDER, API_VERSION,
+        PROVIDER,
+        API_VERSION,
         model=model if isinstance(model, str) else "",
         response_id=message_id if isinstance(message_id, str) else "",
         input_tokens=_input_tokens(usage),
@@ -112,8 +115,11 @@ def classify(message: dict[str, Any], meta: ResponseMeta) -> ProviderEvent:
 
 def visible_text(content: list[dict[str, Any]]) -> str:
     """The text blocks joined; thinking, redacted thinking and tool blocks are never included."""
-    return "".join(block["text"] for block in content
-                   if block.get("type") == "text" and isinstance(block.get("text"), str))
+    return "".join(
+        block["text"]
+        for block in content
+        if block.get("type") == "text" and isinstance(block.get("text"), str)
+    )
 
 
 def arguments_json(tool_input: object) -> str:
@@ -132,9 +138,11 @@ def _check_message(message: dict[str, Any]) -> None:
     _check_content(message.get("content"))
     usage = message.get("usage")
     if not isinstance(usage, dict) or not all(
-            isinstance(usage.get(key), int) for key in ("input_tokens", "output_tokens")):
-        raise AdapterError("Anthropic message has no usage with integer input_tokens and "
-                           "output_tokens")
+        isinstance(usage.get(key), int) for key in ("input_tokens", "output_tokens")
+    ):
+        raise AdapterError(
+            "Anthropic message has no usage with integer input_tokens and output_tokens"
+        )
 
 
 def _check_content(content: object) -> None:
@@ -146,11 +154,13 @@ def _check_content(content: object) -> None:
 
 
 def _calls(content: list[dict[str, Any]]) -> tuple[NormalizedCall, ...]:
-    calls = tuple(_call(index, block) for index, block in enumerate(content)
-                  if block["type"] == "tool_use")
+    calls = tuple(
+        _call(index, block) for index, block in enumerate(content) if block["type"] == "tool_use"
+    )
     if not calls:
-        raise AdapterError("Anthropic message stop_reason is 'tool_use' but its content has no "
-                           "tool_use block")
+        raise AdapterError(
+            "Anthropic message stop_reason is 'tool_use' but its content has no tool_use block"
+        )
     return calls
 
 
@@ -163,8 +173,13 @@ def _call(index: int, block: dict[str, Any]) -> NormalizedCall:
     if "input" not in block:
         raise AdapterError(f"Anthropic tool_use block content[{index}] has no input")
     tool_input = block["input"]
-    return NormalizedCall(call_id, name, arguments_json(tool_input),
-                          tool_input if isinstance(tool_input, dict) else None, block)
+    return NormalizedCall(
+        call_id,
+        name,
+        arguments_json(tool_input),
+        tool_input if isinstance(tool_input, dict) else None,
+        block,
+    )
 
 
 def _refusal_text(message: dict[str, Any], text: str) -> str:
@@ -176,8 +191,10 @@ def _refusal_text(message: dict[str, Any], text: str) -> str:
 
 def _input_tokens(usage: dict[str, Any]) -> int:
     """All input tokens: uncached plus cache writes plus cache reads (SDK `Usage` docstring)."""
-    return sum(_int(usage.get(key)) for key in
-               ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+    return sum(
+        _int(usage.get(key))
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
 
 
 def _int(value: object) -> int:

@@ -128,8 +128,9 @@ class AnthropicStreamAssembler:
         if not isinstance(message.get("stop_reason"), str):
             raise AdapterError("Anthropic message_stop before a message_delta with a stop_reason")
         if sorted(self._blocks) != list(range(len(self._blocks))):
-            raise AdapterError(f"Anthropic stream content block indexes are not 0..n-1: "
-                               f"{sorted(self._blocks)}")
+            raise AdapterError(
+                f"Anthropic stream content block indexes are not 0..n-1: {sorted(self._blocks)}"
+            )
         for state in self._blocks.values():
             if not state.stopped and state.block["type"] in _TOOL_BLOCKS:
                 state.unparsed = "".join(state.json_parts)  # never completed: never a call
@@ -167,8 +168,9 @@ class AnthropicStreamAssembler:
         if not isinstance(event, ToolRequestEvent):
             return event
         states = {state.block.get("id"): state for state in self._blocks.values()}
-        return replace(event, calls=tuple(_as_streamed(call, states.get(call.call_id))
-                                          for call in event.calls))
+        return replace(
+            event, calls=tuple(_as_streamed(call, states.get(call.call_id)) for call in event.calls)
+        )
 
 
 def _as_streamed(call: NormalizedCall, state: _Block | None) -> NormalizedCall:
@@ -244,8 +246,10 @@ def _signature_delta(state: _Block, delta: dict[str, Any]) -> None:
 def _citations_delta(state: _Block, delta: dict[str, Any]) -> None:
     _expect(state, delta, "text")
     citations = state.block.get("citations")
-    state.block["citations"] = [*(citations if isinstance(citations, list) else []),
-                                delta.get("citation")]
+    state.block["citations"] = [
+        *(citations if isinstance(citations, list) else []),
+        delta.get("citation"),
+    ]
 
 
 def _str(delta: dict[str, Any], key: str) -> str:

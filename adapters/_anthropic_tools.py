@@ -17,12 +17,29 @@ from typing import Any
 
 from adapters.events import ToolSpec
 
-_KEYWORDS = frozenset({"type", "description", "title", "properties", "required",
-                       "additionalProperties", "items", "minItems", "enum", "const", "anyOf",
-                       "allOf", "format", "$ref", "$defs"})
+_KEYWORDS = frozenset(
+    {
+        "type",
+        "description",
+        "title",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "minItems",
+        "enum",
+        "const",
+        "anyOf",
+        "allOf",
+        "format",
+        "$ref",
+        "$defs",
+    }
+)
 _TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean", "null"})
-_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri",
-                      "ipv4", "ipv6", "uuid"})
+_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+)
 _DEFS_PREFIX = "#/$defs/"
 
 
@@ -41,8 +58,11 @@ def strict_qualifies(schema: dict[str, Any]) -> bool:
 
 
 def _declaration(tool: ToolSpec) -> dict[str, Any]:
-    declaration: dict[str, Any] = {"name": tool.name, "description": tool.description,
-                                   "input_schema": copy.deepcopy(tool.input_schema)}
+    declaration: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": copy.deepcopy(tool.input_schema),
+    }
     if strict_qualifies(tool.input_schema):
         declaration["strict"] = True
     return declaration
@@ -53,12 +73,15 @@ def _qualifies(schema: object, defs: dict[str, Any], expanding: frozenset[str]) 
         return False
     if "$ref" in schema:
         return _ref_qualifies(schema["$ref"], defs, expanding)
-    return (_type_ok(schema) and _object_ok(schema, defs, expanding)
-            and _array_ok(schema, defs, expanding) and _literals_ok(schema)
-            and _format_ok(schema)
-            and all(_all_qualify(schema.get(key, []), defs, expanding)
-                    for key in ("anyOf", "allOf"))
-            and _defs_ok(schema.get("$defs", {}), defs, expanding))
+    return (
+        _type_ok(schema)
+        and _object_ok(schema, defs, expanding)
+        and _array_ok(schema, defs, expanding)
+        and _literals_ok(schema)
+        and _format_ok(schema)
+        and all(_all_qualify(schema.get(key, []), defs, expanding) for key in ("anyOf", "allOf"))
+        and _defs_ok(schema.get("$defs", {}), defs, expanding)
+    )
 
 
 def _ref_qualifies(ref: object, defs: dict[str, Any], expanding: frozenset[str]) -> bool:
@@ -75,8 +98,7 @@ def _all_qualify(schemas: object, defs: dict[str, Any], expanding: frozenset[str
 
 
 def _defs_ok(local_defs: object, defs: dict[str, Any], expanding: frozenset[str]) -> bool:
-    return isinstance(local_defs, dict) and _all_qualify(list(local_defs.values()), defs,
-                                                         expanding)
+    return isinstance(local_defs, dict) and _all_qualify(list(local_defs.values()), defs, expanding)
 
 
 def _type_ok(schema: dict[str, Any]) -> bool:
@@ -88,10 +110,14 @@ def _object_ok(schema: dict[str, Any], defs: dict[str, Any], expanding: frozense
         return "required" not in schema and "additionalProperties" not in schema
     properties = schema.get("properties", {})
     required = schema.get("required", [])
-    return (schema.get("additionalProperties") is False and isinstance(properties, dict)
-            and isinstance(required, list) and all(isinstance(name, str) for name in required)
-            and sorted(required) == sorted(properties)
-            and _all_qualify(list(properties.values()), defs, expanding))
+    return (
+        schema.get("additionalProperties") is False
+        and isinstance(properties, dict)
+        and isinstance(required, list)
+        and all(isinstance(name, str) for name in required)
+        and sorted(required) == sorted(properties)
+        and _all_qualify(list(properties.values()), defs, expanding)
+    )
 
 
 def _array_ok(schema: dict[str, Any], defs: dict[str, Any], expanding: frozenset[str]) -> bool:
@@ -102,13 +128,18 @@ def _array_ok(schema: dict[str, Any], defs: dict[str, Any], expanding: frozenset
 
 def _literals_ok(schema: dict[str, Any]) -> bool:
     enum = schema.get("enum", [None])
-    return (isinstance(enum, list) and bool(enum) and all(map(_primitive, enum))
-            and _primitive(schema.get("const")))
+    return (
+        isinstance(enum, list)
+        and bool(enum)
+        and all(map(_primitive, enum))
+        and _primitive(schema.get("const"))
+    )
 
 
 def _format_ok(schema: dict[str, Any]) -> bool:
-    return "format" not in schema or (schema.get("type") == "string"
-                                      and _one_of(schema["format"], _FORMATS))
+    return "format" not in schema or (
+        schema.get("type") == "string" and _one_of(schema["format"], _FORMATS)
+    )
 
 
 def _one_of(value: object, allowed: frozenset[str]) -> bool:

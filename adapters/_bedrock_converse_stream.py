@@ -28,9 +28,15 @@ from adapters.events import (
     ToolRequestEvent,
 )
 
-_EXCEPTIONS = frozenset({"internalServerException", "modelStreamErrorException",
-                         "validationException", "throttlingException",
-                         "serviceUnavailableException"})
+_EXCEPTIONS = frozenset(
+    {
+        "internalServerException",
+        "modelStreamErrorException",
+        "validationException",
+        "throttlingException",
+        "serviceUnavailableException",
+    }
+)
 
 
 @dataclass
@@ -74,8 +80,9 @@ def _parsed_input(text: str) -> tuple[Any, bool]:
 
 
 class BedrockStreamAssembler:
-    def __init__(self, classify: Callable[[dict[str, Any]], ProviderEvent],
-                 meta: ResponseMeta) -> None:
+    def __init__(
+        self, classify: Callable[[dict[str, Any]], ProviderEvent], meta: ResponseMeta
+    ) -> None:
         self._classify = classify
         self._meta = meta
         self._role = "assistant"
@@ -91,8 +98,11 @@ class BedrockStreamAssembler:
             return
         members = [key for key in event if key in _HANDLERS or key in _EXCEPTIONS]
         if len(members) != 1:
-            raise AdapterError(f"stream event must have exactly one ConverseStreamOutput "
-                               f"member, got {sorted(event)}", code="malformed_response")
+            raise AdapterError(
+                f"stream event must have exactly one ConverseStreamOutput "
+                f"member, got {sorted(event)}",
+                code="malformed_response",
+            )
         name = members[0]
         if self._stop is not None and name in _CONTENT_EVENTS:
             raise AdapterError(f"{name} after messageStop", code="malformed_response")
@@ -114,12 +124,18 @@ class BedrockStreamAssembler:
         arguments, so the gateway's reader refuses it (the parsed document would hide it)."""
         if not isinstance(event, ToolRequestEvent):
             return event
-        texts = {b.tool_use.get("toolUseId"): "".join(b.fragments)
-                 for b in self._blocks.values() if b.kind == "toolUse" and b.fragments
-                 and not _parsed_input("".join(b.fragments))[1]}
-        return replace(event, calls=tuple(
-            replace(c, arguments_json=texts[c.call_id]) if texts.get(c.call_id) else c
-            for c in event.calls))
+        texts = {
+            b.tool_use.get("toolUseId"): "".join(b.fragments)
+            for b in self._blocks.values()
+            if b.kind == "toolUse" and b.fragments and not _parsed_input("".join(b.fragments))[1]
+        }
+        return replace(
+            event,
+            calls=tuple(
+                replace(c, arguments_json=texts[c.call_id]) if texts.get(c.call_id) else c
+                for c in event.calls
+            ),
+        )
 
     def snapshot(self) -> dict[str, Any]:
         """The Converse response assembled so far."""
@@ -141,22 +157,27 @@ class BedrockStreamAssembler:
         if not start:  # nothing to record: the block's deltas say what it is
             return
         if set(start) != {"toolUse"}:
-            raise AdapterError(f"unsupported contentBlockStart member(s) {sorted(start)}",
-                               code="malformed_response")
+            raise AdapterError(
+                f"unsupported contentBlockStart member(s) {sorted(start)}",
+                code="malformed_response",
+            )
         use = require_dict(start["toolUse"], "contentBlockStart.start.toolUse")
         require_text(use.get("toolUseId"), "contentBlockStart.start.toolUse.toolUseId")
         require_text(use.get("name"), "contentBlockStart.start.toolUse.name")
         if index in self._blocks:
-            raise AdapterError(f"contentBlockStart repeats block {index}",
-                               code="malformed_response")
+            raise AdapterError(
+                f"contentBlockStart repeats block {index}", code="malformed_response"
+            )
         self._blocks[index] = _Block("toolUse", tool_use=dict(use))
 
     def _block_delta(self, payload: dict[str, Any]) -> None:
         index = _index(payload, "contentBlockDelta")
         delta = require_dict(payload.get("delta"), "contentBlockDelta.delta")
         if len(delta) != 1 or next(iter(delta)) not in _DELTA_KINDS:
-            raise AdapterError(f"unsupported contentBlockDelta member(s) {sorted(delta)}",
-                               code="malformed_response")
+            raise AdapterError(
+                f"unsupported contentBlockDelta member(s) {sorted(delta)}",
+                code="malformed_response",
+            )
         kind = next(iter(delta))
         block = self._open_block(index, kind)
         if kind == "text":
@@ -170,16 +191,19 @@ class BedrockStreamAssembler:
     def _block_stop(self, payload: dict[str, Any]) -> None:
         index = _index(payload, "contentBlockStop")
         if index not in self._blocks:
-            raise AdapterError(f"contentBlockStop for unknown block {index}",
-                               code="malformed_response")
+            raise AdapterError(
+                f"contentBlockStop for unknown block {index}", code="malformed_response"
+            )
         self._blocks[index].stopped = True
 
     def _message_stop(self, payload: dict[str, Any]) -> None:
         require_text(payload.get("stopReason"), "messageStop.stopReason")
         open_calls = [i for i, b in self._blocks.items() if b.kind == "toolUse" and not b.stopped]
         if open_calls:
-            raise AdapterError(f"messageStop before contentBlockStop of toolUse block(s) "
-                               f"{open_calls}", code="malformed_response")
+            raise AdapterError(
+                f"messageStop before contentBlockStop of toolUse block(s) {open_calls}",
+                code="malformed_response",
+            )
         self._stop = dict(payload)
 
     def _metadata_event(self, payload: dict[str, Any]) -> None:
@@ -189,18 +213,23 @@ class BedrockStreamAssembler:
         block = self._blocks.get(index)
         if block is None:
             if kind == "toolUse":
-                raise AdapterError(f"toolUse delta for block {index} before its "
-                                   "contentBlockStart", code="malformed_response")
+                raise AdapterError(
+                    f"toolUse delta for block {index} before its contentBlockStart",
+                    code="malformed_response",
+                )
             block = self._blocks[index] = _Block(kind)
         if block.kind != kind or block.stopped:
-            raise AdapterError(f"{kind} delta does not fit block {index} ({block.kind}"
-                               f"{', stopped' if block.stopped else ''})",
-                               code="malformed_response")
+            raise AdapterError(
+                f"{kind} delta does not fit block {index} ({block.kind}"
+                f"{', stopped' if block.stopped else ''})",
+                code="malformed_response",
+            )
         return block
 
 
-_CONTENT_EVENTS = frozenset({"messageStart", "contentBlockStart", "contentBlockDelta",
-                             "contentBlockStop", "messageStop"})
+_CONTENT_EVENTS = frozenset(
+    {"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop"}
+)
 _DELTA_KINDS = frozenset({"text", "toolUse", "reasoningContent"})
 
 _HANDLERS: dict[str, Callable[[BedrockStreamAssembler, dict[str, Any]], None]] = {
@@ -216,8 +245,10 @@ _HANDLERS: dict[str, Callable[[BedrockStreamAssembler, dict[str, Any]], None]] =
 def _index(payload: dict[str, Any], where: str) -> int:
     index = payload.get("contentBlockIndex")
     if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-        raise AdapterError(f"{where}.contentBlockIndex is missing or not a non-negative "
-                           "integer", code="malformed_response")
+        raise AdapterError(
+            f"{where}.contentBlockIndex is missing or not a non-negative integer",
+            code="malformed_response",
+        )
     return index
 
 

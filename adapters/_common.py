@@ -40,20 +40,20 @@ def parse_streamed(text: str, **options: Any) -> tuple[Any, bool]:
     return value, not pairs.duplicates
 
 
-def results_in_call_order(event: ToolRequestEvent,
-                          results: Sequence[ToolResult]) -> list[tuple[NormalizedCall, ToolResult]]:
+def results_in_call_order(
+    event: ToolRequestEvent, results: Sequence[ToolResult]
+) -> list[tuple[NormalizedCall, ToolResult]]:
     """Each call of `event` with its result, in the model's order, matched by call ID (never
     by position). Two results for one ID are `duplicate_call_id`; a call without one is
     `missing_result`; results for IDs the event does not have are left out."""
     by_id: dict[str, ToolResult] = {}
     for result in results:
         if result.call_id in by_id:
-            raise AdapterError(f"two results for call ID {result.call_id!r}",
-                               code="duplicate_call_id")
+            raise AdapterError(
+                f"two results for call ID {result.call_id!r}", code="duplicate_call_id"
+            )
         by_id[result.call_id] = result
-    missing = [f"{call.call_id} ({call.name})" for call in event.calls
-               if call.call_id not in by_id]
+    missing = [f"{call.call_id} ({call.name})" for call in event.calls if call.call_id not in by_id]
     if missing:
-        raise AdapterError(f"no result for call ID(s): {', '.join(missing)}",
-                           code="missing_result")
+        raise AdapterError(f"no result for call ID(s): {', '.join(missing)}", code="missing_result")
     return [(call, by_id[call.call_id]) for call in event.calls]

@@ -32,8 +32,9 @@ def require_list(value: Any, where: str) -> list[Any]:
 
 def require_text(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
-        raise AdapterError(f"{where} is missing or not a non-empty string",
-                           code="malformed_response")
+        raise AdapterError(
+            f"{where} is missing or not a non-empty string", code="malformed_response"
+        )
     return value
 
 
@@ -55,8 +56,9 @@ def count(mapping: Mapping[str, Any], *keys: str) -> int:
     return total
 
 
-def pick_result(results: Sequence[ToolResult], matches: Callable[[ToolResult], bool],
-                label: str) -> ToolResult:
+def pick_result(
+    results: Sequence[ToolResult], matches: Callable[[ToolResult], bool], label: str
+) -> ToolResult:
     """The one result `matches` selects: none is `missing_result`, several `duplicate_call_id`."""
     found = [result for result in results if matches(result)]
     if not found:
@@ -75,13 +77,27 @@ def qualifies_for_strict(schema: Any) -> bool:
         return True
     if _is_object_schema(schema) and not _object_is_closed(schema):
         return False
-    return all(qualifies_for_strict(value) for key, value in schema.items()
-               if key not in _NON_SCHEMA_KEYS)
+    return all(
+        qualifies_for_strict(value) for key, value in schema.items() if key not in _NON_SCHEMA_KEYS
+    )
 
 
 # Keywords whose values are data, not subschemas: never walk into them.
-_NON_SCHEMA_KEYS = frozenset({"enum", "const", "default", "examples", "required", "type",
-                              "description", "title", "format", "pattern", "$comment"})
+_NON_SCHEMA_KEYS = frozenset(
+    {
+        "enum",
+        "const",
+        "default",
+        "examples",
+        "required",
+        "type",
+        "description",
+        "title",
+        "format",
+        "pattern",
+        "$comment",
+    }
+)
 
 
 def _is_object_schema(schema: dict[str, Any]) -> bool:

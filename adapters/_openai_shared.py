@@ -31,8 +31,19 @@ _ERROR_KINDS: dict[str, tuple[ErrorKind, bool]] = {
 }
 
 # JSON Schema keywords OpenAI's strict mode does not accept; a schema using one stays non-strict.
-_STRICT_UNSUPPORTED = frozenset({"allOf", "oneOf", "not", "if", "then", "else",
-                                 "dependentRequired", "dependentSchemas", "patternProperties"})
+_STRICT_UNSUPPORTED = frozenset(
+    {
+        "allOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "dependentRequired",
+        "dependentSchemas",
+        "patternProperties",
+    }
+)
 
 
 def require_mapping(value: Any, where: str) -> dict[str, Any]:
@@ -80,11 +91,17 @@ def join_fragments(fragments: Sequence[str]) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
-def make_call(call_id: str, name: str, arguments_json: str, original: dict[str, Any],
-              complete: bool = True) -> NormalizedCall:
+def make_call(
+    call_id: str, name: str, arguments_json: str, original: dict[str, Any], complete: bool = True
+) -> NormalizedCall:
     arguments = parse_object(arguments_json) if complete else None
-    return NormalizedCall(call_id=call_id, name=name, arguments_json=arguments_json,
-                          arguments=arguments, original=original)
+    return NormalizedCall(
+        call_id=call_id,
+        name=name,
+        arguments_json=arguments_json,
+        arguments=arguments,
+        original=original,
+    )
 
 
 def is_error_body(body: Mapping[str, Any], payload_key: str) -> bool:
@@ -92,14 +109,17 @@ def is_error_body(body: Mapping[str, Any], payload_key: str) -> bool:
     return isinstance(body.get("error"), dict) and payload_key not in body
 
 
-def error_event(meta: ResponseMeta, error: Mapping[str, Any],
-                original: dict[str, Any]) -> ProviderErrorEvent:
+def error_event(
+    meta: ResponseMeta, error: Mapping[str, Any], original: dict[str, Any]
+) -> ProviderErrorEvent:
     code = optional_str(error, "code")
     kind, retryable = _ERROR_KINDS.get(code) or _ERROR_KINDS.get(
-        optional_str(error, "type"), (ErrorKind.OTHER, False))
+        optional_str(error, "type"), (ErrorKind.OTHER, False)
+    )
     message = optional_str(error, "message") or code or "provider error"
-    return ProviderErrorEvent(meta=meta, kind=kind, message=message, retryable=retryable,
-                              original=original)
+    return ProviderErrorEvent(
+        meta=meta, kind=kind, message=message, retryable=retryable, original=original
+    )
 
 
 def strict_compatible(schema: Mapping[str, Any]) -> bool:
@@ -110,8 +130,9 @@ def strict_compatible(schema: Mapping[str, Any]) -> bool:
 
 def _is_object(node: Mapping[str, Any]) -> bool:
     kind = node.get("type")
-    return kind == "object" or (isinstance(kind, list) and "object" in kind) or (
-        "properties" in node)
+    return (
+        kind == "object" or (isinstance(kind, list) and "object" in kind) or ("properties" in node)
+    )
 
 
 def _strict_ok(node: Any) -> bool:

@@ -40,12 +40,17 @@ class AnthropicMessagesAdapter:
     def new_stream_assembler(self) -> AnthropicStreamAssembler:
         return AnthropicStreamAssembler()
 
-    def append_results(self, event: ToolRequestEvent,
-                       results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+    def append_results(
+        self, event: ToolRequestEvent, results: Sequence[ToolResult]
+    ) -> list[dict[str, Any]]:
         return _anthropic_request.append_results(event, results)
 
-    def extend_conversation(self, conversation: list[dict[str, Any]], event: ProviderEvent,
-                            results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+    def extend_conversation(
+        self,
+        conversation: list[dict[str, Any]],
+        event: ProviderEvent,
+        results: Sequence[ToolResult],
+    ) -> list[dict[str, Any]]:
         return _anthropic_request.extend_conversation(conversation, event, results)
 
     def tool_declarations(self, tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:

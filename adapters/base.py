@@ -28,14 +28,19 @@ class ProviderAdapter(Protocol):
 
     def new_stream_assembler(self) -> StreamAssembler: ...
 
-    def append_results(self, event: ToolRequestEvent,
-                       results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+    def append_results(
+        self, event: ToolRequestEvent, results: Sequence[ToolResult]
+    ) -> list[dict[str, Any]]:
         """What to append to the conversation for the next request (docs/api.md), answering
         every call ID of `event` in the model's order."""
         ...
 
-    def extend_conversation(self, conversation: list[dict[str, Any]], event: ProviderEvent,
-                            results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+    def extend_conversation(
+        self,
+        conversation: list[dict[str, Any]],
+        event: ProviderEvent,
+        results: Sequence[ToolResult],
+    ) -> list[dict[str, Any]]:
         """The whole provider-shaped conversation after this turn (the response's own output
         as the provider wants it resent, then the results)."""
         ...

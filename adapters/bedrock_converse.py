@@ -94,13 +94,18 @@ class BedrockConverseAdapter:
         meta = ResponseMeta(provider=PROVIDER, api_version=API_VERSIONS[0])
         return BedrockStreamAssembler(self.read_complete_event, meta)
 
-    def append_results(self, event: ToolRequestEvent,
-                       results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+    def append_results(
+        self, event: ToolRequestEvent, results: Sequence[ToolResult]
+    ) -> list[dict[str, Any]]:
         blocks = [{"toolResult": _tool_result(call, results)} for call in event.calls]
         return [assistant_message(event), {"role": "user", "content": blocks}]
 
-    def extend_conversation(self, conversation: list[dict[str, Any]], event: ProviderEvent,
-                            results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+    def extend_conversation(
+        self,
+        conversation: list[dict[str, Any]],
+        event: ProviderEvent,
+        results: Sequence[ToolResult],
+    ) -> list[dict[str, Any]]:
         if isinstance(event, ToolRequestEvent):
             return [*conversation, *self.append_results(event, results)]
         if isinstance(event, FinalEvent):
@@ -116,41 +121,49 @@ ADAPTER = BedrockConverseAdapter()
 
 # -- reading a response -------------------------------------------------------------------
 
+
 def _content(body: dict[str, Any]) -> list[dict[str, Any]]:
     output = require_dict(body.get("output"), "output")
     message = require_dict(output.get("message"), "output.message")
     blocks = require_list(message.get("content"), "output.message.content")
-    return [require_dict(block, f"output.message.content[{i}]")
-            for i, block in enumerate(blocks)]
+    return [require_dict(block, f"output.message.content[{i}]") for i, block in enumerate(blocks)]
 
 
 def _meta(body: dict[str, Any]) -> ResponseMeta:
     usage = body.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     return ResponseMeta(
-        provider=PROVIDER, api_version=API_VERSIONS[0],
-        input_tokens=count(usage, "inputTokens", "cacheReadInputTokens",
-                           "cacheWriteInputTokens"),
-        output_tokens=count(usage, "outputTokens"))
+        provider=PROVIDER,
+        api_version=API_VERSIONS[0],
+        input_tokens=count(usage, "inputTokens", "cacheReadInputTokens", "cacheWriteInputTokens"),
+        output_tokens=count(usage, "outputTokens"),
+    )
 
 
-def _classify(stop: str, content: list[dict[str, Any]], meta: ResponseMeta,
-              body: dict[str, Any]) -> ProviderEvent:
+def _classify(
+    stop: str, content: list[dict[str, Any]], meta: ResponseMeta, body: dict[str, Any]
+) -> ProviderEvent:
     text = _visible_text(content)
     if stop == "tool_use":
         calls = tuple(_call(block, i) for i, block in enumerate(content) if "toolUse" in block)
         if calls:
             return ToolRequestEvent(meta, calls, original=body, text=text)
-        return ProviderErrorEvent(meta, ErrorKind.OTHER, "stopReason tool_use without a "
-                                  "toolUse block", True, original=body)
+        return ProviderErrorEvent(
+            meta,
+            ErrorKind.OTHER,
+            "stopReason tool_use without a toolUse block",
+            True,
+            original=body,
+        )
     if stop in _FINAL:
         return FinalEvent(meta, text, original=body)
     if stop in _TRUNCATED:
         return IncompleteEvent(meta, stop, original=body)
     if stop in _REFUSED:
         return RefusalEvent(meta, text or f"blocked: stopReason {stop}", original=body)
-    return ProviderErrorEvent(meta, ErrorKind.OTHER, f"stopReason {stop}", stop in _MALFORMED,
-                              original=body)
+    return ProviderErrorEvent(
+        meta, ErrorKind.OTHER, f"stopReason {stop}", stop in _MALFORMED, original=body
+    )
 
 
 def _visible_text(content: list[dict[str, Any]]) -> str:
@@ -166,8 +179,13 @@ def _call(block: dict[str, Any], index: int) -> NormalizedCall:
     if "input" not in use:
         raise AdapterError(f"{where}.input is missing", code="malformed_response")
     arguments_json, arguments = _arguments(use["input"])
-    return NormalizedCall(call_id=call_id, name=name, arguments_json=arguments_json,
-                          arguments=arguments, original=block)
+    return NormalizedCall(
+        call_id=call_id,
+        name=name,
+        arguments_json=arguments_json,
+        arguments=arguments,
+        original=block,
+    )
 
 
 def _arguments(value: Any) -> tuple[str, dict[str, Any] | None]:
@@ -178,6 +196,7 @@ def _arguments(value: Any) -> tuple[str, dict[str, Any] | None]:
 
 
 # -- errors -------------------------------------------------------------------------------
+
 
 def error_of(body: dict[str, Any]) -> tuple[str, str] | None:
     """(exception type, message) when `body` is an error rather than a Converse response."""
@@ -205,6 +224,7 @@ def _error_event(name: str, message: str, original: dict[str, Any]) -> ProviderE
 
 # -- shaping the next request -------------------------------------------------------------
 
+
 def assistant_message(event: ToolRequestEvent | FinalEvent) -> dict[str, Any]:
     """The assistant message to resend: its content blocks as returned."""
     output = event.original.get("output")
@@ -213,15 +233,18 @@ def assistant_message(event: ToolRequestEvent | FinalEvent) -> dict[str, Any]:
         return {"role": "assistant", "content": copy.deepcopy(message["content"])}
     if isinstance(event, FinalEvent):
         return {"role": "assistant", "content": [{"text": event.text}]}
-    return {"role": "assistant", "content": [copy.deepcopy(call.original)
-                                             for call in event.calls]}
+    return {"role": "assistant", "content": [copy.deepcopy(call.original) for call in event.calls]}
 
 
 def _tool_result(call: NormalizedCall, results: Sequence[ToolResult]) -> dict[str, Any]:
-    result = pick_result(results, lambda r: r.call_id == call.call_id,
-                         f"call {call.call_id} ({call.name})")
-    return {"toolUseId": call.call_id, "content": [{"text": result_text(result)}],
-            "status": "success" if result.ok else "error"}
+    result = pick_result(
+        results, lambda r: r.call_id == call.call_id, f"call {call.call_id} ({call.name})"
+    )
+    return {
+        "toolUseId": call.call_id,
+        "content": [{"text": result_text(result)}],
+        "status": "success" if result.ok else "error",
+    }
 
 
 def _tool_spec(tool: ToolSpec) -> dict[str, Any]:

@@ -96,8 +96,14 @@ class ProviderErrorEvent:
     original: dict[str, Any] = field(default_factory=dict)
 
 
-ProviderEvent = (ToolRequestEvent | FinalEvent | RefusalEvent | IncompleteEvent | PausedEvent
-                 | ProviderErrorEvent)
+ProviderEvent = (
+    ToolRequestEvent
+    | FinalEvent
+    | RefusalEvent
+    | IncompleteEvent
+    | PausedEvent
+    | ProviderErrorEvent
+)
 
 
 WITHHELD = "result_withheld"  # the code of a result policy did not let through

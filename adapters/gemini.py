@@ -63,11 +63,25 @@ PROVIDER = "google.gemini"
 API_VERSIONS = ("v1beta", "v1")
 
 _TRUNCATED = frozenset({"MAX_TOKENS", "CONTINUATION"})
-_REFUSED = frozenset({"SAFETY", "RECITATION", "LANGUAGE", "BLOCKLIST", "PROHIBITED_CONTENT",
-                      "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION",
-                      "MODEL_ARMOR", "ESCALATION", "PUP_LIMITED_DISABLED"})
-_RETRYABLE_ERRORS = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL",
-                               "MALFORMED_RESPONSE"})
+_REFUSED = frozenset(
+    {
+        "SAFETY",
+        "RECITATION",
+        "LANGUAGE",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+        "MODEL_ARMOR",
+        "ESCALATION",
+        "PUP_LIMITED_DISABLED",
+    }
+)
+_RETRYABLE_ERRORS = frozenset(
+    {"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "MALFORMED_RESPONSE"}
+)
 
 # google.rpc status (and HTTP code) of an API error body → (kind, retryable)
 _API_ERRORS: dict[str, tuple[ErrorKind, bool]] = {
@@ -76,8 +90,12 @@ _API_ERRORS: dict[str, tuple[ErrorKind, bool]] = {
     "UNAVAILABLE": (ErrorKind.SERVER, True),
     "INTERNAL": (ErrorKind.SERVER, True),
 }
-_HTTP_STATUS = {429: "RESOURCE_EXHAUSTED", 504: "DEADLINE_EXCEEDED", 503: "UNAVAILABLE",
-                500: "INTERNAL"}
+_HTTP_STATUS = {
+    429: "RESOURCE_EXHAUSTED",
+    504: "DEADLINE_EXCEEDED",
+    503: "UNAVAILABLE",
+    500: "INTERNAL",
+}
 
 
 class GeminiAdapter:
@@ -88,8 +106,10 @@ class GeminiAdapter:
 
     def __init__(self, api_version: str = API_VERSIONS[0]) -> None:
         if api_version not in API_VERSIONS:
-            raise AdapterError(f"provider {PROVIDER} does not accept api_version "
-                               f"{api_version!r}", code="unknown_provider")
+            raise AdapterError(
+                f"provider {PROVIDER} does not accept api_version {api_version!r}",
+                code="unknown_provider",
+            )
         self.api_version = api_version
 
     def read_complete_event(self, response: dict[str, Any]) -> ProviderEvent:
@@ -106,14 +126,21 @@ class GeminiAdapter:
     def new_stream_assembler(self) -> GeminiStreamAssembler:
         return GeminiStreamAssembler(self)
 
-    def append_results(self, event: ToolRequestEvent,
-                       results: Sequence[ToolResult]) -> list[dict[str, Any]]:
-        answers = [_function_response(call, index, event.calls, results)
-                   for index, call in enumerate(event.calls)]
+    def append_results(
+        self, event: ToolRequestEvent, results: Sequence[ToolResult]
+    ) -> list[dict[str, Any]]:
+        answers = [
+            _function_response(call, index, event.calls, results)
+            for index, call in enumerate(event.calls)
+        ]
         return [model_content(event), {"role": "user", "parts": answers}]
 
-    def extend_conversation(self, conversation: list[dict[str, Any]], event: ProviderEvent,
-                            results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+    def extend_conversation(
+        self,
+        conversation: list[dict[str, Any]],
+        event: ProviderEvent,
+        results: Sequence[ToolResult],
+    ) -> list[dict[str, Any]]:
         if isinstance(event, ToolRequestEvent):
             return [*conversation, *self.append_results(event, results)]
         if isinstance(event, FinalEvent) and _candidate_content(event.original) is not None:
@@ -123,9 +150,14 @@ class GeminiAdapter:
     def tool_declarations(self, tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
         if not tools:
             return []
-        declarations = [{"name": tool.name, "description": tool.description,
-                         "parametersJsonSchema": copy.deepcopy(tool.input_schema)}
-                        for tool in tools]
+        declarations = [
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "parametersJsonSchema": copy.deepcopy(tool.input_schema),
+            }
+            for tool in tools
+        ]
         return [{"functionDeclarations": declarations}]
 
     # -- classification -------------------------------------------------------------------
@@ -143,14 +175,20 @@ class GeminiAdapter:
         feedback = feedback if isinstance(feedback, dict) else {}
         reason = feedback.get("blockReason")
         if not isinstance(reason, str) or not reason:
-            raise AdapterError("response has no candidates and no promptFeedback.blockReason",
-                               code="malformed_response")
+            raise AdapterError(
+                "response has no candidates and no promptFeedback.blockReason",
+                code="malformed_response",
+            )
         text = feedback.get("blockReasonMessage")
-        return RefusalEvent(meta, text if isinstance(text, str) and text
-                            else f"prompt blocked: {reason}", original=body)
+        return RefusalEvent(
+            meta,
+            text if isinstance(text, str) and text else f"prompt blocked: {reason}",
+            original=body,
+        )
 
-    def _classify(self, body: dict[str, Any], candidate: dict[str, Any],
-                  meta: ResponseMeta) -> ProviderEvent:
+    def _classify(
+        self, body: dict[str, Any], candidate: dict[str, Any], meta: ResponseMeta
+    ) -> ProviderEvent:
         reason = optional_text(candidate.get("finishReason"), "candidates[0].finishReason")
         parts = _parts(candidate)
         if reason == "STOP":
@@ -163,8 +201,13 @@ class GeminiAdapter:
         message = optional_text(candidate.get("finishMessage"), "candidates[0].finishMessage")
         if reason in _REFUSED:
             return RefusalEvent(meta, message or f"blocked: finishReason {reason}", original=body)
-        return ProviderErrorEvent(meta, ErrorKind.OTHER, message or f"finishReason {reason}",
-                                  reason in _RETRYABLE_ERRORS, original=body)
+        return ProviderErrorEvent(
+            meta,
+            ErrorKind.OTHER,
+            message or f"finishReason {reason}",
+            reason in _RETRYABLE_ERRORS,
+            original=body,
+        )
 
 
 ADAPTER = GeminiAdapter()
@@ -174,11 +217,13 @@ def _meta(body: dict[str, Any], api_version: str) -> ResponseMeta:
     usage = body.get("usageMetadata")
     usage = usage if isinstance(usage, dict) else {}
     return ResponseMeta(
-        provider=PROVIDER, api_version=api_version,
+        provider=PROVIDER,
+        api_version=api_version,
         model=optional_text(body.get("modelVersion"), "modelVersion"),
         response_id=optional_text(body.get("responseId"), "responseId"),
         input_tokens=count(usage, "promptTokenCount", "toolUsePromptTokenCount"),
-        output_tokens=count(usage, "candidatesTokenCount", "thoughtsTokenCount"))
+        output_tokens=count(usage, "candidatesTokenCount", "thoughtsTokenCount"),
+    )
 
 
 def _error_status(error: dict[str, Any]) -> str:
@@ -192,6 +237,7 @@ def _error_status(error: dict[str, Any]) -> str:
 
 # -- reading parts and calls --------------------------------------------------------------
 
+
 def _parts(candidate: dict[str, Any]) -> list[dict[str, Any]]:
     content = candidate.get("content")
     if content is None:
@@ -199,14 +245,19 @@ def _parts(candidate: dict[str, Any]) -> list[dict[str, Any]]:
     parts = require_dict(content, "candidates[0].content").get("parts")
     if parts is None:
         return []
-    return [require_dict(part, f"candidates[0].content.parts[{i}]")
-            for i, part in enumerate(require_list(parts, "candidates[0].content.parts"))]
+    return [
+        require_dict(part, f"candidates[0].content.parts[{i}]")
+        for i, part in enumerate(require_list(parts, "candidates[0].content.parts"))
+    ]
 
 
 def _visible_text(parts: list[dict[str, Any]]) -> str:
     """The text parts the user may see: thought parts are never included."""
-    return "".join(part["text"] for part in parts
-                   if isinstance(part.get("text"), str) and not part.get("thought"))
+    return "".join(
+        part["text"]
+        for part in parts
+        if isinstance(part.get("text"), str) and not part.get("thought")
+    )
 
 
 def _calls(parts: list[dict[str, Any]]) -> tuple[NormalizedCall, ...]:
@@ -220,11 +271,17 @@ def _call(part: dict[str, Any], index: int) -> NormalizedCall:
     call_id = optional_text(call.get("id"), f"{where}.id")
     args = call.get("args", {})
     arguments = args if isinstance(args, dict) else None
-    return NormalizedCall(call_id=call_id, name=name, arguments_json=compact_json(args),
-                          arguments=arguments, original=part)
+    return NormalizedCall(
+        call_id=call_id,
+        name=name,
+        arguments_json=compact_json(args),
+        arguments=arguments,
+        original=part,
+    )
 
 
 # -- shaping the next request -------------------------------------------------------------
+
 
 def _candidate_content(response: dict[str, Any]) -> dict[str, Any] | None:
     candidates = response.get("candidates")
@@ -241,13 +298,13 @@ def model_content(event: ToolRequestEvent | FinalEvent) -> dict[str, Any]:
     if content is None:
         if isinstance(event, FinalEvent):
             return {"role": "model", "parts": [{"text": event.text}]}
-        return {"role": "model", "parts": [copy.deepcopy(call.original)
-                                           for call in event.calls]}
+        return {"role": "model", "parts": [copy.deepcopy(call.original) for call in event.calls]}
     return {**copy.deepcopy(content), "role": "model"}
 
 
-def _function_response(call: NormalizedCall, index: int, calls: Sequence[NormalizedCall],
-                       results: Sequence[ToolResult]) -> dict[str, Any]:
+def _function_response(
+    call: NormalizedCall, index: int, calls: Sequence[NormalizedCall], results: Sequence[ToolResult]
+) -> dict[str, Any]:
     result = _result_for(call, index, calls, results)
     answer: dict[str, Any] = {"name": call.name, "response": result_object(result)}
     if call.call_id:
@@ -255,27 +312,47 @@ def _function_response(call: NormalizedCall, index: int, calls: Sequence[Normali
     return {"functionResponse": answer}
 
 
-def _result_for(call: NormalizedCall, index: int, calls: Sequence[NormalizedCall],
-                results: Sequence[ToolResult]) -> ToolResult:
+def _result_for(
+    call: NormalizedCall, index: int, calls: Sequence[NormalizedCall], results: Sequence[ToolResult]
+) -> ToolResult:
     if call.call_id:
-        return pick_result(results, lambda r: r.call_id == call.call_id,
-                           f"call {call.call_id} ({call.name})")
+        return pick_result(
+            results, lambda r: r.call_id == call.call_id, f"call {call.call_id} ({call.name})"
+        )
     given_ids = {c.call_id for c in calls if c.call_id}
     suffix = fallback_call_id("", index)
     return pick_result(
         results,
-        lambda r: r.call_id.endswith(suffix) and r.call_id not in given_ids
-        and len(r.call_id) > len(suffix),
-        f"call #{index} ({call.name}, no functionCall.id; expected a call ID ending in "
-        f"{suffix!r})")
+        lambda r: (
+            r.call_id.endswith(suffix)
+            and r.call_id not in given_ids
+            and len(r.call_id) > len(suffix)
+        ),
+        f"call #{index} ({call.name}, no functionCall.id; expected a call ID ending in {suffix!r})",
+    )
 
 
 # -- streaming ----------------------------------------------------------------------------
 
-_CHUNK_KEYS = frozenset({"candidates", "promptFeedback", "usageMetadata", "modelVersion",
-                         "responseId", "createTime", "modelStatus"})
-_TOP_LEVEL = ("responseId", "modelVersion", "usageMetadata", "promptFeedback", "createTime",
-              "modelStatus")
+_CHUNK_KEYS = frozenset(
+    {
+        "candidates",
+        "promptFeedback",
+        "usageMetadata",
+        "modelVersion",
+        "responseId",
+        "createTime",
+        "modelStatus",
+    }
+)
+_TOP_LEVEL = (
+    "responseId",
+    "modelVersion",
+    "usageMetadata",
+    "promptFeedback",
+    "createTime",
+    "modelStatus",
+)
 
 
 class GeminiStreamAssembler:
@@ -303,8 +380,11 @@ class GeminiStreamAssembler:
             self._error, self._done = chunk, True
             return
         if not _CHUNK_KEYS & chunk.keys():
-            raise AdapterError("stream chunk is not a GenerateContentResponse (none of "
-                               f"{', '.join(sorted(_CHUNK_KEYS))})", code="malformed_response")
+            raise AdapterError(
+                "stream chunk is not a GenerateContentResponse (none of "
+                f"{', '.join(sorted(_CHUNK_KEYS))})",
+                code="malformed_response",
+            )
         self._top.update({key: chunk[key] for key in _TOP_LEVEL if key in chunk})
         feedback = chunk.get("promptFeedback")
         if isinstance(feedback, dict) and feedback.get("blockReason"):
@@ -332,8 +412,9 @@ class GeminiStreamAssembler:
     def _take_candidate(self, candidate: dict[str, Any]) -> None:
         parts = _parts(candidate)
         if parts and self._done:
-            raise AdapterError("stream chunk carries content after finishReason",
-                               code="malformed_response")
+            raise AdapterError(
+                "stream chunk carries content after finishReason", code="malformed_response"
+            )
         content = candidate.get("content")
         if isinstance(content, dict) and isinstance(content.get("role"), str):
             self._role = content["role"]
@@ -346,8 +427,10 @@ class GeminiStreamAssembler:
     def _add_part(self, part: dict[str, Any]) -> None:
         call = part.get("functionCall")
         if isinstance(call, dict) and ("partialArgs" in call or call.get("willContinue")):
-            raise AdapterError("functionCall.partialArgs streaming is not supported on the "
-                               "Gemini API", code="malformed_response")
+            raise AdapterError(
+                "functionCall.partialArgs streaming is not supported on the Gemini API",
+                code="malformed_response",
+            )
         if part == {"text": ""}:
             return
         last = self._parts[-1] if self._parts else None
@@ -360,6 +443,10 @@ class GeminiStreamAssembler:
 def _mergeable_text(previous: dict[str, Any], part: dict[str, Any]) -> bool:
     """Plain text deltas of the same kind (visible or thought) are joined into one part."""
     plain = ({"text"}, {"text", "thought"})
-    return (set(previous) in plain and set(part) == set(previous)
-            and isinstance(previous["text"], str) and isinstance(part["text"], str)
-            and previous.get("thought") == part.get("thought"))
+    return (
+        set(previous) in plain
+        and set(part) == set(previous)
+        and isinstance(previous["text"], str)
+        and isinstance(part["text"], str)
+        and previous.get("thought") == part.get("thought")
+    )

@@ -63,17 +63,22 @@ _FILTERED_TEXT = "The response was stopped by the content filter."
 
 def _meta(body: dict[str, Any], response_id: str) -> ResponseMeta:
     usage = body.get("usage")
-    return ResponseMeta(provider=PROVIDER, api_version=API_VERSIONS[0],
-                        model=optional_str(body, "model"), response_id=response_id,
-                        input_tokens=token_count(usage, "prompt_tokens"),
-                        output_tokens=token_count(usage, "completion_tokens"))
+    return ResponseMeta(
+        provider=PROVIDER,
+        api_version=API_VERSIONS[0],
+        model=optional_str(body, "model"),
+        response_id=response_id,
+        input_tokens=token_count(usage, "prompt_tokens"),
+        output_tokens=token_count(usage, "completion_tokens"),
+    )
 
 
 def _only_choice(body: dict[str, Any]) -> dict[str, Any]:
     choices = require_list(body.get("choices"), "response.choices")
     if len(choices) != 1:
-        raise AdapterError(f"response.choices has {len(choices)} entries; exactly one (n=1) "
-                           "is accepted")
+        raise AdapterError(
+            f"response.choices has {len(choices)} entries; exactly one (n=1) is accepted"
+        )
     return require_mapping(choices[0], "response.choices[0]")
 
 
@@ -81,14 +86,19 @@ def _read_call(raw: Any, index: int) -> NormalizedCall:
     where = f"response.choices[0].message.tool_calls[{index}]"
     tool_call = require_mapping(raw, where)
     if tool_call.get("type") != "function":
-        raise AdapterError(f"{where}.type is {tool_call.get('type')!r}; callgate answers only "
-                           "function tool calls")
+        raise AdapterError(
+            f"{where}.type is {tool_call.get('type')!r}; callgate answers only function tool calls"
+        )
     call_id = require_str(tool_call, "id", where)
     if not call_id:
         raise AdapterError(f"{where}.id is empty")
     function = require_mapping(tool_call.get("function"), f"{where}.function")
-    return make_call(call_id, require_str(function, "name", f"{where}.function"),
-                     require_str(function, "arguments", f"{where}.function"), tool_call)
+    return make_call(
+        call_id,
+        require_str(function, "name", f"{where}.function"),
+        require_str(function, "arguments", f"{where}.function"),
+        tool_call,
+    )
 
 
 def _read_calls(message: dict[str, Any]) -> list[NormalizedCall]:
@@ -106,8 +116,9 @@ def _content_text(message: dict[str, Any]) -> str:
     return content or ""
 
 
-def _classify_finish(meta: ResponseMeta, body: dict[str, Any], message: dict[str, Any],
-                     finish: str) -> ProviderEvent:
+def _classify_finish(
+    meta: ResponseMeta, body: dict[str, Any], message: dict[str, Any], finish: str
+) -> ProviderEvent:
     text = _content_text(message)
     if finish in ("tool_calls", "stop"):
         calls = _read_calls(message)
@@ -119,8 +130,10 @@ def _classify_finish(meta: ResponseMeta, body: dict[str, Any], message: dict[str
     if finish == "content_filter":
         return RefusalEvent(meta=meta, text=_FILTERED_TEXT, original=body)
     if finish == "function_call":
-        raise AdapterError("finish_reason function_call (legacy `functions` API) is not "
-                           "supported; declare tools instead")
+        raise AdapterError(
+            "finish_reason function_call (legacy `functions` API) is not "
+            "supported; declare tools instead"
+        )
     return IncompleteEvent(meta=meta, reason=finish, original=body)
 
 
@@ -173,8 +186,11 @@ class _CallFragments:
         setattr(self, attribute, value)
 
     def as_tool_call(self) -> dict[str, Any]:
-        return {"id": self.call_id, "type": "function",
-                "function": {"name": self.name, "arguments": join_fragments(self.arguments)}}
+        return {
+            "id": self.call_id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": join_fragments(self.arguments)},
+        }
 
 
 class ChatStreamAssembler:
@@ -226,24 +242,29 @@ class ChatStreamAssembler:
     def _read_head(self, chunk: dict[str, Any]) -> None:
         chunk_id = require_str(chunk, "id", "chunk")
         if self._head.get("id", chunk_id) != chunk_id:
-            raise AdapterError(f"chunk of completion {chunk_id!r} in the stream of "
-                               f"{self._head['id']!r}")
+            raise AdapterError(
+                f"chunk of completion {chunk_id!r} in the stream of {self._head['id']!r}"
+            )
         for key in ("id", "created", "model", "system_fingerprint", "service_tier", "usage"):
             if chunk.get(key) is not None:
                 self._head[key] = chunk[key]
 
     def _read_choice(self, choice: dict[str, Any]) -> None:
         if require_int(choice, "index", "chunk.choices[]") != 0:
-            raise AdapterError("chunk has a choice with index other than 0; exactly one (n=1) "
-                               "is accepted")
+            raise AdapterError(
+                "chunk has a choice with index other than 0; exactly one (n=1) is accepted"
+            )
         delta = require_mapping(choice.get("delta"), "chunk.choices[0].delta")
         if isinstance(delta.get("content"), str):
             self._content = (self._content or []) + [delta["content"]]
         if isinstance(delta.get("refusal"), str):
             self._refusal = (self._refusal or []) + [delta["refusal"]]
         fragments = delta.get("tool_calls")
-        for fragment in require_list(fragments, "chunk.choices[0].delta.tool_calls") \
-                if fragments is not None else []:
+        for fragment in (
+            require_list(fragments, "chunk.choices[0].delta.tool_calls")
+            if fragments is not None
+            else []
+        ):
             self._read_fragment(require_mapping(fragment, "chunk.choices[0].delta.tool_calls[]"))
         if isinstance(choice.get("finish_reason"), str):
             self._finish_reason = choice["finish_reason"]
@@ -251,13 +272,18 @@ class ChatStreamAssembler:
     def _read_fragment(self, fragment: dict[str, Any]) -> None:
         index = require_int(fragment, "index", "delta.tool_calls[]")
         if fragment.get("type") not in (None, "function"):
-            raise AdapterError(f"tool call index {index} has type {fragment.get('type')!r}; "
-                               "callgate answers only function tool calls")
+            raise AdapterError(
+                f"tool call index {index} has type {fragment.get('type')!r}; "
+                "callgate answers only function tool calls"
+            )
         slot = self._calls.setdefault(index, _CallFragments())
         slot.set_once("call_id", fragment.get("id"), index)
         function = fragment.get("function")
-        function = {} if function is None else require_mapping(
-            function, f"delta.tool_calls[{index}].function")
+        function = (
+            {}
+            if function is None
+            else require_mapping(function, f"delta.tool_calls[{index}].function")
+        )
         slot.set_once("name", function.get("name"), index)
         if isinstance(function.get("arguments"), str):
             slot.arguments.append(function["arguments"])
@@ -270,8 +296,12 @@ class ChatStreamAssembler:
         }
         if self._calls:
             message["tool_calls"] = [self._calls[i].as_tool_call() for i in sorted(self._calls)]
-        choice = {"index": 0, "message": message, "finish_reason": self._finish_reason,
-                  "logprobs": None}
+        choice = {
+            "index": 0,
+            "message": message,
+            "finish_reason": self._finish_reason,
+            "logprobs": None,
+        }
         head = {key: value for key, value in self._head.items() if key != "usage"}
         completion = {**head, "object": "chat.completion", "choices": [choice]}
         if "usage" in self._head:
@@ -289,17 +319,24 @@ class OpenAIChatAdapter:
     def new_stream_assembler(self) -> ChatStreamAssembler:
         return ChatStreamAssembler()
 
-    def append_results(self, event: ToolRequestEvent,
-                       results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+    def append_results(
+        self, event: ToolRequestEvent, results: Sequence[ToolResult]
+    ) -> list[dict[str, Any]]:
         """The assistant message (content and tool_calls as returned), then one `tool`
         message per call ID in the model's order (docs/api.md)."""
         pairs = results_in_call_order(event, results)
-        tool_messages = [{"role": "tool", "tool_call_id": call.call_id,
-                          "content": result_text(result)} for call, result in pairs]
+        tool_messages = [
+            {"role": "tool", "tool_call_id": call.call_id, "content": result_text(result)}
+            for call, result in pairs
+        ]
         return [_assistant_message(event), *tool_messages]
 
-    def extend_conversation(self, conversation: list[dict[str, Any]], event: ProviderEvent,
-                            results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+    def extend_conversation(
+        self,
+        conversation: list[dict[str, Any]],
+        event: ProviderEvent,
+        results: Sequence[ToolResult],
+    ) -> list[dict[str, Any]]:
         """`conversation` + the assistant message + the tool messages. A final answer or a
         model refusal adds its assistant message; a filtered, truncated or failed turn adds
         nothing (partial output is not resent)."""
@@ -311,11 +348,18 @@ class OpenAIChatAdapter:
         return extended
 
     def tool_declarations(self, tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-        return [{"type": "function",
-                 "function": {"name": tool.name, "description": tool.description,
-                              "parameters": copy.deepcopy(tool.input_schema),
-                              "strict": strict_compatible(tool.input_schema)}}
-                for tool in tools]
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": copy.deepcopy(tool.input_schema),
+                    "strict": strict_compatible(tool.input_schema),
+                },
+            }
+            for tool in tools
+        ]
 
 
 def _finished(event: ProviderEvent) -> bool:

@@ -60,8 +60,16 @@ from adapters.results import result_text
 PROVIDER = "openai.responses"
 API_VERSIONS = ("v1",)
 
-_CLIENT_SIDE_ITEMS = frozenset({"custom_tool_call", "computer_call", "shell_call",
-                                "apply_patch_call", "local_shell_call", "mcp_approval_request"})
+_CLIENT_SIDE_ITEMS = frozenset(
+    {
+        "custom_tool_call",
+        "computer_call",
+        "shell_call",
+        "apply_patch_call",
+        "local_shell_call",
+        "mcp_approval_request",
+    }
+)
 _FILTERED_TEXT = "The response was stopped by the content filter."
 _UNFINISHED_CALL = frozenset({"in_progress", "incomplete"})
 _TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -79,10 +87,14 @@ class _Content:
 
 def _meta(body: dict[str, Any], response_id: str) -> ResponseMeta:
     usage = body.get("usage")
-    return ResponseMeta(provider=PROVIDER, api_version=API_VERSIONS[0],
-                        model=optional_str(body, "model"), response_id=response_id,
-                        input_tokens=token_count(usage, "input_tokens"),
-                        output_tokens=token_count(usage, "output_tokens"))
+    return ResponseMeta(
+        provider=PROVIDER,
+        api_version=API_VERSIONS[0],
+        model=optional_str(body, "model"),
+        response_id=response_id,
+        input_tokens=token_count(usage, "input_tokens"),
+        output_tokens=token_count(usage, "output_tokens"),
+    )
 
 
 def _read_content(output: list[Any]) -> _Content:
@@ -95,8 +107,10 @@ def _read_content(output: list[Any]) -> _Content:
         elif kind == "function_call":
             content.calls.append(_read_call(item, index))
         elif kind in _CLIENT_SIDE_ITEMS:
-            raise AdapterError(f"response.output[{index}] is a {kind} item; callgate answers "
-                               "only function_call items")
+            raise AdapterError(
+                f"response.output[{index}] is a {kind} item; callgate answers "
+                "only function_call items"
+            )
     return content
 
 
@@ -117,13 +131,18 @@ def _read_call(item: dict[str, Any], index: int) -> NormalizedCall:
     call_id = require_str(item, "call_id", where)
     if not call_id:
         raise AdapterError(f"{where}.call_id is empty")
-    return make_call(call_id, require_str(item, "name", where),
-                     require_str(item, "arguments", where), item,
-                     complete=optional_str(item, "status") not in _UNFINISHED_CALL)
+    return make_call(
+        call_id,
+        require_str(item, "name", where),
+        require_str(item, "arguments", where),
+        item,
+        complete=optional_str(item, "status") not in _UNFINISHED_CALL,
+    )
 
 
-def _classify_completed(meta: ResponseMeta, body: dict[str, Any],
-                        content: _Content) -> ProviderEvent:
+def _classify_completed(
+    meta: ResponseMeta, body: dict[str, Any], content: _Content
+) -> ProviderEvent:
     text = "".join(content.text)
     if content.refusal:
         return RefusalEvent(meta=meta, text="".join(content.refusal), original=body)
@@ -160,8 +179,13 @@ def _classify(body: dict[str, Any]) -> ProviderEvent:
     if status == "failed":
         return _classify_failed(meta, body)
     if status == "cancelled":
-        return ProviderErrorEvent(meta=meta, kind=ErrorKind.OTHER, retryable=False,
-                                  message="the response was cancelled", original=body)
+        return ProviderErrorEvent(
+            meta=meta,
+            kind=ErrorKind.OTHER,
+            retryable=False,
+            message="the response was cancelled",
+            original=body,
+        )
     if status in ("queued", "in_progress"):
         return IncompleteEvent(meta=meta, reason=status, original=body)
     raise AdapterError(f"response.status {status!r} is not a Responses API status")
@@ -231,8 +255,7 @@ class ResponsesStreamAssembler:
         if self._error is not None:
             return self._error
         if self._terminal is None:
-            return IncompleteEvent(meta=self._meta(), reason="stream_cut",
-                                   original=self._snapshot)
+            return IncompleteEvent(meta=self._meta(), reason="stream_cut", original=self._snapshot)
         response = dict(self._terminal)
         if response.get("output"):
             self._check_against_stream(require_list(response["output"], "response.output"))
@@ -258,8 +281,10 @@ class ResponsesStreamAssembler:
         item = copy.deepcopy(require_mapping(body.get("item"), f"{kind}.item"))
         streamed = join_fragments(self._arguments.get(index, []))
         if item.get("type") == "function_call" and streamed and streamed != item.get("arguments"):
-            raise AdapterError(f"the argument deltas of output_index {index} do not add up to "
-                               "the finished item's arguments")
+            raise AdapterError(
+                f"the argument deltas of output_index {index} do not add up to "
+                "the finished item's arguments"
+            )
         self._done[index] = item
 
     def _item_index(self, body: dict[str, Any]) -> int:
@@ -267,8 +292,10 @@ class ResponsesStreamAssembler:
         index = require_int(body, "output_index", kind)
         item_id = require_str(body, "item_id", kind)
         if index not in self._items or self._index_by_id.get(item_id, index) != index:
-            raise AdapterError(f"{kind} names item {item_id!r} at output_index {index}, "
-                               "which no response.output_item.added announced")
+            raise AdapterError(
+                f"{kind} names item {item_id!r} at output_index {index}, "
+                "which no response.output_item.added announced"
+            )
         return index
 
     def _assembled_output(self) -> list[dict[str, Any]]:
@@ -283,15 +310,20 @@ class ResponsesStreamAssembler:
         return output
 
     def _check_against_stream(self, output: list[Any]) -> None:
-        streamed = {optional_str(item, "call_id"): item.get("arguments")
-                    for item in self._done.values() if item.get("type") == "function_call"}
+        streamed = {
+            optional_str(item, "call_id"): item.get("arguments")
+            for item in self._done.values()
+            if item.get("type") == "function_call"
+        }
         for item in output:
             if not isinstance(item, dict) or item.get("type") != "function_call":
                 continue
             call_id = optional_str(item, "call_id")
             if call_id in streamed and streamed[call_id] != item.get("arguments"):
-                raise AdapterError(f"the stream and the final response disagree on the "
-                                   f"arguments of call {call_id!r}")
+                raise AdapterError(
+                    f"the stream and the final response disagree on the "
+                    f"arguments of call {call_id!r}"
+                )
 
 
 class OpenAIResponsesAdapter:
@@ -304,15 +336,21 @@ class OpenAIResponsesAdapter:
     def new_stream_assembler(self) -> ResponsesStreamAssembler:
         return ResponsesStreamAssembler()
 
-    def append_results(self, event: ToolRequestEvent,
-                       results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+    def append_results(
+        self, event: ToolRequestEvent, results: Sequence[ToolResult]
+    ) -> list[dict[str, Any]]:
         """One `function_call_output` item per call, in the model's order (docs/api.md)."""
-        return [{"type": "function_call_output", "call_id": call.call_id,
-                 "output": result_text(result)}
-                for call, result in results_in_call_order(event, results)]
+        return [
+            {"type": "function_call_output", "call_id": call.call_id, "output": result_text(result)}
+            for call, result in results_in_call_order(event, results)
+        ]
 
-    def extend_conversation(self, conversation: list[dict[str, Any]], event: ProviderEvent,
-                            results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+    def extend_conversation(
+        self,
+        conversation: list[dict[str, Any]],
+        event: ProviderEvent,
+        results: Sequence[ToolResult],
+    ) -> list[dict[str, Any]]:
         """`conversation` + every output item of the response (reasoning items included) +
         the results. A completed final answer or refusal adds its output items; an
         incomplete, filtered or failed turn adds nothing (partial output is not resent)."""
@@ -320,14 +358,22 @@ class OpenAIResponsesAdapter:
         if isinstance(event, ToolRequestEvent):
             return extended + _resend_output(event) + self.append_results(event, results)
         if isinstance(event, FinalEvent | RefusalEvent) and (
-                event.original.get("status") == "completed"):
+            event.original.get("status") == "completed"
+        ):
             return extended + _resend_output(event)
         return extended
 
     def tool_declarations(self, tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-        return [{"type": "function", "name": tool.name, "description": tool.description,
-                 "parameters": copy.deepcopy(tool.input_schema),
-                 "strict": strict_compatible(tool.input_schema)} for tool in tools]
+        return [
+            {
+                "type": "function",
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": copy.deepcopy(tool.input_schema),
+                "strict": strict_compatible(tool.input_schema),
+            }
+            for tool in tools
+        ]
 
 
 ADAPTER = OpenAIResponsesAdapter()

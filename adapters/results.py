@@ -14,15 +14,17 @@ from adapters.events import WITHHELD, ToolResult
 _GUIDANCE = {
     "REJECTED": "The call was not executed.",
     "NOT_RUN": "The call was not executed because another write in the same turn did not "
-               "succeed; re-plan before trying again.",
+    "succeed; re-plan before trying again.",
     "FAILED": "The tool ran and failed; nothing was changed.",
     "UNKNOWN": "The outcome of this write is not known yet; do not repeat it.",
     "PENDING_APPROVAL": "The call is waiting for a person's approval.",
     "HELD": "The call waits for other writes of this turn to be approved.",
     "EXECUTING": "The call is still running.",
 }
-_WITHHELD_NOTE = ("The call ran (do not repeat it), but policy withheld its result from you; "
-                  "the message says why.")
+_WITHHELD_NOTE = (
+    "The call ran (do not repeat it), but policy withheld its result from you; "
+    "the message says why."
+)
 
 
 def result_text(result: ToolResult) -> str:
@@ -31,9 +33,12 @@ def result_text(result: ToolResult) -> str:
         return result.output_json or "{}"
     body = {
         "status": result.status.lower(),
-        "error": {"code": result.error_code or result.status.lower(),
-                  "message": result.error_message},
-        "note": _WITHHELD_NOTE if result.error_code == WITHHELD
+        "error": {
+            "code": result.error_code or result.status.lower(),
+            "message": result.error_message,
+        },
+        "note": _WITHHELD_NOTE
+        if result.error_code == WITHHELD
         else _GUIDANCE.get(result.status, ""),
     }
     return json.dumps(body, separators=(",", ":"))

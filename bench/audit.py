@@ -74,20 +74,33 @@ def run_of(i: int) -> tuple[str, str, str]:
 def audit_rows(count: int, key: AuditKey) -> Iterator[tuple[Any, ...]]:
     """count chained, sealed audit rows (seq, columns...), run i % RUNS for record i."""
     prev = ""
-    decision = Decision(Verdict.ALLOW, ("travelers read trains",), "sha256:bench",
-                        input_sha256="e" * 64)
+    decision = Decision(
+        Verdict.ALLOW, ("travelers read trains",), "sha256:bench", input_sha256="e" * 64
+    )
     summary = '{"train_number": "ICE123", "date": "2026-12-01"}'
     for seq in range(1, count + 1):
         run_id, tenant, subject = run_of(seq % RUNS)
         kind = "decision" if seq % 2 else "execution"
         event = AuditEvent(
-            kind=kind, subject=subject, tenant=tenant, run_id=run_id, turn_id=f"t{seq // RUNS}",
-            call_id=f"c{seq // RUNS}", provider="openai.responses", tool="get_train_status",
-            tool_version="1.0.0", arguments_summary_json=summary, arguments_sha256="a" * 64,
-            decision=decision, status=None if kind == "decision" else CallStatus.SUCCEEDED,
-            execution_count=0 if kind == "decision" else 1, policy_revision="sha256:bench",
-            time=T0 + timedelta(milliseconds=seq), actor=subject if kind == "decision" else "",
-            actor_tenant=tenant if kind == "decision" else "")
+            kind=kind,
+            subject=subject,
+            tenant=tenant,
+            run_id=run_id,
+            turn_id=f"t{seq // RUNS}",
+            call_id=f"c{seq // RUNS}",
+            provider="openai.responses",
+            tool="get_train_status",
+            tool_version="1.0.0",
+            arguments_summary_json=summary,
+            arguments_sha256="a" * 64,
+            decision=decision,
+            status=None if kind == "decision" else CallStatus.SUCCEEDED,
+            execution_count=0 if kind == "decision" else 1,
+            policy_revision="sha256:bench",
+            time=T0 + timedelta(milliseconds=seq),
+            actor=subject if kind == "decision" else "",
+            actor_tenant=tenant if kind == "decision" else "",
+        )
         values, prev = codecs.audit_row(event, prev, key)
         yield (seq, *values)
 
@@ -95,8 +108,17 @@ def audit_rows(count: int, key: AuditKey) -> Iterator[tuple[Any, ...]]:
 def run_rows() -> Iterator[tuple[Any, ...]]:
     for i in range(RUNS):
         run_id, tenant, subject = run_of(i)
-        yield codecs.run_row(RunRecord(run_id, RunState.ACTIVE, subject, tenant,
-                                     provider="openai.responses", created_at=T0, updated_at=T0))
+        yield codecs.run_row(
+            RunRecord(
+                run_id,
+                RunState.ACTIVE,
+                subject,
+                tenant,
+                provider="openai.responses",
+                created_at=T0,
+                updated_at=T0,
+            )
+        )
 
 
 def batches(items: Iterator[tuple[Any, ...]], size: int) -> Iterator[list[tuple[Any, ...]]]:
@@ -122,8 +144,11 @@ def fill_sqlite(path: Path, count: int, key: AuditKey) -> None:
     cols = ("seq", *hashing.AUDIT_COLUMNS)
     marks = fragments.placeholders(cols, "?")
     with conn:
-        conn.executemany(f"INSERT INTO runs ({', '.join(schema.RUN_COLUMNS)}) VALUES "
-                         f"({fragments.placeholders(schema.RUN_COLUMNS, '?')})", run_rows())
+        conn.executemany(
+            f"INSERT INTO runs ({', '.join(schema.RUN_COLUMNS)}) VALUES "
+            f"({fragments.placeholders(schema.RUN_COLUMNS, '?')})",
+            run_rows(),
+        )
     for batch in batches(audit_rows(count, key), 20_000):
         with conn:
             conn.executemany(f"INSERT INTO audit ({', '.join(cols)}) VALUES ({marks})", batch)
@@ -167,8 +192,7 @@ def pg_schema() -> Iterator[str]:
 def ms(samples: Sequence[float]) -> str:
     ordered = sorted(samples)
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return (f"{statistics.median(ordered) * 1000:7.2f} {p99 * 1000:7.2f} "
-            f"{ordered[-1] * 1000:7.2f}")
+    return f"{statistics.median(ordered) * 1000:7.2f} {p99 * 1000:7.2f} {ordered[-1] * 1000:7.2f}"
 
 
 def acme_runs(n: int, records: int) -> list[str]:
@@ -197,10 +221,16 @@ async def store_queries(db: str, runs: list[str]) -> list[float]:
 
 
 def grpc_queries(db: str, key_file: Path, runs: list[str]) -> tuple[list[float], int]:
-    with SidecarProcess(tools=ROOT / "examples" / "travel" / "tools",
-                        policies=ROOT / "policies", auth=ROOT / "examples" / "auth.yaml",
-                        db=db, audit_key=key_file) as sidecar, \
-            GatewayClient(sidecar.target, AUDITOR) as client:
+    with (
+        SidecarProcess(
+            tools=ROOT / "examples" / "travel" / "tools",
+            policies=ROOT / "policies",
+            auth=ROOT / "examples" / "auth.yaml",
+            db=db,
+            audit_key=key_file,
+        ) as sidecar,
+        GatewayClient(sidecar.target, AUDITOR) as client,
+    ):
         list(client.query_audit(run_id=runs[0], timeout_s=60))  # warm up
         took, count = [], 0
         for run_id in runs:
@@ -229,8 +259,9 @@ class QuietPostgres(Quiet, PostgresStore):
 async def decisions(store: RunStore, n: int, concurrency: int) -> float:
     """Seconds per decision of Runner.authorize against store."""
     registry = Registry.load(ROOT / "examples" / "travel" / "tools")
-    policy = ReloadingEngine(EmbeddedEngine(prepare(ROOT / "policies", "data.callgate"),
-                                            checked=True))
+    policy = ReloadingEngine(
+        EmbeddedEngine(prepare(ROOT / "policies", "data.callgate"), checked=True)
+    )
     authorizer = Authorizer(Runner(store=store, registry=registry, policy=policy))
     alice = Identity("alice", "acme", ("traveler",))
     calls = [ToolCall("c1", "get_train_status", json.dumps(TRAIN))]
@@ -261,24 +292,32 @@ async def append_cost(open_on: Opener, open_off: Opener, n: int) -> list[str]:
         finally:
             await on_store.close()
             await off_store.close()
-        lines.append(f"{concurrency:>9}  {on * 1e6:14.0f}  {off * 1e6:15.0f}  "
-                     f"{(on - off) * 1e6:13.0f}  {on / off:5.2f}x")
+        lines.append(
+            f"{concurrency:>9}  {on * 1e6:14.0f}  {off * 1e6:15.0f}  "
+            f"{(on - off) * 1e6:13.0f}  {on / off:5.2f}x"
+        )
     return lines
 
 
 # ---------------------------------------------------------------------- the report
 
 
-def query_section(kind: str, records: int, store_took: list[float],
-                  grpc_took: list[float], per_run: int) -> list[str]:
-    return [f"{kind:<12} store query (in-process)   {ms(store_took)}",
-            f"{'':<12} QueryAudit over gRPC       {ms(grpc_took)}   "
-            f"({per_run} records per run, {records:,} in the table)"]
+def query_section(
+    kind: str, records: int, store_took: list[float], grpc_took: list[float], per_run: int
+) -> list[str]:
+    return [
+        f"{kind:<12} store query (in-process)   {ms(store_took)}",
+        f"{'':<12} QueryAudit over gRPC       {ms(grpc_took)}   "
+        f"({per_run} records per run, {records:,} in the table)",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.audit", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m bench.audit",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--records", type=int, default=1_000_000)
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--decisions", type=int, default=2000)
@@ -287,17 +326,22 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     key = AuditKey.ephemeral()
     runs = acme_runs(args.queries, args.records)
-    report = ["callgate audit benchmark", "",
-              f"date          {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC",
-              f"machine       {os.cpu_count()} cores, {platform.processor() or platform.machine()}"
-              f", {platform.system()} {platform.release()}",
-              f"load average  {' '.join(f'{x:.2f}' for x in os.getloadavg())} at start",
-              f"python        {platform.python_implementation()} {platform.python_version()}",
-              f"sqlite        {sqlite3.sqlite_version}", "",
-              f"1. QueryAudit of one run among {args.records:,} records ({RUNS:,} runs, their "
-              "records interleaved)", f"   {args.queries} queries for random runs of tenant "
-              "acme, as its auditor; ms", "",
-              f"{'store':<12} {'':<26} {'p50':>7} {'p99':>7} {'max':>7}"]
+    report = [
+        "callgate audit benchmark",
+        "",
+        f"date          {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC",
+        f"machine       {os.cpu_count()} cores, {platform.processor() or platform.machine()}"
+        f", {platform.system()} {platform.release()}",
+        f"load average  {' '.join(f'{x:.2f}' for x in os.getloadavg())} at start",
+        f"python        {platform.python_implementation()} {platform.python_version()}",
+        f"sqlite        {sqlite3.sqlite_version}",
+        "",
+        f"1. QueryAudit of one run among {args.records:,} records ({RUNS:,} runs, their "
+        "records interleaved)",
+        f"   {args.queries} queries for random runs of tenant acme, as its auditor; ms",
+        "",
+        f"{'store':<12} {'':<26} {'p50':>7} {'p99':>7} {'max':>7}",
+    ]
     with tempfile.TemporaryDirectory(prefix="callgate-bench-audit-") as tmp:
         key_file = Path(tmp) / "audit.key"
         key_file.write_text(os.urandom(32).hex())
@@ -317,21 +361,27 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"postgresql filled in {time.perf_counter() - started:.0f} s", flush=True)
                 store_took = asyncio.run(store_queries(url, runs))
                 grpc_took, per_run = grpc_queries(url, key_file, runs)
-                report += query_section("postgresql", args.records, store_took, grpc_took,
-                                        per_run)
-        report += ["", "2. The audit append per decision: Runner.authorize, one call, the "
-                   "default policy, in-process", f"   {args.decisions} decisions per "
-                   "measurement; trail off = the same store with append_audit a no-op; us",
-                   "", "store       callers  trail on us/dec  trail off us/dec  append us/dec"
-                   "  ratio"]
+                report += query_section("postgresql", args.records, store_took, grpc_took, per_run)
+        report += [
+            "",
+            "2. The audit append per decision: Runner.authorize, one call, the "
+            "default policy, in-process",
+            f"   {args.decisions} decisions per "
+            "measurement; trail off = the same store with append_audit a no-op; us",
+            "",
+            "store       callers  trail on us/dec  trail off us/dec  append us/dec  ratio",
+        ]
         for kind in ("sqlite", "postgresql"):
             if kind == "postgresql" and args.no_postgres:
                 continue
-            with (pg_schema() if kind == "postgresql" else _sqlite_db(tmp)) as url:
+            with pg_schema() if kind == "postgresql" else _sqlite_db(tmp) as url:
                 lines = asyncio.run(append_cost(*_openers(kind, url, key), args.decisions))
             report += [f"{kind if i == 0 else '':<10}  {line}" for i, line in enumerate(lines)]
-    report += ["", "Appends of concurrent callers share one SQLite commit (group commit); on",
-               "PostgreSQL each Authorize is one transaction with one INSERT per record."]
+    report += [
+        "",
+        "Appends of concurrent callers share one SQLite commit (group commit); on",
+        "PostgreSQL each Authorize is one transaction with one INSERT per record.",
+    ]
     text = "\n".join(report) + "\n"
     print(text)
     if not args.no_save:
@@ -346,11 +396,13 @@ def _sqlite_db(tmp: str) -> Iterator[str]:
 
 def _openers(kind: str, url: str, key: AuditKey) -> tuple[Opener, Opener]:
     if kind == "sqlite":
+
         async def on() -> RunStore:
             return await SQLiteStore.open(Path(url), audit_key=key)
 
         async def off() -> RunStore:
             return await QuietSQLite.open(Path(f"{url}-off"), audit_key=key)
+
         return on, off
 
     async def pg_on() -> RunStore:
@@ -358,6 +410,7 @@ def _openers(kind: str, url: str, key: AuditKey) -> tuple[Opener, Opener]:
 
     async def pg_off() -> RunStore:
         return await QuietPostgres.open(url, audit_key=key)
+
     return pg_on, pg_off
 
 

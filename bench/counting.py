@@ -113,8 +113,17 @@ class Tally:
         return Counter(kind(s) for s in self.texts)
 
     def __iadd__(self, other: Tally) -> Tally:
-        for name in ("data", "writes", "begins", "commit_statements", "commits",
-                     "writing_commits", "rollbacks", "savepoints", "settings"):
+        for name in (
+            "data",
+            "writes",
+            "begins",
+            "commit_statements",
+            "commits",
+            "writing_commits",
+            "rollbacks",
+            "savepoints",
+            "settings",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.texts.extend(other.texts)
         return self

@@ -50,11 +50,13 @@ class TurnCounts:
 
     def summary(self) -> str:
         t = self.tally
-        return (f"{self.statements:.1f} data statements ({self.per_turn(t.writes):.1f} writes), "
-                f"{self.per_turn(t.begins):.1f} BEGIN, {self.commits:.1f} commits "
-                f"({self.writing_commits:.1f} that wrote), {self.per_turn(t.rollbacks):.1f} "
-                f"ROLLBACK, {self.per_turn(t.settings):.1f} settings (PRAGMA, SET) per turn, "
-                f"over {self.turns} turns")
+        return (
+            f"{self.statements:.1f} data statements ({self.per_turn(t.writes):.1f} writes), "
+            f"{self.per_turn(t.begins):.1f} BEGIN, {self.commits:.1f} commits "
+            f"({self.writing_commits:.1f} that wrote), {self.per_turn(t.rollbacks):.1f} "
+            f"ROLLBACK, {self.per_turn(t.settings):.1f} settings (PRAGMA, SET) per turn, "
+            f"over {self.turns} turns"
+        )
 
 
 async def _warmed_run(proc: InProcess) -> str:

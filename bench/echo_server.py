@@ -26,8 +26,13 @@ async def _echo(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> 
 
 async def serve(listen: str) -> None:
     server = grpc.aio.server()
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
-        SERVICE, {"Echo": grpc.unary_unary_rpc_method_handler(_echo)}),))
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(
+                SERVICE, {"Echo": grpc.unary_unary_rpc_method_handler(_echo)}
+            ),
+        )
+    )
     port = server.add_insecure_port(listen)
     await server.start()
     print(f"{READY}{listen.rsplit(':', 1)[0]}:{port}", flush=True)

@@ -33,10 +33,16 @@ StoreOpener = Callable[[AuditKey, StoredForm], Awaitable[RunStore]]
 def two_reads(run_id: str, turn: str) -> pb.SubmitTurnRequest:
     """The benchmark's SubmitTurn: get_train_status + get_weather, executed over HTTP."""
     return pb.SubmitTurnRequest(
-        run_id=run_id, turn_id=turn, provider=PROVIDER,
-        tool_request=pb.ToolRequest(calls=[
-            tool_call(f"{turn}_train", "get_train_status", TRAIN),
-            tool_call(f"{turn}_weather", "get_weather", WEATHER)]))
+        run_id=run_id,
+        turn_id=turn,
+        provider=PROVIDER,
+        tool_request=pb.ToolRequest(
+            calls=[
+                tool_call(f"{turn}_train", "get_train_status", TRAIN),
+                tool_call(f"{turn}_weather", "get_weather", WEATHER),
+            ]
+        ),
+    )
 
 
 @dataclass
@@ -48,20 +54,26 @@ class InProcess:
         await self.runner.start_run(ALICE, StartRunParams(run_id=run_id, provider=PROVIDER))
 
     async def turn(self, run_id: str, turn: str) -> None:
-        outcome = await self.runner.submit_turn(
-            ALICE, convert.turn_input(two_reads(run_id, turn)))
-        if (outcome.next != NextAction.CONTINUE or len(outcome.results) != 2
-                or any(r.status != CallStatus.SUCCEEDED for r in outcome.results)):
+        outcome = await self.runner.submit_turn(ALICE, convert.turn_input(two_reads(run_id, turn)))
+        if (
+            outcome.next != NextAction.CONTINUE
+            or len(outcome.results) != 2
+            or any(r.status != CallStatus.SUCCEEDED for r in outcome.results)
+        ):
             raise RuntimeError(f"in-process SubmitTurn answered {outcome}")
 
 
 @asynccontextmanager
 async def in_process(open_store: StoreOpener, travel_url: str) -> AsyncIterator[InProcess]:
     key = AuditKey.ephemeral()
-    registry = Registry.load(ROOT / "examples" / "travel" / "tools",
-                             env={"CALLGATE_TRAVEL_URL": travel_url}, audit_key=key)
-    policy = ReloadingEngine(EmbeddedEngine(prepare(ROOT / "policies", "data.callgate"),
-                                            checked=True))
+    registry = Registry.load(
+        ROOT / "examples" / "travel" / "tools",
+        env={"CALLGATE_TRAVEL_URL": travel_url},
+        audit_key=key,
+    )
+    policy = ReloadingEngine(
+        EmbeddedEngine(prepare(ROOT / "policies", "data.callgate"), checked=True)
+    )
     store = await open_store(key, RedactStored(registry))
     try:
         yield InProcess(Runner(store=store, registry=registry, policy=policy), store)

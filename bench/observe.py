@@ -71,8 +71,9 @@ def otlp_sink() -> Iterator[ThreadingHTTPServer]:
 
 def _sampled(sidecar: SidecarProcess, ratio: float) -> SidecarProcess:
     """The sidecar sampling that share of its root spans (OTEL_TRACES_SAMPLER)."""
-    sidecar.env.update(OTEL_TRACES_SAMPLER="parentbased_traceidratio",
-                       OTEL_TRACES_SAMPLER_ARG=str(ratio))
+    sidecar.env.update(
+        OTEL_TRACES_SAMPLER="parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG=str(ratio)
+    )
     return sidecar
 
 
@@ -101,6 +102,7 @@ async def scraping(url: str) -> AsyncIterator[list[int]]:
             sizes.append(len(body))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), SCRAPE_INTERVAL_S)
+
     task = asyncio.create_task(loop())
     try:
         yield sizes
@@ -117,14 +119,22 @@ async def part_observe(b: BenchLike, stubs: Any) -> None:
         sidecars = {
             "plain": stack.enter_context(b.sidecar("observe-plain")),
             "plain again": stack.enter_context(b.sidecar("observe-plain-2")),
-            "metrics": stack.enter_context(b.sidecar(
-                "observe-metrics", extra_args=["--metrics-listen", "127.0.0.1:0"])),
-            "tracing": stack.enter_context(b.sidecar(
-                "observe-tracing", extra_args=["--otlp-endpoint", collector])),
-            "tracing 10%": stack.enter_context(_sampled(b.sidecar(
-                "observe-tracing-10", extra_args=["--otlp-endpoint", collector]), 0.1)),
-            "tracing, SDK Tracer": stack.enter_context(_sdk_spans(b.sidecar(
-                "observe-tracing-sdk", extra_args=["--otlp-endpoint", collector]))),
+            "metrics": stack.enter_context(
+                b.sidecar("observe-metrics", extra_args=["--metrics-listen", "127.0.0.1:0"])
+            ),
+            "tracing": stack.enter_context(
+                b.sidecar("observe-tracing", extra_args=["--otlp-endpoint", collector])
+            ),
+            "tracing 10%": stack.enter_context(
+                _sampled(
+                    b.sidecar("observe-tracing-10", extra_args=["--otlp-endpoint", collector]), 0.1
+                )
+            ),
+            "tracing, SDK Tracer": stack.enter_context(
+                _sdk_spans(
+                    b.sidecar("observe-tracing-sdk", extra_args=["--otlp-endpoint", collector])
+                )
+            ),
         }
         workloads = []
         for kind, sidecar in sidecars.items():
@@ -132,15 +142,25 @@ async def part_observe(b: BenchLike, stubs: Any) -> None:
             stub = stubs(sidecar)
             runs = await start_runs(stub, b.ns.concurrency)
             workloads += [
-                Workload(f"Authorize, {kind}", authorize_call(stub), sidecar.proc.pid,
-                         b.ns.concurrency),
-                Workload(f"SubmitTurn (2 reads), {kind}", submit_turn_call(stub, runs),
-                         sidecar.proc.pid, b.ns.concurrency)]
+                Workload(
+                    f"Authorize, {kind}", authorize_call(stub), sidecar.proc.pid, b.ns.concurrency
+                ),
+                Workload(
+                    f"SubmitTurn (2 reads), {kind}",
+                    submit_turn_call(stub, runs),
+                    sidecar.proc.pid,
+                    b.ns.concurrency,
+                ),
+            ]
         async with scraping(_metrics_url(sidecars["metrics"])) as sizes:
             found = await b.pair(workloads)
         exports = sink.exports  # type: ignore[attr-defined]
-    b.sections.append(("Observability cost (server CPU per request over the plain "
-                       "sidecar's, same run)", _lines(found, len(sizes), exports)))
+    b.sections.append(
+        (
+            "Observability cost (server CPU per request over the plain sidecar's, same run)",
+            _lines(found, len(sizes), exports),
+        )
+    )
 
 
 def _lines(found: Sequence[Any], scrapes: int, exports: int) -> list[str]:
@@ -152,18 +172,31 @@ def _lines(found: Sequence[Any], scrapes: int, exports: int) -> list[str]:
         plain, again = by_name[f"{rpc}, plain"], by_name[f"{rpc}, plain again"]
         first, second = (s.cpu_us_per_request(s.server_cpu_s) for s in (plain, again))
         base, p50 = (first + second) / 2, (plain.p50_ms + again.p50_ms) / 2
-        out.append(f"{rpc}, plain again / plain: {second / first:.3f}x ({second:,.0f} vs "
-                   f"{first:,.0f} us/req): the noise between two identical processes; the "
-                   f"ratios below are to their mean, {base:,.0f} us/req")
-        for kind, target in (("metrics", METRICS_TARGET), ("tracing", TRACING_TARGET),
-                             ("tracing 10%", None), ("tracing, SDK Tracer", None)):
+        out.append(
+            f"{rpc}, plain again / plain: {second / first:.3f}x ({second:,.0f} vs "
+            f"{first:,.0f} us/req): the noise between two identical processes; the "
+            f"ratios below are to their mean, {base:,.0f} us/req"
+        )
+        for kind, target in (
+            ("metrics", METRICS_TARGET),
+            ("tracing", TRACING_TARGET),
+            ("tracing 10%", None),
+            ("tracing, SDK Tracer", None),
+        ):
             s = by_name[f"{rpc}, {kind}"]
             cpu = s.cpu_us_per_request(s.server_cpu_s)
             ratio = cpu / base
-            judged = ("reported only" if target is None else
-                      f"target <= {target:.2f}x: {'yes' if ratio <= target else 'NO'}")
-            out.append(f"{rpc}, {kind}: {ratio:.3f}x ({cpu:,.0f} us/req; p50 "
-                       f"{s.p50_ms / p50:.2f}x); {judged}")
-    out.append(f"/metrics scraped {scrapes} times during the run; the collector received "
-               f"{exports} trace exports")
+            judged = (
+                "reported only"
+                if target is None
+                else f"target <= {target:.2f}x: {'yes' if ratio <= target else 'NO'}"
+            )
+            out.append(
+                f"{rpc}, {kind}: {ratio:.3f}x ({cpu:,.0f} us/req; p50 "
+                f"{s.p50_ms / p50:.2f}x); {judged}"
+            )
+    out.append(
+        f"/metrics scraped {scrapes} times during the run; the collector received "
+        f"{exports} trace exports"
+    )
     return out

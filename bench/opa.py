@@ -18,8 +18,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-NOT_FOUND = ("not measured: no OPA on this machine (put `opa` on PATH or set "
-             "CALLGATE_BENCH_OPA_URL)")
+NOT_FOUND = "not measured: no OPA on this machine (put `opa` on PATH or set CALLGATE_BENCH_OPA_URL)"
 
 
 @dataclass(frozen=True)
@@ -40,8 +39,11 @@ def live_opa() -> Iterator[LiveOpa | None]:
         yield None
         return
     port = _free_port()
-    proc = subprocess.Popen([binary, "run", "--server", "--addr", f"127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [binary, "run", "--server", "--addr", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         _wait_healthy(url, proc)

@@ -38,13 +38,17 @@ def manifest(i: int) -> dict[str, Any]:
             "properties": {
                 "city": {"type": "string", "minLength": 1, "maxLength": 80},
                 f"field_{i % 97}": {"type": "integer", "minimum": 0, "maximum": 1000 + i},
-                "date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}},
+                "date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+            },
             "required": ["city", "date"],
-            "additionalProperties": False},
+            "additionalProperties": False,
+        },
         "output_schema": {"type": "object", "properties": {"value": {"type": "string"}}},
-        "executor": {"type": "http",
-                     "url": "${CALLGATE_TRAVEL_URL:-http://127.0.0.1:8765}/weather",
-                     "timeout_s": 2},
+        "executor": {
+            "type": "http",
+            "url": "${CALLGATE_TRAVEL_URL:-http://127.0.0.1:8765}/weather",
+            "timeout_s": 2,
+        },
         "labels": {"domain": "bench", "owner": f"team-{i % 13}"},
     }
 
@@ -65,8 +69,10 @@ def policy_data(entries: int) -> dict[str, Any]:
     tenants: dict[str, Any] = data["callgate"]["config"]["tenants"]
     i = 0
     while len(tenants) < entries:
-        tenants[f"tenant-{i:06d}"] = {"trains": [f"ICE{i % 99999}", f"RE{i % 997}"],
-                                      "events": [f"ws-{i}-1"]}
+        tenants[f"tenant-{i:06d}"] = {
+            "trains": [f"ICE{i % 99999}", f"RE{i % 997}"],
+            "events": [f"ws-{i}-1"],
+        }
         i += 1
     return data
 
@@ -78,8 +84,9 @@ def write_policy_data(directory: Path, entries: int) -> Path:
     return directory
 
 
-def _renamed(row: tuple[Any, ...], columns: tuple[str, ...],
-             changes: Mapping[str, Any]) -> tuple[Any, ...]:
+def _renamed(
+    row: tuple[Any, ...], columns: tuple[str, ...], changes: Mapping[str, Any]
+) -> tuple[Any, ...]:
     return tuple(changes.get(c, v) for c, v in zip(columns, row, strict=True))
 
 
@@ -92,12 +99,17 @@ def grow_runs(db: Path, lengths: Mapping[str, int]) -> None:
         conn.execute("BEGIN IMMEDIATE")
         for run_id, length in lengths.items():
             used, calls_used = conn.execute(
-                "SELECT turns_used, tool_calls_used FROM runs WHERE run_id = ?",
-                (run_id,)).fetchone()
-            last = conn.execute(f"SELECT {', '.join(turn_cols)} FROM turns WHERE run_id = ? "
-                                "AND seq = ?", (run_id, used)).fetchone()
-            calls = conn.execute(f"SELECT {', '.join(call_cols)} FROM calls WHERE run_id = ? "
-                                 "AND turn_id = ? ORDER BY idx", (run_id, last[1])).fetchall()
+                "SELECT turns_used, tool_calls_used FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            last = conn.execute(
+                f"SELECT {', '.join(turn_cols)} FROM turns WHERE run_id = ? AND seq = ?",
+                (run_id, used),
+            ).fetchone()
+            calls = conn.execute(
+                f"SELECT {', '.join(call_cols)} FROM calls WHERE run_id = ? "
+                "AND turn_id = ? ORDER BY idx",
+                (run_id, last[1]),
+            ).fetchall()
             new_turns, new_calls = [], []
             for seq in range(used + 1, length + 1):
                 turn_id = f"grown_{seq}"
@@ -105,15 +117,31 @@ def grow_runs(db: Path, lengths: Mapping[str, int]) -> None:
                 for call in calls:
                     old = call[call_cols.index("call_id")]
                     key = call[call_cols.index("idempotency_key")]
-                    new_calls.append(_renamed(call, call_cols, {
-                        "turn_id": turn_id, "call_id": f"{turn_id}_{old}",
-                        "idempotency_key": f"{key}-{seq}" if key else key}))
-            conn.executemany(f"INSERT INTO turns ({', '.join(turn_cols)}) VALUES "
-                             f"({fragments.placeholders(turn_cols, '?')})", new_turns)
-            conn.executemany(f"INSERT INTO calls ({', '.join(call_cols)}) VALUES "
-                             f"({fragments.placeholders(call_cols, '?')})", new_calls)
-            conn.execute("UPDATE runs SET turns_used = ?, tool_calls_used = ? WHERE run_id = ?",
-                         (max(used, length), calls_used + len(new_calls), run_id))
+                    new_calls.append(
+                        _renamed(
+                            call,
+                            call_cols,
+                            {
+                                "turn_id": turn_id,
+                                "call_id": f"{turn_id}_{old}",
+                                "idempotency_key": f"{key}-{seq}" if key else key,
+                            },
+                        )
+                    )
+            conn.executemany(
+                f"INSERT INTO turns ({', '.join(turn_cols)}) VALUES "
+                f"({fragments.placeholders(turn_cols, '?')})",
+                new_turns,
+            )
+            conn.executemany(
+                f"INSERT INTO calls ({', '.join(call_cols)}) VALUES "
+                f"({fragments.placeholders(call_cols, '?')})",
+                new_calls,
+            )
+            conn.execute(
+                "UPDATE runs SET turns_used = ?, tool_calls_used = ? WHERE run_id = ?",
+                (max(used, length), calls_used + len(new_calls), run_id),
+            )
         conn.execute("COMMIT")
         conn.execute("ANALYZE")
     finally:

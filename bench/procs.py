@@ -23,13 +23,18 @@ class ChildFailed(RuntimeError):
 class Child:
     """`python ARGS` in a child process; `start()` answers the rest of its ready line."""
 
-    def __init__(self, name: str, args: Sequence[str], ready_prefix: str,
-                 env: dict[str, str] | None = None, ready_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: Sequence[str],
+        ready_prefix: str,
+        env: dict[str, str] | None = None,
+        ready_timeout_s: float = 30.0,
+    ) -> None:
         self.name = name
         self.args = [sys.executable, *args]
         self.ready_prefix = ready_prefix
-        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT),
-                    **(env or {})}
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **(env or {})}
         self.ready_timeout_s = ready_timeout_s
         self.proc: subprocess.Popen[str] | None = None
         self.lines: list[str] = []
@@ -43,10 +48,15 @@ class Child:
         return self.proc.pid
 
     def start(self) -> str:
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, env=self.env, cwd=ROOT)
-        self._reader = threading.Thread(target=self._read, name=f"{self.name}-output",
-                                        daemon=True)
+        self.proc = subprocess.Popen(
+            self.args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=self.env,
+            cwd=ROOT,
+        )
+        self._reader = threading.Thread(target=self._read, name=f"{self.name}-output", daemon=True)
         self._reader.start()
         if not self._ready.wait(self.ready_timeout_s) or not self.ready_value:
             self.stop()
@@ -82,8 +92,9 @@ class Child:
         self.start()
         return self
 
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
 
@@ -107,7 +118,7 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 
 def _stat_cpu(stat: str) -> float:
     """User + system CPU seconds of a /proc stat line (a process's or one thread's)."""
-    fields = stat[stat.rindex(")") + 2:].split()
+    fields = stat[stat.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
 
 
@@ -131,9 +142,15 @@ def thread_cpu(pid: int) -> dict[str, float]:
             stat = (task / "stat").read_text()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        kind = ("event loop" if task.name == str(pid) else "store"
-                if comm.startswith("callgate-sqlite") else "other Python"
-                if comm.startswith("python") else "native")
+        kind = (
+            "event loop"
+            if task.name == str(pid)
+            else "store"
+            if comm.startswith("callgate-sqlite")
+            else "other Python"
+            if comm.startswith("python")
+            else "native"
+        )
         found[kind] += _stat_cpu(stat)
     return found
 

@@ -104,7 +104,7 @@ def main(argv: list[str]) -> int:
 def _load(out: Path, n: int) -> dict[str, Stats]:
     found: dict[str, Stats] = {}
     for path in out.glob(f"{n}.*.stats"):
-        thread = path.name[len(f"{n}."):-len(".stats")]
+        thread = path.name[len(f"{n}.") : -len(".stats")]
         found[thread] = marshal.loads(path.read_bytes())
     return found
 
@@ -140,8 +140,9 @@ def _label(key: Key) -> str:
     return f"{component(key)}:{line}({name})"
 
 
-def _diff(before: dict[str, Stats], after: dict[str, Stats]) -> dict[str, dict[Key, tuple[int,
-                                                                                      float]]]:
+def _diff(
+    before: dict[str, Stats], after: dict[str, Stats]
+) -> dict[str, dict[Key, tuple[int, float]]]:
     """Per thread: function → (calls, own seconds) between the two snapshots."""
     out: dict[str, dict[Key, tuple[int, float]]] = {}
     for thread, stats in after.items():
@@ -169,40 +170,56 @@ def _table(header: Iterable[str], rows: list[list[str]]) -> list[str]:
     return [line(head), line(["-" * w for w in widths]), *(line(r) for r in rows)]
 
 
-def phase_report(out: Path, before: int, after: int, requests: int, title: str,
-                 top: int = 20) -> str:
+def phase_report(
+    out: Path, before: int, after: int, requests: int, title: str, top: int = 20
+) -> str:
     """What the sidecar's threads spent their (profiled) time on between two snapshots."""
     per_thread = _diff(_load(out, before), _load(out, after))
     lines = [f"== {title}: sidecar profile over {requests} requests (us per request)"]
     if not per_thread or requests <= 0:
         return "\n".join([*lines, "(no samples)", ""])
     us = 1e6 / requests
-    for thread, rows in sorted(per_thread.items(), key=lambda kv: -sum(
-            own for _, own in kv[1].values())):
+    for thread, rows in sorted(
+        per_thread.items(), key=lambda kv: -sum(own for _, own in kv[1].values())
+    ):
         total = sum(own for _, own in rows.values())
         waits = {k: v for k, v in rows.items() if k[2] in WAITS}
         busy = total - sum(own for _, own in waits.values())
         if busy * us < 1.0:
             continue
         lines.append("")
-        lines.append(f"thread {thread}: busy {busy * us:.0f} us/req"
-                     + "".join(f", {WAITS[k[2]]} {own * us:.0f}"
-                               for k, (_, own) in waits.items() if own * us >= 1))
+        lines.append(
+            f"thread {thread}: busy {busy * us:.0f} us/req"
+            + "".join(
+                f", {WAITS[k[2]]} {own * us:.0f}" for k, (_, own) in waits.items() if own * us >= 1
+            )
+        )
         by_part: dict[str, float] = defaultdict(float)
         for key, (_, own) in rows.items():
             if key[2] not in WAITS:
                 by_part[component(key)] += own
         parts = sorted(by_part.items(), key=lambda kv: -kv[1])[:12]
-        lines += ["  " + s for s in _table(
-            ["us/req", "share", "component (own time)"],
-            [[f"{own * us:.0f}", f"{own / busy:.0%}", name] for name, own in parts])]
-        hot = sorted(((k, v) for k, v in rows.items() if k[2] not in WAITS),
-                     key=lambda kv: -kv[1][1])[:top]
+        lines += [
+            "  " + s
+            for s in _table(
+                ["us/req", "share", "component (own time)"],
+                [[f"{own * us:.0f}", f"{own / busy:.0%}", name] for name, own in parts],
+            )
+        ]
+        hot = sorted(
+            ((k, v) for k, v in rows.items() if k[2] not in WAITS), key=lambda kv: -kv[1][1]
+        )[:top]
         lines.append("")
-        lines += ["  " + s for s in _table(
-            ["us/req", "calls/req", "function (own time)"],
-            [[f"{own * us:.1f}", f"{calls / requests:.1f}", _label(key)]
-             for key, (calls, own) in hot])]
+        lines += [
+            "  " + s
+            for s in _table(
+                ["us/req", "calls/req", "function (own time)"],
+                [
+                    [f"{own * us:.1f}", f"{calls / requests:.1f}", _label(key)]
+                    for key, (calls, own) in hot
+                ],
+            )
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -152,26 +152,35 @@ def _x(v: float) -> str:
 
 
 def _main_targets(r: Results) -> list[Target]:
-    names = ("Authorize, server CPU per request", "Authorize p50 at 8 in flight / echo p50",
-             "Authorize throughput / echo throughput (one serving process)",
-             "SubmitTurn, two HTTP reads: sidecar CPU per turn")
+    names = (
+        "Authorize, server CPU per request",
+        "Authorize p50 at 8 in flight / echo p50",
+        "Authorize throughput / echo throughput (one serving process)",
+        "SubmitTurn, two HTTP reads: sidecar CPU per turn",
+    )
     limits = ("<= 2x echo's", "<= 2x", ">= 0.5x", "<= 2,500 us")
     echo, auth, turn = r.echo, r.authorize, r.submit
     if echo is None or auth is None or turn is None:
-        return [not_measured(n, lim, r.why("main")) for n, lim in zip(names, limits,
-                                                                       strict=True)]
+        return [not_measured(n, lim, r.why("main")) for n, lim in zip(names, limits, strict=True)]
     echo_cpu = echo.cpu_us_per_request(echo.server_cpu_s)
     auth_cpu = auth.cpu_us_per_request(auth.server_cpu_s)
     turn_cpu = turn.cpu_us_per_request(turn.server_cpu_s)
     cpu, p50 = auth_cpu / echo_cpu, auth.p50_ms / echo.p50_ms
     tput = auth.phase.throughput / echo.phase.throughput
     return [
-        at_most(names[0], limits[0], cpu, 2.0,
-                f"{auth_cpu:.0f} us = {_x(cpu)} echo's {echo_cpu:.0f} us"),
-        at_most(names[1], limits[1], p50, 2.0,
-                f"{auth.p50_ms:.2f} / {echo.p50_ms:.2f} ms = {_x(p50)}"),
-        at_least(names[2], limits[2], tput, 0.5,
-                 f"{auth.phase.throughput:.0f} / {echo.phase.throughput:.0f} = {_x(tput)}"),
+        at_most(
+            names[0], limits[0], cpu, 2.0, f"{auth_cpu:.0f} us = {_x(cpu)} echo's {echo_cpu:.0f} us"
+        ),
+        at_most(
+            names[1], limits[1], p50, 2.0, f"{auth.p50_ms:.2f} / {echo.p50_ms:.2f} ms = {_x(p50)}"
+        ),
+        at_least(
+            names[2],
+            limits[2],
+            tput,
+            0.5,
+            f"{auth.phase.throughput:.0f} / {echo.phase.throughput:.0f} = {_x(tput)}",
+        ),
         at_most(names[3], limits[3], turn_cpu, 2500, f"{turn_cpu:,.0f} us"),
     ]
 
@@ -184,14 +193,22 @@ def _count_targets(r: Results) -> list[Target]:
         found = next((c for c in r.counts if c.store == store), None)
         if found is None:
             why = r.skipped.get(f"counts-{store}", r.why("counts"))
-            out += [not_measured(f"{statements} ({store})", "<= 10", why),
-                    not_measured(f"{commits} ({store})", "<= 3", why)]
+            out += [
+                not_measured(f"{statements} ({store})", "<= 10", why),
+                not_measured(f"{commits} ({store})", "<= 3", why),
+            ]
             continue
         out += [
-            at_most(f"{statements} ({store})", "<= 10", found.statements, 10,
-                    f"{found.statements:.1f} (+ {found.begins:.1f} BEGIN, "
-                    f"{found.commit_statements:.1f} COMMIT"
-                    + (f", {found.settings:.1f} PRAGMA/SET" if found.settings else "") + ")"),
+            at_most(
+                f"{statements} ({store})",
+                "<= 10",
+                found.statements,
+                10,
+                f"{found.statements:.1f} (+ {found.begins:.1f} BEGIN, "
+                f"{found.commit_statements:.1f} COMMIT"
+                + (f", {found.settings:.1f} PRAGMA/SET" if found.settings else "")
+                + ")",
+            ),
             at_most(f"{commits} ({store})", "<= 3", found.commits, 3, f"{found.commits:.1f}"),
         ]
     return out
@@ -200,8 +217,9 @@ def _count_targets(r: Results) -> list[Target]:
 def _pair_target(name: str, pair: Pair | None, why: str) -> Target:
     if pair is None:
         return not_measured(name, "within ±20%", why)
-    return within(name, pair.cpu_ratio, 0.2, f"CPU/req {_x(pair.cpu_ratio)}, "
-                                             f"p50 {_x(pair.p50_ratio)}")
+    return within(
+        name, pair.cpu_ratio, 0.2, f"CPU/req {_x(pair.cpu_ratio)}, p50 {_x(pair.p50_ratio)}"
+    )
 
 
 def _workers_target(r: Results) -> Target:
@@ -220,22 +238,26 @@ def evaluate(r: Results) -> list[Target]:
     seq_name = "SubmitTurn one at a time: p50 minus the slower tool's own p50"
     one = r.one_at_a_time
     if one is None:
-        out.append(not_measured(seq_name, "<= 4 ms", r.skipped.get("sequential",
-                                                                     r.why("main"))))
+        out.append(not_measured(seq_name, "<= 4 ms", r.skipped.get("sequential", r.why("main"))))
     else:
-        out.append(at_most(seq_name, "<= 4 ms", one.overhead_ms, 4.0,
-                           f"{one.overhead_ms:.2f} ms ({one.submit_p50_ms:.2f} - "
-                           f"{one.slower_tool} {one.tool_p50_ms[one.slower_tool]:.2f})"))
+        out.append(
+            at_most(
+                seq_name,
+                "<= 4 ms",
+                one.overhead_ms,
+                4.0,
+                f"{one.overhead_ms:.2f} ms ({one.submit_p50_ms:.2f} - "
+                f"{one.slower_tool} {one.tool_p50_ms[one.slower_tool]:.2f})",
+            )
+        )
     getrun = "GetRun of a 600-turn run (summary + one default page), p50"
     if r.getrun_p50_ms is None:
         out.append(not_measured(getrun, "<= 20 ms", r.why("pages")))
     else:
-        out.append(at_most(getrun, "<= 20 ms", r.getrun_p50_ms, 20.0,
-                           f"{r.getrun_p50_ms:.2f} ms"))
+        out.append(at_most(getrun, "<= 20 ms", r.getrun_p50_ms, 20.0, f"{r.getrun_p50_ms:.2f} ms"))
     out += [
         _pair_target("Authorize with 10 vs 10,000 tool manifests", r.tools, r.why("tools")),
-        _pair_target("Authorize with 100 vs 100,000 policy data entries", r.data,
-                     r.why("data")),
+        _pair_target("Authorize with 100 vs 100,000 policy data entries", r.data, r.why("data")),
         _pair_target("SubmitTurn on a run's 10th vs its 5,000th turn", r.long, r.why("long")),
         _workers_target(r),
     ]
@@ -257,12 +279,34 @@ def scenario_table(scenarios: Sequence[Scenario]) -> list[str]:
     def per_request(s: Scenario, cpu_s: float | None) -> str:
         return "-" if cpu_s is None else f"{s.cpu_us_per_request(cpu_s):.0f}"
 
-    rows = [[s.name, f"{s.phase.count}", f"{s.p50_ms:.3f}", f"{s.p99_ms:.3f}",
-             f"{s.phase.throughput:.0f}", per_request(s, s.server_cpu_s),
-             f"{s.server_cores:.2f}", per_request(s, s.client_cpu_s),
-             per_request(s, s.tools_cpu_s)] for s in scenarios]
-    return _table(["scenario", "requests", "p50 ms", "p99 ms", "req/s", "server CPU us/req",
-                   "server cores", "client CPU us/req", "tools CPU us/req"], rows)
+    rows = [
+        [
+            s.name,
+            f"{s.phase.count}",
+            f"{s.p50_ms:.3f}",
+            f"{s.p99_ms:.3f}",
+            f"{s.phase.throughput:.0f}",
+            per_request(s, s.server_cpu_s),
+            f"{s.server_cores:.2f}",
+            per_request(s, s.client_cpu_s),
+            per_request(s, s.tools_cpu_s),
+        ]
+        for s in scenarios
+    ]
+    return _table(
+        [
+            "scenario",
+            "requests",
+            "p50 ms",
+            "p99 ms",
+            "req/s",
+            "server CPU us/req",
+            "server cores",
+            "client CPU us/req",
+            "tools CPU us/req",
+        ],
+        rows,
+    )
 
 
 def thread_table(scenarios: Sequence[Scenario]) -> list[str]:
@@ -271,15 +315,25 @@ def thread_table(scenarios: Sequence[Scenario]) -> list[str]:
     kinds = [k for k in THREAD_KINDS if any(s.threads_cpu_s.get(k) for s in measured)]
     if not measured or not kinds:
         return []
-    return _table(["scenario", *kinds], [
-        [s.name, *(f"{s.cpu_us_per_request(s.threads_cpu_s.get(k, 0.0)):.0f}" for k in kinds)]
-        for s in measured])
+    return _table(
+        ["scenario", *kinds],
+        [
+            [s.name, *(f"{s.cpu_us_per_request(s.threads_cpu_s.get(k, 0.0)):.0f}" for k in kinds)]
+            for s in measured
+        ],
+    )
 
 
-def render(*, info: Sequence[tuple[str, str]], scenarios: Sequence[Scenario],
-           echo_ratios: Sequence[Scenario], memory_rows: Sequence[tuple[str, int, int]],
-           sections: Sequence[tuple[str, Sequence[str]]], goals: Sequence[Target],
-           notes: Sequence[str] = ()) -> str:
+def render(
+    *,
+    info: Sequence[tuple[str, str]],
+    scenarios: Sequence[Scenario],
+    echo_ratios: Sequence[Scenario],
+    memory_rows: Sequence[tuple[str, int, int]],
+    sections: Sequence[tuple[str, Sequence[str]]],
+    goals: Sequence[Target],
+    notes: Sequence[str] = (),
+) -> str:
     """The report: run info, every gRPC scenario, ratios of `echo_ratios[1:]` to
     `echo_ratios[0]` (the echo server), memory, the other measurements' sections, targets."""
     out = ["callgate benchmark", ""]
@@ -290,28 +344,53 @@ def render(*, info: Sequence[tuple[str, str]], scenarios: Sequence[Scenario],
         out += scenario_table(scenarios)
         by_thread = thread_table(scenarios)
         if by_thread:
-            out += ["", "Server CPU by thread (us per request; the event loop is the main "
-                    "thread)", "", *by_thread]
+            out += [
+                "",
+                "Server CPU by thread (us per request; the event loop is the main thread)",
+                "",
+                *by_thread,
+            ]
     if echo_ratios:
         echo = echo_ratios[0]
         out += ["", "Ratios to the echo server (same run)", ""]
-        out += _table(["scenario", "p50 / echo p50", "p99 / echo p99", "req/s / echo req/s",
-                       "server CPU / echo's"],
-                      [[s.name, _x(s.p50_ms / echo.p50_ms), _x(s.p99_ms / echo.p99_ms),
-                        _x(s.phase.throughput / echo.phase.throughput),
-                        _x(s.cpu_us_per_request(s.server_cpu_s)
-                           / echo.cpu_us_per_request(echo.server_cpu_s))]
-                       for s in echo_ratios[1:]])
+        out += _table(
+            [
+                "scenario",
+                "p50 / echo p50",
+                "p99 / echo p99",
+                "req/s / echo req/s",
+                "server CPU / echo's",
+            ],
+            [
+                [
+                    s.name,
+                    _x(s.p50_ms / echo.p50_ms),
+                    _x(s.p99_ms / echo.p99_ms),
+                    _x(s.phase.throughput / echo.phase.throughput),
+                    _x(
+                        s.cpu_us_per_request(s.server_cpu_s)
+                        / echo.cpu_us_per_request(echo.server_cpu_s)
+                    ),
+                ]
+                for s in echo_ratios[1:]
+            ],
+        )
     if memory_rows:
         out += ["", "Memory", ""]
-        out += _table(["process", "peak RSS (VmHWM) MB", "RSS now MB"],
-                      [[name, f"{hwm * 1024 / MB:.1f}", f"{rss * 1024 / MB:.1f}"]
-                       for name, hwm, rss in memory_rows])
+        out += _table(
+            ["process", "peak RSS (VmHWM) MB", "RSS now MB"],
+            [
+                [name, f"{hwm * 1024 / MB:.1f}", f"{rss * 1024 / MB:.1f}"]
+                for name, hwm, rss in memory_rows
+            ],
+        )
     for title, lines in sections:
         out += ["", title, "", *lines]
     out += ["", "Targets (met: yes or NO; - reported only, or not measured)", ""]
-    out += _table(["target", "limit", "measured", "met"],
-                  [[g.name, g.limit, g.measured, g.verdict] for g in goals])
+    out += _table(
+        ["target", "limit", "measured", "met"],
+        [[g.name, g.limit, g.measured, g.verdict] for g in goals],
+    )
     if notes:
         out += ["", *notes]
     return "\n".join(out) + "\n"

@@ -90,8 +90,18 @@ from gateway.store.sqlite import SQLiteStore
 from gateway.testing import SidecarFailed, SidecarProcess
 
 RESULTS = ROOT / "bench" / "results" / "latest.txt"
-PARTS = ("main", "counts", "pages", "long", "tools", "data", "workers", "observe", "quotas",
-         "results")
+PARTS = (
+    "main",
+    "counts",
+    "pages",
+    "long",
+    "tools",
+    "data",
+    "workers",
+    "observe",
+    "quotas",
+    "results",
+)
 TOOLS_DIR = ROOT / "examples" / "travel" / "tools"
 POLICIES = ROOT / "policies"
 AUTH = ROOT / "examples" / "auth.yaml"
@@ -154,8 +164,7 @@ class _Channels:
         self.open.append(channel)
         return channel
 
-    def stub(self, sidecar: SidecarProcess, *, own_connection: bool = False
-             ) -> pb.ToolGatewayStub:
+    def stub(self, sidecar: SidecarProcess, *, own_connection: bool = False) -> pb.ToolGatewayStub:
         return pb.ToolGatewayStub(self(sidecar.target, own_connection=own_connection))
 
     async def close(self) -> None:
@@ -183,14 +192,26 @@ class Bench:
     def travel_url(self) -> str:
         return self.travel.ready_value
 
-    def sidecar(self, name: str, *, tools: Path = TOOLS_DIR, policies: Path = POLICIES,
-                extra_args: Sequence[str] = (), db: Path | None = None) -> SidecarProcess:
+    def sidecar(
+        self,
+        name: str,
+        *,
+        tools: Path = TOOLS_DIR,
+        policies: Path = POLICIES,
+        extra_args: Sequence[str] = (),
+        db: Path | None = None,
+    ) -> SidecarProcess:
         """A `callgate serve` with the example tools, policies and tokens, calling the travel
         service, on a fresh SQLite store (or `db`) in the temp directory."""
         return SidecarProcess(
-            tools=tools, policies=policies, auth=AUTH, db=db or self.tmp / f"{name}.db",
+            tools=tools,
+            policies=policies,
+            auth=AUTH,
+            db=db or self.tmp / f"{name}.db",
             env={"CALLGATE_TRAVEL_URL": self.travel_url, "PYTHONPATH": str(ROOT)},
-            extra_args=extra_args, ready_timeout_s=600.0)
+            extra_args=extra_args,
+            ready_timeout_s=600.0,
+        )
 
     async def pair(self, workloads: Sequence[Workload]) -> list[Scenario]:
         ns = self.ns
@@ -215,14 +236,18 @@ class Processes:
 
 @contextmanager
 def _main_processes(b: Bench) -> Iterator[Processes]:
-    echo = Child("echo server", ["-m", "bench.echo_server", "--listen", "127.0.0.1:0"],
-                 echo_server.READY)
+    echo = Child(
+        "echo server", ["-m", "bench.echo_server", "--listen", "127.0.0.1:0"], echo_server.READY
+    )
     with echo:
         sidecar = b.sidecar("callgate")
         if b.ns.profile_sidecar is not None:  # the same `serve` arguments, under cProfile
             module = sidecar.args.index("gateway.cli")
-            sidecar.args[module:module + 1] = ["bench.profile_sidecar",
-                                               str(b.ns.profile_sidecar), "--"]
+            sidecar.args[module : module + 1] = [
+                "bench.profile_sidecar",
+                str(b.ns.profile_sidecar),
+                "--",
+            ]
         with sidecar, live_opa() as opa, _opa_sidecar(b.tmp, opa) as opa_sidecar:
             yield Processes(echo, sidecar, opa_sidecar, opa)
 
@@ -232,37 +257,61 @@ def _opa_sidecar(tmp: Path, opa: LiveOpa | None) -> Iterator[SidecarProcess | No
     if opa is None:
         yield None
         return
-    with SidecarProcess(tools=TOOLS_DIR, policies=POLICIES, auth=AUTH,
-                        db=tmp / "callgate-opa.db", env={"PYTHONPATH": str(ROOT)},
-                        extra_args=["--engine", "opa", "--opa-url", opa.url]) as sidecar:
+    with SidecarProcess(
+        tools=TOOLS_DIR,
+        policies=POLICIES,
+        auth=AUTH,
+        db=tmp / "callgate-opa.db",
+        env={"PYTHONPATH": str(ROOT)},
+        extra_args=["--engine", "opa", "--opa-url", opa.url],
+    ) as sidecar:
         yield sidecar
 
 
 Marks = dict[str, tuple[int, int]]  # scenario → its first and last profile snapshot
 
 
-async def _drive_main(b: Bench, procs: Processes, channels: _Channels
-                      ) -> tuple[list[Workload], Marks]:
+async def _drive_main(
+    b: Bench, procs: Processes, channels: _Channels
+) -> tuple[list[Workload], Marks]:
     """Warm every scenario up, then measure them round by round; answers the workloads (echo,
     Authorize, SubmitTurn, and Authorize on the OPA engine when there is a live OPA) and, when
     profiling, each one's first and last snapshot."""
     ns = b.ns
     pid = _pid(procs.sidecar)
     stub = channels.stub(procs.sidecar)
-    echo_w = Workload("echo (bare grpc.aio)", echo_call(channels(procs.echo.ready_value)),
-                      procs.echo.pid, ns.concurrency)
+    echo_w = Workload(
+        "echo (bare grpc.aio)",
+        echo_call(channels(procs.echo.ready_value)),
+        procs.echo.pid,
+        ns.concurrency,
+    )
     auth_w = Workload("Authorize", authorize_call(stub), pid, ns.concurrency)
     runs = await start_runs(stub, ns.concurrency)
-    turn_w = Workload("SubmitTurn (2 reads)", submit_turn_call(stub, runs), pid, ns.concurrency,
-                      tools_pid=b.travel.pid)
-    fresh_w = Workload("Authorize, new arguments each request",
-                       authorize_call(stub, fresh=True), pid, ns.concurrency)
+    turn_w = Workload(
+        "SubmitTurn (2 reads)",
+        submit_turn_call(stub, runs),
+        pid,
+        ns.concurrency,
+        tools_pid=b.travel.pid,
+    )
+    fresh_w = Workload(
+        "Authorize, new arguments each request",
+        authorize_call(stub, fresh=True),
+        pid,
+        ns.concurrency,
+    )
     workloads = [echo_w, auth_w, turn_w, fresh_w]
     if procs.opa_sidecar is not None and procs.opa is not None:
-        workloads.append(Workload("Authorize (OPA engine)",
-                                  authorize_call(channels.stub(procs.opa_sidecar)),
-                                  _pid(procs.opa_sidecar), ns.concurrency,
-                                  tools_pid=procs.opa.pid))
+        workloads.append(
+            Workload(
+                "Authorize (OPA engine)",
+                authorize_call(channels.stub(procs.opa_sidecar)),
+                _pid(procs.opa_sidecar),
+                ns.concurrency,
+                tools_pid=procs.opa.pid,
+            )
+        )
     snaps = Snapshots(procs.sidecar) if ns.profile_sidecar else None
     marks: Marks = {}
     for w in workloads:
@@ -285,20 +334,31 @@ async def _one_at_a_time(b: Bench, sidecar: SidecarProcess, channels: _Channels)
     ns = b.ns
     stub = channels.stub(sidecar)
     (run,) = await start_runs(stub, 1)
-    turn_w = Workload("SubmitTurn (2 reads), 1 in flight", submit_turn_call(stub, [run]),
-                      _pid(sidecar), 1, tools_pid=b.travel.pid)
+    turn_w = Workload(
+        "SubmitTurn (2 reads), 1 in flight",
+        submit_turn_call(stub, [run]),
+        _pid(sidecar),
+        1,
+        tools_pid=b.travel.pid,
+    )
     client = Http1Client()
     try:
-        tools = [Workload(f"{name} direct HTTP, 1 in flight",
-                          direct_tool_call(client, b.travel_url + path, body), b.travel.pid, 1)
-                 for name, (path, body) in TOOL_PATHS.items()]
+        tools = [
+            Workload(
+                f"{name} direct HTTP, 1 in flight",
+                direct_tool_call(client, b.travel_url + path, body),
+                b.travel.pid,
+                1,
+            )
+            for name, (path, body) in TOOL_PATHS.items()
+        ]
         found = await interleaved([turn_w, *tools], 1.0, ns.rounds, ns.sequential_duration)
     finally:
         await client.aclose()
     b.scenarios += found
     b.results.one_at_a_time = OneAtATime(
-        found[0].p50_ms, {name: s.p50_ms for name, s in zip(TOOL_PATHS, found[1:],
-                                                            strict=True)})
+        found[0].p50_ms, {name: s.p50_ms for name, s in zip(TOOL_PATHS, found[1:], strict=True)}
+    )
 
 
 async def part_main(b: Bench) -> None:
@@ -320,38 +380,63 @@ async def part_main(b: Bench) -> None:
     b.scenarios[:0] = main
     b.echo_ratios = main
     b.results.echo, b.results.authorize, b.results.submit = main[:3]
-    b.memory_rows += [("sidecar (after all load of main)", side_mem.hwm_kib, side_mem.rss_kib),
-                      ("echo server", echo_mem.hwm_kib, echo_mem.rss_kib)]
+    b.memory_rows += [
+        ("sidecar (after all load of main)", side_mem.hwm_kib, side_mem.rss_kib),
+        ("echo server", echo_mem.hwm_kib, echo_mem.rss_kib),
+    ]
     first = turn_w.requests_before / ns.concurrency
     last = sum(turn_w.load.seq) / ns.concurrency
     b.info += [
-        ("echo", "bare grpc.aio server, one generic bytes-in/bytes-out unary method, child "
-                 "process; payload = the Authorize request's bytes"),
-        ("Authorize", "one get_train_status call, valid arguments, ALLOW; no run_id; the "
-                      "same request every time (the targets' scenario: a repeated call, whose "
-                      "arguments check and decision the sidecar remembers)"),
-        ("Authorize, new arguments", "the same call with a date no earlier request had: "
-                                     "nothing remembered answers it"),
-        ("SubmitTurn", f"get_train_status + get_weather executed over HTTP; {ns.concurrency} "
-                       f"long-lived runs ({PROVIDER}, no budget limits), one per worker, a new "
-                       f"turn_id and call IDs per request; runs grew from ~{first:.0f} to "
-                       f"~{last:.0f} turns during measurement"),
-        ("Authorize (OPA engine)", NOT_FOUND if procs.opa is None else
-         f"the same Authorize through a second sidecar, `--engine opa --opa-policies push`, "
-         f"deciding with {procs.opa.what}; its tools CPU column is OPA's process"),
+        (
+            "echo",
+            "bare grpc.aio server, one generic bytes-in/bytes-out unary method, child "
+            "process; payload = the Authorize request's bytes",
+        ),
+        (
+            "Authorize",
+            "one get_train_status call, valid arguments, ALLOW; no run_id; the "
+            "same request every time (the targets' scenario: a repeated call, whose "
+            "arguments check and decision the sidecar remembers)",
+        ),
+        (
+            "Authorize, new arguments",
+            "the same call with a date no earlier request had: nothing remembered answers it",
+        ),
+        (
+            "SubmitTurn",
+            f"get_train_status + get_weather executed over HTTP; {ns.concurrency} "
+            f"long-lived runs ({PROVIDER}, no budget limits), one per worker, a new "
+            f"turn_id and call IDs per request; runs grew from ~{first:.0f} to "
+            f"~{last:.0f} turns during measurement",
+        ),
+        (
+            "Authorize (OPA engine)",
+            NOT_FOUND
+            if procs.opa is None
+            else "the same Authorize through a second sidecar, `--engine opa --opa-policies "
+            f"push`, deciding with {procs.opa.what}; its tools CPU column is OPA's process",
+        ),
     ]
     b.notes += [f"warm-up of {w.name}: {w.warmup_errors}" for w in workloads if w.warmup_errors]
     if ns.profile_sidecar is not None:
         b.profile = "\n".join(
             phase_report(ns.profile_sidecar, first_snap, last_snap, w.phase.count, w.name)
-            for w in (auth_w, turn_w) for first_snap, last_snap in [marks[w.name]])
+            for w in (auth_w, turn_w)
+            for first_snap, last_snap in [marks[w.name]]
+        )
     else:
         one = b.results.one_at_a_time
         assert one is not None
-        b.sections.append(("SubmitTurn one at a time (p50 ms)", [
-            f"SubmitTurn {one.submit_p50_ms:.2f}; "
-            + "; ".join(f"{t} alone {ms:.2f}" for t, ms in one.tool_p50_ms.items())
-            + f"; SubmitTurn minus the slower tool: {one.overhead_ms:.2f}"]))
+        b.sections.append(
+            (
+                "SubmitTurn one at a time (p50 ms)",
+                [
+                    f"SubmitTurn {one.submit_p50_ms:.2f}; "
+                    + "; ".join(f"{t} alone {ms:.2f}" for t, ms in one.tool_p50_ms.items())
+                    + f"; SubmitTurn minus the slower tool: {one.overhead_ms:.2f}"
+                ],
+            )
+        )
 
 
 # ---------------------------------------------------------------------- counts
@@ -372,15 +457,29 @@ async def part_counts(b: Bench) -> None:
     lines = []
     for c in found:
         t = c.tally
-        b.results.counts.append(StoreCounts(c.store, c.statements, c.per_turn(t.begins),
-                                            c.per_turn(t.commit_statements), c.commits,
-                                            c.per_turn(t.settings)))
+        b.results.counts.append(
+            StoreCounts(
+                c.store,
+                c.statements,
+                c.per_turn(t.begins),
+                c.per_turn(t.commit_statements),
+                c.commits,
+                c.per_turn(t.settings),
+            )
+        )
         lines.append(f"{c.store:<11} {c.summary()}")
         kinds = sorted(t.kinds().items(), key=lambda kv: (-kv[1], kv[0]))
-        lines += [f"{'':<11} {', '.join(f'{k} {n / c.turns:g}' for k, n in kinds[i:i + 5])}"
-                  for i in range(0, len(kinds), 5)]
-    b.sections.append(("SQL statements per SubmitTurn (two HTTP reads; the real runner "
-                       "in-process; what they are, per turn)", lines))
+        lines += [
+            f"{'':<11} {', '.join(f'{k} {n / c.turns:g}' for k, n in kinds[i : i + 5])}"
+            for i in range(0, len(kinds), 5)
+        ]
+    b.sections.append(
+        (
+            "SQL statements per SubmitTurn (two HTTP reads; the real runner "
+            "in-process; what they are, per turn)",
+            lines,
+        )
+    )
 
 
 # ---------------------------------------------------------------------- prepared runs
@@ -389,6 +488,7 @@ async def part_counts(b: Bench) -> None:
 def _sqlite_opener(db: Path) -> StoreOpener:
     async def open_sqlite(key: AuditKey, stored: StoredForm) -> RunStore:
         return await SQLiteStore.open(db, audit_key=key, stored=stored)
+
     return open_sqlite
 
 
@@ -409,9 +509,12 @@ async def part_pages(b: Bench) -> None:
     with b.sidecar("pages", db=db) as sidecar:
         channels = _Channels()
         try:
-            w = Workload(f"GetRun, {PAGE_TURNS}-turn run, default page, 1 in flight",
-                         get_run_call(channels.stub(sidecar), "pages-run", PAGE_TURNS,
-                                      DEFAULT_PAGE), _pid(sidecar), 1)
+            w = Workload(
+                f"GetRun, {PAGE_TURNS}-turn run, default page, 1 in flight",
+                get_run_call(channels.stub(sidecar), "pages-run", PAGE_TURNS, DEFAULT_PAGE),
+                _pid(sidecar),
+                1,
+            )
             (found,) = await interleaved([w], 1.0, 1, b.ns.pair_duration / 2)
         finally:
             await channels.close()
@@ -429,13 +532,24 @@ async def part_long(b: Bench) -> None:
         try:
             stub = channels.stub(sidecar)
             pid = _pid(sidecar)
-            small, large = await b.pair([
-                Workload(f"SubmitTurn, {SHORT_RUNS} runs from turn {SHORT_AT}, 1 in flight",
-                         submit_turn_call(stub, short, per_worker=False), pid, 1,
-                         tools_pid=b.travel.pid),
-                Workload(f"SubmitTurn, a run from turn {LONG_AT:,}, 1 in flight",
-                         submit_turn_call(stub, ["long-run"]), pid, 1,
-                         tools_pid=b.travel.pid)])
+            small, large = await b.pair(
+                [
+                    Workload(
+                        f"SubmitTurn, {SHORT_RUNS} runs from turn {SHORT_AT}, 1 in flight",
+                        submit_turn_call(stub, short, per_worker=False),
+                        pid,
+                        1,
+                        tools_pid=b.travel.pid,
+                    ),
+                    Workload(
+                        f"SubmitTurn, a run from turn {LONG_AT:,}, 1 in flight",
+                        submit_turn_call(stub, ["long-run"]),
+                        pid,
+                        1,
+                        tools_pid=b.travel.pid,
+                    ),
+                ]
+            )
         finally:
             await channels.close()
     b.results.long = Pair(small, large)
@@ -445,8 +559,9 @@ async def part_long(b: Bench) -> None:
 
 
 @asynccontextmanager
-async def _two_sidecars(b: Bench, names: tuple[str, str], small: SidecarProcess,
-                        large: SidecarProcess) -> AsyncIterator[tuple[Workload, Workload]]:
+async def _two_sidecars(
+    b: Bench, names: tuple[str, str], small: SidecarProcess, large: SidecarProcess
+) -> AsyncIterator[tuple[Workload, Workload]]:
     """Two sidecars (started one after the other), and an Authorize workload on each."""
     channels = _Channels()
     started = time.perf_counter()
@@ -455,14 +570,26 @@ async def _two_sidecars(b: Bench, names: tuple[str, str], small: SidecarProcess,
         started = time.perf_counter()
         with large:
             ready_large = time.perf_counter() - started
-            b.notes.append(f"sidecar ready in {ready_small:.1f} s ({names[0]}), "
-                           f"{ready_large:.1f} s ({names[1]})")
+            b.notes.append(
+                f"sidecar ready in {ready_small:.1f} s ({names[0]}), "
+                f"{ready_large:.1f} s ({names[1]})"
+            )
             try:
                 # new arguments each request: every decision is evaluated against the data
-                yield (Workload(names[0], authorize_call(channels.stub(small), fresh=True),
-                                _pid(small), b.ns.concurrency),
-                       Workload(names[1], authorize_call(channels.stub(large), fresh=True),
-                                _pid(large), b.ns.concurrency))
+                yield (
+                    Workload(
+                        names[0],
+                        authorize_call(channels.stub(small), fresh=True),
+                        _pid(small),
+                        b.ns.concurrency,
+                    ),
+                    Workload(
+                        names[1],
+                        authorize_call(channels.stub(large), fresh=True),
+                        _pid(large),
+                        b.ns.concurrency,
+                    ),
+                )
             finally:
                 await channels.close()
             b.memory_rows.append((f"sidecar, {names[1]}", *_hwm_rss(_pid(large))))
@@ -481,21 +608,24 @@ async def part_tools(b: Bench) -> None:
     write_manifests(many, MANY_TOOLS - 2)
     b.notes.append(f"{MANY_TOOLS:,} manifests written in {time.perf_counter() - started:.1f} s")
     names = (f"Authorize, {FEW_TOOLS} tools", f"Authorize, {MANY_TOOLS:,} tools")
-    async with _two_sidecars(b, names, b.sidecar("tools-few", tools=few),
-                             b.sidecar("tools-many", tools=many)) as pair:
+    async with _two_sidecars(
+        b, names, b.sidecar("tools-few", tools=few), b.sidecar("tools-many", tools=many)
+    ) as pair:
         small, large = await b.pair(pair)
     b.results.tools = Pair(small, large)
 
 
 async def part_data(b: Bench) -> None:
-    print(f"data: Authorize with {FEW_ENTRIES} vs {MANY_ENTRIES:,} policy data entries",
-          flush=True)
+    print(f"data: Authorize with {FEW_ENTRIES} vs {MANY_ENTRIES:,} policy data entries", flush=True)
     few = write_policy_data(b.tmp / "policies-few", FEW_ENTRIES)
     many = write_policy_data(b.tmp / "policies-many", MANY_ENTRIES)
-    names = (f"Authorize, {FEW_ENTRIES} tenants in data",
-             f"Authorize, {MANY_ENTRIES:,} tenants in data")
-    async with _two_sidecars(b, names, b.sidecar("data-few", policies=few),
-                             b.sidecar("data-many", policies=many)) as pair:
+    names = (
+        f"Authorize, {FEW_ENTRIES} tenants in data",
+        f"Authorize, {MANY_ENTRIES:,} tenants in data",
+    )
+    async with _two_sidecars(
+        b, names, b.sidecar("data-few", policies=few), b.sidecar("data-many", policies=many)
+    ) as pair:
         small, large = await b.pair(pair)
     b.results.data = Pair(small, large)
 
@@ -504,9 +634,14 @@ async def part_data(b: Bench) -> None:
 
 
 def serve_has_workers() -> bool:
-    out = subprocess.run([sys.executable, "-m", "gateway.cli", "serve", "--help"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=60,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     return "--workers" in out.stdout
 
 
@@ -532,8 +667,10 @@ async def part_workers(b: Bench) -> None:
     rates: dict[str, tuple[float, float]] = {}
     rss: list[list[float]] = []
     found: dict[int, list[Scenario]] = {}
-    with b.sidecar("workers-1", extra_args=["--workers", "1"]) as one, \
-            b.sidecar("workers-2", extra_args=["--workers", "2"]) as two:
+    with (
+        b.sidecar("workers-1", extra_args=["--workers", "1"]) as one,
+        b.sidecar("workers-2", extra_args=["--workers", "2"]) as two,
+    ):
         channels = _Channels()
         try:
             workloads = []
@@ -541,17 +678,28 @@ async def part_workers(b: Bench) -> None:
                 pid = _pid(sidecar)
                 # a connection per client worker: the kernel spreads connections (not
                 # requests) over the processes sharing the port
-                stubs = [channels.stub(sidecar, own_connection=True)
-                         for _ in range(b.ns.concurrency)]
+                stubs = [
+                    channels.stub(sidecar, own_connection=True) for _ in range(b.ns.concurrency)
+                ]
                 runs = await start_runs(stubs[0], b.ns.concurrency)
                 cpu = functools.partial(tree_cpu_seconds, pid)
                 workloads += [
-                    Workload(f"Authorize, --workers {n}",
-                             per_worker([authorize_call(s) for s in stubs]), pid,
-                             b.ns.concurrency, server_cpu=cpu),
-                    Workload(f"SubmitTurn (2 reads), --workers {n}",
-                             per_worker([submit_turn_call(s, runs) for s in stubs]), pid,
-                             b.ns.concurrency, tools_pid=b.travel.pid, server_cpu=cpu)]
+                    Workload(
+                        f"Authorize, --workers {n}",
+                        per_worker([authorize_call(s) for s in stubs]),
+                        pid,
+                        b.ns.concurrency,
+                        server_cpu=cpu,
+                    ),
+                    Workload(
+                        f"SubmitTurn (2 reads), --workers {n}",
+                        per_worker([submit_turn_call(s, runs) for s in stubs]),
+                        pid,
+                        b.ns.concurrency,
+                        tools_pid=b.travel.pid,
+                        server_cpu=cpu,
+                    ),
+                ]
             measured = await b.pair(workloads)
             found = {1: measured[:2], 2: measured[2:]}
         finally:
@@ -564,6 +712,7 @@ async def part_workers(b: Bench) -> None:
 
 
 # ---------------------------------------------------------------------- the whole run
+
 
 async def _part_results(b: Bench) -> None:
     channels = _Channels()
@@ -589,10 +738,18 @@ async def _part_quotas(b: Bench) -> None:
         await channels.close()
 
 
-PART_RUNNERS = {"main": part_main, "counts": part_counts, "pages": part_pages,
-                "long": part_long, "tools": part_tools, "data": part_data,
-                "workers": part_workers, "observe": _part_observe, "quotas": _part_quotas,
-                "results": _part_results}
+PART_RUNNERS = {
+    "main": part_main,
+    "counts": part_counts,
+    "pages": part_pages,
+    "long": part_long,
+    "tools": part_tools,
+    "data": part_data,
+    "workers": part_workers,
+    "observe": _part_observe,
+    "quotas": _part_quotas,
+    "results": _part_results,
+}
 
 
 NOTES = [
@@ -610,21 +767,33 @@ def _base_info(ns: argparse.Namespace, load_start: str) -> list[tuple[str, str]]
     return [
         ("date", datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
         ("machine", f"{cores} cores, {_cpu_model()}, {platform.system()} {platform.release()}"),
-        ("load average", f"{load_start} at start, {_loadavg()} at end (1/5/15 min; other "
-                         "processes on the machine add noise)"),
+        (
+            "load average",
+            f"{load_start} at start, {_loadavg()} at end (1/5/15 min; other "
+            "processes on the machine add noise)",
+        ),
         ("python", f"{platform.python_implementation()} {platform.python_version()}"),
         ("grpcio", version("grpcio")),
         ("protobuf", version("protobuf")),
         ("parts", ", ".join(ns.only)),
-        ("client", f"{ns.concurrency} concurrent asyncio workers (1 where a scenario says "
-                   "so), grpc.aio, one channel per target, TCP 127.0.0.1, one process"),
-        ("schedule", f"main: per scenario {ns.warmup:g}s warm-up, then {ns.rounds} measured "
-                     f"rounds of {ns.duration / ns.rounds:g}s, interleaved; pairs (long, "
-                     f"tools, data, workers): {ns.pair_warmup:g}s warm-up, {ns.pair_rounds} "
-                     f"rounds of {ns.pair_duration / ns.pair_rounds:g}s, interleaved"),
-        ("sidecars", "`callgate serve` child processes: SQLite store in a temp directory, "
-                     "embedded policy engine, policies/, examples/travel/tools, "
-                     "examples/auth.yaml (unless a part says otherwise)"),
+        (
+            "client",
+            f"{ns.concurrency} concurrent asyncio workers (1 where a scenario says "
+            "so), grpc.aio, one channel per target, TCP 127.0.0.1, one process",
+        ),
+        (
+            "schedule",
+            f"main: per scenario {ns.warmup:g}s warm-up, then {ns.rounds} measured "
+            f"rounds of {ns.duration / ns.rounds:g}s, interleaved; pairs (long, "
+            f"tools, data, workers): {ns.pair_warmup:g}s warm-up, {ns.pair_rounds} "
+            f"rounds of {ns.pair_duration / ns.pair_rounds:g}s, interleaved",
+        ),
+        (
+            "sidecars",
+            "`callgate serve` child processes: SQLite store in a temp directory, "
+            "embedded policy engine, policies/, examples/travel/tools, "
+            "examples/auth.yaml (unless a part says otherwise)",
+        ),
         ("tools", "examples.travel.service in its own child process"),
     ]
 
@@ -632,8 +801,11 @@ def _base_info(ns: argparse.Namespace, load_start: str) -> list[tuple[str, str]]
 async def bench(ns: argparse.Namespace) -> tuple[str, str]:
     load_start = _loadavg()
     print("callgate benchmark: starting the travel service", flush=True)
-    travel = Child("travel service", ["-m", "examples.travel.service", "--host", "127.0.0.1",
-                                      "--port", "0", "--quiet"], "travel service listening on ")
+    travel = Child(
+        "travel service",
+        ["-m", "examples.travel.service", "--host", "127.0.0.1", "--port", "0", "--quiet"],
+        "travel service listening on ",
+    )
     with tempfile.TemporaryDirectory(prefix="callgate-bench-") as tmp, travel:
         b = Bench(ns, Path(tmp), travel)
         for part in PARTS:
@@ -644,12 +816,25 @@ async def bench(ns: argparse.Namespace) -> tuple[str, str]:
     info = [*_base_info(ns, load_start), *b.info]
     flat = [p for p in (b.results.tools, b.results.data, b.results.long) if p is not None]
     if flat:
-        b.sections.append(("Flat cost (large over small, same run)", [
-            f"{p.large.name} / {p.small.name}: server CPU/req {p.cpu_ratio:.2f}x, "
-            f"p50 {p.p50_ratio:.2f}x" for p in flat]))
-    report = render(info=info, scenarios=b.scenarios, echo_ratios=b.echo_ratios,
-                    memory_rows=b.memory_rows, sections=b.sections,
-                    goals=evaluate(b.results), notes=[*NOTES, *b.notes])
+        b.sections.append(
+            (
+                "Flat cost (large over small, same run)",
+                [
+                    f"{p.large.name} / {p.small.name}: server CPU/req {p.cpu_ratio:.2f}x, "
+                    f"p50 {p.p50_ratio:.2f}x"
+                    for p in flat
+                ],
+            )
+        )
+    report = render(
+        info=info,
+        scenarios=b.scenarios,
+        echo_ratios=b.echo_ratios,
+        memory_rows=b.memory_rows,
+        sections=b.sections,
+        goals=evaluate(b.results),
+        notes=[*NOTES, *b.notes],
+    )
     return report, b.profile
 
 
@@ -657,54 +842,104 @@ def parts(text: str) -> tuple[str, ...]:
     chosen = tuple(p.strip() for p in text.split(",") if p.strip())
     unknown = [p for p in chosen if p not in PARTS]
     if unknown or not chosen:
-        raise argparse.ArgumentTypeError(f"unknown part(s) {', '.join(unknown) or '(none)'}; "
-                                         f"choose from {','.join(PARTS)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown part(s) {', '.join(unknown) or '(none)'}; choose from {','.join(PARTS)}"
+        )
     return chosen
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--only", type=parts, default=PARTS, metavar="PARTS",
-                   help=f"comma-separated parts to run (default all: {','.join(PARTS)})")
-    p.add_argument("--no-postgres", action="store_true",
-                   help="count statements on SQLite only")
-    p.add_argument("--duration", type=float, default=12.0,
-                   help="main: seconds measured per scenario, over all rounds (default 12)")
-    p.add_argument("--rounds", type=int, default=3,
-                   help="main: measured rounds per scenario, interleaved (default 3)")
-    p.add_argument("--warmup", type=float, default=3.0,
-                   help="main: seconds of warm-up per scenario, not measured (default 3)")
-    p.add_argument("--sequential-duration", type=float, default=6.0,
-                   help="main: seconds measured for SubmitTurn one at a time and for each "
-                        "tool alone (default 6)")
-    p.add_argument("--pair-duration", type=float, default=8.0,
-                   help="long, tools, data, workers: seconds measured per scenario "
-                        "(default 8)")
-    p.add_argument("--pair-rounds", type=int, default=4,
-                   help="long, tools, data, workers: rounds (default 4)")
-    p.add_argument("--pair-warmup", type=float, default=2.0,
-                   help="long, tools, data, workers: warm-up seconds (default 2)")
-    p.add_argument("--concurrency", type=int, default=8,
-                   help="concurrent client workers (default 8)")
-    p.add_argument("--output", type=Path, default=RESULTS,
-                   help=f"where to write the report (default {RESULTS.relative_to(ROOT)})")
+    p = argparse.ArgumentParser(
+        prog="python -m bench.run",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--only",
+        type=parts,
+        default=PARTS,
+        metavar="PARTS",
+        help=f"comma-separated parts to run (default all: {','.join(PARTS)})",
+    )
+    p.add_argument("--no-postgres", action="store_true", help="count statements on SQLite only")
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=12.0,
+        help="main: seconds measured per scenario, over all rounds (default 12)",
+    )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="main: measured rounds per scenario, interleaved (default 3)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=float,
+        default=3.0,
+        help="main: seconds of warm-up per scenario, not measured (default 3)",
+    )
+    p.add_argument(
+        "--sequential-duration",
+        type=float,
+        default=6.0,
+        help="main: seconds measured for SubmitTurn one at a time and for each "
+        "tool alone (default 6)",
+    )
+    p.add_argument(
+        "--pair-duration",
+        type=float,
+        default=8.0,
+        help="long, tools, data, workers: seconds measured per scenario (default 8)",
+    )
+    p.add_argument(
+        "--pair-rounds", type=int, default=4, help="long, tools, data, workers: rounds (default 4)"
+    )
+    p.add_argument(
+        "--pair-warmup",
+        type=float,
+        default=2.0,
+        help="long, tools, data, workers: warm-up seconds (default 2)",
+    )
+    p.add_argument(
+        "--concurrency", type=int, default=8, help="concurrent client workers (default 8)"
+    )
+    p.add_argument(
+        "--output",
+        type=Path,
+        default=RESULTS,
+        help=f"where to write the report (default {RESULTS.relative_to(ROOT)})",
+    )
     p.add_argument("--no-save", action="store_true", help="print the report only")
-    p.add_argument("--profile-sidecar", type=Path, metavar="DIR",
-                   help="run the main sidecar under cProfile (one profile per thread, "
-                        "snapshots in DIR) and print where its time went per request in each "
-                        "measured phase; slows the sidecar, implies --only main, --no-save "
-                        "and --rounds 1")
+    p.add_argument(
+        "--profile-sidecar",
+        type=Path,
+        metavar="DIR",
+        help="run the main sidecar under cProfile (one profile per thread, "
+        "snapshots in DIR) and print where its time went per request in each "
+        "measured phase; slows the sidecar, implies --only main, --no-save "
+        "and --rounds 1",
+    )
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     ns = _parser().parse_args(argv)
-    if (ns.duration <= 0 or ns.pair_duration <= 0 or ns.sequential_duration <= 0
-            or ns.warmup < 0 or ns.pair_warmup < 0 or ns.concurrency < 1 or ns.rounds < 1
-            or ns.pair_rounds < 1):
-        print("bench: durations must be > 0, warm-ups >= 0, --concurrency and rounds >= 1",
-              file=sys.stderr)
+    if (
+        ns.duration <= 0
+        or ns.pair_duration <= 0
+        or ns.sequential_duration <= 0
+        or ns.warmup < 0
+        or ns.pair_warmup < 0
+        or ns.concurrency < 1
+        or ns.rounds < 1
+        or ns.pair_rounds < 1
+    ):
+        print(
+            "bench: durations must be > 0, warm-ups >= 0, --concurrency and rounds >= 1",
+            file=sys.stderr,
+        )
         return 2
     if ns.profile_sidecar is not None:
         ns.rounds, ns.no_save, ns.only = 1, True, ("main",)
@@ -716,8 +951,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(report, end="")
     if profile:
-        print("\nPROFILED RUN: the sidecar ran under cProfile; its numbers above are inflated."
-              "\n")
+        print("\nPROFILED RUN: the sidecar ran under cProfile; its numbers above are inflated.\n")
         print(profile, end="")
     if not ns.no_save:
         ns.output.parent.mkdir(parents=True, exist_ok=True)

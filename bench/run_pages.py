@@ -54,37 +54,83 @@ RUN_ID = "long-run"
 
 
 def raw_response(n: int) -> str:
-    return json.dumps({
-        "id": f"msg_{n:04d}", "type": "message", "role": "assistant",
-        "model": "claude-sonnet-4-6", "stop_reason": "tool_use", "stop_sequence": None,
-        "content": [{"type": "text", "text": f"Step {n}: checking the next train. " * 6},
-                    {"type": "tool_use", "id": f"toolu_{n:04d}", "name": "get_train_status",
-                     "input": {"train_number": "ICE123", "date": "2026-12-01"}}],
-        "usage": {"input_tokens": 1200 + n, "output_tokens": 60}})
+    return json.dumps(
+        {
+            "id": f"msg_{n:04d}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-6",
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "content": [
+                {"type": "text", "text": f"Step {n}: checking the next train. " * 6},
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{n:04d}",
+                    "name": "get_train_status",
+                    "input": {"train_number": "ICE123", "date": "2026-12-01"},
+                },
+            ],
+            "usage": {"input_tokens": 1200 + n, "output_tokens": 60},
+        }
+    )
 
 
 async def fill(store: RunStore, turns: int) -> None:
-    run = await store.create_run(RunRecord(
-        run_id=RUN_ID, state=RunState.ACTIVE, subject=OWNER.subject, tenant=OWNER.tenant,
-        provider="anthropic.messages", params_hash="p", created_at=NOW, updated_at=NOW))
-    output = json.dumps({"train_number": "ICE123", "status": "on time", "delay_min": 0,
-                         "platform": "7", "note": "x" * 150})
+    run = await store.create_run(
+        RunRecord(
+            run_id=RUN_ID,
+            state=RunState.ACTIVE,
+            subject=OWNER.subject,
+            tenant=OWNER.tenant,
+            provider="anthropic.messages",
+            params_hash="p",
+            created_at=NOW,
+            updated_at=NOW,
+        )
+    )
+    output = json.dumps(
+        {
+            "train_number": "ICE123",
+            "status": "on time",
+            "delay_min": 0,
+            "platform": "7",
+            "note": "x" * 150,
+        }
+    )
     for n in range(1, turns + 1):
-        turn = TurnRecord(run_id=RUN_ID, turn_id=f"msg_{n:04d}", seq=n,
-                          event=EventKind.TOOL_REQUEST, content_hash=f"h{n}",
-                          provider="anthropic.messages", model="claude-sonnet-4-6",
-                          usage=Usage(1200 + n, 60), raw_response_json=raw_response(n),
-                          next=NextAction.CONTINUE, created_at=NOW)
-        call = CallRecord(run_id=RUN_ID, turn_id=turn.turn_id, call_id=f"toolu_{n:04d}",
-                          index=0, tool="get_train_status", status=CallStatus.SUCCEEDED,
-                          arguments_json='{"train_number": "ICE123", "date": "2026-12-01"}',
-                          tool_version="1.0.0", effect="read", output_json=output,
-                          execution_count=1, created_at=NOW, finished_at=NOW)
+        turn = TurnRecord(
+            run_id=RUN_ID,
+            turn_id=f"msg_{n:04d}",
+            seq=n,
+            event=EventKind.TOOL_REQUEST,
+            content_hash=f"h{n}",
+            provider="anthropic.messages",
+            model="claude-sonnet-4-6",
+            usage=Usage(1200 + n, 60),
+            raw_response_json=raw_response(n),
+            next=NextAction.CONTINUE,
+            created_at=NOW,
+        )
+        call = CallRecord(
+            run_id=RUN_ID,
+            turn_id=turn.turn_id,
+            call_id=f"toolu_{n:04d}",
+            index=0,
+            tool="get_train_status",
+            status=CallStatus.SUCCEEDED,
+            arguments_json='{"train_number": "ICE123", "date": "2026-12-01"}',
+            tool_version="1.0.0",
+            effect="read",
+            output_json=output,
+            execution_count=1,
+            created_at=NOW,
+            finished_at=NOW,
+        )
         await store.begin_turn(run, turn, [call])
 
 
-async def timed(fn: Callable[[], Awaitable[pb.Run]],
-                repeat: int) -> tuple[float, float, int, int]:
+async def timed(fn: Callable[[], Awaitable[pb.Run]], repeat: int) -> tuple[float, float, int, int]:
     """Median and least milliseconds of fn over `repeat` runs (the least is the cost with the
     fewest interruptions by other work on the machine), the answer's bytes and turns."""
     answer = await fn()
@@ -101,8 +147,9 @@ async def measure(db: str, turns: int, repeat: int) -> list[str]:
     try:
         await fill(store, turns)
         registry = Registry.load(ROOT / "examples" / "travel" / "tools")
-        policy = ReloadingEngine(EmbeddedEngine(prepare(ROOT / "policies", "data.callgate"),
-                                                checked=True))
+        policy = ReloadingEngine(
+            EmbeddedEngine(prepare(ROOT / "policies", "data.callgate"), checked=True)
+        )
         runner = Runner(store=store, registry=registry, policy=policy)
 
         async def page(size: int = 0, token: str = "") -> pb.Run:
@@ -132,27 +179,34 @@ async def measure(db: str, turns: int, repeat: int) -> list[str]:
         lines = []
         for name, fn in cases:
             ms, least, size, count = await timed(fn, repeat)
-            lines.append(f"| {store.name} | {name} | {count} | {size / 1024:.0f} KiB | "
-                         f"{ms:.2f} | {least:.2f} |")
+            lines.append(
+                f"| {store.name} | {name} | {count} | {size / 1024:.0f} KiB | "
+                f"{ms:.2f} | {least:.2f} |"
+            )
         return lines
     finally:
         await store.close()
 
 
 async def main(args: argparse.Namespace) -> str:
-    rows = ["| store | read | turns | answer | median ms | least ms |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| store | read | turns | answer | median ms | least ms |", "|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as tmp:
         rows += await measure(str(Path(tmp) / "pages.db"), args.turns, args.repeat)
     if args.postgres:
         with pg_schema() as url:
             rows += await measure(url, args.turns, args.repeat)
-    return "\n".join([
-        f"GetRun of a run of {args.turns} turns (one call each), in-process, no gRPC; "
-        f"median of {args.repeat}.",
-        f"{platform.python_implementation()} {platform.python_version()}, "
-        f"{platform.machine()}, {datetime.now(UTC):%Y-%m-%d}, load average "
-        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start.", "", *rows, ""])
+    return "\n".join(
+        [
+            f"GetRun of a run of {args.turns} turns (one call each), in-process, no gRPC; "
+            f"median of {args.repeat}.",
+            f"{platform.python_implementation()} {platform.python_version()}, "
+            f"{platform.machine()}, {datetime.now(UTC):%Y-%m-%d}, load average "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start.",
+            "",
+            *rows,
+            "",
+        ]
+    )
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

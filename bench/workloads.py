@@ -34,8 +34,11 @@ FIRST_DAY = date(2000, 1, 1)
 
 class UnexpectedAnswer(Exception):
     def __init__(self, rpc: str, answer: Message | str) -> None:
-        text = (answer if isinstance(answer, str)
-                else text_format.MessageToString(answer, as_one_line=True))
+        text = (
+            answer
+            if isinstance(answer, str)
+            else text_format.MessageToString(answer, as_one_line=True)
+        )
         super().__init__(f"{rpc} answered {text[:600]}")
 
 
@@ -53,6 +56,7 @@ def echo_call(channel: grpc.aio.Channel) -> Call:
         answer = await method(body, metadata=METADATA, timeout=TIMEOUT_S)
         if answer != body:
             raise UnexpectedAnswer("Echo", pb.AuthorizeRequest.FromString(answer))
+
     return call
 
 
@@ -63,21 +67,31 @@ def authorize_call(stub: pb.ToolGatewayStub, *, fresh: bool = False) -> Call:
     request = pb.AuthorizeRequest(calls=[tool_call("c1", "get_train_status", TRAIN)])
 
     async def call(worker: int, seq: int) -> None:
-        asked = (pb.AuthorizeRequest(calls=[tool_call("c1", "get_train_status",
-                                                      {**TRAIN, "date": fresh_date(worker, seq)})])
-                 if fresh else request)
-        answer: pb.AuthorizeResponse = await stub.Authorize(asked, metadata=METADATA,
-                                                            timeout=TIMEOUT_S)
+        asked = (
+            pb.AuthorizeRequest(
+                calls=[
+                    tool_call("c1", "get_train_status", {**TRAIN, "date": fresh_date(worker, seq)})
+                ]
+            )
+            if fresh
+            else request
+        )
+        answer: pb.AuthorizeResponse = await stub.Authorize(
+            asked, metadata=METADATA, timeout=TIMEOUT_S
+        )
         d = answer.decisions
         if len(d) != 1 or d[0].decision.verdict != pb.VERDICT_ALLOW or d[0].error.code:
             raise UnexpectedAnswer("Authorize", answer)
+
     return call
 
 
 def per_worker(calls: Sequence[Call]) -> Call:
     """One call per client worker (each on its own connection, say)."""
+
     async def call(worker: int, seq: int) -> None:
         await calls[worker % len(calls)](worker, seq)
+
     return call
 
 
@@ -91,14 +105,17 @@ async def start_runs(stub: pb.ToolGatewayStub, count: int) -> list[str]:
     prefix = f"bench-{uuid.uuid4().hex[:8]}"
     run_ids = [f"{prefix}-w{i}" for i in range(count)]
     for run_id in run_ids:
-        await stub.StartRun(pb.StartRunRequest(run_id=run_id, provider=PROVIDER,
-                                               budget=pb.Budget()),
-                            metadata=METADATA, timeout=TIMEOUT_S)
+        await stub.StartRun(
+            pb.StartRunRequest(run_id=run_id, provider=PROVIDER, budget=pb.Budget()),
+            metadata=METADATA,
+            timeout=TIMEOUT_S,
+        )
     return run_ids
 
 
-def submit_turn_call(stub: pb.ToolGatewayStub, run_ids: Sequence[str],
-                     per_worker: bool = True) -> Call:
+def submit_turn_call(
+    stub: pb.ToolGatewayStub, run_ids: Sequence[str], per_worker: bool = True
+) -> Call:
     """SubmitTurn with two reads. per_worker: each worker drives run_ids[worker]; otherwise
     request n goes to run_ids[n % len(run_ids)] (one worker)."""
     tag = uuid.uuid4().hex[:6]
@@ -106,11 +123,16 @@ def submit_turn_call(stub: pb.ToolGatewayStub, run_ids: Sequence[str],
     async def call(worker: int, seq: int) -> None:
         run_id = run_ids[worker] if per_worker else run_ids[seq % len(run_ids)]
         request = two_reads(run_id, f"resp_{tag}_{worker}_{seq}")
-        answer: pb.TurnOutcome = await stub.SubmitTurn(request, metadata=METADATA,
-                                                       timeout=TIMEOUT_S)
-        if (answer.next != pb.NEXT_ACTION_CONTINUE or len(answer.results) != 2
-                or any(r.status != pb.CALL_STATUS_SUCCEEDED for r in answer.results)):
+        answer: pb.TurnOutcome = await stub.SubmitTurn(
+            request, metadata=METADATA, timeout=TIMEOUT_S
+        )
+        if (
+            answer.next != pb.NEXT_ACTION_CONTINUE
+            or len(answer.results) != 2
+            or any(r.status != pb.CALL_STATUS_SUCCEEDED for r in answer.results)
+        ):
             raise UnexpectedAnswer("SubmitTurn", _outcome_summary(answer))
+
     return call
 
 
@@ -118,7 +140,8 @@ def _outcome_summary(answer: pb.TurnOutcome) -> str:
     """What a turn's answer said, without the outputs (so a failed call's error shows)."""
     results = "; ".join(
         f"{r.call_id} {pb.CallStatus.Name(r.status)} {r.error.code} {r.error.message}".strip()
-        for r in answer.results)
+        for r in answer.results
+    )
     head = " ".join(p for p in (pb.NextAction.Name(answer.next), answer.reason) if p)
     return f"{head} [{results}]"
 
@@ -130,8 +153,10 @@ def get_run_call(stub: pb.ToolGatewayStub, run_id: str, turns: int, page: int) -
     async def call(worker: int, seq: int) -> None:
         answer: pb.Run = await stub.GetRun(request, metadata=METADATA, timeout=TIMEOUT_S)
         if answer.turns_used != turns or len(answer.turns) != page:
-            raise UnexpectedAnswer("GetRun", f"turns_used {answer.turns_used}, "
-                                             f"{len(answer.turns)} turns in the page")
+            raise UnexpectedAnswer(
+                "GetRun", f"turns_used {answer.turns_used}, {len(answer.turns)} turns in the page"
+            )
+
     return call
 
 
@@ -142,10 +167,12 @@ def direct_tool_call(client: Http1Client, url: str, body: dict[str, str]) -> Cal
     headers = {"Accept": "application/json", "Content-Type": "application/json"}
 
     async def call(worker: int, seq: int) -> None:
-        answer = await client.request("POST", url, headers=headers, body=data,
-                                      max_body_bytes=1 << 20, on_sent=lambda: None)
+        answer = await client.request(
+            "POST", url, headers=headers, body=data, max_body_bytes=1 << 20, on_sent=lambda: None
+        )
         if answer.status != 200:
             raise UnexpectedAnswer(url, f"HTTP {answer.status}: {answer.body[:200]!r}")
+
     return call
 
 
@@ -179,34 +206,37 @@ class Workload:
         print(f"  {self.name}: {seconds:g}s warm-up", flush=True)
         warm = await self.load.run(seconds)
         if warm.errors and not warm.count:
-            raise BenchFailed(f"{self.name}: every request failed during warm-up; first: "
-                              f"{warm.first_error}")
+            raise BenchFailed(
+                f"{self.name}: every request failed during warm-up; first: {warm.first_error}"
+            )
         if warm.errors:  # e.g. first connections timing out; tolerated, but reported
-            self.warmup_errors = (f"{warm.errors} requests failed, first: "
-                                  f"{warm.first_error[:300]}")
+            self.warmup_errors = f"{warm.errors} requests failed, first: {warm.first_error[:300]}"
         self.requests_before = sum(self.load.seq)
 
     def _server_cpu(self) -> float:
-        return self.server_cpu() if self.server_cpu is not None else cpu_seconds(
-            self.server_pid)
+        return self.server_cpu() if self.server_cpu is not None else cpu_seconds(self.server_pid)
 
-    async def measure(self, seconds: float, before: Callable[[], None] | None = None,
-                      after: Callable[[], None] | None = None) -> None:
+    async def measure(
+        self,
+        seconds: float,
+        before: Callable[[], None] | None = None,
+        after: Callable[[], None] | None = None,
+    ) -> None:
         print(f"  {self.name}: {seconds:g}s measured", flush=True)
         if before is not None:
             before()
         threads0 = self._threads_cpu()
-        server0, client0, tools0 = (self._server_cpu(), time.process_time(),
-                                    self._tools_cpu())
+        server0, client0, tools0 = (self._server_cpu(), time.process_time(), self._tools_cpu())
         phase = await self.load.run(seconds)
-        server1, client1, tools1 = (self._server_cpu(), time.process_time(),
-                                    self._tools_cpu())
+        server1, client1, tools1 = (self._server_cpu(), time.process_time(), self._tools_cpu())
         threads1 = self._threads_cpu()
         if after is not None:
             after()
         if phase.errors:
-            raise BenchFailed(f"{self.name}: {phase.errors} of {phase.errors + phase.count} "
-                              f"requests failed; first: {phase.first_error}")
+            raise BenchFailed(
+                f"{self.name}: {phase.errors} of {phase.errors + phase.count} "
+                f"requests failed; first: {phase.first_error}"
+            )
         self.phase.add(phase)
         self.server_cpu_s += server1 - server0
         self.client_cpu_s += client1 - client0
@@ -222,13 +252,19 @@ class Workload:
         return cpu_seconds(self.tools_pid) if self.tools_pid is not None else 0.0
 
     def scenario(self) -> Scenario:
-        return Scenario(self.name, self.phase, self.server_cpu_s, self.client_cpu_s,
-                        self.tools_cpu_s if self.tools_pid is not None else None,
-                        dict(self.threads_cpu_s))
+        return Scenario(
+            self.name,
+            self.phase,
+            self.server_cpu_s,
+            self.client_cpu_s,
+            self.tools_cpu_s if self.tools_pid is not None else None,
+            dict(self.threads_cpu_s),
+        )
 
 
-async def interleaved(workloads: Sequence[Workload], warmup_s: float, rounds: int,
-                      seconds: float) -> list[Scenario]:
+async def interleaved(
+    workloads: Sequence[Workload], warmup_s: float, rounds: int, seconds: float
+) -> list[Scenario]:
     """Warm each workload up, then measure them round by round (seconds per workload over
     all rounds), so that a burst of other activity does not land on one of them only."""
     for w in workloads:

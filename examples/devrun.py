@@ -59,17 +59,22 @@ class DevSettings:
 
     def lines(self) -> list[str]:
         """What make run uses, each with the variable that changes it."""
-        tools = (f"{self.tools} (CALLGATE_TOOLS)" if self.tools is not None else
-                 "the examples' five, from examples/travel/tools and examples/workshop/tools, "
-                 "copied into .callgate/tools (CALLGATE_TOOLS names another directory)")
-        return [f"travel service    127.0.0.1:{self.travel_port} (CALLGATE_TRAVEL_PORT)",
-                f"workshop service  127.0.0.1:{self.workshop_port} (CALLGATE_WORKSHOP_PORT), "
-                "its bookings in .callgate/workshop.db",
-                f"sidecar           {self.listen} (CALLGATE_LISTEN)",
-                f"tools             {tools}",
-                f"policies          {_shown(self.policies)} (CALLGATE_POLICIES)",
-                f"identities        {_shown(self.auth)} (CALLGATE_AUTH)",
-                f"run store         {self.db} (CALLGATE_DB)"]
+        tools = (
+            f"{self.tools} (CALLGATE_TOOLS)"
+            if self.tools is not None
+            else "the examples' five, from examples/travel/tools and examples/workshop/tools, "
+            "copied into .callgate/tools (CALLGATE_TOOLS names another directory)"
+        )
+        return [
+            f"travel service    127.0.0.1:{self.travel_port} (CALLGATE_TRAVEL_PORT)",
+            f"workshop service  127.0.0.1:{self.workshop_port} (CALLGATE_WORKSHOP_PORT), "
+            "its bookings in .callgate/workshop.db",
+            f"sidecar           {self.listen} (CALLGATE_LISTEN)",
+            f"tools             {tools}",
+            f"policies          {_shown(self.policies)} (CALLGATE_POLICIES)",
+            f"identities        {_shown(self.auth)} (CALLGATE_AUTH)",
+            f"run store         {self.db} (CALLGATE_DB)",
+        ]
 
 
 def _shown(path: Path) -> str:
@@ -79,8 +84,9 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _path(env: dict[str, str] | os._Environ[str], name: str, default: Path, *,
-          directory: bool) -> Path:
+def _path(
+    env: dict[str, str] | os._Environ[str], name: str, default: Path, *, directory: bool
+) -> Path:
     raw = env.get(name)
     if not raw:
         return default
@@ -109,29 +115,38 @@ def settings(env: dict[str, str] | os._Environ[str] = os.environ) -> DevSettings
         raise UsageError(f"CALLGATE_LISTEN={listen!r}: {exc}") from None
     db = env.get("CALLGATE_DB") or str(STATE / "run.db")
     tools = _path(env, "CALLGATE_TOOLS", STATE / "tools", directory=True)
-    return DevSettings(travel_port, workshop_port, listen, db,
-                       tools=tools if env.get("CALLGATE_TOOLS") else None,
-                       policies=_path(env, "CALLGATE_POLICIES", ROOT / "policies",
-                                      directory=True),
-                       auth=_path(env, "CALLGATE_AUTH", ROOT / "examples" / "auth.yaml",
-                                  directory=False))
+    return DevSettings(
+        travel_port,
+        workshop_port,
+        listen,
+        db,
+        tools=tools if env.get("CALLGATE_TOOLS") else None,
+        policies=_path(env, "CALLGATE_POLICIES", ROOT / "policies", directory=True),
+        auth=_path(env, "CALLGATE_AUTH", ROOT / "examples" / "auth.yaml", directory=False),
+    )
 
 
 def check_ports(dev: DevSettings) -> None:
     """Name a busy port and the variable that moves it, before anything starts."""
-    for port, what, variable in ((dev.travel_port, "travel", "CALLGATE_TRAVEL_PORT"),
-                                 (dev.workshop_port, "workshop", "CALLGATE_WORKSHOP_PORT")):
+    for port, what, variable in (
+        (dev.travel_port, "travel", "CALLGATE_TRAVEL_PORT"),
+        (dev.workshop_port, "workshop", "CALLGATE_WORKSHOP_PORT"),
+    ):
         if _in_use("127.0.0.1", port):
-            raise UsageError(f"port {port} (the example {what} service) is in use: stop what "
-                             f"holds it, or choose another port, e.g. {variable}={_next(port)} "
-                             "make run")
+            raise UsageError(
+                f"port {port} (the example {what} service) is in use: stop what "
+                f"holds it, or choose another port, e.g. {variable}={_next(port)} "
+                "make run"
+            )
     if dev.listen.startswith("unix:"):
         return
     host, _, listen_port = dev.listen.rpartition(":")
     if _in_use(host.strip("[]"), int(listen_port)):
-        raise UsageError(f"port {listen_port} (the sidecar, {dev.listen}) is in use: stop what "
-                         f"holds it, or choose another address, e.g. "
-                         f"CALLGATE_LISTEN={host}:{_next(int(listen_port))} make run")
+        raise UsageError(
+            f"port {listen_port} (the sidecar, {dev.listen}) is in use: stop what "
+            f"holds it, or choose another address, e.g. "
+            f"CALLGATE_LISTEN={host}:{_next(int(listen_port))} make run"
+        )
 
 
 def _in_use(host: str, port: int) -> bool:
@@ -158,23 +173,38 @@ async def main(dev: DevSettings) -> int:
     STATE.mkdir(exist_ok=True)
     travel = start_travel_service(port=dev.travel_port)
     workshop = start_workshop_service(STATE / "workshop.db", port=dev.workshop_port)
-    for variable, service in (("CALLGATE_TRAVEL_URL", travel), ("CALLGATE_WORKSHOP_URL",
-                                                                 workshop)):
+    for variable, service in (("CALLGATE_TRAVEL_URL", travel), ("CALLGATE_WORKSHOP_URL", workshop)):
         given = os.environ.setdefault(variable, service.url)
         if given != service.url:  # the manifests read it: say where their calls go
-            print(f"  note: {variable}={given} is set: the example tools call it, not the "
-                  f"service started at {service.url}", flush=True)
-    config = ServeConfig(listen=dev.listen, tools=dev.tools or example_tools(),
-                         policies=dev.policies, auth=dev.auth, db=dev.db)
+            print(
+                f"  note: {variable}={given} is set: the example tools call it, not the "
+                f"service started at {service.url}",
+                flush=True,
+            )
+    config = ServeConfig(
+        listen=dev.listen,
+        tools=dev.tools or example_tools(),
+        policies=dev.policies,
+        auth=dev.auth,
+        db=dev.db,
+    )
     sidecar = Sidecar(config)
     try:
         bound = await sidecar.start()
-        print(f"callgate listening on {bound}; example tools at {travel.url} (travel) and "
-              f"{workshop.url} (workshop)", flush=True)
-        code = await asyncio.to_thread(lambda: run_demo(
-            bound, DEMO_TOKEN, travel.url, workshop.url, approver_token=DEMO_APPROVER))
-        print(f"\nthe sidecar keeps serving on {bound} (token {DEMO_TOKEN}); Ctrl-C stops it",
-              flush=True)
+        print(
+            f"callgate listening on {bound}; example tools at {travel.url} (travel) and "
+            f"{workshop.url} (workshop)",
+            flush=True,
+        )
+        code = await asyncio.to_thread(
+            lambda: run_demo(
+                bound, DEMO_TOKEN, travel.url, workshop.url, approver_token=DEMO_APPROVER
+            )
+        )
+        print(
+            f"\nthe sidecar keeps serving on {bound} (token {DEMO_TOKEN}); Ctrl-C stops it",
+            flush=True,
+        )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -197,8 +227,7 @@ def run() -> int:
         print("make run uses:", *(f"  {line}" for line in dev.lines()), sep="\n", flush=True)
         return asyncio.run(main(dev))
     except (UsageError, ConfigError) as err:
-        print(f"make run: {err.report() if isinstance(err, ConfigError) else err}",
-              file=sys.stderr)
+        print(f"make run: {err.report() if isinstance(err, ConfigError) else err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -49,17 +49,19 @@ def _reject_constant(name: str) -> Any:
 def _float(text: str) -> float:
     value = float(text)
     if math.isinf(value):
-        raise JsonTextError("non_finite", f"the number {text[:40]} is out of range for a "
-                            "double")
+        raise JsonTextError("non_finite", f"the number {text[:40]} is out of range for a double")
     return value
 
 
 def _safe_int(text: str) -> int:
     value = int(text) if len(text) <= 17 else MAX_SAFE_INTEGER + 1
     if abs(value) > MAX_SAFE_INTEGER:
-        raise JsonTextError("integer_range", f"the integer {text[:40]}"
-                            f"{'…' if len(text) > 40 else ''} is outside ±(2^53 − 1), the "
-                            "range every JSON reader keeps exactly")
+        raise JsonTextError(
+            "integer_range",
+            f"the integer {text[:40]}"
+            f"{'…' if len(text) > 40 else ''} is outside ±(2^53 − 1), the "
+            "range every JSON reader keeps exactly",
+        )
     return value
 
 
@@ -75,22 +77,30 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise JsonTextError("duplicate_key", f"duplicate object key {key!r}: a "
-                                    "reader could take either value")
+                raise JsonTextError(
+                    "duplicate_key",
+                    f"duplicate object key {key!r}: a reader could take either value",
+                )
             seen.add(key)
     return value
 
 
 # one decoder per integer rule, made once (json.loads with hooks builds one, with its scanner,
 # on every call); decoding keeps no state between texts
-_DECODERS = {big: json.JSONDecoder(object_pairs_hook=_object, parse_constant=_reject_constant,
-                                   parse_float=_float,
-                                   parse_int=_exact_int if big else _safe_int)
-             for big in (False, True)}
+_DECODERS = {
+    big: json.JSONDecoder(
+        object_pairs_hook=_object,
+        parse_constant=_reject_constant,
+        parse_float=_float,
+        parse_int=_exact_int if big else _safe_int,
+    )
+    for big in (False, True)
+}
 
 
-def read_json(text: str | bytes, *, max_depth: int = DEFAULT_MAX_DEPTH,
-              big_integers: bool = False) -> Any:
+def read_json(
+    text: str | bytes, *, max_depth: int = DEFAULT_MAX_DEPTH, big_integers: bool = False
+) -> Any:
     """The value of one strict JSON text; JsonTextError naming the rule it breaks."""
     if isinstance(text, bytes):
         try:
@@ -108,8 +118,9 @@ def read_json(text: str | bytes, *, max_depth: int = DEFAULT_MAX_DEPTH,
     except RecursionError as exc:
         raise JsonTextError("depth", f"nesting deeper than {max_depth} levels") from exc
     except json.JSONDecodeError as exc:
-        raise JsonTextError("syntax", f"not valid JSON: {exc.msg} (line {exc.lineno}, "
-                            f"column {exc.colno})") from exc
+        raise JsonTextError(
+            "syntax", f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from exc
     except ValueError as exc:  # e.g. an integer beyond Python's digit limit
         raise JsonTextError("integer_range", f"a number cannot be read exactly: {exc}") from exc
     _check_depth(text, max_depth)
@@ -153,15 +164,16 @@ def _check_strings(value: Any) -> None:
 
 def _check_text(text: str) -> None:
     if not text.isascii() and _SURROGATE.search(text):
-        raise JsonTextError("lone_surrogate", f"a string holds a lone UTF-16 surrogate "
-                            f"({ascii(text[:40])}); it is not Unicode text")
+        raise JsonTextError(
+            "lone_surrogate",
+            f"a string holds a lone UTF-16 surrogate ({ascii(text[:40])}); it is not Unicode text",
+        )
 
 
 # ---------------------------------------------------------------------- writing
 
 
-def write_json(value: Any, *, limit: int | None = None,
-               max_depth: int = DEFAULT_MAX_DEPTH) -> str:
+def write_json(value: Any, *, limit: int | None = None, max_depth: int = DEFAULT_MAX_DEPTH) -> str:
     """Compact JSON text of value (non-ASCII kept); JsonTextError for what `read_json` would
     not take back (NaN, lone surrogates, non-JSON types, nesting deeper than max_depth) or a
     text longer than `limit` UTF-8 bytes."""

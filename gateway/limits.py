@@ -49,8 +49,10 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in Limits.__dataclass_fiel
 
 def over_limit(what: str, name: str, limit: int) -> RequestError:
     """The request error for `what` (e.g. "the turn has 80 calls") over limit `name`."""
-    return RequestError(RequestCode.LIMIT_EXCEEDED,
-                        f"{what}, over the limit of {limit} (callgate serve {FLAGS[name]})")
+    return RequestError(
+        RequestCode.LIMIT_EXCEEDED,
+        f"{what}, over the limit of {limit} (callgate serve {FLAGS[name]})",
+    )
 
 
 def utf8_len(text: str) -> int:

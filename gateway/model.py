@@ -34,18 +34,26 @@ class CallStatus(StrEnum):
         return self in _TERMINAL
 
 
-_TERMINAL = frozenset({CallStatus.SUCCEEDED, CallStatus.REJECTED, CallStatus.FAILED,
-                       CallStatus.NOT_RUN})
+_TERMINAL = frozenset(
+    {CallStatus.SUCCEEDED, CallStatus.REJECTED, CallStatus.FAILED, CallStatus.NOT_RUN}
+)
 
 # What may follow each status (docs/architecture.md). PROPOSED is the runner's entry state.
 TRANSITIONS: dict[CallStatus, frozenset[CallStatus]] = {
-    CallStatus.PROPOSED: frozenset({CallStatus.REJECTED, CallStatus.PENDING_APPROVAL,
-                                    CallStatus.HELD, CallStatus.EXECUTING, CallStatus.NOT_RUN}),
-    CallStatus.PENDING_APPROVAL: frozenset({CallStatus.EXECUTING, CallStatus.HELD,
-                                            CallStatus.REJECTED, CallStatus.NOT_RUN}),
+    CallStatus.PROPOSED: frozenset(
+        {
+            CallStatus.REJECTED,
+            CallStatus.PENDING_APPROVAL,
+            CallStatus.HELD,
+            CallStatus.EXECUTING,
+            CallStatus.NOT_RUN,
+        }
+    ),
+    CallStatus.PENDING_APPROVAL: frozenset(
+        {CallStatus.EXECUTING, CallStatus.HELD, CallStatus.REJECTED, CallStatus.NOT_RUN}
+    ),
     CallStatus.HELD: frozenset({CallStatus.EXECUTING, CallStatus.NOT_RUN}),
-    CallStatus.EXECUTING: frozenset({CallStatus.SUCCEEDED, CallStatus.FAILED,
-                                     CallStatus.UNKNOWN}),
+    CallStatus.EXECUTING: frozenset({CallStatus.SUCCEEDED, CallStatus.FAILED, CallStatus.UNKNOWN}),
     CallStatus.UNKNOWN: frozenset({CallStatus.SUCCEEDED, CallStatus.FAILED}),
     CallStatus.SUCCEEDED: frozenset(),
     CallStatus.REJECTED: frozenset(),
@@ -91,8 +99,12 @@ class RunState(StrEnum):
 
     @property
     def terminal(self) -> bool:
-        return self in (RunState.COMPLETED, RunState.HANDED_OFF, RunState.BUDGET_EXHAUSTED,
-                        RunState.CANCELLED)
+        return self in (
+            RunState.COMPLETED,
+            RunState.HANDED_OFF,
+            RunState.BUDGET_EXHAUSTED,
+            RunState.CANCELLED,
+        )
 
     @property
     def paused(self) -> bool:
@@ -137,8 +149,12 @@ class Identity:
     claims: dict[str, Any] = field(default_factory=dict)
 
     def as_input(self) -> dict[str, Any]:
-        return {"subject": self.subject, "tenant": self.tenant, "roles": list(self.roles),
-                "claims": dict(self.claims)}
+        return {
+            "subject": self.subject,
+            "tenant": self.tenant,
+            "roles": list(self.roles),
+            "claims": dict(self.claims),
+        }
 
 
 @dataclass(frozen=True)
@@ -164,8 +180,10 @@ class Usage:
 
     def __add__(self, other: Usage) -> Usage:
         """Saturating at the largest count a store keeps (2^63 − 1): never an overflow."""
-        return Usage(min(self.input_tokens + other.input_tokens, MAX_COUNT),
-                     min(self.output_tokens + other.output_tokens, MAX_COUNT))
+        return Usage(
+            min(self.input_tokens + other.input_tokens, MAX_COUNT),
+            min(self.output_tokens + other.output_tokens, MAX_COUNT),
+        )
 
 
 @dataclass(frozen=True)
@@ -254,9 +272,12 @@ class TurnInput:
         body = {
             "event": self.event.kind.value,
             "calls": [[c.call_id, c.name, c.arguments_json, c.complete] for c in self.event.calls],
-            "text": self.event.text, "error_kind": self.event.error_kind,
-            "retryable": self.event.retryable, "provider": self.provider,
-            "api_version": self.api_version, "model": self.model,
+            "text": self.event.text,
+            "error_kind": self.event.error_kind,
+            "retryable": self.event.retryable,
+            "provider": self.provider,
+            "api_version": self.api_version,
+            "model": self.model,
             "usage": [self.usage.input_tokens, self.usage.output_tokens],
             "raw": self.raw_response_json,
         }
@@ -390,8 +411,11 @@ class ApprovalRecord:
 
     def due(self, now: datetime) -> bool:
         """Still pending at or after its expiry time."""
-        return (self.status == ApprovalStatus.PENDING and self.expires_at is not None
-                and now >= self.expires_at)
+        return (
+            self.status == ApprovalStatus.PENDING
+            and self.expires_at is not None
+            and now >= self.expires_at
+        )
 
 
 @dataclass(frozen=True)
@@ -418,10 +442,17 @@ class CallResult:
 
     @classmethod
     def of(cls, rec: CallRecord) -> CallResult:
-        return cls(call_id=rec.call_id, tool=rec.tool, status=rec.status,
-                   output_json=rec.output_json, error_code=rec.error_code,
-                   error_message=rec.error_message, decision=rec.decision,
-                   execution_count=rec.execution_count, approval_id=rec.approval_id)
+        return cls(
+            call_id=rec.call_id,
+            tool=rec.tool,
+            status=rec.status,
+            output_json=rec.output_json,
+            error_code=rec.error_code,
+            error_message=rec.error_message,
+            decision=rec.decision,
+            execution_count=rec.execution_count,
+            approval_id=rec.approval_id,
+        )
 
 
 @dataclass(frozen=True)
@@ -533,8 +564,14 @@ def revised(record: R, /, **changes: Any) -> R:
 
 def _settable(cls: type) -> frozenset[str]:
     params = getattr(cls, "__dataclass_params__", None)
-    if (params is None or not params.frozen or hasattr(cls, "__post_init__")
-            or "__slots__" in cls.__dict__):
-        raise TypeError(f"revised() copies frozen dataclasses without __post_init__ or slots; "
-                        f"{cls.__name__} is not one (use dataclasses.replace)")
+    if (
+        params is None
+        or not params.frozen
+        or hasattr(cls, "__post_init__")
+        or "__slots__" in cls.__dict__
+    ):
+        raise TypeError(
+            f"revised() copies frozen dataclasses without __post_init__ or slots; "
+            f"{cls.__name__} is not one (use dataclasses.replace)"
+        )
     return frozenset(f.name for f in dataclasses.fields(cls) if f.init)

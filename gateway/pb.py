@@ -14,5 +14,9 @@ from gateway._proto.callgate.v1.gateway_pb2_grpc import (
     add_ToolGatewayServicer_to_server,
 )
 
-__all__ = ["DESCRIPTOR", "ToolGatewayServicer", "ToolGatewayStub",
-           "add_ToolGatewayServicer_to_server"]
+__all__ = [
+    "DESCRIPTOR",
+    "ToolGatewayServicer",
+    "ToolGatewayStub",
+    "add_ToolGatewayServicer_to_server",
+]

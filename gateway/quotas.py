@@ -140,8 +140,10 @@ def given_back(calls: Sequence[CallRecord], expect: Sequence[CallRecord]) -> lis
         and c.decision.quotas
         and (
             c.status in (CallStatus.REJECTED, CallStatus.NOT_RUN)
-            or (c.status == CallStatus.FAILED
-                and ((c.run_id, c.call_id) in unknown or c.error_code == NOT_APPLIED))
+            or (
+                c.status == CallStatus.FAILED
+                and ((c.run_id, c.call_id) in unknown or c.error_code == NOT_APPLIED)
+            )
         )
     ]
 

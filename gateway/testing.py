@@ -52,16 +52,40 @@ class ServeTLS:
 
 
 class SidecarProcess:
-    def __init__(self, *, tools: Path, policies: Path, db: Path | str, auth: Path | None = None,
-                 listen: str = "127.0.0.1:0", extra_args: Sequence[str] = (),
-                 env: dict[str, str] | None = None, ready_timeout_s: float = 60.0,
-                 tls: ServeTLS | None = None, audit_key: Path | None = None,
-                 workers: int = 1) -> None:
-        self.args = [sys.executable, "-m", "gateway.cli", "serve", "--listen", listen,
-                     "--tools", str(tools), "--policies", str(policies), "--db", str(db),
-                     *(["--auth", str(auth)] if auth else []), *(tls.args() if tls else []),
-                     *(["--audit-key-file", str(audit_key)] if audit_key else []),
-                     *(["--workers", str(workers)] if workers != 1 else []), *extra_args]
+    def __init__(
+        self,
+        *,
+        tools: Path,
+        policies: Path,
+        db: Path | str,
+        auth: Path | None = None,
+        listen: str = "127.0.0.1:0",
+        extra_args: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+        ready_timeout_s: float = 60.0,
+        tls: ServeTLS | None = None,
+        audit_key: Path | None = None,
+        workers: int = 1,
+    ) -> None:
+        self.args = [
+            sys.executable,
+            "-m",
+            "gateway.cli",
+            "serve",
+            "--listen",
+            listen,
+            "--tools",
+            str(tools),
+            "--policies",
+            str(policies),
+            "--db",
+            str(db),
+            *(["--auth", str(auth)] if auth else []),
+            *(tls.args() if tls else []),
+            *(["--audit-key-file", str(audit_key)] if audit_key else []),
+            *(["--workers", str(workers)] if workers != 1 else []),
+            *extra_args,
+        ]
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.db = db
         self.ready_timeout_s = ready_timeout_s
@@ -72,8 +96,9 @@ class SidecarProcess:
         self._reader: threading.Thread | None = None
 
     def start(self) -> SidecarProcess:
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, env=self.env)
+        self.proc = subprocess.Popen(
+            self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self.env
+        )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         if not self._ready.wait(self.ready_timeout_s) or not self.target:
@@ -93,8 +118,9 @@ class SidecarProcess:
                 self._ready.set()
         self._ready.set()
 
-    def client(self, token: str = "", *, tls: ClientTLS | None = None,
-               timeout_s: float = 60.0) -> GatewayClient:
+    def client(
+        self, token: str = "", *, tls: ClientTLS | None = None, timeout_s: float = 60.0
+    ) -> GatewayClient:
         """A client of this sidecar (close it, or use it in a `with`)."""
         return GatewayClient(self.target, token, tls=tls, timeout_s=timeout_s)
 
@@ -117,15 +143,21 @@ class SidecarProcess:
     def __enter__(self) -> SidecarProcess:
         return self.start()
 
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
 
-def run_serve_expecting_failure(args: Sequence[str], timeout_s: float = 60.0,
-                                env: dict[str, str] | None = None) -> tuple[int, str]:
+def run_serve_expecting_failure(
+    args: Sequence[str], timeout_s: float = 60.0, env: dict[str, str] | None = None
+) -> tuple[int, str]:
     """Run `callgate serve ARGS` that must refuse to start; answers (exit code, output)."""
-    proc = subprocess.run([sys.executable, "-m", "gateway.cli", "serve", *args],
-                          capture_output=True, text=True, timeout=timeout_s,
-                          env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env={**os.environ, **(env or {})},
+    )
     return proc.returncode, proc.stdout + proc.stderr

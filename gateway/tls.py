@@ -57,8 +57,8 @@ class ServerCertificates:
 
     def credentials(self) -> grpc.ServerCredentials:
         return grpc.dynamic_ssl_server_credentials(
-            _configuration(self._material), self._fetch,
-            require_client_authentication=self.mutual)
+            _configuration(self._material), self._fetch, require_client_authentication=self.mutual
+        )
 
     def _files(self) -> list[tuple[str, Path]]:
         files = [("--tls-cert", self.cert), ("--tls-key", self.key)]
@@ -79,8 +79,9 @@ class ServerCertificates:
         chain = _certificates(cert, "--tls-cert", self.cert)
         private = _private_key(key, self.key)
         if _public(private.public_key()) != _public(chain[0].public_key()):
-            raise ConfigError(f"--tls-key {self.key}: does not match the certificate in "
-                              f"--tls-cert {self.cert}")
+            raise ConfigError(
+                f"--tls-key {self.key}: does not match the certificate in --tls-cert {self.cert}"
+            )
         ca = None
         if self.client_ca is not None:
             ca = _read(self.client_ca, "--tls-client-ca")
@@ -117,7 +118,8 @@ class ServerCertificates:
 
 def _configuration(material: _Material) -> grpc.ServerCertificateConfiguration:
     return grpc.ssl_server_certificate_configuration(
-        [(material.key, material.cert_chain)], root_certificates=material.client_ca)
+        [(material.key, material.cert_chain)], root_certificates=material.client_ca
+    )
 
 
 @dataclass(frozen=True)
@@ -137,8 +139,9 @@ class ClientTLS:
         roots = _read(self.ca, "--tls-ca") if self.ca else None
         cert = _read(self.cert, "--tls-client-cert") if self.cert else None
         key = _read(self.key, "--tls-client-key") if self.key else None
-        return grpc.ssl_channel_credentials(root_certificates=roots, private_key=key,
-                                            certificate_chain=cert)
+        return grpc.ssl_channel_credentials(
+            root_certificates=roots, private_key=key, certificate_chain=cert
+        )
 
     def channel_options(self) -> list[tuple[str, str]]:
         return [("grpc.ssl_target_name_override", self.server_name)] if self.server_name else []
@@ -167,8 +170,10 @@ def _private_key(data: bytes, path: Path) -> PrivateKeyTypes:
     try:
         return serialization.load_pem_private_key(data, password=None)
     except TypeError as exc:
-        raise ConfigError(f"--tls-key {path}: the key is encrypted; give an unencrypted PEM "
-                          "key (protect it with file permissions)") from exc
+        raise ConfigError(
+            f"--tls-key {path}: the key is encrypted; give an unencrypted PEM "
+            "key (protect it with file permissions)"
+        ) from exc
     except ValueError as exc:
         raise ConfigError(f"--tls-key {path}: not a PEM private key") from exc
 
@@ -176,12 +181,12 @@ def _private_key(data: bytes, path: Path) -> PrivateKeyTypes:
 def _public(key: PublicKeyTypes) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
-    return key.public_bytes(serialization.Encoding.DER,
-                            serialization.PublicFormat.SubjectPublicKeyInfo)
+    return key.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
 
 
 def describe(certs: ServerCertificates | None) -> str:
     if certs is None:
         return "plaintext"
     return "TLS with client certificates (mutual TLS)" if certs.mutual else "TLS"
-

@@ -23,8 +23,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # what the client distribution is made of, relative to the repository
-FILES = ["gateway/__init__.py", "gateway/py.typed", "gateway/pb.py", "gateway/errors.py",
-         "gateway/tls.py"]
+FILES = [
+    "gateway/__init__.py",
+    "gateway/py.typed",
+    "gateway/pb.py",
+    "gateway/errors.py",
+    "gateway/tls.py",
+]
 PACKAGES = ["gateway/_proto", "gateway/client", "gateway/loop", "gateway/frameworks", "adapters"]
 DEPENDENCIES = ("grpcio", "grpcio-status", "protobuf")
 EXTRAS = ("agents", "langgraph")  # the frameworks' packages, as the main distribution's extras
@@ -39,8 +44,11 @@ def extras() -> dict[str, list[str]]:
 def requirements() -> list[str]:
     """The main distribution's own version bounds of the client's three dependencies."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    found = [d for d in project["dependencies"]
-             if d.split(">")[0].split("=")[0].split("[")[0].strip() in DEPENDENCIES]
+    found = [
+        d
+        for d in project["dependencies"]
+        if d.split(">")[0].split("=")[0].split("[")[0].strip() in DEPENDENCIES
+    ]
     assert len(found) == len(DEPENDENCIES), found
     return found
 
@@ -52,19 +60,21 @@ def stage(into: Path) -> Path:
         (into / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, into / rel)
     for rel in PACKAGES:
-        shutil.copytree(ROOT / rel, into / rel,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(
+            ROOT / rel, into / rel, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
     deps = ", ".join(f'"{d}"' for d in requirements())
     optional = "\n".join(f"{name} = {json.dumps(reqs)}" for name, reqs in extras().items())
-    (into / "pyproject.toml").write_text(f"""[build-system]
+    (into / "pyproject.toml").write_text(
+        f"""[build-system]
 requires = ["setuptools>=68"]
 build-backend = "setuptools.build_meta"
 
 [project]
 name = "callgate-client"
-version = "{project['version']}"
+version = "{project["version"]}"
 description = "The client and reference agent loop of the callgate sidecar"
-requires-python = "{project['requires-python']}"
+requires-python = "{project["requires-python"]}"
 dependencies = [{deps}]
 
 [project.optional-dependencies]
@@ -75,7 +85,9 @@ include = ["gateway*", "adapters*"]
 
 [tool.setuptools.package-data]
 "*" = ["py.typed"]
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return into
 
 
@@ -85,8 +97,20 @@ def main(argv: list[str]) -> int:
     out = parser.parse_args(argv).out.resolve()
     with tempfile.TemporaryDirectory(prefix="callgate-client-") as tmp:
         staged = stage(Path(tmp))
-        done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                               "--no-build-isolation", "--quiet", "-w", str(out), str(staged)])
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "--no-build-isolation",
+                "--quiet",
+                "-w",
+                str(out),
+                str(staged),
+            ]
+        )
     return done.returncode
 
 

@@ -46,12 +46,14 @@ WEATHER = {"city": "Berlin", "date": "2026-12-01"}
 
 def scrape(url: str) -> Sample:
     text = urllib.request.urlopen(url, timeout=10).read().decode()
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for f in text_string_to_metric_families(text) for s in f.samples}
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+    }
 
 
-def drive(target: str, stop: threading.Event, travel: Any, workshop: Any,
-          policies: Path) -> None:
+def drive(target: str, stop: threading.Event, travel: Any, workshop: Any, policies: Path) -> None:
     """A mixed load until stop is set; a rejected reload at 15 s, its fix at 30 s, a write of
     unknown outcome at 20 s (its look-up failing), approvals left pending now and then."""
     began = time.monotonic()
@@ -62,11 +64,16 @@ def drive(target: str, stop: threading.Event, travel: Any, workshop: Any,
                 return
             run = f"pic-{n}"
             alice.start_run(run_id=run)
-            calls = [tool_call("a", "get_train_status", TRAIN),
-                     tool_call("b", "get_weather", WEATHER)]
+            calls = [
+                tool_call("a", "get_train_status", TRAIN),
+                tool_call("b", "get_weather", WEATHER),
+            ]
             if n % 3 == 0:
-                calls.append(tool_call("c", "get_train_status",
-                                       {"train_number": "TGV9", "date": "2026-12-01"}))
+                calls.append(
+                    tool_call(
+                        "c", "get_train_status", {"train_number": "TGV9", "date": "2026-12-01"}
+                    )
+                )
             if n % 5 == 0:
                 calls.append(tool_call("d", "book_everything", {}))
             if n % 7 == 0:
@@ -74,8 +81,13 @@ def drive(target: str, stop: threading.Event, travel: Any, workshop: Any,
             if n % 11 == 0:
                 travel.control({"weather": {"status": 500, "times": 1}})
             if n % 40 == 0:  # more than two seats: an owner must approve (nobody does here)
-                calls.append(tool_call("w", "reserve_seat", {
-                    "event_id": "ws-acme-1", "participant": "alice", "seats": 3}))
+                calls.append(
+                    tool_call(
+                        "w",
+                        "reserve_seat",
+                        {"event_id": "ws-acme-1", "participant": "alice", "seats": 3},
+                    )
+                )
             due = [e for e, at in events.items() if time.monotonic() - began >= at]
             for event in due:
                 del events[event]
@@ -84,15 +96,25 @@ def drive(target: str, stop: threading.Event, travel: Any, workshop: Any,
                 elif event == "fix":
                     (policies / "broken.rego").unlink()
                 else:
-                    workshop.control({"reserve_seat": {"apply_then_drop": True, "times": 1},
-                                      "lookup": {"status": 500}})
-                    calls = [tool_call("u", "reserve_seat", {
-                        "event_id": "ws-acme-1", "participant": "alice", "seats": 1})]
+                    workshop.control(
+                        {
+                            "reserve_seat": {"apply_then_drop": True, "times": 1},
+                            "lookup": {"status": 500},
+                        }
+                    )
+                    calls = [
+                        tool_call(
+                            "u",
+                            "reserve_seat",
+                            {"event_id": "ws-acme-1", "participant": "alice", "seats": 1},
+                        )
+                    ]
             alice.submit_calls(run, "t1", *calls)
 
 
-def rate_by(series: list[tuple[float, Sample]], name: str, by: str,
-            where: dict[str, str] | None = None) -> dict[str, list[tuple[float, float]]]:
+def rate_by(
+    series: list[tuple[float, Sample]], name: str, by: str, where: dict[str, str] | None = None
+) -> dict[str, list[tuple[float, float]]]:
     out: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for (t0, a), (t1, b) in itertools.pairwise(series):
         sums: dict[str, float] = defaultdict(float)
@@ -106,8 +128,9 @@ def rate_by(series: list[tuple[float, Sample]], name: str, by: str,
     return out
 
 
-def quantile_by(series: list[tuple[float, Sample]], name: str, by: str, q: float,
-                window: int = 5) -> dict[str, list[tuple[float, float]]]:
+def quantile_by(
+    series: list[tuple[float, Sample]], name: str, by: str, q: float, window: int = 5
+) -> dict[str, list[tuple[float, float]]]:
     out: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for i in range(window, len(series)):
         (_, a), (t1, b) = series[i - window], series[i]
@@ -147,26 +170,42 @@ def plot(series: list[tuple[float, Sample]], out: Path) -> None:
     fig, axes = plt.subplots(3, 3, figsize=(13, 8.4))
     panels = [
         ("Decisions by verdict (/s)", rate_by(series, "callgate_decisions_total", "verdict")),
-        ("Denials by reason code (/s)", rate_by(series, "callgate_call_results_total", "code",
-                                               {"status": "REJECTED"})),
-        ("Tool latency p50 / p99 (ms)", {
-            **{f"p50 {k}": [(t, v * 1000) for t, v in pts] for k, pts in quantile_by(
-                series, "callgate_tool_duration_seconds", "tool", 0.5).items()},
-            **{f"p99 {k}": [(t, v * 1000) for t, v in pts] for k, pts in quantile_by(
-                series, "callgate_tool_duration_seconds", "tool", 0.99).items()}}),
-        ("Call results by status (/s)", rate_by(series, "callgate_call_results_total",
-                                                "status")),
+        (
+            "Denials by reason code (/s)",
+            rate_by(series, "callgate_call_results_total", "code", {"status": "REJECTED"}),
+        ),
+        (
+            "Tool latency p50 / p99 (ms)",
+            {
+                **{
+                    f"p50 {k}": [(t, v * 1000) for t, v in pts]
+                    for k, pts in quantile_by(
+                        series, "callgate_tool_duration_seconds", "tool", 0.5
+                    ).items()
+                },
+                **{
+                    f"p99 {k}": [(t, v * 1000) for t, v in pts]
+                    for k, pts in quantile_by(
+                        series, "callgate_tool_duration_seconds", "tool", 0.99
+                    ).items()
+                },
+            },
+        ),
+        ("Call results by status (/s)", rate_by(series, "callgate_call_results_total", "status")),
         ("Pending approvals", {"pending": gauge(series, "callgate_pending_approvals")}),
         ("Unknown outcomes", {"unknown": gauge(series, "callgate_unknown_outcome_calls")}),
         ("Policy reloads (/s)", rate_by(series, "callgate_policy_reloads_total", "result")),
         ("Turns by next action (/s)", rate_by(series, "callgate_turns_total", "next_action")),
-        ("RPCs by method, OK (/s)", rate_by(series, "callgate_grpc_server_handled_total",
-                                            "method", {"code": "OK"})),
+        (
+            "RPCs by method, OK (/s)",
+            rate_by(series, "callgate_grpc_server_handled_total", "method", {"code": "OK"}),
+        ),
     ]
     for ax, (title, lines) in zip(axes.flat, panels, strict=True):
         for label, pts in sorted(lines.items()):
-            if pts and (any(v for _, v in pts) or title in ("Pending approvals",
-                                                             "Unknown outcomes")):
+            if pts and (
+                any(v for _, v in pts) or title in ("Pending approvals", "Unknown outcomes")
+            ):
                 ax.plot([t - start for t, _ in pts], [v for _, v in pts], label=label, lw=1.4)
         ax.set_title(title, fontsize=10)
         ax.tick_params(labelsize=7)
@@ -174,37 +213,58 @@ def plot(series: list[tuple[float, Sample]], out: Path) -> None:
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=6, loc="upper left")
-    fig.suptitle("callgate dashboard panels (docs/grafana-dashboard.json), computed from "
-                 f"{len(series)} real /metrics scrapes of a local sidecar under a scripted load;"
-                 "\ndrawn with matplotlib, not Grafana", fontsize=10)
+    fig.suptitle(
+        "callgate dashboard panels (docs/grafana-dashboard.json), computed from "
+        f"{len(series)} real /metrics scrapes of a local sidecar under a scripted load;"
+        "\ndrawn with matplotlib, not Grafana",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(out, dpi=72)
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "dashboard.png")
     ns = p.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, start_travel_service() as travel, \
-            start_workshop_service(Path(tmp) / "workshop.db") as workshop:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        start_travel_service() as travel,
+        start_workshop_service(Path(tmp) / "workshop.db") as workshop,
+    ):
         tools, policies = Path(tmp) / "tools", Path(tmp) / "policies"
         tools.mkdir()
-        for src in [*(ROOT / "examples" / "travel" / "tools").glob("*.yaml"),
-                    *(ROOT / "examples" / "workshop" / "tools").glob("*.yaml")]:
+        for src in [
+            *(ROOT / "examples" / "travel" / "tools").glob("*.yaml"),
+            *(ROOT / "examples" / "workshop" / "tools").glob("*.yaml"),
+        ]:
             shutil.copy(src, tools / src.name)
         shutil.copytree(ROOT / "policies", policies)
-        env = {"CALLGATE_TRAVEL_URL": travel.url, "CALLGATE_WORKSHOP_URL": workshop.url,
-               "PYTHONPATH": str(ROOT)}
-        with SidecarProcess(tools=tools, policies=policies, db=Path(tmp) / "cg.db",
-                            auth=ROOT / "examples" / "auth.yaml", env=env,
-                            extra_args=["--metrics-listen", "127.0.0.1:0"]) as sidecar:
-            url = next(line.split("serving metrics at ")[1].strip() for line in sidecar.lines
-                       if "serving metrics at " in line)
+        env = {
+            "CALLGATE_TRAVEL_URL": travel.url,
+            "CALLGATE_WORKSHOP_URL": workshop.url,
+            "PYTHONPATH": str(ROOT),
+        }
+        with SidecarProcess(
+            tools=tools,
+            policies=policies,
+            db=Path(tmp) / "cg.db",
+            auth=ROOT / "examples" / "auth.yaml",
+            env=env,
+            extra_args=["--metrics-listen", "127.0.0.1:0"],
+        ) as sidecar:
+            url = next(
+                line.split("serving metrics at ")[1].strip()
+                for line in sidecar.lines
+                if "serving metrics at " in line
+            )
             stop = threading.Event()
-            load = threading.Thread(target=drive, args=(sidecar.target, stop, travel, workshop,
-                                                        policies))
+            load = threading.Thread(
+                target=drive, args=(sidecar.target, stop, travel, workshop, policies)
+            )
             load.start()
             series = []
             deadline = time.monotonic() + ns.seconds

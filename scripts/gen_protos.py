@@ -41,8 +41,9 @@ def generate(out_dir: Path) -> list[Path]:
             continue
         text = path.read_text()
         # generated modules import each other as top-level `callgate.v1`; make them package-relative
-        fixed = re.sub(r"^from callgate\.v1 import", f"from {PACKAGE}.callgate.v1 import", text,
-                       flags=re.M)
+        fixed = re.sub(
+            r"^from callgate\.v1 import", f"from {PACKAGE}.callgate.v1 import", text, flags=re.M
+        )
         if fixed != text:
             path.write_text(fixed)
         written.append(path)

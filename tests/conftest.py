@@ -58,11 +58,21 @@ def effects_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def sidecar(tmp_path_factory: pytest.TempPathFactory, travel: TravelService, tools_dir: Path,
-            effects_db: Path, workshop: WorkshopService) -> Iterator[SidecarProcess]:
+def sidecar(
+    tmp_path_factory: pytest.TempPathFactory,
+    travel: TravelService,
+    tools_dir: Path,
+    effects_db: Path,
+    workshop: WorkshopService,
+) -> Iterator[SidecarProcess]:
     db = tmp_path_factory.mktemp("store") / "callgate.db"
-    with SidecarProcess(tools=tools_dir, policies=POLICIES, db=db, auth=AUTH,
-                        env=sidecar_env(travel, effects_db, workshop)) as proc:
+    with SidecarProcess(
+        tools=tools_dir,
+        policies=POLICIES,
+        db=db,
+        auth=AUTH,
+        env=sidecar_env(travel, effects_db, workshop),
+    ) as proc:
         yield proc
 
 
@@ -90,6 +100,7 @@ def new_db(db_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> NewD
         if db_kind == "sqlite":
             return str(tmp_path / f"store-{count}.db")
         return databases.new_schema(request.getfixturevalue("pg_database"))
+
     return make
 
 
@@ -116,4 +127,5 @@ def run_id() -> str:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """An `opa` the tests started (tests/support/opa.py) ends with them."""
     from tests.support.opa import stop_live_opa
+
     stop_live_opa()

@@ -15,10 +15,15 @@ from gateway.observe.metrics import Labels, PrometheusMetrics, StoreGauges
 
 DASHBOARD = Path(__file__).resolve().parent.parent / "docs" / "grafana-dashboard.json"
 METRIC = re.compile(r"\b(callgate_[a-z0-9_]+)")
-LABELS = Labels(tools=frozenset({"t"}), statuses=frozenset({"REJECTED"}),
-                codes=frozenset({"policy_denied"}), next_actions=frozenset({"CONTINUE"}),
-                providers=frozenset(), methods=frozenset({"SubmitTurn"}),
-                grpc_codes=frozenset({"OK"}))
+LABELS = Labels(
+    tools=frozenset({"t"}),
+    statuses=frozenset({"REJECTED"}),
+    codes=frozenset({"policy_denied"}),
+    next_actions=frozenset({"CONTINUE"}),
+    providers=frozenset(),
+    methods=frozenset({"SubmitTurn"}),
+    grpc_codes=frozenset({"OK"}),
+)
 
 
 def exported() -> set[str]:
@@ -46,8 +51,14 @@ def test_the_dashboard_is_valid_json_with_its_panels() -> None:
     board = json.loads(DASHBOARD.read_text(encoding="utf-8"))
     assert board["title"] and board["uid"] and board["schemaVersion"] >= 30
     titles = " | ".join(p["title"].lower() for p in board["panels"])
-    for wanted in ("decisions by verdict", "denials by reason code", "tool latency",
-                   "pending approvals", "unknown outcomes", "policy reloads"):
+    for wanted in (
+        "decisions by verdict",
+        "denials by reason code",
+        "tool latency",
+        "pending approvals",
+        "unknown outcomes",
+        "policy reloads",
+    ):
         assert wanted in titles, f"no panel for {wanted}"
     ids = [p["id"] for p in board["panels"]]
     assert len(ids) == len(set(ids))

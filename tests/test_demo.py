@@ -13,21 +13,41 @@ from gateway.testing import SidecarProcess
 from tests.support.paths import ROOT, example_tools, sidecar_env
 
 
-def run_demo(tmp_path: Path, travel: TravelService, workshop: WorkshopService,
-             effects_db: Path, token: str) -> subprocess.CompletedProcess[str]:
+def run_demo(
+    tmp_path: Path, travel: TravelService, workshop: WorkshopService, effects_db: Path, token: str
+) -> subprocess.CompletedProcess[str]:
     """`callgate demo` as a user runs it, against a sidecar with the example set-up."""
-    with SidecarProcess(tools=example_tools(tmp_path / "tools"), policies=ROOT / "policies",
-                        db=tmp_path / "d.db", auth=ROOT / "examples" / "auth.yaml",
-                        env=sidecar_env(travel, effects_db, workshop)) as proc:
+    with SidecarProcess(
+        tools=example_tools(tmp_path / "tools"),
+        policies=ROOT / "policies",
+        db=tmp_path / "d.db",
+        auth=ROOT / "examples" / "auth.yaml",
+        env=sidecar_env(travel, effects_db, workshop),
+    ) as proc:
         return subprocess.run(
-            [sys.executable, "-m", "gateway.cli", "demo", "--target", proc.target,
-             "--token", token, "--travel-url", travel.url, "--workshop-url", workshop.url],
-            capture_output=True, text=True, timeout=120)
+            [
+                sys.executable,
+                "-m",
+                "gateway.cli",
+                "demo",
+                "--target",
+                proc.target,
+                "--token",
+                token,
+                "--travel-url",
+                travel.url,
+                "--workshop-url",
+                workshop.url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
 
-def test_demo_passes_against_the_example_setup(tmp_path: Path, travel: TravelService,
-                                               workshop: WorkshopService,
-                                               effects_db: Path) -> None:
+def test_demo_passes_against_the_example_setup(
+    tmp_path: Path, travel: TravelService, workshop: WorkshopService, effects_db: Path
+) -> None:
     done = run_demo(tmp_path, travel, workshop, effects_db, "alice-demo-token")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "call_weather" in done.stdout and "CALL_STATUS_SUCCEEDED" in done.stdout
@@ -35,16 +55,22 @@ def test_demo_passes_against_the_example_setup(tmp_path: Path, travel: TravelSer
     # the demo's three bookings, in the service's database: one seat, three seats an owner
     # approved, and one seat whose answer was lost (booked once all the same)
     booked = workshop.reservations()
-    assert [(b["participant"], b["seats"]) for b in booked] == [("alice", 1), ("alice", 3),
-                                                               ("alice", 1)]
+    assert [(b["participant"], b["seats"]) for b in booked] == [
+        ("alice", 1),
+        ("alice", 3),
+        ("alice", 1),
+    ]
     assert [b["idempotency_key"].split(":")[1] for b in booked] == [
-        "call_book", "call_book3", "call_lost"]
+        "call_book",
+        "call_book3",
+        "call_lost",
+    ]
     assert "approved by olga" in done.stdout
 
 
-def test_demo_fails_when_an_outcome_is_wrong(tmp_path: Path, travel: TravelService,
-                                             workshop: WorkshopService,
-                                             effects_db: Path) -> None:
+def test_demo_fails_when_an_outcome_is_wrong(
+    tmp_path: Path, travel: TravelService, workshop: WorkshopService, effects_db: Path
+) -> None:
     # a caller of another tenant: the policy denies its trains, and the demo must notice
     done = run_demo(tmp_path, travel, workshop, effects_db, "gina-demo-token")
     assert done.returncode == 1, done.stdout

@@ -475,8 +475,9 @@ def test_a_manifest_shown_as_a_file_is_that_file() -> None:
     files = _marked_blocks(_text("tools.md"), "manifest file")
     assert files, "docs/tools.md shows no example manifest file"
     for name, body in files:
-        assert body == (ROOT / name).read_text(encoding="utf-8"), \
+        assert body == (ROOT / name).read_text(encoding="utf-8"), (
             f"docs/tools.md: the manifest shown as {name} differs from the file"
+        )
 
 
 def test_every_example_manifest_is_one_callgate_accepts() -> None:
@@ -488,24 +489,33 @@ def test_every_example_manifest_is_one_callgate_accepts() -> None:
 
 def test_the_example_tools_table_lists_what_make_run_serves() -> None:
     page = _text("tools.md")
-    table = page[page.index("## The example tools"):]
+    table = page[page.index("## The example tools") :]
     rows = dict(re.findall(r"^\| `(\w+)` \| (read|write) \|", table, re.M))
-    manifests = {m["name"]: m["effect"] for folder in ("travel", "workshop")
-                 for m in (yaml.safe_load(p.read_text()) for p in
-                           sorted((ROOT / "examples" / folder / "tools").glob("*.yaml")))}
+    manifests = {
+        m["name"]: m["effect"]
+        for folder in ("travel", "workshop")
+        for m in (
+            yaml.safe_load(p.read_text())
+            for p in sorted((ROOT / "examples" / folder / "tools").glob("*.yaml"))
+        )
+    }
     assert rows == manifests
 
 
 def test_the_client_page_names_every_method_of_the_client() -> None:
     page = _text("client.md")
-    methods = [name for name, _ in inspect.getmembers(GatewayClient, inspect.isfunction)
-               if not name.startswith("_")]
+    methods = [
+        name
+        for name, _ in inspect.getmembers(GatewayClient, inspect.isfunction)
+        if not name.startswith("_")
+    ]
     missing = [m for m in methods if f"`{m}(" not in page]
     assert not missing, f"docs/client.md does not describe {missing}"
 
 
 def test_an_enum_value_without_a_meaning_stops_the_generator(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     gen = _generator()
     monkeypatch.delitem(gen.ENUM_MEANINGS, "CALL_STATUS_HELD")
     with pytest.raises(gen.MissingMeaning, match="CALL_STATUS_HELD"):
@@ -516,7 +526,10 @@ def test_the_docs_use_the_demo_identities() -> None:
     """One cast: every `<name>-demo-token` a page names is in examples/auth.yaml, with the
     subject it is named for."""
     tokens = yaml.safe_load((ROOT / "examples" / "auth.yaml").read_text())["tokens"]
-    named = {t for page in PAGES for t in re.findall(r"\b([a-z]+-demo-token)\b",
-                                                     page.read_text(encoding="utf-8"))}
+    named = {
+        t
+        for page in PAGES
+        for t in re.findall(r"\b([a-z]+-demo-token)\b", page.read_text(encoding="utf-8"))
+    }
     assert named and named <= set(tokens), sorted(named - set(tokens))
     assert all(tokens[t]["subject"] == t.removesuffix("-demo-token") for t in tokens)

@@ -46,8 +46,24 @@ GATEWAY = ROOT / "gateway"
 
 STORE_PROTOCOL = {"gateway.store.base", "gateway.store.notify"}
 USER_ONLY = {"frameworks"}  # layers for users' programs that no layer of the sidecar imports
-ORDER = ["observe", "client", "loop", "frameworks", "executors", "identity", "tools", "policy",
-         "approvals", "audit", "store", "run", "wire", "mcp_gateway", "service", "cli"]
+ORDER = [
+    "observe",
+    "client",
+    "loop",
+    "frameworks",
+    "executors",
+    "identity",
+    "tools",
+    "policy",
+    "approvals",
+    "audit",
+    "store",
+    "run",
+    "wire",
+    "mcp_gateway",
+    "service",
+    "cli",
+]
 # what each layer may import of `gateway` besides the foundation and itself
 OBSERVE = "gateway.observe"  # the bottom layer: any layer may report through its hooks
 RULES: dict[str, set[str]] = {
@@ -62,30 +78,71 @@ RULES: dict[str, set[str]] = {
     "gateway.approvals": {"gateway.policy", "gateway.tools", *STORE_PROTOCOL},
     "gateway.audit": {"gateway.approvals", "gateway.policy", "gateway.tools", *STORE_PROTOCOL},
     "gateway.store": {"gateway.audit.keys", "gateway.audit.records", "gateway.audit.hashing"},
-    "gateway.run": {"gateway.approvals", "gateway.audit", "gateway.executors", "gateway.policy",
-                    "gateway.tools", *STORE_PROTOCOL, OBSERVE},
-    "gateway.wire": {"gateway.run", "gateway.approvals", "gateway.audit", "gateway.identity",
-                     "gateway.policy", "gateway.tools", OBSERVE},
-    "gateway.mcp_gateway": {"gateway.run", "gateway.identity", "gateway.policy",
-                            "gateway.tools", OBSERVE},
-    "gateway.service": {f"gateway.{name}" for name in ORDER[:ORDER.index("service")]
-                        if name not in USER_ONLY},
-    "gateway.cli": {f"gateway.{name}" for name in ORDER[:ORDER.index("cli")]
-                    if name not in USER_ONLY},
+    "gateway.run": {
+        "gateway.approvals",
+        "gateway.audit",
+        "gateway.executors",
+        "gateway.policy",
+        "gateway.tools",
+        *STORE_PROTOCOL,
+        OBSERVE,
+    },
+    "gateway.wire": {
+        "gateway.run",
+        "gateway.approvals",
+        "gateway.audit",
+        "gateway.identity",
+        "gateway.policy",
+        "gateway.tools",
+        OBSERVE,
+    },
+    "gateway.mcp_gateway": {
+        "gateway.run",
+        "gateway.identity",
+        "gateway.policy",
+        "gateway.tools",
+        OBSERVE,
+    },
+    "gateway.service": {
+        f"gateway.{name}" for name in ORDER[: ORDER.index("service")] if name not in USER_ONLY
+    },
+    "gateway.cli": {
+        f"gateway.{name}" for name in ORDER[: ORDER.index("cli")] if name not in USER_ONLY
+    },
 }
 # the only foundation modules a layer may import, where it may not import all of them
 USER_FOUNDATION = {"gateway.pb", "gateway.tls", "gateway.errors"}
-FOUNDATION_OF: dict[str, set[str]] = {"gateway.client": USER_FOUNDATION,
-                                      "gateway.loop": USER_FOUNDATION,
-                                      "gateway.frameworks": USER_FOUNDATION}
+FOUNDATION_OF: dict[str, set[str]] = {
+    "gateway.client": USER_FOUNDATION,
+    "gateway.loop": USER_FOUNDATION,
+    "gateway.frameworks": USER_FOUNDATION,
+}
 # a foundation module's own exception (see the module docstring)
 FOUNDATION_RULES: dict[str, set[str]] = {"gateway.testing": {"gateway.client"}}
 # third-party packages a layer must not see
 NO_GRPC_NO_SQL = {"grpc", "sqlite3", "psycopg", "psycopg_pool", "adapters"}
 # what the sidecar needs and a user of the client does not install
-SIDECAR_ONLY = {"sqlite3", "psycopg", "psycopg_pool", "regorus", "yaml", "jsonschema",
-                "pydantic", "httpx", "aiohttp", "httptools", "orjson", "rfc8785", "jwt",
-                "opa_client", "re2", "idna", "cryptography", "grpc_health", "grpc_reflection"}
+SIDECAR_ONLY = {
+    "sqlite3",
+    "psycopg",
+    "psycopg_pool",
+    "regorus",
+    "yaml",
+    "jsonschema",
+    "pydantic",
+    "httpx",
+    "aiohttp",
+    "httptools",
+    "orjson",
+    "rfc8785",
+    "jwt",
+    "opa_client",
+    "re2",
+    "idna",
+    "cryptography",
+    "grpc_health",
+    "grpc_reflection",
+}
 FORBIDDEN: dict[str, set[str]] = {
     "gateway.observe": NO_GRPC_NO_SQL,
     "gateway.client": SIDECAR_ONLY | {"adapters"},
@@ -137,8 +194,11 @@ def edges(known: dict[str, Path], *, packages: bool = True) -> dict[str, set[str
         deps: set[str] = set()
         for target in imported(name, path):
             parts = target.split(".")
-            found = [".".join(parts[:cut]) for cut in range(1, len(parts) + 1)
-                     if ".".join(parts[:cut]) in known]
+            found = [
+                ".".join(parts[:cut])
+                for cut in range(1, len(parts) + 1)
+                if ".".join(parts[:cut]) in known
+            ]
             if packages:
                 deps.update(set(found[:-1]) - own)
             deps.update(found[-1:])  # named explicitly: counts even if it encloses the module
@@ -170,8 +230,9 @@ def test_every_layer_imports_only_what_its_rule_allows() -> None:
         allowed = RULES.get(mine, FOUNDATION_RULES.get(name, set()))
         for dep in deps:
             theirs = layer(dep)
-            if theirs == mine or (theirs == "gateway" and mine != "gateway"
-                                  and dep in FOUNDATION_OF.get(mine, {dep})):
+            if theirs == mine or (
+                theirs == "gateway" and mine != "gateway" and dep in FOUNDATION_OF.get(mine, {dep})
+            ):
                 continue
             if not any(dep == a or dep.startswith(a + ".") for a in allowed):
                 problems.append(f"{name} imports {dep}")

@@ -25,8 +25,9 @@ OUTSIDE = [
 
 
 def tracked_files() -> list[Path]:
-    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     return [ROOT / line for line in out.splitlines() if line]
 
 
@@ -45,8 +46,14 @@ def test_no_runnable_file_reaches_above_the_repository() -> None:
 
 
 def test_every_fixture_folder_names_its_sources() -> None:
-    folders = {p.parent for p in tracked_files()
-               if "fixtures" in p.relative_to(ROOT).parts and p.name != "_sources.md"}
-    missing = [f.relative_to(ROOT).as_posix() for f in sorted(folders)
-               if not (f / "_sources.md").is_file() and f.parent.name == "fixtures"]
+    folders = {
+        p.parent
+        for p in tracked_files()
+        if "fixtures" in p.relative_to(ROOT).parts and p.name != "_sources.md"
+    }
+    missing = [
+        f.relative_to(ROOT).as_posix()
+        for f in sorted(folders)
+        if not (f / "_sources.md").is_file() and f.parent.name == "fixtures"
+    ]
     assert not missing, f"fixture folders without a _sources.md: {missing}"

@@ -15,8 +15,12 @@ MAX_FUNCTION_LINES = 50
 
 
 def sources() -> list[Path]:
-    return sorted(p for package in ("gateway", "adapters") for p in (ROOT / package).rglob("*.py")
-                  if "_proto" not in p.parts)
+    return sorted(
+        p
+        for package in ("gateway", "adapters")
+        for p in (ROOT / package).rglob("*.py")
+        if "_proto" not in p.parts
+    )
 
 
 def oversized(path: Path, text: str) -> list[str]:
@@ -33,13 +37,15 @@ def oversized(path: Path, text: str) -> list[str]:
 
 
 def test_no_module_or_function_is_over_its_budget() -> None:
-    found = [problem for path in sources()
-             for problem in oversized(path.relative_to(ROOT), path.read_text(encoding="utf-8"))]
+    found = [
+        problem
+        for path in sources()
+        for problem in oversized(path.relative_to(ROOT), path.read_text(encoding="utf-8"))
+    ]
     assert not found, "over the size budget:\n" + "\n".join(found)
 
 
 def test_the_budget_check_finds_a_long_function() -> None:
     body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
-    assert oversized(Path("m.py"), f"def f() -> None:\n{body}\n") == [
-        "m.py:1: f has 51 lines"]
+    assert oversized(Path("m.py"), f"def f() -> None:\n{body}\n") == ["m.py:1: f has 51 lines"]
     assert oversized(Path("m.py"), "def f() -> None:\n    pass\n") == []

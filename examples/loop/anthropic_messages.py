@@ -31,9 +31,12 @@ class ClaudeModel:
     async def respond(self, request: ModelRequest) -> str:
         try:
             message = await self.client.messages.create(
-                model=self.model, max_tokens=2048, system=SYSTEM,
+                model=self.model,
+                max_tokens=2048,
+                system=SYSTEM,
                 messages=list(request.conversation),  # type: ignore[arg-type]
-                tools=list(request.tools))  # type: ignore[arg-type]
+                tools=list(request.tools),
+            )  # type: ignore[arg-type]
         except anthropic.RateLimitError as err:
             raise ModelError(str(err), kind="rate_limit", retryable=True) from err
         except anthropic.APITimeoutError as err:
@@ -49,8 +52,13 @@ class ClaudeModel:
 
 async def ask(question: str, model: str, target: str, token: str) -> LoopResult:
     async with AsyncGatewayClient(target, token) as client:
-        loop = AgentLoop(client, ClaudeModel(anthropic.AsyncAnthropic(), model),
-                         provider="anthropic.messages", max_turns=8, wait_s=300)
+        loop = AgentLoop(
+            client,
+            ClaudeModel(anthropic.AsyncAnthropic(), model),
+            provider="anthropic.messages",
+            max_turns=8,
+            wait_s=300,
+        )
         return await loop.run([{"role": "user", "content": question}])
 
 

@@ -18,8 +18,12 @@ from gateway.client import DEFAULT_TARGET
 from gateway.loop import ScriptedModel, run_loop
 
 RECORDED = Path(__file__).resolve().parent / "recorded"
-QUESTION = [{"role": "user", "content": "Is ICE123 on time on 2026-12-01, and how is the "
-                                        "weather in Berlin?"}]
+QUESTION = [
+    {
+        "role": "user",
+        "content": "Is ICE123 on time on 2026-12-01, and how is the weather in Berlin?",
+    }
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,8 +33,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-id", default="")
     ns = parser.parse_args(argv)
     model = ScriptedModel.from_files(*sorted(RECORDED.glob("*.json")))
-    result = run_loop(model, QUESTION, provider="anthropic.messages", target=ns.target,
-                      token=ns.token, run_id=ns.run_id)
+    result = run_loop(
+        model,
+        QUESTION,
+        provider="anthropic.messages",
+        target=ns.target,
+        token=ns.token,
+        run_id=ns.run_id,
+    )
     told = model.requests[-1].conversation[-1]["content"]  # the results the model was given
     for block in told:
         print(f"{block['tool_use_id']}: {block['content']}")

@@ -34,10 +34,13 @@ class OpenAIResponsesModel:
     async def respond(self, request: ModelRequest) -> str:
         try:
             response = await self.client.responses.create(
-                model=self.model, instructions=INSTRUCTIONS, store=False,
+                model=self.model,
+                instructions=INSTRUCTIONS,
+                store=False,
                 include=["reasoning.encrypted_content"],  # reasoning items resent each turn
                 input=list(request.conversation),  # type: ignore[arg-type]
-                tools=list(request.tools))  # type: ignore[arg-type]
+                tools=list(request.tools),
+            )  # type: ignore[arg-type]
         except openai.RateLimitError as err:
             raise ModelError(str(err), kind="rate_limit", retryable=True) from err
         except openai.APITimeoutError as err:
@@ -53,8 +56,13 @@ class OpenAIResponsesModel:
 
 async def ask(question: str, model: str, target: str, token: str) -> LoopResult:
     async with AsyncGatewayClient(target, token) as client:
-        loop = AgentLoop(client, OpenAIResponsesModel(openai.AsyncOpenAI(), model),
-                         provider="openai.responses", max_turns=8, wait_s=300)
+        loop = AgentLoop(
+            client,
+            OpenAIResponsesModel(openai.AsyncOpenAI(), model),
+            provider="openai.responses",
+            max_turns=8,
+            wait_s=300,
+        )
         return await loop.run([{"role": "user", "content": question}])
 
 
@@ -68,8 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     result = asyncio.run(ask(ns.question, ns.model, ns.target, ns.token))
     print(f"{result.status.value} ({result.reason}); run {result.run_id}")
     if result.response_json:
-        print(openai.types.responses.Response.model_validate_json(result.response_json)
-              .output_text)
+        print(openai.types.responses.Response.model_validate_json(result.response_json).output_text)
     return 0 if result.status.value == "completed" else 1
 
 

@@ -80,8 +80,12 @@ def weather(body: Mapping[str, Any]) -> dict[str, Any]:
     city = _text_field(body, "city")
     date = _date_field(body)
     seed = zlib.crc32(f"{city.casefold()}|{date}".encode())
-    return {"city": city, "date": date, "forecast": FORECASTS[seed % len(FORECASTS)],
-            "high_c": (seed >> 8) % 31 - 3}
+    return {
+        "city": city,
+        "date": date,
+        "forecast": FORECASTS[seed % len(FORECASTS)],
+        "high_c": (seed >> 8) % 31 - 3,
+    }
 
 
 _TOOLS = {"train_status": train_status, "weather": weather}
@@ -102,11 +106,13 @@ class Behaviour:
     def parse(cls, endpoint: str, spec: Any) -> Behaviour:
         spec = fields_of(spec, {"delay_s", "status", "body", "drop", "times"})
         try:
-            return cls(delay_s=float(spec.get("delay_s", 0.0)),
-                       status=None if spec.get("status") is None else int(spec["status"]),
-                       body=None if spec.get("body") is None else str(spec["body"]),
-                       drop=bool(spec.get("drop", False)),
-                       times=None if spec.get("times") is None else int(spec["times"]))
+            return cls(
+                delay_s=float(spec.get("delay_s", 0.0)),
+                status=None if spec.get("status") is None else int(spec["status"]),
+                body=None if spec.get("body") is None else str(spec["body"]),
+                drop=bool(spec.get("drop", False)),
+                times=None if spec.get("times") is None else int(spec["times"]),
+            )
         except (TypeError, ValueError) as exc:
             raise BadRequest(f"bad behaviour: {exc}") from exc
 
@@ -168,8 +174,9 @@ class TravelService(RunningService):
     """A running travel service; `close()` (or leaving the `with` block) stops it."""
 
 
-def start_travel_service(host: str = "127.0.0.1", port: int = 0, *,
-                         quiet: bool = True) -> TravelService:
+def start_travel_service(
+    host: str = "127.0.0.1", port: int = 0, *, quiet: bool = True
+) -> TravelService:
     """Serve in a daemon thread; port 0 picks a free port (see `.url`)."""
     server = _Server((host, port), _Handler, _State(), quiet)
     server.start("travel-service")
@@ -185,8 +192,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         service = start_travel_service(options.host, options.port, quiet=options.quiet)
     except OSError as exc:
-        raise SystemExit(f"travel service: cannot listen on {options.host}:{options.port}: "
-                         f"{exc.strerror or exc}") from None
+        raise SystemExit(
+            f"travel service: cannot listen on {options.host}:{options.port}: {exc.strerror or exc}"
+        ) from None
     with service:
         run_until_signal(service.url, "travel service")
 

@@ -116,8 +116,12 @@ class SeatRequest:
 
 
 def _reservation(row: sqlite3.Row) -> dict[str, Any]:
-    return {"reservation_id": row["reservation_id"], "event_id": row["event_id"],
-            "participant": row["participant"], "seats": row["seats"]}
+    return {
+        "reservation_id": row["reservation_id"],
+        "event_id": row["event_id"],
+        "participant": row["participant"],
+        "seats": row["seats"],
+    }
 
 
 class Bookings:
@@ -142,13 +146,13 @@ class Bookings:
             self._conn.execute("DELETE FROM reservations")
 
     def _reserved(self, event_id: str) -> int:
-        row = self._conn.execute("SELECT COALESCE(SUM(seats), 0) FROM reservations "
-                                 "WHERE event_id = ?", (event_id,)).fetchone()
+        row = self._conn.execute(
+            "SELECT COALESCE(SUM(seats), 0) FROM reservations WHERE event_id = ?", (event_id,)
+        ).fetchone()
         return int(row[0])
 
     def _event(self, event_id: str) -> sqlite3.Row:
-        row = self._conn.execute("SELECT * FROM events WHERE event_id = ?",
-                                 (event_id,)).fetchone()
+        row = self._conn.execute("SELECT * FROM events WHERE event_id = ?", (event_id,)).fetchone()
         if row is None:
             raise NotFound(f"no event {event_id}")
         return row  # type: ignore[no-any-return]
@@ -157,17 +161,24 @@ class Bookings:
         with self._lock:
             event = self._event(event_id)
             reserved = self._reserved(event_id)
-        return {"event_id": event_id, "title": event["title"], "date": event["date"],
-                "capacity": event["capacity"], "reserved": reserved,
-                "available": event["capacity"] - reserved}
+        return {
+            "event_id": event_id,
+            "title": event["title"],
+            "date": event["date"],
+            "capacity": event["capacity"],
+            "reserved": reserved,
+            "available": event["capacity"] - reserved,
+        }
 
     def events(self, tenant: str) -> list[dict[str, Any]]:
         with self._lock:
-            rows = self._conn.execute("SELECT event_id FROM events WHERE tenant = ? "
-                                      "ORDER BY event_id", (tenant,)).fetchall()
+            rows = self._conn.execute(
+                "SELECT event_id FROM events WHERE tenant = ? ORDER BY event_id", (tenant,)
+            ).fetchall()
         found = [self.availability(r["event_id"]) for r in rows]
-        return [{k: e[k] for k in ("event_id", "title", "date", "capacity", "available")}
-                for e in found]
+        return [
+            {k: e[k] for k in ("event_id", "title", "date", "capacity", "available")} for e in found
+        ]
 
     def reserve(self, key: str, req: SeatRequest, *, pending: bool = False) -> dict[str, Any]:
         """Book (or, pending, hold the key and the seats to book later); a key seen before
@@ -184,8 +195,9 @@ class Bookings:
             return answer
 
     def _reserve(self, key: str, req: SeatRequest, pending: bool) -> dict[str, Any]:
-        known = self._conn.execute("SELECT * FROM reservations WHERE idempotency_key = ?",
-                                   (key,)).fetchone()
+        known = self._conn.execute(
+            "SELECT * FROM reservations WHERE idempotency_key = ?", (key,)
+        ).fetchone()
         if known is not None:
             if known["request_sha256"] != req.sha256():
                 raise Unprocessable("this Idempotency-Key was used for another request")
@@ -197,11 +209,25 @@ class Bookings:
         if req.seats > left:
             raise Unprocessable(f"not enough seats: {left} left")
         rid = f"R-{uuid.uuid4().hex[:10].upper()}"
-        self._conn.execute("INSERT INTO reservations VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           (rid, key, req.sha256(), req.event_id, req.participant, req.seats,
-                            req.email, "pending" if pending else "booked"))
-        return {"reservation_id": rid, "event_id": req.event_id,
-                "participant": req.participant, "seats": req.seats}
+        self._conn.execute(
+            "INSERT INTO reservations VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                rid,
+                key,
+                req.sha256(),
+                req.event_id,
+                req.participant,
+                req.seats,
+                req.email,
+                "pending" if pending else "booked",
+            ),
+        )
+        return {
+            "reservation_id": rid,
+            "event_id": req.event_id,
+            "participant": req.participant,
+            "seats": req.seats,
+        }
 
     def apply_pending(self, key: str | None = None) -> int:
         """Book what was accepted late (one key, or all); answers how many."""
@@ -216,17 +242,21 @@ class Bookings:
 
     def wait_booked(self, key: str, timeout_s: float) -> bool:
         """Block until key is booked; False after timeout_s."""
+
         def booked() -> bool:
-            row = self._conn.execute("SELECT 1 FROM reservations WHERE idempotency_key = ? "
-                                     "AND state = 'booked'", (key,)).fetchone()
+            row = self._conn.execute(
+                "SELECT 1 FROM reservations WHERE idempotency_key = ? AND state = 'booked'", (key,)
+            ).fetchone()
             return row is not None
+
         with self._changed:
             return self._changed.wait_for(booked, timeout_s)
 
     def lookup(self, key: str) -> tuple[int, dict[str, Any]]:
         with self._lock:
-            row = self._conn.execute("SELECT * FROM reservations WHERE idempotency_key = ?",
-                                     (key,)).fetchone()
+            row = self._conn.execute(
+                "SELECT * FROM reservations WHERE idempotency_key = ?", (key,)
+            ).fetchone()
         if row is None:
             return 404, {"error": f"no reservation with Idempotency-Key {key}"}
         if row["state"] == "pending":
@@ -251,8 +281,13 @@ def reservations(path: Path, key: str | None = None) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- behaviours
 
 _READ_FIELDS = {"delay_s", "status", "drop", "times"}
-_WRITE_FIELDS = _READ_FIELDS | {"apply_then_drop", "apply_then_status", "apply_then_delay_s",
-                                "apply_late", "apply_after_s"}
+_WRITE_FIELDS = _READ_FIELDS | {
+    "apply_then_drop",
+    "apply_then_status",
+    "apply_then_delay_s",
+    "apply_late",
+    "apply_after_s",
+}
 
 
 @dataclass
@@ -273,15 +308,19 @@ class Behaviour:
 
         def number(name: str, kind: type[int] | type[float]) -> Any:
             return None if spec.get(name) is None else kind(spec[name])
+
         try:
-            return cls(delay_s=float(spec.get("delay_s", 0.0)), status=number("status", int),
-                       drop=bool(spec.get("drop", False)),
-                       apply_then_drop=bool(spec.get("apply_then_drop", False)),
-                       apply_then_status=number("apply_then_status", int),
-                       apply_then_delay_s=float(spec.get("apply_then_delay_s", 0.0)),
-                       apply_late=bool(spec.get("apply_late", False)),
-                       apply_after_s=float(spec.get("apply_after_s", 0.0)),
-                       times=number("times", int))
+            return cls(
+                delay_s=float(spec.get("delay_s", 0.0)),
+                status=number("status", int),
+                drop=bool(spec.get("drop", False)),
+                apply_then_drop=bool(spec.get("apply_then_drop", False)),
+                apply_then_status=number("apply_then_status", int),
+                apply_then_delay_s=float(spec.get("apply_then_delay_s", 0.0)),
+                apply_late=bool(spec.get("apply_late", False)),
+                apply_after_s=float(spec.get("apply_after_s", 0.0)),
+                times=number("times", int),
+            )
         except (TypeError, ValueError) as exc:
             raise BadRequest(f"bad behaviour: {exc}") from exc
 
@@ -330,8 +369,10 @@ class _Handler(ServiceHandler):
 
     def get(self) -> None:
         if self.path.startswith(LOOKUP_PREFIX):
-            self._serve("lookup", lambda: self.state.bookings.lookup(
-                unquote(self.path.removeprefix(LOOKUP_PREFIX))))
+            self._serve(
+                "lookup",
+                lambda: self.state.bookings.lookup(unquote(self.path.removeprefix(LOOKUP_PREFIX))),
+            )
         else:
             self.answer(404, {"error": "not found"})
 
@@ -342,12 +383,15 @@ class _Handler(ServiceHandler):
             tenant = body.get("tenant")
             if not isinstance(tenant, str):
                 raise BadRequest("tenant must be a string")
-            self._serve("list_events", lambda: (200, {
-                "tenant": tenant, "events": self.state.bookings.events(tenant)}))
+            self._serve(
+                "list_events",
+                lambda: (200, {"tenant": tenant, "events": self.state.bookings.events(tenant)}),
+            )
         elif self.path == "/check_availability":
             event_id = str(body.get("event_id", ""))
-            self._serve("check_availability",
-                        lambda: (200, self.state.bookings.availability(event_id)))
+            self._serve(
+                "check_availability", lambda: (200, self.state.bookings.availability(event_id))
+            )
         elif self.path == "/reserve_seat":
             self._reserve(body)
         else:
@@ -437,8 +481,9 @@ class WorkshopService(RunningService):
         self._bookings.close()
 
 
-def start_workshop_service(db: Path, host: str = "127.0.0.1", port: int = 0, *,
-                           quiet: bool = True) -> WorkshopService:
+def start_workshop_service(
+    db: Path, host: str = "127.0.0.1", port: int = 0, *, quiet: bool = True
+) -> WorkshopService:
     """Serve in a daemon thread with its state in the SQLite file db (created and seeded if
     new); port 0 picks a free port (see `.url`)."""
     server = _Server((host, port), _Handler, _State(Bookings(db)), quiet)
@@ -450,16 +495,23 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Run the workshop example tool service.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8766)
-    parser.add_argument("--db", type=Path, default=Path("workshop.db"),
-                        help="its SQLite file (created and seeded with events if new)")
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=Path("workshop.db"),
+        help="its SQLite file (created and seeded with events if new)",
+    )
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
     options = parser.parse_args(argv)
     try:
-        service = start_workshop_service(options.db, options.host, options.port,
-                                         quiet=options.quiet)
+        service = start_workshop_service(
+            options.db, options.host, options.port, quiet=options.quiet
+        )
     except OSError as exc:
-        raise SystemExit(f"workshop service: cannot listen on {options.host}:{options.port}: "
-                         f"{exc.strerror or exc}") from None
+        raise SystemExit(
+            f"workshop service: cannot listen on {options.host}:{options.port}: "
+            f"{exc.strerror or exc}"
+        ) from None
     with service:
         run_until_signal(service.url, "workshop service")
 

@@ -74,8 +74,11 @@ class ApprovalDesk:
     # ------------------------------------------------------------------ listing
 
     async def list_page(self, who: Identity, req: ListRequest) -> ApprovalPage:
-        for kind, value in (("run_id", req.which.run_id), ("approval_id", req.which.approval_id),
-                            ("tool", req.which.tool)):
+        for kind, value in (
+            ("run_id", req.which.run_id),
+            ("approval_id", req.which.approval_id),
+            ("tool", req.which.tool),
+        ):
             check_id(kind, value)
         size = ap.page_size(req.page_size)
         found, token = await self._scan(who, req.which, ap.page_after(req.page_token), size)
@@ -83,11 +86,16 @@ class ApprovalDesk:
         return ApprovalPage(current, token, frozenset(await self._decidable(who, current)))
 
     async def _decidable(self, who: Identity, shown: Sequence[ApprovalRecord]) -> list[str]:
-        return [a.approval_id for a in shown if a.status == ApprovalStatus.PENDING
-                and await ap.may_approve(self.runner.policy, self.runner.registry, who, a)]
+        return [
+            a.approval_id
+            for a in shown
+            if a.status == ApprovalStatus.PENDING
+            and await ap.may_approve(self.runner.policy, self.runner.registry, who, a)
+        ]
 
-    async def _scan(self, who: Identity, which: ApprovalFilter, after: int,
-                    size: int) -> tuple[list[ApprovalRecord], str]:
+    async def _scan(
+        self, who: Identity, which: ApprovalFilter, after: int, size: int
+    ) -> tuple[list[ApprovalRecord], str]:
         shown: list[ApprovalRecord] = []
         scanned = 0
         while True:
@@ -103,8 +111,9 @@ class ApprovalDesk:
             if scanned >= SCAN_LIMIT:  # a partial page; the token continues the scan
                 return shown, ap.page_token(after)
 
-    async def _current(self, found: list[ApprovalRecord],
-                       which: ApprovalFilter) -> list[ApprovalRecord]:
+    async def _current(
+        self, found: list[ApprovalRecord], which: ApprovalFilter
+    ) -> list[ApprovalRecord]:
         """The approvals as they are once those past their expiry are expired."""
         now = self.runner.clock()
         due = {a.run_id for a in found if a.due(now)}
@@ -112,10 +121,12 @@ class ApprovalDesk:
             return found
         for run_id in sorted(due):
             await self.runner.expire_approvals(run_id)
-        fresh = [await self.store.get_approval(a.approval_id) if a.run_id in due else a
-                 for a in found]
-        return [a for a in fresh if a is not None
-                and (not which.statuses or a.status in which.statuses)]
+        fresh = [
+            await self.store.get_approval(a.approval_id) if a.run_id in due else a for a in found
+        ]
+        return [
+            a for a in fresh if a is not None and (not which.statuses or a.status in which.statuses)
+        ]
 
     # ------------------------------------------------------------------ expiry
 
@@ -158,8 +169,8 @@ class ApprovalDesk:
         after = 0
         while True:
             rows = await self.store.list_approvals(
-                ApprovalFilter(statuses=(ApprovalStatus.PENDING,)), after=after,
-                limit=EXPIRY_BATCH)
+                ApprovalFilter(statuses=(ApprovalStatus.PENDING,)), after=after, limit=EXPIRY_BATCH
+            )
             for _, a in rows:
                 if a.due(now):
                     due.add(a.run_id)

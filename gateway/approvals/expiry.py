@@ -35,8 +35,13 @@ def _loop_call_later(delay: float, callback: Callable[[], None]) -> Handle:
 
 
 class ExpiryTimer:
-    def __init__(self, fire: Callable[[], Awaitable[datetime | None]], *,
-                 clock: Callable[[], datetime], call_later: CallLater = _loop_call_later) -> None:
+    def __init__(
+        self,
+        fire: Callable[[], Awaitable[datetime | None]],
+        *,
+        clock: Callable[[], datetime],
+        call_later: CallLater = _loop_call_later,
+    ) -> None:
         self._fire = fire
         self._clock = clock
         self._call_later = call_later

@@ -42,14 +42,18 @@ class DecideRequest:
 
 def check_request(req: DecideRequest) -> None:
     if not req.approval_id:
-        raise RequestError(RequestCode.INVALID_ARGUMENT, "approval_id names the approval to "
-                           "decide; it is required")
+        raise RequestError(
+            RequestCode.INVALID_ARGUMENT, "approval_id names the approval to decide; it is required"
+        )
     if not req.reason.strip():
-        raise RequestError(RequestCode.INVALID_ARGUMENT, "reason is required: say why you "
-                           "approve or deny this call")
+        raise RequestError(
+            RequestCode.INVALID_ARGUMENT,
+            "reason is required: say why you approve or deny this call",
+        )
     if len(req.reason) > MAX_REASON_CHARS:
-        raise RequestError(RequestCode.INVALID_ARGUMENT,
-                           f"reason is longer than {MAX_REASON_CHARS} characters")
+        raise RequestError(
+            RequestCode.INVALID_ARGUMENT, f"reason is longer than {MAX_REASON_CHARS} characters"
+        )
 
 
 def not_found(approval_id: str) -> RequestError:
@@ -59,20 +63,24 @@ def not_found(approval_id: str) -> RequestError:
 def already_decided(a: ApprovalRecord) -> RequestError:
     """The refusal of a second decision (an expired approval has its own code)."""
     if a.status == ApprovalStatus.EXPIRED:
-        return RequestError(RequestCode.APPROVAL_EXPIRED,
-                            f"approval {a.approval_id} expired at {rfc3339(a.expires_at)} "
-                            "before it was decided; the call was not run")
+        return RequestError(
+            RequestCode.APPROVAL_EXPIRED,
+            f"approval {a.approval_id} expired at {rfc3339(a.expires_at)} "
+            "before it was decided; the call was not run",
+        )
     by = f" by {a.decided_by}" if a.decided_by else ""
-    return RequestError(RequestCode.ALREADY_DECIDED,
-                        f"approval {a.approval_id} was already decided: "
-                        f"{a.status.value}{by}")
+    return RequestError(
+        RequestCode.ALREADY_DECIDED,
+        f"approval {a.approval_id} was already decided: {a.status.value}{by}",
+    )
 
 
 # ---------------------------------------------------------------------- who may see and decide
 
 
-async def may_approve(policy: PolicyEngine, registry: Registry, approver: Identity,
-                      a: ApprovalRecord) -> bool:
+async def may_approve(
+    policy: PolicyEngine, registry: Registry, approver: Identity, a: ApprovalRecord
+) -> bool:
     return await policy.allows("may_approve", approve_input(approver, a, registry.get(a.tool)))
 
 
@@ -80,12 +88,18 @@ def not_allowed(approver: Identity, a: ApprovalRecord) -> PermissionDenied:
     """The refusal of a decision `may_approve` did not allow: the rule, who may decide."""
     grant = refused("may_approve", approver, a.tenant)
     if own(approver, a):
-        return PermissionDenied(f"{approver.subject} may not decide approval {a.approval_id}: "
-                                f"you requested it, so someone else decides it ({grant})")
-    whose = (f" (requested by {a.requested_by} of tenant {a.tenant})"
-             if a.tenant == approver.tenant else "")
-    return PermissionDenied(f"{approver.subject} may not decide approval {a.approval_id}"
-                            f"{whose}: {grant}")
+        return PermissionDenied(
+            f"{approver.subject} may not decide approval {a.approval_id}: "
+            f"you requested it, so someone else decides it ({grant})"
+        )
+    whose = (
+        f" (requested by {a.requested_by} of tenant {a.tenant})"
+        if a.tenant == approver.tenant
+        else ""
+    )
+    return PermissionDenied(
+        f"{approver.subject} may not decide approval {a.approval_id}{whose}: {grant}"
+    )
 
 
 def own(who: Identity, a: ApprovalRecord) -> bool:
@@ -93,8 +107,9 @@ def own(who: Identity, a: ApprovalRecord) -> bool:
     return a.requested_by == who.subject and a.tenant == who.tenant
 
 
-async def visible(policy: PolicyEngine, registry: Registry, who: Identity,
-                  a: ApprovalRecord) -> bool:
+async def visible(
+    policy: PolicyEngine, registry: Registry, who: Identity, a: ApprovalRecord
+) -> bool:
     """A caller sees the approvals of its own runs and those `may_approve` lets it decide."""
     return own(who, a) or await may_approve(policy, registry, who, a)
 
@@ -102,34 +117,57 @@ async def visible(policy: PolicyEngine, registry: Registry, who: Identity,
 # ---------------------------------------------------------------------- the approval's moves
 
 
-def requested(requester: Identity, rec: CallRecord, now: datetime,
-              default_ttl_s: int) -> ApprovalRecord:
+def requested(
+    requester: Identity, rec: CallRecord, now: datetime, default_ttl_s: int
+) -> ApprovalRecord:
     """The approval a call waiting for a person gets: bound to its tool version and arguments
     hash, open for the decision's `approval_ttl_s` (else `default_ttl_s`)."""
-    ttl = (rec.decision.approval_ttl_s if rec.decision and rec.decision.approval_ttl_s
-           else default_ttl_s)
+    ttl = (
+        rec.decision.approval_ttl_s
+        if rec.decision and rec.decision.approval_ttl_s
+        else default_ttl_s
+    )
     return ApprovalRecord(
-        approval_id=f"apr_{uuid.uuid4().hex}", run_id=rec.run_id, turn_id=rec.turn_id,
-        call_id=rec.call_id, tool=rec.tool, tool_version=rec.tool_version,
-        arguments_json=rec.arguments_json, arguments_sha256=rec.arguments_sha256,
-        status=ApprovalStatus.PENDING, requested_by=requester.subject, tenant=requester.tenant,
+        approval_id=f"apr_{uuid.uuid4().hex}",
+        run_id=rec.run_id,
+        turn_id=rec.turn_id,
+        call_id=rec.call_id,
+        tool=rec.tool,
+        tool_version=rec.tool_version,
+        arguments_json=rec.arguments_json,
+        arguments_sha256=rec.arguments_sha256,
+        status=ApprovalStatus.PENDING,
+        requested_by=requester.subject,
+        tenant=requester.tenant,
         requester_roles=requester.roles,
         policy_reasons=rec.decision.reasons if rec.decision else (),
-        created_at=now, expires_at=now + timedelta(seconds=ttl))
+        created_at=now,
+        expires_at=now + timedelta(seconds=ttl),
+    )
 
 
-
-def decided(a: ApprovalRecord, approver: Identity, req: DecideRequest,
-            now: datetime) -> ApprovalRecord:
+def decided(
+    a: ApprovalRecord, approver: Identity, req: DecideRequest, now: datetime
+) -> ApprovalRecord:
     status = ApprovalStatus.APPROVED if req.approve else ApprovalStatus.DENIED
-    return replace(a, status=status, decided_by=approver.subject,
-                   decided_by_tenant=approver.tenant, decided_by_roles=approver.roles,
-                   decided_at=now, reason=req.reason)
+    return replace(
+        a,
+        status=status,
+        decided_by=approver.subject,
+        decided_by_tenant=approver.tenant,
+        decided_by_roles=approver.roles,
+        decided_at=now,
+        reason=req.reason,
+    )
 
 
 def expired(a: ApprovalRecord, now: datetime) -> ApprovalRecord:
-    return replace(a, status=ApprovalStatus.EXPIRED, decided_at=now,
-                   reason=f"nobody decided it by {rfc3339(a.expires_at)}")
+    return replace(
+        a,
+        status=ApprovalStatus.EXPIRED,
+        decided_at=now,
+        reason=f"nobody decided it by {rfc3339(a.expires_at)}",
+    )
 
 
 def cancelled(a: ApprovalRecord, now: datetime, why: str) -> ApprovalRecord:
@@ -149,8 +187,10 @@ def refusal_message(a: ApprovalRecord) -> str:
     if a.status == ApprovalStatus.DENIED:
         return f"denied by {a.decided_by}: {a.reason}; the call was not run"
     if a.status == ApprovalStatus.EXPIRED:
-        return (f"nobody approved the call before its approval expired at "
-                f"{rfc3339(a.expires_at)}; it was not run")
+        return (
+            f"nobody approved the call before its approval expired at "
+            f"{rfc3339(a.expires_at)}; it was not run"
+        )
     return f"the approval was cancelled ({a.reason}); the call was not run"
 
 
@@ -158,28 +198,38 @@ def call_after(rec: CallRecord, a: ApprovalRecord | None, now: datetime) -> Call
     """A call waiting for approval once its approval ended other than APPROVED: REJECTED with
     the matching code. Unchanged while it is PENDING or APPROVED."""
     if a is None:  # no record: nothing can show a person approved it
-        return rec.moved(CallStatus.REJECTED, error_code=CallCode.APPROVAL_CANCELLED.value,
-                         error_message="the call's approval record is missing; not run",
-                         finished_at=now)
+        return rec.moved(
+            CallStatus.REJECTED,
+            error_code=CallCode.APPROVAL_CANCELLED.value,
+            error_message="the call's approval record is missing; not run",
+            finished_at=now,
+        )
     code = _REFUSALS.get(a.status)
     if code is None:
         return rec
-    return rec.moved(CallStatus.REJECTED, error_code=code.value,
-                     error_message=refusal_message(a), finished_at=now)
+    return rec.moved(
+        CallStatus.REJECTED,
+        error_code=code.value,
+        error_message=refusal_message(a),
+        finished_at=now,
+    )
 
 
-def stray(due: Sequence[ApprovalRecord], turn: TurnRecord | None, live: bool,
-          waiting: set[str]) -> list[ApprovalRecord]:
+def stray(
+    due: Sequence[ApprovalRecord], turn: TurnRecord | None, live: bool, waiting: set[str]
+) -> list[ApprovalRecord]:
     """The approvals past their expiry that no waiting call of the run's last turn owns (its
     run ended, or the data is inconsistent): they expire on their own, not through a turn."""
-    return [a for a in due if not live or turn is None or a.turn_id != turn.turn_id
-            or a.call_id not in waiting]
+    return [
+        a
+        for a in due
+        if not live or turn is None or a.turn_id != turn.turn_id or a.call_id not in waiting
+    ]
 
 
 def waiting_message(a: ApprovalRecord) -> str:
     """What an approved call that waits for its sibling writes' approvals says meanwhile."""
-    return (f"approved by {a.decided_by}; waiting for the approval of another write of this "
-            "turn")
+    return f"approved by {a.decided_by}; waiting for the approval of another write of this turn"
 
 
 # ---------------------------------------------------------------------- outcome
@@ -200,8 +250,10 @@ TOKEN_PREFIX = "after:"
 
 def page_size(requested: int) -> int:
     if requested < 0:
-        raise RequestError(RequestCode.INVALID_ARGUMENT, "page_size must be 0 (the default, "
-                           f"{DEFAULT_PAGE_SIZE}) or more")
+        raise RequestError(
+            RequestCode.INVALID_ARGUMENT,
+            f"page_size must be 0 (the default, {DEFAULT_PAGE_SIZE}) or more",
+        )
     return min(requested or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
 
 
@@ -215,6 +267,9 @@ def page_after(token: str) -> int:
         return 0
     number = token.removeprefix(TOKEN_PREFIX)
     if not token.startswith(TOKEN_PREFIX) or not number.isdigit() or len(number) > 18:
-        raise RequestError(RequestCode.INVALID_ARGUMENT, "page_token is not one callgate "
-                           "gave out: pass next_page_token of the previous answer unchanged")
+        raise RequestError(
+            RequestCode.INVALID_ARGUMENT,
+            "page_token is not one callgate "
+            "gave out: pass next_page_token of the previous answer unchanged",
+        )
     return int(number)

@@ -60,16 +60,26 @@ class RedactStored:
         text, masked = done
         mask = self.registry.audit_key.mask
         decision = c.decision and replace(
-            c.decision, reasons=tuple(masked.scrub(r, mask) for r in c.decision.reasons))
-        return replace(c, arguments_json=text, error_message=masked.scrub(c.error_message, mask),
-                       decision=decision)
+            c.decision, reasons=tuple(masked.scrub(r, mask) for r in c.decision.reasons)
+        )
+        return replace(
+            c,
+            arguments_json=text,
+            error_message=masked.scrub(c.error_message, mask),
+            decision=decision,
+        )
 
     def approval(self, a: ApprovalRecord) -> ApprovalRecord:
-        done = (self._masked(a.tool, a.arguments_json)
-                if a.status != ApprovalStatus.PENDING else None)
+        done = (
+            self._masked(a.tool, a.arguments_json) if a.status != ApprovalStatus.PENDING else None
+        )
         if done is None:
             return a
         text, masked = done
         mask = self.registry.audit_key.mask
-        return replace(a, arguments_json=text, reason=masked.scrub(a.reason, mask),
-                       policy_reasons=tuple(masked.scrub(r, mask) for r in a.policy_reasons))
+        return replace(
+            a,
+            arguments_json=text,
+            reason=masked.scrub(a.reason, mask),
+            policy_reasons=tuple(masked.scrub(r, mask) for r in a.policy_reasons),
+        )

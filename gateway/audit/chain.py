@@ -64,8 +64,11 @@ class ChainWalk:
         self.key = key
         self.report = ChainReport(checkpoint, key.key_id if key else "")
         self._expected = checkpoint.hash if checkpoint else ""
-        self._after = (f"the prune checkpoint (record {checkpoint.seq})" if checkpoint
-                       else "the start of the chain")
+        self._after = (
+            f"the prune checkpoint (record {checkpoint.seq})"
+            if checkpoint
+            else "the start of the chain"
+        )
         self._confirmed = checkpoint is None
         self._since_v4 = False
 
@@ -82,10 +85,14 @@ class ChainWalk:
         if self.report.broken is None and not self._confirmed:
             cp = self.report.checkpoint
             assert cp is not None
-            self.report.broken = Break(None, (
-                f"the chain starts after record {cp.seq} (a prune checkpoint), but no prune "
-                "record in the chain confirms that checkpoint: records were removed by "
-                "something other than `callgate audit prune`"))
+            self.report.broken = Break(
+                None,
+                (
+                    f"the chain starts after record {cp.seq} (a prune checkpoint), but no prune "
+                    "record in the chain confirms that checkpoint: records were removed by "
+                    "something other than `callgate audit prune`"
+                ),
+            )
         return self.report
 
     def _count(self, r: AuditRecord) -> None:
@@ -103,21 +110,28 @@ class ChainWalk:
             detail = r.detail()
             self._confirmed = self._confirmed or (
                 detail.get("checkpoint_seq") == rep.checkpoint.seq
-                and detail.get("checkpoint_hash") == rep.checkpoint.hash)
+                and detail.get("checkpoint_hash") == rep.checkpoint.hash
+            )
 
     def _check(self, r: AuditRecord) -> Break | None:
         if r.prev_hash != self._expected:
-            return Break(r.seq, (
-                f"record {r.seq} does not follow {self._after}: its prev_hash is "
-                f"{_short(r.prev_hash)}, not {_short(self._expected)}; a record was removed, "
-                "inserted or moved here"))
+            return Break(
+                r.seq,
+                (
+                    f"record {r.seq} does not follow {self._after}: its prev_hash is "
+                    f"{_short(r.prev_hash)}, not {_short(self._expected)}; a record was removed, "
+                    "inserted or moved here"
+                ),
+            )
         problem = self._layout(r) or self._content(r) or self._seal(r)
         return Break(r.seq, problem) if problem else None
 
     def _layout(self, r: AuditRecord) -> str:
         if r.layout is None and self._since_v4:
-            return (f"record {r.seq} has the layout of records written before schema 4 after "
-                    "records written since: it was rewritten")
+            return (
+                f"record {r.seq} has the layout of records written before schema 4 after "
+                "records written since: it was rewritten"
+            )
         if r.layout not in (None, hashing.AUDIT_LAYOUT):
             return f"record {r.seq} has an unknown layout {r.layout!r}"
         self._since_v4 = self._since_v4 or r.layout is not None
@@ -126,25 +140,35 @@ class ChainWalk:
     @staticmethod
     def _content(r: AuditRecord) -> str:
         if hashing.recomputed_hash(r) != r.hash:
-            return (f"record {r.seq} was changed after it was written: its columns do not "
-                    f"give its hash {_short(r.hash)}")
+            return (
+                f"record {r.seq} was changed after it was written: its columns do not "
+                f"give its hash {_short(r.hash)}"
+            )
         decision = r.decision()
         stated = decision.verdict.value if decision else None
         if (r.verdict or None) != stated:
-            return (f"record {r.seq} was changed after it was written: its verdict column "
-                    f"says {r.verdict}, its decision {stated}")
+            return (
+                f"record {r.seq} was changed after it was written: its verdict column "
+                f"says {r.verdict}, its decision {stated}"
+            )
         return ""
 
     def _seal(self, r: AuditRecord) -> str:
         if self.key is None or r.layout is None:
             return ""
         if not r.seal or not r.key_id:
-            return (f"record {r.seq} is not sealed: it was written without the audit key, or "
-                    "its seal was removed")
+            return (
+                f"record {r.seq} is not sealed: it was written without the audit key, or "
+                "its seal was removed"
+            )
         if r.key_id != self.key.key_id:
-            return (f"record {r.seq} was sealed with key {r.key_id}, not with the key given "
-                    f"({self.key.key_id})")
+            return (
+                f"record {r.seq} was sealed with key {r.key_id}, not with the key given "
+                f"({self.key.key_id})"
+            )
         if self.key.seal(r.hash) != r.seal:
-            return (f"record {r.seq}'s seal does not match its hash under this key: the chain "
-                    "was recomputed after an edit")
+            return (
+                f"record {r.seq}'s seal does not match its hash under this key: the chain "
+                "was recomputed after an edit"
+            )
         return ""

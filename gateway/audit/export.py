@@ -29,9 +29,11 @@ from gateway.audit.records import AuditKind, AuditRecord
 from gateway.model import Verdict
 from gateway.version import callgate_version
 
-PATHS = {AuditKind.DECISION.value: "callgate/decision",
-         AuditKind.AUTHORIZE.value: "callgate/decision",
-         AuditKind.RESOLVE.value: "callgate/may_resolve"}
+PATHS = {
+    AuditKind.DECISION.value: "callgate/decision",
+    AuditKind.AUTHORIZE.value: "callgate/decision",
+    AuditKind.RESOLVE.value: "callgate/may_resolve",
+}
 
 
 @functools.cache
@@ -65,36 +67,71 @@ def columns(r: AuditRecord) -> dict[str, Any]:
     """The record's columns as JSON values (decision and detail decoded)."""
     d = r.decision()
     return {
-        "seq": r.seq, "time": r.time, "kind": r.kind, "subject": r.subject, "tenant": r.tenant,
-        "run_id": r.run_id, "turn_id": r.turn_id, "call_id": r.call_id,
-        "provider": r.provider, "tool": r.tool, "tool_version": r.tool_version,
-        "arguments": _args(r), "arguments_sha256": r.arguments_sha256,
-        "decision": None if d is None else {
-            "verdict": d.verdict.value, "reasons": list(d.reasons),
-            "policy_revision": d.policy_revision, "input_sha256": d.input_sha256},
-        "status": r.status, "error_code": r.error_code, "message": r.message or "",
-        "execution_count": r.execution_count, "policy_revision": r.policy_revision,
-        "actor": r.actor or "", "actor_tenant": r.actor_tenant or "",
-        "approval_id": r.approval_id or "", "detail": r.detail(), "prev_hash": r.prev_hash,
-        "hash": r.hash, "key_id": r.key_id or "", "seal": r.seal or ""}
+        "seq": r.seq,
+        "time": r.time,
+        "kind": r.kind,
+        "subject": r.subject,
+        "tenant": r.tenant,
+        "run_id": r.run_id,
+        "turn_id": r.turn_id,
+        "call_id": r.call_id,
+        "provider": r.provider,
+        "tool": r.tool,
+        "tool_version": r.tool_version,
+        "arguments": _args(r),
+        "arguments_sha256": r.arguments_sha256,
+        "decision": None
+        if d is None
+        else {
+            "verdict": d.verdict.value,
+            "reasons": list(d.reasons),
+            "policy_revision": d.policy_revision,
+            "input_sha256": d.input_sha256,
+        },
+        "status": r.status,
+        "error_code": r.error_code,
+        "message": r.message or "",
+        "execution_count": r.execution_count,
+        "policy_revision": r.policy_revision,
+        "actor": r.actor or "",
+        "actor_tenant": r.actor_tenant or "",
+        "approval_id": r.approval_id or "",
+        "detail": r.detail(),
+        "prev_hash": r.prev_hash,
+        "hash": r.hash,
+        "key_id": r.key_id or "",
+        "seal": r.seal or "",
+    }
 
 
 def decision_log(r: AuditRecord) -> dict[str, Any]:
     """The record as one decision-log object."""
     d = r.decision()
     args = _args(r)
-    result = None if d is None else {
-        "allow": d.verdict == Verdict.ALLOW,
-        "approval_required": d.verdict == Verdict.APPROVAL_REQUIRED,
-        "reasons": list(d.reasons)}
+    result = (
+        None
+        if d is None
+        else {
+            "allow": d.verdict == Verdict.ALLOW,
+            "approval_required": d.verdict == Verdict.APPROVAL_REQUIRED,
+            "reasons": list(d.reasons),
+        }
+    )
     return {
         "decision_id": r.hash,
         "path": PATHS.get(r.kind, f"callgate/{r.kind}"),
-        "input": {"action": r.kind,
-                  "call": {"id": r.call_id, "tool": r.tool, "tool_version": r.tool_version,
-                           "args": args, "args_sha256": r.arguments_sha256},
-                  "identity": {"subject": r.subject, "tenant": r.tenant},
-                  "run": {"id": r.run_id, "turn_id": r.turn_id} if r.run_id else None},
+        "input": {
+            "action": r.kind,
+            "call": {
+                "id": r.call_id,
+                "tool": r.tool,
+                "tool_version": r.tool_version,
+                "args": args,
+                "args_sha256": r.arguments_sha256,
+            },
+            "identity": {"subject": r.subject, "tenant": r.tenant},
+            "run": {"id": r.run_id, "turn_id": r.turn_id} if r.run_id else None,
+        },
         "result": result,
         "timestamp": r.time,
         "revision": r.policy_revision,

@@ -17,14 +17,38 @@ from gateway.audit.records import AuditRecord
 
 # The audit columns in the order of AuditRecord (after seq): the 17 of the first layout, the
 # chain (prev_hash, hash), then what schema 4 added.
-AUDIT_BODY_V1 = ("time", "kind", "subject", "tenant", "run_id", "turn_id", "call_id",
-                 "provider", "tool", "tool_version", "arguments_summary_json",
-                 "arguments_sha256", "decision_json", "status", "error_code",
-                 "execution_count", "policy_revision")
+AUDIT_BODY_V1 = (
+    "time",
+    "kind",
+    "subject",
+    "tenant",
+    "run_id",
+    "turn_id",
+    "call_id",
+    "provider",
+    "tool",
+    "tool_version",
+    "arguments_summary_json",
+    "arguments_sha256",
+    "decision_json",
+    "status",
+    "error_code",
+    "execution_count",
+    "policy_revision",
+)
 
 
-AUDIT_ADDED = ("verdict", "actor", "actor_tenant", "approval_id", "message", "detail_json",
-               "layout", "key_id", "seal")
+AUDIT_ADDED = (
+    "verdict",
+    "actor",
+    "actor_tenant",
+    "approval_id",
+    "message",
+    "detail_json",
+    "layout",
+    "key_id",
+    "seal",
+)
 
 
 AUDIT_COLUMNS = (*AUDIT_BODY_V1, "prev_hash", "hash", *AUDIT_ADDED)
@@ -40,8 +64,7 @@ HASH_COLUMN = AUDIT_COLUMNS.index("hash")
 BODY_V1 = operator.itemgetter(*(AUDIT_COLUMNS.index(c) for c in AUDIT_BODY_V1))
 
 
-BODY_ADDED = operator.itemgetter(*(AUDIT_COLUMNS.index(c) for c in (*AUDIT_ADDED[:-3],
-                                                                      "key_id")))
+BODY_ADDED = operator.itemgetter(*(AUDIT_COLUMNS.index(c) for c in (*AUDIT_ADDED[:-3], "key_id")))
 
 
 def hashed_body(values: Sequence[Any], layout: int | None) -> list[Any]:

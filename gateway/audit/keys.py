@@ -54,8 +54,7 @@ class AuditKey:
             raise ValueError(f"an audit key needs at least {KEY_BYTES} bytes")
         self._mask = hmac.new(secret, b"callgate audit mask", hashlib.sha256).digest()
         self._seal = hmac.new(secret, b"callgate audit seal", hashlib.sha256).digest()
-        self.key_id = hmac.new(secret, b"callgate audit key id",
-                               hashlib.sha256).hexdigest()[:12]
+        self.key_id = hmac.new(secret, b"callgate audit key id", hashlib.sha256).hexdigest()[:12]
 
     def __repr__(self) -> str:
         return f"AuditKey(key_id={self.key_id!r})"
@@ -99,8 +98,10 @@ class AuditKey:
         except ValueError:
             secret = b""
         if len(secret) < KEY_BYTES:
-            raise ConfigError(f"{flag} {path}: expected at least {KEY_BYTES} bytes written as "
-                              "hex (callgate writes a new key to a file that does not exist)")
+            raise ConfigError(
+                f"{flag} {path}: expected at least {KEY_BYTES} bytes written as "
+                "hex (callgate writes a new key to a file that does not exist)"
+            )
         if path.stat().st_mode & 0o077:
             log.warning("%s %s can be read by other users: chmod 600 it", flag, path)
         return cls(secret)
@@ -112,8 +113,9 @@ class AuditKey:
         return key if secret is None else cls.write_new(path, secret, flag=flag)
 
     @classmethod
-    def load_or_new(cls, path: Path, *,
-                    flag: str = "--audit-key-file") -> tuple[AuditKey, bytes | None]:
+    def load_or_new(
+        cls, path: Path, *, flag: str = "--audit-key-file"
+    ) -> tuple[AuditKey, bytes | None]:
         """The key in path; or, when there is no such file, a new key and its secret, which
         `write_new` writes once nothing can stop start-up any more (a refused start then
         leaves no key file behind)."""
@@ -136,6 +138,9 @@ class AuditKey:
         with os.fdopen(fd, "w", encoding="ascii") as out:
             out.write(secret.hex() + "\n")
         key = cls.load(path, flag=flag)
-        log.info("created the audit key %s (key id %s): keep it; masks and seals are checked "
-                 "with it", path, key.key_id)
+        log.info(
+            "created the audit key %s (key id %s): keep it; masks and seals are checked with it",
+            path,
+            key.key_id,
+        )
         return key

@@ -54,8 +54,15 @@ async def prune(store: RunStore, before: datetime, by: str) -> AuditCheckpoint |
     cut = audit_time(before)
 
     def record(point: AuditCheckpoint) -> AuditEvent:
-        return events.pruned(seq=point.seq, chain_hash=point.hash, removed=point.removed,
-                             before=cut, by=by, now=now_utc())
+        return events.pruned(
+            seq=point.seq,
+            chain_hash=point.hash,
+            removed=point.removed,
+            before=cut,
+            by=by,
+            now=now_utc(),
+        )
+
     return await store.prune_audit(cut, record)
 
 
@@ -65,23 +72,33 @@ def report_text(rep: ChainReport) -> str:
     if rep.broken is not None:
         lines.append(f"BROKEN: {rep.broken.problem}")
     else:
-        lines.append(f"intact: {rep.records} record(s)" + (
-            f", seq {rep.first_seq} to {rep.last_seq}" if rep.records else ""))
+        lines.append(
+            f"intact: {rep.records} record(s)"
+            + (f", seq {rep.first_seq} to {rep.last_seq}" if rep.records else "")
+        )
     if rep.checkpoint is not None:
         cp = rep.checkpoint
-        lines.append(f"pruned: {cp.removed} record(s) before {cp.before} removed at {cp.time}; "
-                     f"the chain continues after record {cp.seq}")
+        lines.append(
+            f"pruned: {cp.removed} record(s) before {cp.before} removed at {cp.time}; "
+            f"the chain continues after record {cp.seq}"
+        )
     if rep.legacy:
         lines.append(f"{rep.legacy} record(s) written before schema 4: chained, not sealed")
     if rep.unsealed and not rep.key_id:
-        lines.append(f"{rep.unsealed} record(s) since schema 4 carry no seal (written by a "
-                     "store opened without the audit key)")
+        lines.append(
+            f"{rep.unsealed} record(s) since schema 4 carry no seal (written by a "
+            "store opened without the audit key)"
+        )
     if rep.key_id:
         lines.append(f"seals: checked with key {rep.key_id}")
     else:
-        lines.append("seals: not checked (no --audit-key-file): a chain recomputed after an "
-                     "edit is caught only with the key")
+        lines.append(
+            "seals: not checked (no --audit-key-file): a chain recomputed after an "
+            "edit is caught only with the key"
+        )
     if rep.records and rep.broken is None:
-        lines.append(f"head: record {rep.last_seq} hash {rep.head} (keep it elsewhere: "
-                     "records removed from the end are caught only against it)")
+        lines.append(
+            f"head: record {rep.last_seq} hash {rep.head} (keep it elsewhere: "
+            "records removed from the end are caught only against it)"
+        )
     return "\n".join(lines)

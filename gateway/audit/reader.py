@@ -66,8 +66,9 @@ def _time(name: str, text: str) -> str:
     try:
         t = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise _invalid(f"{name} {text[:40]!r} is not an RFC 3339 time "
-                       "(such as 2026-11-29T21:00:00Z)") from None
+        raise _invalid(
+            f"{name} {text[:40]!r} is not an RFC 3339 time (such as 2026-11-29T21:00:00Z)"
+        ) from None
     if t.tzinfo is None:
         raise _invalid(f"{name} {text[:40]!r} has no time zone (end it with Z or +HH:MM)")
     return audit_time(t)
@@ -76,15 +77,25 @@ def _time(name: str, text: str) -> str:
 def checked(q: AuditQuery) -> AuditFilter:
     """The filter a query asks for (before its scope is authorized); INVALID_ARGUMENT for a
     malformed one."""
-    for kind, value in (("run_id", q.run_id), ("call_id", q.call_id), ("tool", q.tool),
-                        ("subject", q.subject), ("tenant", q.tenant or "")):
+    for kind, value in (
+        ("run_id", q.run_id),
+        ("call_id", q.call_id),
+        ("tool", q.tool),
+        ("subject", q.subject),
+        ("tenant", q.tenant or ""),
+    ):
         check_id(kind, value)
     for kind, number in (("limit", q.limit), ("after_seq", q.after_seq), ("tail", q.tail)):
         if number < 0:
             raise _invalid(f"{kind} must be 0 or more")
-    return AuditFilter(call_id=q.call_id, tool=q.tool, verdicts=q.verdicts,
-                       statuses=q.statuses, since=_time("since", q.since),
-                       until=_time("until", q.until))
+    return AuditFilter(
+        call_id=q.call_id,
+        tool=q.tool,
+        verdicts=q.verdicts,
+        statuses=q.statuses,
+        since=_time("since", q.since),
+        until=_time("until", q.until),
+    )
 
 
 def own(who: Identity, tenant: str, subject: str) -> bool:
@@ -98,7 +109,8 @@ class AuditReader:
 
     async def _may(self, who: Identity, tenant: str, subject: str) -> bool:
         return own(who, tenant, subject) or await self.policy.allows(
-            "may_read_audit", audit_input(who, tenant, subject))
+            "may_read_audit", audit_input(who, tenant, subject)
+        )
 
     async def scope(self, who: Identity, q: AuditQuery) -> AuditFilter:
         """The records this caller may read of what the query asks: its filter narrowed to
@@ -109,27 +121,34 @@ class AuditReader:
             if run is None:
                 raise RequestError(RequestCode.RUN_NOT_FOUND, f"no run {q.run_id!r}")
             if not await self._may(who, run.tenant, run.subject):
-                raise PermissionDenied(f"{who.subject} may not read the audit records of run "
-                                       f"{q.run_id}: {refused('may_read_audit', who, run.tenant)}")
+                raise PermissionDenied(
+                    f"{who.subject} may not read the audit records of run "
+                    f"{q.run_id}: {refused('may_read_audit', who, run.tenant)}"
+                )
             return replace(which, run_id=q.run_id, subject=q.subject, tenant=q.tenant)
         tenant = who.tenant if q.tenant is None else q.tenant
         if q.subject:
             if not await self._may(who, tenant, q.subject):
-                raise PermissionDenied(f"{who.subject} may not read the audit records of "
-                                       f"{q.subject} in tenant {tenant!r}: "
-                                       f"{refused('may_read_audit', who, tenant)}")
+                raise PermissionDenied(
+                    f"{who.subject} may not read the audit records of "
+                    f"{q.subject} in tenant {tenant!r}: "
+                    f"{refused('may_read_audit', who, tenant)}"
+                )
             return replace(which, tenant=tenant, subject=q.subject)
         if await self._may(who, tenant, ""):
             return replace(which, tenant=tenant)
         if tenant == who.tenant and who.subject:  # not an auditor: their own records
             return replace(which, tenant=tenant, subject=who.subject)
-        raise PermissionDenied(f"{who.subject} may not read the audit records of tenant "
-                               f"{tenant!r}: {refused('may_read_audit', who, tenant)}")
+        raise PermissionDenied(
+            f"{who.subject} may not read the audit records of tenant "
+            f"{tenant!r}: {refused('may_read_audit', who, tenant)}"
+        )
 
     async def stream(self, who: Identity, q: AuditQuery) -> AsyncIterator[AuditRecord]:
         which = await self.scope(who, q)
         feed: AbstractAsyncContextManager[Subscription | None] = (
-            self.store.watch_audit() if q.follow else nullcontext())
+            self.store.watch_audit() if q.follow else nullcontext()
+        )
         async with feed as changes:  # subscribed before the first read: nothing is missed
             pages = _Pages(self.store, which, q)
             async for record in pages.first():
@@ -138,9 +157,12 @@ class AuditReader:
                 try:
                     await changes.wait()
                 except WatchClosed as exc:
-                    raise RequestError(RequestCode.SHUTTING_DOWN, "callgate is shutting down; "
-                                       "query again with after_seq set to the last seq "
-                                       "received") from exc
+                    raise RequestError(
+                        RequestCode.SHUTTING_DOWN,
+                        "callgate is shutting down; "
+                        "query again with after_seq set to the last seq "
+                        "received",
+                    ) from exc
                 async for record in pages.rest():
                     yield record
 
@@ -165,8 +187,9 @@ class _Pages:
 
     async def first(self) -> AsyncIterator[AuditRecord]:
         if self.tail:
-            for r in await self.store.query_audit(self.which, after=self.after,
-                                                  limit=self._room(self.tail), newest=True):
+            for r in await self.store.query_audit(
+                self.which, after=self.after, limit=self._room(self.tail), newest=True
+            ):
                 yield self._sent(r)
             return
         async for r in self.rest():

@@ -103,11 +103,15 @@ class AuditRecord:
             return None
         try:
             d = json.loads(self.decision_json)
-            return Decision(verdict=Verdict(d["verdict"]), reasons=tuple(d.get("reasons", ())),
-                            policy_revision=d.get("policy_revision", ""),
-                            approval_ttl_s=d.get("approval_ttl_s"), error=d.get("error", ""),
-                            input_sha256=d.get("input_sha256", ""),
-                            tools_revision=d.get("tools_revision", ""))
+            return Decision(
+                verdict=Verdict(d["verdict"]),
+                reasons=tuple(d.get("reasons", ())),
+                policy_revision=d.get("policy_revision", ""),
+                approval_ttl_s=d.get("approval_ttl_s"),
+                error=d.get("error", ""),
+                input_sha256=d.get("input_sha256", ""),
+                tools_revision=d.get("tools_revision", ""),
+            )
         except (ValueError, KeyError, TypeError):
             return None
 

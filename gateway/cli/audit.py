@@ -37,8 +37,16 @@ from gateway.cli.common import Parser, UsageError, connected, nonempty, option, 
 
 OFFLINE = ("verify", "export", "prune", "check-value")
 VERDICTS = ("allow", "deny", "approval_required", "unspecified")
-STATUSES = ("succeeded", "rejected", "failed", "unknown", "pending_approval", "held",
-            "executing", "not_run")
+STATUSES = (
+    "succeeded",
+    "rejected",
+    "failed",
+    "unknown",
+    "pending_approval",
+    "held",
+    "executing",
+    "not_run",
+)
 
 
 # ---------------------------------------------------------------------- values
@@ -50,6 +58,7 @@ def names(choices: tuple[str, ...]) -> Callable[[str], tuple[str, ...]]:
         if not found or any(n not in choices for n in found):
             raise ValueError(f"expected some of {', '.join(choices)} (comma-separated)")
         return found
+
     parse.__name__ = "names"
     return parse
 
@@ -69,8 +78,9 @@ def when(text: str) -> datetime:
     try:
         t = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError("expected an RFC 3339 time such as 2026-11-29T21:00:00Z, or a date "
-                         "such as 2026-11-01") from None
+        raise ValueError(
+            "expected an RFC 3339 time such as 2026-11-29T21:00:00Z, or a date such as 2026-11-01"
+        ) from None
     if t.tzinfo is None:
         if len(text.strip()) > 10:
             raise ValueError("the time has no zone: end it with Z or +HH:MM")
@@ -83,14 +93,20 @@ def when(text: str) -> datetime:
 
 def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], None]) -> None:
     p = sub.add_parser(
-        "audit", help="query (from the sidecar), verify, export or prune the audit trail",
-        description=__doc__)
+        "audit",
+        help="query (from the sidecar), verify, export or prune the audit trail",
+        description=__doc__,
+    )
     client_options(p)
     _selection_options(p)
     _page_options(p)
     switch(p, "--follow", help="keep printing new records as they are written (Ctrl-C ends)")
-    switch(p, "--wide", help="the WHY column (the record's message or reasons) in full, not "
-           f"cut at {WHY_CHARS} characters")
+    switch(
+        p,
+        "--wide",
+        help="the WHY column (the record's message or reasons) in full, not "
+        f"cut at {WHY_CHARS} characters",
+    )
     switch(p, "--json", help="one JSON object per record and line, with typed fields")
     p.set_defaults(handler=run_query)
 
@@ -100,39 +116,88 @@ def _selection_options(p: argparse.ArgumentParser) -> None:
     option(p, "--run-id", default="", metavar="RUN", help="one run's records")
     option(p, "--call-id", default="", metavar="CALL", help="one call's records")
     option(p, "--tool", default="", metavar="NAME", help="one tool's records")
-    option(p, "--subject", default="", metavar="SUBJECT",
-           help="the records of one subject's runs (and Authorize calls)")
-    option(p, "--tenant", default="", metavar="TENANT",
-           help="another tenant's records (as the policy's may_read_audit allows)")
+    option(
+        p,
+        "--subject",
+        default="",
+        metavar="SUBJECT",
+        help="the records of one subject's runs (and Authorize calls)",
+    )
+    option(
+        p,
+        "--tenant",
+        default="",
+        metavar="TENANT",
+        help="another tenant's records (as the policy's may_read_audit allows)",
+    )
     switch(p, "--callgate", help="callgate's own records: policy reloads, prunes")
-    option(p, "--verdict", parse=names(VERDICTS), default=(), metavar="VERDICT[,VERDICT]",
-           help=f"only these verdicts: {', '.join(VERDICTS)}")
-    option(p, "--status", parse=names(STATUSES), default=(), metavar="STATUS[,STATUS]",
-           help="only these call statuses: succeeded, rejected, failed, unknown, ...")
+    option(
+        p,
+        "--verdict",
+        parse=names(VERDICTS),
+        default=(),
+        metavar="VERDICT[,VERDICT]",
+        help=f"only these verdicts: {', '.join(VERDICTS)}",
+    )
+    option(
+        p,
+        "--status",
+        parse=names(STATUSES),
+        default=(),
+        metavar="STATUS[,STATUS]",
+        help="only these call statuses: succeeded, rejected, failed, unknown, ...",
+    )
 
 
 def _page_options(p: argparse.ArgumentParser) -> None:
     """When the records were written, and which page of them."""
-    option(p, "--since", parse=rfc3339, default="", metavar="TIME",
-           help="records written at or after TIME (RFC 3339, or a date)")
-    option(p, "--until", parse=rfc3339, default="", metavar="TIME",
-           help="records written before TIME")
-    option(p, "--after-seq", parse=count, default=0, metavar="N",
-           help="records after seq N (the next page)")
+    option(
+        p,
+        "--since",
+        parse=rfc3339,
+        default="",
+        metavar="TIME",
+        help="records written at or after TIME (RFC 3339, or a date)",
+    )
+    option(
+        p, "--until", parse=rfc3339, default="", metavar="TIME", help="records written before TIME"
+    )
+    option(
+        p,
+        "--after-seq",
+        parse=count,
+        default=0,
+        metavar="N",
+        help="records after seq N (the next page)",
+    )
     option(p, "--limit", parse=count, default=0, metavar="N", help="at most N records (0: all)")
-    option(p, "--tail", parse=count, default=0, metavar="N",
-           help="start with the last N matching records")
+    option(
+        p,
+        "--tail",
+        parse=count,
+        default=0,
+        metavar="N",
+        help="start with the last N matching records",
+    )
 
 
 def query_fields(ns: argparse.Namespace) -> dict[str, Any]:
     if ns.callgate and ns.tenant:
         raise UsageError("--callgate and --tenant name different records: give one")
     fields: dict[str, Any] = dict(
-        run_id=ns.run_id, call_id=ns.call_id, tool=ns.tool, subject=ns.subject,
+        run_id=ns.run_id,
+        call_id=ns.call_id,
+        tool=ns.tool,
+        subject=ns.subject,
         verdict=[getattr(pb, f"VERDICT_{v.upper()}") for v in ns.verdict],
         status=[getattr(pb, f"CALL_STATUS_{s.upper()}") for s in ns.status],
-        since=ns.since, until=ns.until, after_seq=ns.after_seq, limit=ns.limit, tail=ns.tail,
-        follow=ns.follow)
+        since=ns.since,
+        until=ns.until,
+        after_seq=ns.after_seq,
+        limit=ns.limit,
+        tail=ns.tail,
+        follow=ns.follow,
+    )
     if ns.callgate or ns.tenant:
         fields["tenant"] = "" if ns.callgate else ns.tenant
     return fields
@@ -142,8 +207,9 @@ def run_query(ns: argparse.Namespace) -> int:
     with connected(ns) as client:
         stream = client.query_audit(timeout_s=None if ns.follow else 300, **query_fields(ns))
         try:
-            shown, last = print_records(stream, as_json=ns.json, aligned=not ns.follow,
-                                        wide=ns.wide)
+            shown, last = print_records(
+                stream, as_json=ns.json, aligned=not ns.follow, wide=ns.wide
+            )
         finally:
             stream.cancel()
     if ns.limit and shown == ns.limit and not ns.follow:
@@ -157,19 +223,42 @@ def run_query(ns: argparse.Namespace) -> int:
 def offline_parser(action: str) -> Parser:
     p = Parser(prog=f"callgate audit {action}", description=OFFLINE_HELP[action])
     if action != "check-value":
-        option(p, "--db", parse=nonempty, required=True, metavar="URL",
-               help="the store: PATH, sqlite:///PATH or postgresql://...")
+        option(
+            p,
+            "--db",
+            parse=nonempty,
+            required=True,
+            metavar="URL",
+            help="the store: PATH, sqlite:///PATH or postgresql://...",
+        )
     if action in KEY_HELP:
-        option(p, "--audit-key-file", parse=Path, metavar="FILE", required=action ==
-               "check-value", help=KEY_HELP[action])
+        option(
+            p,
+            "--audit-key-file",
+            parse=Path,
+            metavar="FILE",
+            required=action == "check-value",
+            help=KEY_HELP[action],
+        )
     if action == "export":
-        option(p, "--since", parse=count, default=0, metavar="SEQ",
-               help="the records after seq SEQ (the last one exported before)")
+        option(
+            p,
+            "--since",
+            parse=count,
+            default=0,
+            metavar="SEQ",
+            help="the records after seq SEQ (the last one exported before)",
+        )
         option(p, "--output", parse=Path, metavar="FILE", help="write there, not to stdout")
     if action == "prune":
-        option(p, "--before", parse=when, required=True, metavar="DATE",
-               help="remove the records written before DATE (RFC 3339, or a date: midnight "
-               "UTC)")
+        option(
+            p,
+            "--before",
+            parse=when,
+            required=True,
+            metavar="DATE",
+            help="remove the records written before DATE (RFC 3339, or a date: midnight UTC)",
+        )
     if action == "check-value":
         _check_value_options(p)
     p.set_defaults(handler=HANDLERS[action])
@@ -178,32 +267,45 @@ def offline_parser(action: str) -> Parser:
 
 KEY_HELP = {
     "verify": "the audit key: check every record's seal (default: <sqlite file>-audit.key when "
-              "it exists)",
-    "prune": "the audit key the prune record is sealed with (default: <sqlite "
-             "file>-audit.key)",
+    "it exists)",
+    "prune": "the audit key the prune record is sealed with (default: <sqlite file>-audit.key)",
     "check-value": "the audit key the masks were made with",
 }
 
 
 def _check_value_options(p: Parser) -> None:
-    p.add_argument("value", nargs="?", default=None, metavar="VALUE",
-                   help="the value as a string")
-    option(p, "--json-value", default="", metavar="JSON",
-           help="the value as JSON (a number, an object, ...) instead")
-    option(p, "--digest", default="", metavar="HEX", help="a plain SHA-256 (a call "
-           "record's arguments_sha256) to key instead, to compare with an audit record's")
-    option(p, "--mask", default="", metavar="MASK",
-           help="compare with this mask or keyed digest (exit 1 when it differs)")
+    p.add_argument("value", nargs="?", default=None, metavar="VALUE", help="the value as a string")
+    option(
+        p,
+        "--json-value",
+        default="",
+        metavar="JSON",
+        help="the value as JSON (a number, an object, ...) instead",
+    )
+    option(
+        p,
+        "--digest",
+        default="",
+        metavar="HEX",
+        help="a plain SHA-256 (a call "
+        "record's arguments_sha256) to key instead, to compare with an audit record's",
+    )
+    option(
+        p,
+        "--mask",
+        default="",
+        metavar="MASK",
+        help="compare with this mask or keyed digest (exit 1 when it differs)",
+    )
 
 
 OFFLINE_HELP = {
-    "verify": "Walk the store's audit chain; exit 1 at the first broken link, naming the "
-              "record.",
+    "verify": "Walk the store's audit chain; exit 1 at the first broken link, naming the record.",
     "export": "Write the audit records as JSON lines close to OPA's decision log.",
     "prune": "Remove the records written before DATE; a checkpoint and a prune record keep "
-             "the rest verifiable.",
+    "the rest verifiable.",
     "check-value": "Print the mask (or keyed digest) of a value under the audit key, or check "
-                   "it against one.",
+    "it against one.",
 }
 
 
@@ -218,8 +320,10 @@ def _key_file(ns: argparse.Namespace, *, needed: bool) -> Path | None:
     if path is not None and (ns.audit_key_file is not None or path.exists()):
         return path
     if needed:
-        raise UsageError("--audit-key-file is required: the record of what was pruned is "
-                         "sealed with the store's audit key")
+        raise UsageError(
+            "--audit-key-file is required: the record of what was pruned is "
+            "sealed with the store's audit key"
+        )
     return None
 
 
@@ -248,12 +352,14 @@ def run_export(ns: argparse.Namespace) -> int:
     from gateway.audit import offline
 
     if ns.output is None:
-        asyncio.run(_with_store(ns, None, lambda s: offline.export_lines(
-            s, sys.stdout, after=ns.since)))
+        asyncio.run(
+            _with_store(ns, None, lambda s: offline.export_lines(s, sys.stdout, after=ns.since))
+        )
         return 0
     with ns.output.open("w", encoding="utf-8") as out:
-        written = asyncio.run(_with_store(ns, None, lambda s: offline.export_lines(
-            s, out, after=ns.since)))
+        written = asyncio.run(
+            _with_store(ns, None, lambda s: offline.export_lines(s, out, after=ns.since))
+        )
     print(f"{written} record(s) written to {ns.output}", file=sys.stderr)
     return 0
 
@@ -270,8 +376,10 @@ def run_prune(ns: argparse.Namespace) -> int:
     if point is None:
         print(f"nothing to prune: no record was written before {ns.before.isoformat()}")
     else:
-        print(f"removed {point.removed} record(s) up to record {point.seq}; the chain "
-              f"continues from hash {point.hash} (checkpoint recorded, verify passes)")
+        print(
+            f"removed {point.removed} record(s) up to record {point.seq}; the chain "
+            f"continues from hash {point.hash} (checkpoint recorded, verify passes)"
+        )
     return 0
 
 
@@ -296,8 +404,10 @@ def run_check_value(ns: argparse.Namespace) -> int:
     if ns.mask.strip() == computed:
         print("matches: the value is the one that was masked")
         return 0
-    print("does not match: another value, or another key "
-          f"(this key is {key.key_id}; the mask names {_mask_key(ns.mask)})")
+    print(
+        "does not match: another value, or another key "
+        f"(this key is {key.key_id}; the mask names {_mask_key(ns.mask)})"
+    )
     return 1
 
 
@@ -307,5 +417,8 @@ def _mask_key(mask: str) -> str:
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "verify": run_verify, "export": run_export, "prune": run_prune,
-    "check-value": run_check_value}
+    "verify": run_verify,
+    "export": run_export,
+    "prune": run_prune,
+    "check-value": run_check_value,
+}

@@ -21,14 +21,26 @@ from google.protobuf.json_format import MessageToDict
 from gateway import pb
 
 WHY_CHARS = 72
-COLUMNS = ("SEQ", "TIME", "KIND", "RUN", "CALL", "TOOL", "VERDICT", "STATUS", "CODE", "ACTOR",
-           "WHY")
+COLUMNS = (
+    "SEQ",
+    "TIME",
+    "KIND",
+    "RUN",
+    "CALL",
+    "TOOL",
+    "VERDICT",
+    "STATUS",
+    "CODE",
+    "ACTOR",
+    "WHY",
+)
 WIDTHS = (6, 27, 9, 16, 10, 16, 17, 16, 22, 10, 0)  # --follow: rows printed as they come
 REASONED = {"decision", "authorize", "approval", "resolve", "policy"}
 
 
-def print_records(records: Iterable[Any], *, as_json: bool, aligned: bool,
-                  wide: bool = False) -> tuple[int, int]:
+def print_records(
+    records: Iterable[Any], *, as_json: bool, aligned: bool, wide: bool = False
+) -> tuple[int, int]:
     """Print each record as it arrives (aligned: the table's columns fitted to all of them,
     printed at the end); answers how many, and the last seq."""
     rows: list[tuple[str, ...]] = []
@@ -50,11 +62,14 @@ def print_records(records: Iterable[Any], *, as_json: bool, aligned: bool,
 
 def typed(r: Any) -> dict[str, Any]:
     """The record as a JSON object with typed fields (see the module's docstring)."""
-    out = MessageToDict(r, preserving_proto_field_name=True,
-                        always_print_fields_with_no_presence=True)
+    out = MessageToDict(
+        r, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
     out["seq"] = int(r.seq)
-    for name, parsed in (("detail_json", "detail"),
-                         ("arguments_summary_json", "arguments_summary")):
+    for name, parsed in (
+        ("detail_json", "detail"),
+        ("arguments_summary_json", "arguments_summary"),
+    ):
         text = out.pop(name, "")
         try:
             out[parsed] = json.loads(text) if text else None
@@ -81,13 +96,27 @@ def why(r: Any) -> str:
 
 def cells(r: Any, *, wide: bool = False) -> tuple[str, ...]:
     verdict = _name(pb.Verdict, r.decision.verdict, "VERDICT_") if r.HasField("decision") else ""
-    status = (_name(pb.ApprovalStatus, r.approval_status, "APPROVAL_STATUS_")
-              if r.kind == "approval" else _name(pb.CallStatus, r.status, "CALL_STATUS_"))
+    status = (
+        _name(pb.ApprovalStatus, r.approval_status, "APPROVAL_STATUS_")
+        if r.kind == "approval"
+        else _name(pb.CallStatus, r.status, "CALL_STATUS_")
+    )
     said = why(r)
     if not wide and len(said) > WHY_CHARS:
-        said = said[:WHY_CHARS - 1] + "…"
-    return (str(r.seq), r.time, r.kind, r.run_id, r.call_id, r.tool, verdict, status,
-            r.error_code, r.actor or "callgate", said)
+        said = said[: WHY_CHARS - 1] + "…"
+    return (
+        str(r.seq),
+        r.time,
+        r.kind,
+        r.run_id,
+        r.call_id,
+        r.tool,
+        verdict,
+        status,
+        r.error_code,
+        r.actor or "callgate",
+        said,
+    )
 
 
 def _line(row: tuple[str, ...], widths: tuple[int, ...]) -> str:

@@ -61,32 +61,56 @@ def env_name(flag: str) -> str:
     return ENV_PREFIX + flag.lstrip("-").replace("-", "_").upper()
 
 
-def option(parser: argparse.ArgumentParser | argparse._ArgumentGroup, flag: str, *,
-           help: str, parse: Callable[[str], Any] = str, default: Any = None,
-           metavar: str | None = None, required: bool = False, secret: bool = False,
-           owner: argparse.ArgumentParser | None = None) -> Setting:
+def option(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    flag: str,
+    *,
+    help: str,
+    parse: Callable[[str], Any] = str,
+    default: Any = None,
+    metavar: str | None = None,
+    required: bool = False,
+    secret: bool = False,
+    owner: argparse.ArgumentParser | None = None,
+) -> Setting:
     """Add FLAG with its CALLGATE_ variable; `owner` is the parser when adding to a group."""
     dest = flag.lstrip("-").replace("-", "_")
     setting = Setting(flag, dest, env_name(flag), default, parse, required, secret)
-    parser.add_argument(flag, dest=dest, default=_UNSET, type=_flag_type(parse),
-                        metavar=metavar, help=f"{help} [{_help_tail(setting)}]")
+    parser.add_argument(
+        flag,
+        dest=dest,
+        default=_UNSET,
+        type=_flag_type(parse),
+        metavar=metavar,
+        help=f"{help} [{_help_tail(setting)}]",
+    )
     _register(owner or parser, setting)
     return setting
 
 
-def switch(parser: argparse.ArgumentParser | argparse._ArgumentGroup, flag: str, *, help: str,
-           owner: argparse.ArgumentParser | None = None) -> Setting:
+def switch(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    flag: str,
+    *,
+    help: str,
+    owner: argparse.ArgumentParser | None = None,
+) -> Setting:
     """An on/off flag; its variable takes 1/0, true/false, yes/no or on/off."""
     dest = flag.lstrip("-").replace("-", "_")
     setting = Setting(flag, dest, env_name(flag), False, parse_bool)
-    parser.add_argument(flag, dest=dest, default=_UNSET, action="store_const", const=True,
-                        help=f"{help} [env {setting.env}=1; default off]")
+    parser.add_argument(
+        flag,
+        dest=dest,
+        default=_UNSET,
+        action="store_const",
+        const=True,
+        help=f"{help} [env {setting.env}=1; default off]",
+    )
     _register(owner or parser, setting)
     return setting
 
 
-def _register(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
-              setting: Setting) -> None:
+def _register(parser: argparse.ArgumentParser | argparse._ArgumentGroup, setting: Setting) -> None:
     if not isinstance(parser, argparse.ArgumentParser):
         raise TypeError("pass owner=<the parser> when adding a setting to a group")
     known: tuple[Setting, ...] = parser.get_default("_settings") or ()
@@ -108,12 +132,14 @@ def _flag_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
             return parse(text)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from exc
+
     convert.__name__ = getattr(parse, "__name__", "value")
     return convert
 
 
-def resolve(namespace: argparse.Namespace,
-            environ: dict[str, str] | None = None) -> argparse.Namespace:
+def resolve(
+    namespace: argparse.Namespace, environ: dict[str, str] | None = None
+) -> argparse.Namespace:
     """Fill each setting the command line left out from its variable, else its default."""
     env = os.environ if environ is None else environ
     for setting in getattr(namespace, "_settings", ()):
@@ -155,6 +181,8 @@ def whole_seconds(text: str) -> int:
     if not text.strip().isdigit() or int(text) < 1:
         raise ValueError("expected a whole number of seconds, 1 or more")
     return int(text)
+
+
 def count(text: str) -> int:
     """A whole number, 0 or more (the setting's own range is checked with the rest)."""
     if not text.strip().isdigit():
@@ -239,6 +267,7 @@ def one_of(*choices: str) -> Callable[[str], str]:
         if text not in choices:
             raise ValueError(f"expected one of: {', '.join(choices)}")
         return text
+
     parse.__name__ = "choice"
     return parse
 
@@ -249,7 +278,6 @@ def nonempty(text: str) -> str:
     return text
 
 
-
 Handler = Callable[[argparse.Namespace], int]
 SubParsers = argparse._SubParsersAction
 
@@ -258,24 +286,62 @@ SubParsers = argparse._SubParsersAction
 
 def client_options(p: argparse.ArgumentParser) -> None:
     conn = p.add_argument_group("connection", "Plaintext unless a --tls option is given.")
-    option(conn, "--target", parse=target_address, default=DEFAULT_TARGET, owner=p,
-           metavar="HOST:PORT", help="the sidecar: HOST:PORT or unix:PATH")
-    option(conn, "--token", default="", secret=True, owner=p,
-           help="bearer token, one of the sidecar's --auth file (make run: "
-           "examples/auth.yaml); sent as 'authorization: Bearer TOKEN'")
+    option(
+        conn,
+        "--target",
+        parse=target_address,
+        default=DEFAULT_TARGET,
+        owner=p,
+        metavar="HOST:PORT",
+        help="the sidecar: HOST:PORT or unix:PATH",
+    )
+    option(
+        conn,
+        "--token",
+        default="",
+        secret=True,
+        owner=p,
+        help="bearer token, one of the sidecar's --auth file (make run: "
+        "examples/auth.yaml); sent as 'authorization: Bearer TOKEN'",
+    )
     _tls_options(p, conn)
 
 
 def _tls_options(p: argparse.ArgumentParser, conn: Any) -> None:
     switch(conn, "--tls", owner=p, help="connect with TLS, trusting the system's CAs")
-    option(conn, "--tls-ca", parse=existing_file, metavar="FILE", owner=p,
-           help="PEM CA certificates to trust for the sidecar's certificate (implies --tls)")
-    option(conn, "--tls-client-cert", parse=existing_file, metavar="FILE", owner=p,
-           help="PEM client certificate to present (mutual TLS; implies --tls)")
-    option(conn, "--tls-client-key", parse=existing_file, metavar="FILE", owner=p,
-           help="PEM private key of --tls-client-cert")
-    option(conn, "--tls-server-name", default="", metavar="NAME", owner=p,
-           help="name to check the sidecar's certificate against, if not the target's host")
+    option(
+        conn,
+        "--tls-ca",
+        parse=existing_file,
+        metavar="FILE",
+        owner=p,
+        help="PEM CA certificates to trust for the sidecar's certificate (implies --tls)",
+    )
+    option(
+        conn,
+        "--tls-client-cert",
+        parse=existing_file,
+        metavar="FILE",
+        owner=p,
+        help="PEM client certificate to present (mutual TLS; implies --tls)",
+    )
+    option(
+        conn,
+        "--tls-client-key",
+        parse=existing_file,
+        metavar="FILE",
+        owner=p,
+        help="PEM private key of --tls-client-cert",
+    )
+    option(
+        conn,
+        "--tls-server-name",
+        default="",
+        metavar="NAME",
+        owner=p,
+        help="name to check the sidecar's certificate against, if not the target's host",
+    )
+
 
 @contextmanager
 def connected(ns: argparse.Namespace, timeout_s: float = 60.0) -> Iterator[GatewayClient]:
@@ -288,8 +354,10 @@ def connected(ns: argparse.Namespace, timeout_s: float = 60.0) -> Iterator[Gatew
 def client_tls(ns: argparse.Namespace) -> ClientTLS | None:
     if not (ns.tls or ns.tls_ca or ns.tls_client_cert or ns.tls_client_key):
         return None
-    return ClientTLS(ca=ns.tls_ca, cert=ns.tls_client_cert, key=ns.tls_client_key,
-                     server_name=ns.tls_server_name)
+    return ClientTLS(
+        ca=ns.tls_ca, cert=ns.tls_client_cert, key=ns.tls_client_key, server_name=ns.tls_server_name
+    )
+
 
 def quiet_engine_backtraces() -> None:
     """regorus error texts carry a ~2.5 KB Rust backtrace when RUST_BACKTRACE is set, and a
@@ -297,6 +365,7 @@ def quiet_engine_backtraces() -> None:
     for this process only, before the first engine is used."""
     os.environ["RUST_LIB_BACKTRACE"] = "0"
     os.environ["RUST_BACKTRACE"] = "0"
+
 
 def configure_logging(tag: str = "", log_format: str = "text") -> None:
     """One line per event on stderr: time, level, [tag,] logger, message (a worker of
@@ -313,10 +382,12 @@ def configure_logging(tag: str = "", log_format: str = "text") -> None:
         logging.captureWarnings(True)
     else:
         where = f"[{tag}] " if tag else ""
-        handler.setFormatter(logging.Formatter(
-            f"%(asctime)s %(levelname)s {where}%(name)s: %(message)s"))
+        handler.setFormatter(
+            logging.Formatter(f"%(asctime)s %(levelname)s {where}%(name)s: %(message)s")
+        )
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # no line per JWKS or demo request
+
 
 def run_command(prog: str, command: Callable[[], int]) -> int:
     """Run a command; user errors end in one line on stderr, never a traceback."""
@@ -338,12 +409,19 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
     except BaseException as err:
         if isinstance(err, SystemExit) or os.environ.get("CALLGATE_DEBUG"):
             raise
-        return _fail(prog, f"unexpected error ({type(err).__name__}: {err}); this is a bug: "
-                     "CALLGATE_DEBUG=1 shows where", 1)
+        return _fail(
+            prog,
+            f"unexpected error ({type(err).__name__}: {err}); this is a bug: "
+            "CALLGATE_DEBUG=1 shows where",
+            1,
+        )
 
-TOKEN_HINT = ("give a token with --token or CALLGATE_TOKEN: one of the tokens in the --auth "
-              "file the sidecar was started with (under `make run`: examples/auth.yaml, e.g. "
-              "alice-demo-token)")
+
+TOKEN_HINT = (
+    "give a token with --token or CALLGATE_TOKEN: one of the tokens in the --auth "
+    "file the sidecar was started with (under `make run`: examples/auth.yaml, e.g. "
+    "alice-demo-token)"
+)
 
 
 def described(err: CallgateError) -> str:
@@ -354,10 +432,14 @@ def described(err: CallgateError) -> str:
     if err.code == RequestCode.UNAVAILABLE and err.grpc_status == "UNAVAILABLE":
         return err.message  # SidecarUnreachable names the target and what to check
     if err.code == RequestCode.UNAUTHENTICATED:
-        said = ("no token was sent" if err.message.startswith("no credentials")
-                else f"the sidecar refused the token ({err.message})")
+        said = (
+            "no token was sent"
+            if err.message.startswith("no credentials")
+            else f"the sidecar refused the token ({err.message})"
+        )
         return f"{err.grpc_status} {err.code.value}: {said}: {TOKEN_HINT}"
     return f"{err.grpc_status} {err.code.value}: {err.message}"
+
 
 def _fail(prog: str, message: str, code: int) -> int:
     try:
@@ -365,6 +447,7 @@ def _fail(prog: str, message: str, code: int) -> int:
     except (BrokenPipeError, ValueError):
         pass
     return code
+
 
 def _silence_stdout() -> None:
     """The reader went away: send whatever Python still flushes at exit to /dev/null."""

@@ -96,7 +96,7 @@ def run_policy_command(argv: list[str]) -> int:
         _print_problems(exc, out)
         return EXIT_FAILED
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as a shell
-        _silence_stdout()      # reports a command killed by SIGPIPE
+        _silence_stdout()  # reports a command killed by SIGPIPE
         return EXIT_CLOSED_PIPE
     except KeyboardInterrupt:
         return 130
@@ -104,9 +104,11 @@ def run_policy_command(argv: list[str]) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="callgate policy", description="Offline tools for a policy directory.",
+        prog="callgate policy",
+        description="Offline tools for a policy directory.",
         epilog="callgate policy status (a running sidecar's policy) is described by "
-               "`callgate policy status --help`.")
+        "`callgate policy status --help`.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _check_parser(sub)
     _test_parser(sub)
@@ -130,15 +132,21 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
 
 def _sub(sub: _Sub, name: str, help_text: str) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
-        name, help=help_text, description=help_text, formatter_class=_Help)
+        name, help=help_text, description=help_text, formatter_class=_Help
+    )
     return parser
 
 
 def _setting(p: argparse.ArgumentParser, setting: Setting) -> None:
     """A setting `serve` takes too, with the same variable and default."""
-    p.add_argument(setting.flag, dest=setting.dest, choices=setting.choices, default=None,
-                   metavar=setting.metavar,
-                   help=f"{setting.help} [env {setting.env}; default {setting.default}]")
+    p.add_argument(
+        setting.flag,
+        dest=setting.dest,
+        choices=setting.choices,
+        default=None,
+        metavar=setting.metavar,
+        help=f"{setting.help} [env {setting.env}; default {setting.default}]",
+    )
 
 
 def _resolved(args: argparse.Namespace) -> argparse.Namespace:
@@ -148,19 +156,30 @@ def _resolved(args: argparse.Namespace) -> argparse.Namespace:
             continue
         raw = os.environ.get(setting.env, "")
         if raw and raw not in setting.choices:
-            raise UsageError(f"{setting.env}={raw!r}: expected one of: "
-                             f"{', '.join(setting.choices)}")
+            raise UsageError(
+                f"{setting.env}={raw!r}: expected one of: {', '.join(setting.choices)}"
+            )
         setattr(args, setting.dest, raw or setting.default)
     return args
 
 
 def _check_parser(sub: _Sub) -> None:
-    p = _sub(sub, "check", "load, compile and check policies; list every problem with its "
-             "file and line (type errors, unknown and unavailable builtins included)")
-    p.add_argument("paths", nargs="+", type=Path, metavar="DIR|FILE",
-                   help="a policy directory, or .rego and data files")
-    p.add_argument("--prefix", default=DEFAULT_PREFIX, type=_prefix,
-                   help="the package callgate queries")
+    p = _sub(
+        sub,
+        "check",
+        "load, compile and check policies; list every problem with its "
+        "file and line (type errors, unknown and unavailable builtins included)",
+    )
+    p.add_argument(
+        "paths",
+        nargs="+",
+        type=Path,
+        metavar="DIR|FILE",
+        help="a policy directory, or .rego and data files",
+    )
+    p.add_argument(
+        "--prefix", default=DEFAULT_PREFIX, type=_prefix, help="the package callgate queries"
+    )
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     _setting(p, REGO_VERSION)
     p.set_defaults(handler=_check)
@@ -169,20 +188,39 @@ def _check_parser(sub: _Sub) -> None:
 def _test_parser(sub: _Sub) -> None:
     p = _sub(sub, "test", "run the Rego unit tests (rules named test_*)")
     p.add_argument("directory", type=Path, metavar="DIR")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="list every test with its time, not only the failures")
-    p.add_argument("--run", default=None, metavar="REGEX",
-                   help="only tests whose path (data.pkg.test_name) matches this regular "
-                        "expression")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="list every test with its time, not only the failures",
+    )
+    p.add_argument(
+        "--run",
+        default=None,
+        metavar="REGEX",
+        help="only tests whose path (data.pkg.test_name) matches this regular expression",
+    )
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
-    p.add_argument("--engine", choices=("embedded", "opa", "both"), default="embedded",
-                   help="where the tests run: opa pushes the directory and its tests to "
-                        "--opa-url (a scratch OPA: its data is replaced meanwhile) and queries "
-                        "each test; both runs them on each and fails unless they agree")
-    p.add_argument("--opa-url", default=os.environ.get("CALLGATE_OPA_URL", ""),
-                   metavar="URL", help="the OPA server (default: $CALLGATE_OPA_URL)")
-    p.add_argument("--opa-token", default=os.environ.get("CALLGATE_OPA_TOKEN", ""),
-                   metavar="TOKEN", help="bearer token for OPA (default: $CALLGATE_OPA_TOKEN)")
+    p.add_argument(
+        "--engine",
+        choices=("embedded", "opa", "both"),
+        default="embedded",
+        help="where the tests run: opa pushes the directory and its tests to "
+        "--opa-url (a scratch OPA: its data is replaced meanwhile) and queries "
+        "each test; both runs them on each and fails unless they agree",
+    )
+    p.add_argument(
+        "--opa-url",
+        default=os.environ.get("CALLGATE_OPA_URL", ""),
+        metavar="URL",
+        help="the OPA server (default: $CALLGATE_OPA_URL)",
+    )
+    p.add_argument(
+        "--opa-token",
+        default=os.environ.get("CALLGATE_OPA_TOKEN", ""),
+        metavar="TOKEN",
+        help="bearer token for OPA (default: $CALLGATE_OPA_TOKEN)",
+    )
     _setting(p, REGO_VERSION)
     _setting(p, BUILTIN_ERRORS)
     p.set_defaults(handler=_test)
@@ -191,17 +229,30 @@ def _test_parser(sub: _Sub) -> None:
 def _eval_parser(sub: _Sub) -> None:
     p = _sub(sub, "eval", "evaluate one rule for an input; for `decision` also the verdict")
     p.add_argument("directory", type=Path, metavar="DIR")
-    p.add_argument("--input", required=True, metavar="FILE",
-                   help="JSON input document, or - for standard input")
-    p.add_argument("--rule", default="decision", type=_rule,
-                   help="the rule below --prefix to evaluate")
-    p.add_argument("--prefix", default=DEFAULT_PREFIX, type=_prefix,
-                   help="the package callgate queries")
-    p.add_argument("--explain", action="store_true",
-                   help="for every rule of the package that evaluated: file:line, whether its "
-                        "body succeeded, and its value")
-    p.add_argument("--format", choices=("pretty", "json"), default="pretty",
-                   help="pretty for people, json for scripts")
+    p.add_argument(
+        "--input",
+        required=True,
+        metavar="FILE",
+        help="JSON input document, or - for standard input",
+    )
+    p.add_argument(
+        "--rule", default="decision", type=_rule, help="the rule below --prefix to evaluate"
+    )
+    p.add_argument(
+        "--prefix", default=DEFAULT_PREFIX, type=_prefix, help="the package callgate queries"
+    )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="for every rule of the package that evaluated: file:line, whether its "
+        "body succeeded, and its value",
+    )
+    p.add_argument(
+        "--format",
+        choices=("pretty", "json"),
+        default="pretty",
+        help="pretty for people, json for scripts",
+    )
     _setting(p, REGO_VERSION)
     _setting(p, BUILTIN_ERRORS)
     p.set_defaults(handler=run_eval)
@@ -218,24 +269,47 @@ def _coverage_parser(sub: _Sub) -> None:
 
 
 def _replay_parser(sub: _Sub) -> None:
-    p = _sub(sub, "replay", "decide recorded decision inputs (the lines serve "
-             "--log-decision-inputs writes) with a candidate policy directory and list what "
-             "would change")
+    p = _sub(
+        sub,
+        "replay",
+        "decide recorded decision inputs (the lines serve "
+        "--log-decision-inputs writes) with a candidate policy directory and list what "
+        "would change",
+    )
     p.add_argument("candidate", type=Path, metavar="CANDIDATE_DIR")
-    p.add_argument("--inputs", required=True, metavar="FILE",
-                   help="the recorded inputs: a sidecar's log or the logged lines, one per "
-                        "line, or - for standard input")
-    p.add_argument("--baseline", type=Path, default=None, metavar="DIR",
-                   help="compare with this policy directory's decisions for the same inputs "
-                        "instead of the decisions the lines record")
-    p.add_argument("--prefix", default=DEFAULT_PREFIX, type=_prefix,
-                   help="the package callgate queries")
-    p.add_argument("--allow-changes", action="store_true",
-                   help="exit 0 even when verdicts would change")
-    p.add_argument("--allow-bad-lines", action="store_true",
-                   help="exit 0 even when lines could not be replayed (they are still listed)")
-    p.add_argument("--limit", type=int, default=50, metavar="N",
-                   help="list at most N changes in text output (0: all)")
+    p.add_argument(
+        "--inputs",
+        required=True,
+        metavar="FILE",
+        help="the recorded inputs: a sidecar's log or the logged lines, one per "
+        "line, or - for standard input",
+    )
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="compare with this policy directory's decisions for the same inputs "
+        "instead of the decisions the lines record",
+    )
+    p.add_argument(
+        "--prefix", default=DEFAULT_PREFIX, type=_prefix, help="the package callgate queries"
+    )
+    p.add_argument(
+        "--allow-changes", action="store_true", help="exit 0 even when verdicts would change"
+    )
+    p.add_argument(
+        "--allow-bad-lines",
+        action="store_true",
+        help="exit 0 even when lines could not be replayed (they are still listed)",
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=50,
+        metavar="N",
+        help="list at most N changes in text output (0: all)",
+    )
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     _setting(p, REGO_VERSION)
     _setting(p, BUILTIN_ERRORS)
@@ -244,6 +318,7 @@ def _replay_parser(sub: _Sub) -> None:
 
 def _replay(args: argparse.Namespace, out: Out) -> int:
     from gateway.cli.policy_replay import replay_command
+
     return replay_command(args, out)
 
 
@@ -273,21 +348,34 @@ def _check(args: argparse.Namespace, out: Out) -> int:
             return EXIT_FAILED
         raise
     if args.format == "json":
-        out.line(dump({"ok": True, "revision": bundle.revision,
-                        "rules": sorted({r.path for r in bundle.rules})}))
+        out.line(
+            dump(
+                {
+                    "ok": True,
+                    "revision": bundle.revision,
+                    "rules": sorted({r.path for r in bundle.rules}),
+                }
+            )
+        )
         return EXIT_OK
     where = " ".join(str(p) for p in args.paths)
     out.line(f"{out.paint('ok', 'green')}: {where} revision {bundle.revision}")
-    out.line(f"policies: {len(bundle.sources)}, test files: {len(bundle.test_sources)}, "
-             f"data files: {len(bundle.data_files)}")
+    out.line(
+        f"policies: {len(bundle.sources)}, test files: {len(bundle.test_sources)}, "
+        f"data files: {len(bundle.data_files)}"
+    )
     for text in _rule_lines(bundle, args.prefix):
         out.line(text)
     return EXIT_OK
 
 
 def _problem_json(problem: PolicyConfigError) -> dict[str, Any]:
-    return {"file": problem.file, "line": problem.line, "column": problem.column,
-            "message": problem.detail}
+    return {
+        "file": problem.file,
+        "line": problem.line,
+        "column": problem.column,
+        "message": problem.detail,
+    }
 
 
 def _rule_lines(bundle: Bundle, prefix: str) -> list[str]:
@@ -298,10 +386,22 @@ def _rule_lines(bundle: Bundle, prefix: str) -> list[str]:
     for path in sorted(seen):
         mark = "" if path.startswith(prefix + ".") else "  (outside the queried prefix)"
         lines.append(f"  {path}  {seen[path]}{mark}")
-    queried = [r for r in ("decision", "may_approve", "may_resolve", "may_read_audit",
-                           "may_list_runs", "may_read_quotas", "may_reset_quotas", "offer",
-                           "batch_policy", "result")
-               if f"{prefix}.{r}" not in seen]
+    queried = [
+        r
+        for r in (
+            "decision",
+            "may_approve",
+            "may_resolve",
+            "may_read_audit",
+            "may_list_runs",
+            "may_read_quotas",
+            "may_reset_quotas",
+            "offer",
+            "batch_policy",
+            "result",
+        )
+        if f"{prefix}.{r}" not in seen
+    ]
     if queried:
         lines.append(f"undefined (their fallback applies): {', '.join(queried)}")
     return ["rules:", *lines]
@@ -314,18 +414,25 @@ def _run(args: argparse.Namespace, *, coverage: bool) -> TestReport:
             re.compile(match)
         except re.error as exc:
             raise UsageError(f"--run {match!r} is not a regular expression: {exc}") from None
-    return run_tests(load_bundle(args.directory, options(args)), coverage=coverage,
-                     match=match)
+    return run_tests(load_bundle(args.directory, options(args)), coverage=coverage, match=match)
 
 
 def _test(args: argparse.Namespace, out: Out) -> int:
     if args.engine != "embedded":
         from gateway.cli.policy_opa import test_on_opa
+
         return test_on_opa(args, out, _run)
     report = _run(args, coverage=False)
     if args.format == "json":
-        out.line(dump({"passed": report.passed, "failed": report.failed,
-                        "tests": [result_json(r) for r in report.results]}))
+        out.line(
+            dump(
+                {
+                    "passed": report.passed,
+                    "failed": report.failed,
+                    "tests": [result_json(r) for r in report.results],
+                }
+            )
+        )
         return EXIT_OK if report.ok else EXIT_FAILED
     print_results(report, out, verbose=args.verbose)
     return finish(report, out, args.run)
@@ -334,11 +441,24 @@ def _test(args: argparse.Namespace, out: Out) -> int:
 def _coverage(args: argparse.Namespace, out: Out) -> int:
     report = _run(args, coverage=True)
     if args.format == "json":
-        out.line(dump({"passed": report.passed, "failed": report.failed,
-                        "tests": [result_json(r) for r in report.results],
-                        "files": [{"path": f.path, "covered": list(f.covered),
-                                   "not_covered": list(f.not_covered),
-                                   "percent": round(f.percent, 1)} for f in report.coverage]}))
+        out.line(
+            dump(
+                {
+                    "passed": report.passed,
+                    "failed": report.failed,
+                    "tests": [result_json(r) for r in report.results],
+                    "files": [
+                        {
+                            "path": f.path,
+                            "covered": list(f.covered),
+                            "not_covered": list(f.not_covered),
+                            "percent": round(f.percent, 1),
+                        }
+                        for f in report.coverage
+                    ],
+                }
+            )
+        )
         return EXIT_OK if report.ok else EXIT_FAILED
     print_results(report, out, verbose=False)
     for file in report.coverage:
@@ -347,8 +467,10 @@ def _coverage(args: argparse.Namespace, out: Out) -> int:
 
 
 def _coverage_line(file: FileCoverage, *, verbose: bool) -> str:
-    line = (f"{file.path}: {len(file.covered)} covered, {len(file.not_covered)} not covered "
-            f"({file.percent:.1f}%)")
+    line = (
+        f"{file.path}: {len(file.covered)} covered, {len(file.not_covered)} not covered "
+        f"({file.percent:.1f}%)"
+    )
     if verbose and file.not_covered:
         line += f"; not covered: {', '.join(str(n) for n in file.not_covered)}"
     return line

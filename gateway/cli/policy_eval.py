@@ -41,8 +41,7 @@ def run_eval(args: argparse.Namespace, out: Out) -> int:
     explanation = None
     if args.explain:
         package = args.prefix
-        explanation = explain(bundle, f"{args.prefix}.{args.rule}", package,
-                              input_json(input_doc))
+        explanation = explain(bundle, f"{args.prefix}.{args.rule}", package, input_json(input_doc))
     if args.format == "json":
         out.line(dump(result.to_json(explanation)))
     else:
@@ -67,8 +66,9 @@ def _read_input(name: str) -> dict[str, Any]:
 class _Evaluation:
     """One rule's value for an input, and for `decision` the verdict callgate derives."""
 
-    def __init__(self, rule: str, revision: str, value: Any, error: str,
-                 decision: Decision | None) -> None:
+    def __init__(
+        self, rule: str, revision: str, value: Any, error: str, decision: Decision | None
+    ) -> None:
         self.rule = rule
         self.revision = revision
         self.value = value
@@ -87,8 +87,11 @@ class _Evaluation:
             error = exc.message
         decision = None
         if rule == "decision":
-            decision = (error_decision(error, engine.revision) if error
-                        else decision_from_value(value, engine.revision))
+            decision = (
+                error_decision(error, engine.revision)
+                if error
+                else decision_from_value(value, engine.revision)
+            )
         return cls(f"{engine.prefix}.{rule}", engine.revision, value, error, decision)
 
     @property
@@ -112,21 +115,29 @@ class _Evaluation:
             out.line(f"policy revision: {self.revision}")
 
     def to_json(self, explanation: Explanation | None) -> dict[str, Any]:
-        doc: dict[str, Any] = {"rule": self.rule, "revision": self.revision,
-                               "defined": self.value is not UNDEFINED}
+        doc: dict[str, Any] = {
+            "rule": self.rule,
+            "revision": self.revision,
+            "defined": self.value is not UNDEFINED,
+        }
         if self.value is not UNDEFINED:
             doc["value"] = json.loads(dump(self.value))
         if self.error:
             doc["error"] = self.error
         if self.decision is not None:
             d = self.decision
-            doc["decision"] = {"verdict": d.verdict.value, "reasons": list(d.reasons),
-                               "policy_error": d.is_policy_error,
-                               "approval_ttl_s": d.approval_ttl_s}
+            doc["decision"] = {
+                "verdict": d.verdict.value,
+                "reasons": list(d.reasons),
+                "policy_error": d.is_policy_error,
+                "approval_ttl_s": d.approval_ttl_s,
+            }
         if explanation is not None:
-            doc["explanation"] = {"package": explanation.package,
-                                  "rules": [r.to_json() for r in explanation.rules],
-                                  "not_evaluated": explanation.not_evaluated}
+            doc["explanation"] = {
+                "package": explanation.package,
+                "rules": [r.to_json() for r in explanation.rules],
+                "not_evaluated": explanation.not_evaluated,
+            }
         return doc
 
 
@@ -142,16 +153,22 @@ def _print_verdict(decision: Decision, out: Out) -> None:
 
 def _print_explanation(explanation: Explanation, out: Out) -> None:
     out.line("")
-    out.line(out.paint(f"explanation ({explanation.package}: rules evaluated for this input)",
-                       "bold"))
+    out.line(
+        out.paint(f"explanation ({explanation.package}: rules evaluated for this input)", "bold")
+    )
     width = max((len(f"{r.file}:{r.line}") for r in explanation.rules), default=0)
     names = max((len(r.rule) for r in explanation.rules), default=0)
     for rule in explanation.rules:
         where = f"{rule.file}:{rule.line}".ljust(width)
         out.line(f"  {where}  {rule.rule.ljust(names)}  {_outcome(rule, out)}")
     if explanation.not_evaluated:
-        out.line(out.paint(f"  ({explanation.not_evaluated} rule definitions of the package "
-                           "were not evaluated)", "dim"))
+        out.line(
+            out.paint(
+                f"  ({explanation.not_evaluated} rule definitions of the package "
+                "were not evaluated)",
+                "dim",
+            )
+        )
 
 
 def _outcome(rule: Any, out: Out) -> str:

@@ -88,14 +88,21 @@ def _failure_lines(result: TestResult) -> list[str]:
 
 
 def result_json(result: TestResult) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": result.case.path, "file": result.case.file,
-                           "line": result.case.line, "passed": result.passed,
-                           "duration_ms": round(result.duration_s * 1000, 3)}
+    out: dict[str, Any] = {
+        "name": result.case.path,
+        "file": result.case.file,
+        "line": result.case.line,
+        "passed": result.passed,
+        "duration_ms": round(result.duration_s * 1000, 3),
+    }
     if result.reason:
         out["reason"] = result.reason
     if result.failed is not None:
-        out["failed_expression"] = {"text": result.failed.text, "line": result.failed.line,
-                                    "values": dict(result.failed.values)}
+        out["failed_expression"] = {
+            "text": result.failed.text,
+            "line": result.failed.line,
+            "values": dict(result.failed.values),
+        }
     return out
 
 
@@ -109,5 +116,6 @@ def finish(report: TestReport, out: Out, run: str | None = None) -> int:
 
 def options(args: argparse.Namespace) -> RegoOptions:
     """The Rego version and builtin-error mode a command was given (check has no errors)."""
-    return RegoOptions(rego_version=args.rego_version,
-                       builtin_errors=getattr(args, "builtin_errors", "strict"))
+    return RegoOptions(
+        rego_version=args.rego_version, builtin_errors=getattr(args, "builtin_errors", "strict")
+    )

@@ -33,15 +33,23 @@ ACTIONS = ("list", "import", "status")
 
 
 def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], None]) -> None:
-    p = sub.add_parser("tools", help="list the tools you may use; import an MCP server's; the "
-                       "tool set's status",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "tools",
+        help="list the tools you may use; import an MCP server's; the tool set's status",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("action", choices=ACTIONS, help="what to do")
     client_options(p)
     switch(p, "--schema", help="show each tool's input schema")
-    option(p, "--provider", parse=nonempty, default="openai.responses", metavar="PROVIDER",
-           help="whose tool declarations --json includes (openai.responses, "
-           "anthropic.messages, ...)")
+    option(
+        p,
+        "--provider",
+        parse=nonempty,
+        default="openai.responses",
+        metavar="PROVIDER",
+        help="whose tool declarations --json includes (openai.responses, anthropic.messages, ...)",
+    )
     switch(p, "--json", help="print the answer as JSON")
     add_import_arguments(p)
     p.set_defaults(handler=run)
@@ -55,8 +63,15 @@ def run(ns: argparse.Namespace) -> int:
     with connected(ns, timeout_s=30) as client:
         answer = client.list_tools(ns.provider)
     if ns.json:
-        print(json.dumps({"tools": [_tool(t) for t in answer.tools],
-                          "declarations": json.loads(answer.tools_json or "[]")}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "tools": [_tool(t) for t in answer.tools],
+                    "declarations": json.loads(answer.tools_json or "[]"),
+                },
+                indent=2,
+            )
+        )
     else:
         print(text(answer.tools, schema=ns.schema))
     return 0
@@ -65,44 +80,77 @@ def run(ns: argparse.Namespace) -> int:
 def status(ns: argparse.Namespace) -> int:
     with connected(ns, timeout_s=30) as client:
         answer = client.get_status()
-    rejected = answer.last_rejected_tools_reload if answer.HasField(
-        "last_rejected_tools_reload") else None
-    problems = ([{"file": p.file, "line": p.line or None, "message": p.message}
-                 for p in rejected.problems] if rejected is not None else [])
+    rejected = (
+        answer.last_rejected_tools_reload if answer.HasField("last_rejected_tools_reload") else None
+    )
+    problems = (
+        [{"file": p.file, "line": p.line or None, "message": p.message} for p in rejected.problems]
+        if rejected is not None
+        else []
+    )
     if ns.json:
-        print(json.dumps({"tools_revision": answer.tools_revision,
-                          "loaded_at": answer.tools_loaded_at, "tools": list(answer.tools),
-                          "rejected": None if rejected is None else {
-                              "at": rejected.at, "file": rejected.file,
-                              "line": rejected.line or None, "message": rejected.message,
-                              "problems": problems}}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "tools_revision": answer.tools_revision,
+                    "loaded_at": answer.tools_loaded_at,
+                    "tools": list(answer.tools),
+                    "rejected": None
+                    if rejected is None
+                    else {
+                        "at": rejected.at,
+                        "file": rejected.file,
+                        "line": rejected.line or None,
+                        "message": rejected.message,
+                        "problems": problems,
+                    },
+                },
+                indent=2,
+            )
+        )
     else:
-        print(f"tools revision:   {answer.tools_revision}\nloaded at:        "
-              f"{answer.tools_loaded_at}\ntools:            {', '.join(answer.tools)}")
+        print(
+            f"tools revision:   {answer.tools_revision}\nloaded at:        "
+            f"{answer.tools_loaded_at}\ntools:            {', '.join(answer.tools)}"
+        )
         if rejected is not None:
-            print(f"rejected reload:  at {rejected.at}, still serving the revision above",
-                  *(f"  {p['message']}" for p in problems), sep="\n")
+            print(
+                f"rejected reload:  at {rejected.at}, still serving the revision above",
+                *(f"  {p['message']}" for p in problems),
+                sep="\n",
+            )
     if rejected is None:
         return 0
-    raise CallgateError(f"the newest --tools files were rejected ({len(problems)} problem"
-                        f"{'s' * (len(problems) != 1)}): fix them and the sidecar reloads them "
-                        "itself (or on SIGHUP)")
+    raise CallgateError(
+        f"the newest --tools files were rejected ({len(problems)} problem"
+        f"{'s' * (len(problems) != 1)}): fix them and the sidecar reloads them "
+        "itself (or on SIGHUP)"
+    )
 
 
 def _tool(t: Any) -> dict[str, Any]:
-    return {"name": t.name, "version": t.version, "effect": t.effect,
-            "description": t.description, "input_schema": json.loads(t.input_schema_json)}
+    return {
+        "name": t.name,
+        "version": t.version,
+        "effect": t.effect,
+        "description": t.description,
+        "input_schema": json.loads(t.input_schema_json),
+    }
 
 
 def text(tools: Any, *, schema: bool) -> str:
     if not tools:
         return "no tools (the policy's offer lists none for you)"
-    lines = table(("TOOL", "VERSION", "EFFECT", "DESCRIPTION"),
-                  ((t.name, t.version, t.effect, " ".join(t.description.split()))
-                   for t in tools))
+    lines = table(
+        ("TOOL", "VERSION", "EFFECT", "DESCRIPTION"),
+        ((t.name, t.version, t.effect, " ".join(t.description.split())) for t in tools),
+    )
     if schema:
         for t in tools:
             shown = json.dumps(json.loads(t.input_schema_json), indent=2, sort_keys=True)
-            lines += ["", f"{t.name} {t.version} input schema:",
-                      *("  " + line for line in shown.splitlines())]
+            lines += [
+                "",
+                f"{t.name} {t.version} input schema:",
+                *("  " + line for line in shown.splitlines()),
+            ]
     return "\n".join(lines)

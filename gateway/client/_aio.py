@@ -51,18 +51,27 @@ class AsyncGatewayClient:
     `serve --workers`); `metadata` is sent with every call besides the token (a `traceparent`,
     say). Use it in `async with`, or `await close()`."""
 
-    def __init__(self, target: str = DEFAULT_TARGET, token: str = "", *,
-                 tls: ClientTLS | None = None, timeout_s: float | None = 60.0,
-                 retry: RetryPolicy = DEFAULT_RETRY, own_connection: bool = False,
-                 metadata: Iterable[tuple[str, str]] = ()) -> None:
+    def __init__(
+        self,
+        target: str = DEFAULT_TARGET,
+        token: str = "",
+        *,
+        tls: ClientTLS | None = None,
+        timeout_s: float | None = 60.0,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        own_connection: bool = False,
+        metadata: Iterable[tuple[str, str]] = (),
+    ) -> None:
         self.target = target
         self.timeout_s = timeout_s
         self.retry = retry
-        self._metadata = (*((("authorization", f"Bearer {token}"),) if token else ()),
-                          *metadata)
+        self._metadata = (*((("authorization", f"Bearer {token}"),) if token else ()), *metadata)
         self._credentials = tls.channel_credentials() if tls is not None else None
-        self._options = [*_RECONNECT, *(tls.channel_options() if tls else []),
-                         *([("grpc.use_local_subchannel_pool", 1)] if own_connection else [])]
+        self._options = [
+            *_RECONNECT,
+            *(tls.channel_options() if tls else []),
+            *([("grpc.use_local_subchannel_pool", 1)] if own_connection else []),
+        ]
         self._channel: grpc.aio.Channel | None = None
         self._stub_: pb.ToolGatewayStub | None = None
 
@@ -89,39 +98,67 @@ class AsyncGatewayClient:
             self._channel = (
                 grpc.aio.secure_channel(self.target, self._credentials, options=self._options)
                 if self._credentials is not None
-                else grpc.aio.insecure_channel(self.target, options=self._options))
+                else grpc.aio.insecure_channel(self.target, options=self._options)
+            )
         return self._channel
 
     # ------------------------------------------------------------------ runs and turns
 
-    async def start_run(self, run_id: str = "", *, provider: str = "", api_version: str = "",
-                        budget: pb.Budget | None = None, labels: Mapping[str, str] | None = None,
-                        conversation_json: str = "", timeout_s: float | None = None) -> pb.Run:
+    async def start_run(
+        self,
+        run_id: str = "",
+        *,
+        provider: str = "",
+        api_version: str = "",
+        budget: pb.Budget | None = None,
+        labels: Mapping[str, str] | None = None,
+        conversation_json: str = "",
+        timeout_s: float | None = None,
+    ) -> pb.Run:
         """Create a run owned by the caller (repeated on failure only with a `run_id`)."""
-        request = pb.StartRunRequest(run_id=run_id, provider=provider, api_version=api_version,
-                                     budget=budget, labels=dict(labels or {}),
-                                     conversation_json=conversation_json)
-        run: pb.Run = await self._unary(self._stub.StartRun, request, timeout_s,
-                                        repeat=bool(run_id))
+        request = pb.StartRunRequest(
+            run_id=run_id,
+            provider=provider,
+            api_version=api_version,
+            budget=budget,
+            labels=dict(labels or {}),
+            conversation_json=conversation_json,
+        )
+        run: pb.Run = await self._unary(
+            self._stub.StartRun, request, timeout_s, repeat=bool(run_id)
+        )
         return run
 
-    async def get_run(self, run_id: str, *, page_size: int = 0, page_token: str = "",
-                      timeout_s: float | None = None) -> pb.Run:
+    async def get_run(
+        self,
+        run_id: str,
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        timeout_s: float | None = None,
+    ) -> pb.Run:
         """The run and one page of its turns and calls: the latest (page_size 0: the
         sidecar's default), or the older ones `page_token` (a `next_page_token`) leads to."""
         request = pb.GetRunRequest(run_id=run_id, page_size=page_size, page_token=page_token)
         run: pb.Run = await self._unary(self._stub.GetRun, request, timeout_s)
         return run
 
-    async def whole_run(self, run_id: str, *, page_size: int = 0,
-                        timeout_s: float | None = None) -> pb.Run:
+    async def whole_run(
+        self, run_id: str, *, page_size: int = 0, timeout_s: float | None = None
+    ) -> pb.Run:
         """The run with every turn and call, oldest first, gathered page by page (the summary
         and `conversation_json` are the latest page's). Each answer stays bounded; the result
         is not."""
         pages = [await self.get_run(run_id, page_size=page_size, timeout_s=timeout_s)]
         while pages[-1].next_page_token:
-            pages.append(await self.get_run(run_id, page_size=page_size, timeout_s=timeout_s,
-                                            page_token=pages[-1].next_page_token))
+            pages.append(
+                await self.get_run(
+                    run_id,
+                    page_size=page_size,
+                    timeout_s=timeout_s,
+                    page_token=pages[-1].next_page_token,
+                )
+            )
         whole = pb.Run()
         whole.CopyFrom(pages[0])
         del whole.turns[:]
@@ -132,86 +169,152 @@ class AsyncGatewayClient:
         whole.next_page_token = ""
         return whole
 
-    async def submit_turn(self, run_id: str, turn_id: str, *,
-                          tool_request: pb.ToolRequest | None = None,
-                          final: pb.FinalAnswer | None = None, refusal: pb.Refusal | None = None,
-                          incomplete: pb.Incomplete | None = None,
-                          paused: pb.Paused | None = None,
-                          provider_error: pb.ProviderError | None = None, provider: str = "",
-                          api_version: str = "", model: str = "", usage: pb.Usage | None = None,
-                          raw_response_json: str = "",
-                          timeout_s: float | None = None) -> pb.TurnOutcome:
+    async def submit_turn(
+        self,
+        run_id: str,
+        turn_id: str,
+        *,
+        tool_request: pb.ToolRequest | None = None,
+        final: pb.FinalAnswer | None = None,
+        refusal: pb.Refusal | None = None,
+        incomplete: pb.Incomplete | None = None,
+        paused: pb.Paused | None = None,
+        provider_error: pb.ProviderError | None = None,
+        provider: str = "",
+        api_version: str = "",
+        model: str = "",
+        usage: pb.Usage | None = None,
+        raw_response_json: str = "",
+        timeout_s: float | None = None,
+    ) -> pb.TurnOutcome:
         """One model turn, normalized: exactly one event (tool_request, final, refusal,
         incomplete, paused or provider_error). Answers once every call is settled or paused."""
-        events = {"tool_request": tool_request, "final": final, "refusal": refusal,
-                  "incomplete": incomplete, "paused": paused, "provider_error": provider_error}
+        events = {
+            "tool_request": tool_request,
+            "final": final,
+            "refusal": refusal,
+            "incomplete": incomplete,
+            "paused": paused,
+            "provider_error": provider_error,
+        }
         given = {name: value for name, value in events.items() if value is not None}
         if len(given) > 1:
-            raise request_error(RequestCode.INVALID_ARGUMENT,
-                                f"a turn has one event, not {len(given)}: {', '.join(given)}")
-        request = pb.SubmitTurnRequest(run_id=run_id, turn_id=turn_id, provider=provider,
-                                       api_version=api_version, model=model, usage=usage,
-                                       raw_response_json=raw_response_json, **given)
+            raise request_error(
+                RequestCode.INVALID_ARGUMENT,
+                f"a turn has one event, not {len(given)}: {', '.join(given)}",
+            )
+        request = pb.SubmitTurnRequest(
+            run_id=run_id,
+            turn_id=turn_id,
+            provider=provider,
+            api_version=api_version,
+            model=model,
+            usage=usage,
+            raw_response_json=raw_response_json,
+            **given,
+        )
         outcome: pb.TurnOutcome = await self._unary(self._stub.SubmitTurn, request, timeout_s)
         return outcome
 
-    async def submit_calls(self, run_id: str, turn_id: str, *calls: pb.ToolCall,
-                           provider: str = "", api_version: str = "", model: str = "",
-                           usage: pb.Usage | None = None, raw_response_json: str = "",
-                           timeout_s: float | None = None) -> pb.TurnOutcome:
+    async def submit_calls(
+        self,
+        run_id: str,
+        turn_id: str,
+        *calls: pb.ToolCall,
+        provider: str = "",
+        api_version: str = "",
+        model: str = "",
+        usage: pb.Usage | None = None,
+        raw_response_json: str = "",
+        timeout_s: float | None = None,
+    ) -> pb.TurnOutcome:
         """A turn whose event is a tool request with these calls."""
-        return await self.submit_turn(run_id, turn_id, tool_request=pb.ToolRequest(calls=calls),
-                                      provider=provider, api_version=api_version, model=model,
-                                      usage=usage, raw_response_json=raw_response_json,
-                                      timeout_s=timeout_s)
+        return await self.submit_turn(
+            run_id,
+            turn_id,
+            tool_request=pb.ToolRequest(calls=calls),
+            provider=provider,
+            api_version=api_version,
+            model=model,
+            usage=usage,
+            raw_response_json=raw_response_json,
+            timeout_s=timeout_s,
+        )
 
-    async def submit_provider_response(self, run_id: str, response_json: str, *,
-                                       provider: str = "", api_version: str = "",
-                                       turn_id: str = "", model: str = "",
-                                       timeout_s: float | None = None) -> pb.TurnOutcome:
+    async def submit_provider_response(
+        self,
+        run_id: str,
+        response_json: str,
+        *,
+        provider: str = "",
+        api_version: str = "",
+        turn_id: str = "",
+        model: str = "",
+        timeout_s: float | None = None,
+    ) -> pb.TurnOutcome:
         """One model turn as the provider's raw response JSON (callgate's adapter reads it).
         `turn_id` is needed where the response carries no ID (Bedrock)."""
         request = pb.SubmitProviderResponseRequest(
-            run_id=run_id, provider=provider, api_version=api_version,
-            response_json=response_json, turn_id=turn_id, model=model)
-        outcome: pb.TurnOutcome = await self._unary(self._stub.SubmitProviderResponse, request,
-                                                    timeout_s)
+            run_id=run_id,
+            provider=provider,
+            api_version=api_version,
+            response_json=response_json,
+            turn_id=turn_id,
+            model=model,
+        )
+        outcome: pb.TurnOutcome = await self._unary(
+            self._stub.SubmitProviderResponse, request, timeout_s
+        )
         return outcome
 
-    async def submit_provider_stream(self, run_id: str, events: StreamEvents, *,
-                                     provider: str = "", api_version: str = "",
-                                     turn_id: str = "",
-                                     timeout_s: float | None = None) -> pb.TurnOutcome:
+    async def submit_provider_stream(
+        self,
+        run_id: str,
+        events: StreamEvents,
+        *,
+        provider: str = "",
+        api_version: str = "",
+        turn_id: str = "",
+        timeout_s: float | None = None,
+    ) -> pb.TurnOutcome:
         """One model turn as the provider's raw stream events (JSON texts), forwarded as they
         come; callgate assembles them. Repeated on failure only when `events` is a sequence
         (the same turn again), then also when the stream was cut short by the sidecar's early
         answer (see `cut_short`)."""
-        head = pb.ProviderStreamEvent(run_id=run_id, provider=provider, api_version=api_version,
-                                      turn_id=turn_id)
+        head = pb.ProviderStreamEvent(
+            run_id=run_id, provider=provider, api_version=api_version, turn_id=turn_id
+        )
 
         def messages() -> AsyncIterator[pb.ProviderStreamEvent]:
             return stream_messages(head, events)
+
         again = isinstance(events, SequenceABC)
         outcome: pb.TurnOutcome = await self._unary(
-            lambda _req, **kw: self._stub.SubmitProviderStream(messages(), **kw), None,
-            timeout_s, repeat=again, cut_short_repeats=again)
+            lambda _req, **kw: self._stub.SubmitProviderStream(messages(), **kw),
+            None,
+            timeout_s,
+            repeat=again,
+            cut_short_repeats=again,
+        )
         return outcome
 
-    async def resume_run(self, run_id: str, *,
-                         timeout_s: float | None = None) -> pb.TurnOutcome:
+    async def resume_run(self, run_id: str, *, timeout_s: float | None = None) -> pb.TurnOutcome:
         """The run's latest turn outcome after recovering what can be recovered (reconciling
         unknown outcomes, finishing settled approvals); safe at any time."""
         outcome: pb.TurnOutcome = await self._unary(
-            self._stub.ResumeRun, pb.ResumeRunRequest(run_id=run_id), timeout_s)
+            self._stub.ResumeRun, pb.ResumeRunRequest(run_id=run_id), timeout_s
+        )
         return outcome
 
     async def cancel_run(self, run_id: str, *, timeout_s: float | None = None) -> pb.Run:
-        run: pb.Run = await self._unary(self._stub.CancelRun, pb.CancelRunRequest(run_id=run_id),
-                                        timeout_s)
+        run: pb.Run = await self._unary(
+            self._stub.CancelRun, pb.CancelRunRequest(run_id=run_id), timeout_s
+        )
         return run
 
-    def watch_run(self, run_id: str, *,
-                  timeout_s: float | None = None) -> AsyncGenerator[pb.TurnOutcome, None]:
+    def watch_run(
+        self, run_id: str, *, timeout_s: float | None = None
+    ) -> AsyncGenerator[pb.TurnOutcome, None]:
         """The run's current settled outcome, then every later one, until the run is terminal
         (the stream then ends). Reconnects when the sidecar goes away; an outcome equal to the
         last one given is not given twice. No deadline unless `timeout_s`."""
@@ -220,117 +323,188 @@ class AsyncGatewayClient:
 
     # ------------------------------------------------------------------ tools and decisions
 
-    async def list_tools(self, provider: str, *, api_version: str = "",
-                         timeout_s: float | None = None) -> pb.ListToolsResponse:
+    async def list_tools(
+        self, provider: str, *, api_version: str = "", timeout_s: float | None = None
+    ) -> pb.ListToolsResponse:
         """The caller's permitted tools, in `tools_json` as that provider's declarations."""
         request = pb.ListToolsRequest(provider=provider, api_version=api_version)
         tools: pb.ListToolsResponse = await self._unary(self._stub.ListTools, request, timeout_s)
         return tools
 
-    async def list_runs(self, *, state: SequenceABC[pb.RunState] = (), subject: str = "",
-                        every_subject: bool = False, page_size: int = 0, page_token: str = "",
-                        timeout_s: float | None = None) -> pb.ListRunsResponse:
+    async def list_runs(
+        self,
+        *,
+        state: SequenceABC[pb.RunState] = (),
+        subject: str = "",
+        every_subject: bool = False,
+        page_size: int = 0,
+        page_token: str = "",
+        timeout_s: float | None = None,
+    ) -> pb.ListRunsResponse:
         """One page of runs, newest first: the caller's own unless the policy's
         `may_list_runs` allows another subject's (or every subject's of the tenant)."""
-        request = pb.ListRunsRequest(state=state, subject=subject,
-                                     every_subject=every_subject,
-                                     page_size=page_size, page_token=page_token)
+        request = pb.ListRunsRequest(
+            state=state,
+            subject=subject,
+            every_subject=every_subject,
+            page_size=page_size,
+            page_token=page_token,
+        )
         runs: pb.ListRunsResponse = await self._unary(self._stub.ListRuns, request, timeout_s)
         return runs
 
-    async def authorize(self, *calls: pb.ToolCall, run_id: str = "",
-                        timeout_s: float | None = None) -> pb.AuthorizeResponse:
+    async def authorize(
+        self, *calls: pb.ToolCall, run_id: str = "", timeout_s: float | None = None
+    ) -> pb.AuthorizeResponse:
         """Decide calls without executing them (audited); one decision per call ID."""
         request = pb.AuthorizeRequest(run_id=run_id, calls=calls)
-        answer: pb.AuthorizeResponse = await self._unary(self._stub.Authorize, request,
-                                                         timeout_s)
+        answer: pb.AuthorizeResponse = await self._unary(self._stub.Authorize, request, timeout_s)
         return answer
 
-    async def list_approvals(self, *, run_id: str = "",
-                             status: Iterable[pb.ApprovalStatus] = (), tool: str = "",
-                             page_size: int = 0, page_token: str = "", approval_id: str = "",
-                             timeout_s: float | None = None) -> pb.ListApprovalsResponse:
+    async def list_approvals(
+        self,
+        *,
+        run_id: str = "",
+        status: Iterable[pb.ApprovalStatus] = (),
+        tool: str = "",
+        page_size: int = 0,
+        page_token: str = "",
+        approval_id: str = "",
+        timeout_s: float | None = None,
+    ) -> pb.ListApprovalsResponse:
         """One page of the approvals the caller may see (every filter given must match)."""
-        request = pb.ListApprovalsRequest(run_id=run_id, status=list(status), tool=tool,
-                                          page_size=page_size, page_token=page_token,
-                                          approval_id=approval_id)
-        page: pb.ListApprovalsResponse = await self._unary(self._stub.ListApprovals, request,
-                                                           timeout_s)
+        request = pb.ListApprovalsRequest(
+            run_id=run_id,
+            status=list(status),
+            tool=tool,
+            page_size=page_size,
+            page_token=page_token,
+            approval_id=approval_id,
+        )
+        page: pb.ListApprovalsResponse = await self._unary(
+            self._stub.ListApprovals, request, timeout_s
+        )
         return page
 
-    async def decide_approval(self, approval_id: str, *, approve: bool, reason: str,
-                              timeout_s: float | None = None) -> pb.DecideApprovalResponse:
+    async def decide_approval(
+        self, approval_id: str, *, approve: bool, reason: str, timeout_s: float | None = None
+    ) -> pb.DecideApprovalResponse:
         """Approve or deny a pending approval; answers it and the decided call's result.
         Never repeated (a repeat would answer already_decided)."""
-        request = pb.DecideApprovalRequest(approval_id=approval_id, approve=approve,
-                                           reason=reason)
+        request = pb.DecideApprovalRequest(approval_id=approval_id, approve=approve, reason=reason)
         answer: pb.DecideApprovalResponse = await self._unary(
-            self._stub.DecideApproval, request, timeout_s, repeat=False)
+            self._stub.DecideApproval, request, timeout_s, repeat=False
+        )
         return answer
 
-    async def resolve_call(self, run_id: str, call_id: str, outcome: pb.CallStatus, *,
-                           reason: str, output_json: str = "",
-                           timeout_s: float | None = None) -> pb.CallResult:
+    async def resolve_call(
+        self,
+        run_id: str,
+        call_id: str,
+        outcome: pb.CallStatus,
+        *,
+        reason: str,
+        output_json: str = "",
+        timeout_s: float | None = None,
+    ) -> pb.CallResult:
         """Settle an UNKNOWN call as an operator (outcome: pb.CALL_STATUS_SUCCEEDED or
         pb.CALL_STATUS_FAILED). Never repeated (a repeat would answer not_unknown)."""
-        request = pb.ResolveCallRequest(run_id=run_id, call_id=call_id, outcome=outcome,
-                                        output_json=output_json, reason=reason)
-        result: pb.CallResult = await self._unary(self._stub.ResolveCall, request, timeout_s,
-                                                  repeat=False)
+        request = pb.ResolveCallRequest(
+            run_id=run_id, call_id=call_id, outcome=outcome, output_json=output_json, reason=reason
+        )
+        result: pb.CallResult = await self._unary(
+            self._stub.ResolveCall, request, timeout_s, repeat=False
+        )
         return result
 
     # ------------------------------------------------------------------ status and audit
 
-    async def list_quotas(self, *, prefix: str = "", page_size: int = 0, page_token: str = "",
-                          timeout_s: float | None = None) -> pb.ListQuotasResponse:
+    async def list_quotas(
+        self,
+        *,
+        prefix: str = "",
+        page_size: int = 0,
+        page_token: str = "",
+        timeout_s: float | None = None,
+    ) -> pb.ListQuotasResponse:
         """One page of the quota keys starting with `prefix`, with their usage."""
-        request = pb.ListQuotasRequest(prefix=prefix, page_size=page_size,
-                                       page_token=page_token)
-        page: pb.ListQuotasResponse = await self._unary(self._stub.ListQuotas, request,
-                                                        timeout_s)
+        request = pb.ListQuotasRequest(prefix=prefix, page_size=page_size, page_token=page_token)
+        page: pb.ListQuotasResponse = await self._unary(self._stub.ListQuotas, request, timeout_s)
         return page
 
-    async def reset_quota(self, key: str, *, reason: str,
-                          timeout_s: float | None = None) -> pb.ResetQuotaResponse:
+    async def reset_quota(
+        self, key: str, *, reason: str, timeout_s: float | None = None
+    ) -> pb.ResetQuotaResponse:
         """Give back every reservation of one quota key (audited with the reason)."""
         done: pb.ResetQuotaResponse = await self._unary(
-            self._stub.ResetQuota, pb.ResetQuotaRequest(key=key, reason=reason), timeout_s)
+            self._stub.ResetQuota, pb.ResetQuotaRequest(key=key, reason=reason), timeout_s
+        )
         return done
 
     async def get_status(self, *, timeout_s: float | None = None) -> pb.Status:
-        status: pb.Status = await self._unary(self._stub.GetStatus, pb.GetStatusRequest(),
-                                              timeout_s)
+        status: pb.Status = await self._unary(
+            self._stub.GetStatus, pb.GetStatusRequest(), timeout_s
+        )
         return status
 
-    def query_audit(self, *, run_id: str = "", call_id: str = "", tool: str = "",
-                    subject: str = "", verdict: Iterable[pb.Verdict] = (),
-                    status: Iterable[pb.CallStatus] = (), since: str = "",
-                    until: str = "", limit: int = 0, after_seq: int = 0, follow: bool = False,
-                    tenant: str | None = None, tail: int = 0,
-                    timeout_s: float | None = None) -> AsyncGenerator[pb.AuditRecord, None]:
+    def query_audit(
+        self,
+        *,
+        run_id: str = "",
+        call_id: str = "",
+        tool: str = "",
+        subject: str = "",
+        verdict: Iterable[pb.Verdict] = (),
+        status: Iterable[pb.CallStatus] = (),
+        since: str = "",
+        until: str = "",
+        limit: int = 0,
+        after_seq: int = 0,
+        follow: bool = False,
+        tenant: str | None = None,
+        tail: int = 0,
+        timeout_s: float | None = None,
+    ) -> AsyncGenerator[pb.AuditRecord, None]:
         """The audit records the caller may read, in seq order; with `follow`, new ones as they
         are committed (until the iteration stops). A broken stream continues after the last
         record received. No deadline unless `timeout_s`."""
         request = pb.QueryAuditRequest(
-            run_id=run_id, call_id=call_id, tool=tool, subject=subject, verdict=list(verdict),
-            status=list(status), since=since, until=until, limit=limit, after_seq=after_seq,
-            follow=follow, tenant=tenant, tail=tail)
-        return self._stream(lambda: request, "QueryAudit", timeout_s,
-                            lambda record: continue_after(request, record))
+            run_id=run_id,
+            call_id=call_id,
+            tool=tool,
+            subject=subject,
+            verdict=list(verdict),
+            status=list(status),
+            since=since,
+            until=until,
+            limit=limit,
+            after_seq=after_seq,
+            follow=follow,
+            tenant=tenant,
+            tail=tail,
+        )
+        return self._stream(
+            lambda: request, "QueryAudit", timeout_s, lambda record: continue_after(request, record)
+        )
 
     # ------------------------------------------------------------------ calling
 
-    async def _unary(self, method: Callable[..., Awaitable[Any]], request: Any,
-                     timeout_s: float | None, *, repeat: bool = True,
-                     cut_short_repeats: bool = False) -> Any:
+    async def _unary(
+        self,
+        method: Callable[..., Awaitable[Any]],
+        request: Any,
+        timeout_s: float | None,
+        *,
+        repeat: bool = True,
+        cut_short_repeats: bool = False,
+    ) -> Any:
         deadline = Deadline(self.timeout_s if timeout_s is None else timeout_s)
         waits = (self.retry if repeat else NEVER).waits()
         if not repeat:
             await self._connected(deadline)
         while True:
             try:
-                return await method(request, metadata=self._metadata,
-                                    timeout=deadline.remaining())
+                return await method(request, metadata=self._metadata, timeout=deadline.remaining())
             except grpc.RpcError as err:
                 error = self._error(err)
                 again = retryable(error) or (cut_short_repeats and cut_short(err))
@@ -348,8 +522,7 @@ class AsyncGatewayClient:
         just came back has not been reconnected to yet. Nothing is sent meanwhile."""
         channel = self._channel_made()
         remaining = deadline.remaining()
-        limit = self.retry.connect_s if remaining is None else min(remaining,
-                                                                   self.retry.connect_s)
+        limit = self.retry.connect_s if remaining is None else min(remaining, self.retry.connect_s)
         state = channel.get_state(try_to_connect=True)
         try:
             async with asyncio.timeout(limit):
@@ -359,9 +532,13 @@ class AsyncGatewayClient:
         except TimeoutError:
             pass  # the call itself fails as unavailable, with gRPC's reason
 
-    async def _stream(self, request: Callable[[], Any], rpc: str,
-                      timeout_s: float | None, seen: Callable[[Any], bool]
-                      ) -> AsyncGenerator[Any, None]:
+    async def _stream(
+        self,
+        request: Callable[[], Any],
+        rpc: str,
+        timeout_s: float | None,
+        seen: Callable[[Any], bool],
+    ) -> AsyncGenerator[Any, None]:
         """A server stream that reconnects after a retryable failure (`request()` is asked
         again each time: `seen` may have moved it on past what was received; it answers True
         when nothing more is wanted)."""
@@ -369,8 +546,9 @@ class AsyncGatewayClient:
         waits = self.retry.waits()
         last = None
         while True:
-            call = getattr(self._stub, rpc)(request(), metadata=self._metadata,
-                                            timeout=deadline.remaining())
+            call = getattr(self._stub, rpc)(
+                request(), metadata=self._metadata, timeout=deadline.remaining()
+            )
             try:
                 async for message in call:
                     waits = self.retry.waits()  # progress: a later failure starts afresh
@@ -389,4 +567,3 @@ class AsyncGatewayClient:
             finally:
                 call.cancel()
             await asyncio.sleep(wait)
-

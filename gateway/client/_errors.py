@@ -37,28 +37,44 @@ from gateway.errors import (
 
 _C = RequestCode
 _ONE_CODE: dict[RequestCode, Callable[[str], RequestError]] = {
-    _C.UNAUTHENTICATED: Unauthenticated, _C.PERMISSION_DENIED: PermissionDenied,
-    _C.RUN_PAUSED: RunPaused, _C.RUN_FINISHED: RunFinished, _C.TURN_CONFLICT: TurnConflict,
-    _C.RUN_CONFLICT: RunConflict, _C.STORE_UNAVAILABLE: StoreUnavailable,
-    _C.DEADLINE_EXCEEDED: DeadlineExceeded, _C.UNIMPLEMENTED: Unimplemented,
+    _C.UNAUTHENTICATED: Unauthenticated,
+    _C.PERMISSION_DENIED: PermissionDenied,
+    _C.RUN_PAUSED: RunPaused,
+    _C.RUN_FINISHED: RunFinished,
+    _C.TURN_CONFLICT: TurnConflict,
+    _C.RUN_CONFLICT: RunConflict,
+    _C.STORE_UNAVAILABLE: StoreUnavailable,
+    _C.DEADLINE_EXCEEDED: DeadlineExceeded,
+    _C.UNIMPLEMENTED: Unimplemented,
     _C.INTERNAL: InternalError,
 }
 _FAMILY: dict[RequestCode, type[RequestError]] = {
-    **dict.fromkeys((_C.RUN_NOT_FOUND, _C.APPROVAL_NOT_FOUND, _C.CALL_NOT_FOUND,
-                     _C.QUOTA_NOT_FOUND), NotFound),
-    **dict.fromkeys((_C.UNKNOWN_PROVIDER, _C.MALFORMED_RESPONSE, _C.DUPLICATE_CALL_ID,
-                     _C.INVALID_ARGUMENT, _C.INVALID_PAGE_TOKEN, _C.LIMIT_EXCEEDED),
-                    InvalidRequest),
-    **dict.fromkeys((_C.ALREADY_DECIDED, _C.APPROVAL_EXPIRED, _C.NOT_UNKNOWN),
-                    FailedPrecondition),
+    **dict.fromkeys(
+        (_C.RUN_NOT_FOUND, _C.APPROVAL_NOT_FOUND, _C.CALL_NOT_FOUND, _C.QUOTA_NOT_FOUND), NotFound
+    ),
+    **dict.fromkeys(
+        (
+            _C.UNKNOWN_PROVIDER,
+            _C.MALFORMED_RESPONSE,
+            _C.DUPLICATE_CALL_ID,
+            _C.INVALID_ARGUMENT,
+            _C.INVALID_PAGE_TOKEN,
+            _C.LIMIT_EXCEEDED,
+        ),
+        InvalidRequest,
+    ),
+    **dict.fromkeys((_C.ALREADY_DECIDED, _C.APPROVAL_EXPIRED, _C.NOT_UNKNOWN), FailedPrecondition),
     **dict.fromkeys((_C.SHUTTING_DOWN, _C.RESULTS_NOT_RECORDED, _C.UNAVAILABLE), Unavailable),
 }
 _S = grpc.StatusCode
 # what a status without a callgate code stands for (anything else: INTERNAL)
 _BY_STATUS: dict[grpc.StatusCode, RequestCode] = {
-    _S.UNAVAILABLE: _C.UNAVAILABLE, _S.DEADLINE_EXCEEDED: _C.DEADLINE_EXCEEDED,
-    _S.UNAUTHENTICATED: _C.UNAUTHENTICATED, _S.PERMISSION_DENIED: _C.PERMISSION_DENIED,
-    _S.INVALID_ARGUMENT: _C.INVALID_ARGUMENT, _S.RESOURCE_EXHAUSTED: _C.LIMIT_EXCEEDED,
+    _S.UNAVAILABLE: _C.UNAVAILABLE,
+    _S.DEADLINE_EXCEEDED: _C.DEADLINE_EXCEEDED,
+    _S.UNAUTHENTICATED: _C.UNAUTHENTICATED,
+    _S.PERMISSION_DENIED: _C.PERMISSION_DENIED,
+    _S.INVALID_ARGUMENT: _C.INVALID_ARGUMENT,
+    _S.RESOURCE_EXHAUSTED: _C.LIMIT_EXCEEDED,
     _S.UNIMPLEMENTED: _C.UNIMPLEMENTED,
 }
 _DETAILS_KEY = "grpc-status-details-bin"
@@ -100,16 +116,23 @@ def from_rpc_error(err: grpc.RpcError, target: str = "", *, tls: bool = False) -
     return request_error(code, details, status.name)
 
 
-def unreachable(target: str, details: str, *, tls: bool, status: str = "UNAVAILABLE"
-                ) -> SidecarUnreachable:
+def unreachable(
+    target: str, details: str, *, tls: bool, status: str = "UNAVAILABLE"
+) -> SidecarUnreachable:
     """No sidecar answered at `target`: what to check, for a command line and a program alike."""
-    tls_hint = ("; with TLS, that it listens with TLS and --tls-ca trusts its certificate"
-                if tls else "; if it listens with TLS, connect with --tls (or --tls-ca)")
+    tls_hint = (
+        "; with TLS, that it listens with TLS and --tls-ca trusts its certificate"
+        if tls
+        else "; if it listens with TLS, connect with --tls (or --tls-ca)"
+    )
     where = f" at {target}" if target else ""
-    err = SidecarUnreachable(target, f"cannot reach the sidecar{where}: {details} (unavailable): "
-                             "check that "
-                             "--target (CALLGATE_TARGET) names the address `callgate serve` "
-                             f"listens on and that it is running{tls_hint}")
+    err = SidecarUnreachable(
+        target,
+        f"cannot reach the sidecar{where}: {details} (unavailable): "
+        "check that "
+        "--target (CALLGATE_TARGET) names the address `callgate serve` "
+        f"listens on and that it is running{tls_hint}",
+    )
     err.grpc_status = status
     return err
 

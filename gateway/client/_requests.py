@@ -15,14 +15,16 @@ from gateway import pb
 from gateway.client._errors import error_code
 
 
-def tool_call(call_id: str, name: str, arguments: Mapping[str, Any] | str, *,
-              partial: bool = False) -> pb.ToolCall:
+def tool_call(
+    call_id: str, name: str, arguments: Mapping[str, Any] | str, *, partial: bool = False
+) -> pb.ToolCall:
     """One proposed call; `arguments` is the model's JSON text, or an object to write as JSON.
     `partial` marks a fragment (never executed). It also sets the deprecated `complete` for a
     call that is not partial, which sidecars older than `partial` require."""
     text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return pb.ToolCall(call_id=call_id, name=name, arguments_json=text, partial=partial,
-                       complete=not partial)
+    return pb.ToolCall(
+        call_id=call_id, name=name, arguments_json=text, partial=partial, complete=not partial
+    )
 
 
 class Deadline:
@@ -43,8 +45,11 @@ def cut_short(err: grpc.RpcError) -> bool:
     an event before the stream's end): grpc.aio then reports INTERNAL from its core instead of
     the sidecar's status. The turn was not submitted, so sending the same stream again gets
     the sidecar's own answer."""
-    return (err.code() == grpc.StatusCode.INTERNAL and not error_code(err)
-            and "Internal error from Core" in (err.details() or ""))
+    return (
+        err.code() == grpc.StatusCode.INTERNAL
+        and not error_code(err)
+        and "Internal error from Core" in (err.details() or "")
+    )
 
 
 def continue_after(request: pb.QueryAuditRequest, record: pb.AuditRecord) -> bool:

@@ -15,20 +15,21 @@ from dataclasses import dataclass
 
 from gateway.errors import RequestCode, RequestError
 
-RETRYABLE = frozenset({RequestCode.UNAVAILABLE, RequestCode.SHUTTING_DOWN,
-                       RequestCode.STORE_UNAVAILABLE})
+RETRYABLE = frozenset(
+    {RequestCode.UNAVAILABLE, RequestCode.SHUTTING_DOWN, RequestCode.STORE_UNAVAILABLE}
+)
 
 # RPC -> why repeating it is safe ("" where it is not repeated)
 RULES: dict[str, str] = {
     "StartRun": "with a run_id only: the same ID and parameters answer the same run (without "
-                "one, each attempt would create a run)",
+    "one, each attempt would create a run)",
     "GetRun": "a read",
     "SubmitTurn": "the same turn_id answers the stored outcome and executes nothing again",
     "SubmitProviderResponse": "the turn ID is the response's own ID (or the request's turn_id): "
-                              "the same turn again executes nothing",
+    "the same turn again executes nothing",
     "SubmitProviderStream": "when the events are a sequence it can send again (a list; also "
-                            "after a write grpc.aio failed as the sidecar answered early): the "
-                            "same turn; a one-pass iterator is not repeated",
+    "after a write grpc.aio failed as the sidecar answered early): the "
+    "same turn; a one-pass iterator is not repeated",
     "ListTools": "a read",
     "ListRuns": "a read",
     "Authorize": "decides without executing (each attempt is one more audit record)",

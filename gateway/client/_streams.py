@@ -12,8 +12,9 @@ from gateway import pb
 StreamEvents = Iterable[str] | AsyncIterable[str]
 
 
-async def stream_messages(head: pb.ProviderStreamEvent,
-                          events: StreamEvents) -> AsyncIterator[pb.ProviderStreamEvent]:
+async def stream_messages(
+    head: pb.ProviderStreamEvent, events: StreamEvents
+) -> AsyncIterator[pb.ProviderStreamEvent]:
     """The stream's messages: the first names the run, every one carries one event."""
     first = True
 
@@ -24,6 +25,7 @@ async def stream_messages(head: pb.ProviderStreamEvent,
             out.MergeFrom(head)
             first = False
         return out
+
     if isinstance(events, AsyncIterable):
         async for text in events:
             yield message(text)

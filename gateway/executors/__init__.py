@@ -108,11 +108,15 @@ def _mcp_link(sessions: McpSessions | None, server: str) -> ServerLink:
     if link is not None:
         return link
     if sessions is None or not sessions.source:
-        raise ManifestFieldError(("executor", "server"), f"MCP server {server!r} is not "
-                                 "declared: no MCP servers file was given (--mcp-servers)")
+        raise ManifestFieldError(
+            ("executor", "server"),
+            f"MCP server {server!r} is not declared: no MCP servers file was given (--mcp-servers)",
+        )
     declared = ", ".join(sessions.names()) or "none"
-    raise ManifestFieldError(("executor", "server"), f"MCP server {server!r} is not declared "
-                             f"in {sessions.source} (declared: {declared})")
+    raise ManifestFieldError(
+        ("executor", "server"),
+        f"MCP server {server!r} is not declared in {sessions.source} (declared: {declared})",
+    )
 
 
 @dataclass(frozen=True)
@@ -168,10 +172,17 @@ def _lookup(cfg: ReconcileConfig, executor: ExecutorConfig, targets: Targets) ->
     clients, base = targets.clients, targets.base
     if isinstance(cfg, McpReconcileConfig):
         if not isinstance(executor, McpExecutorConfig):
-            raise ManifestFieldError(("reconcile", "type"), "an mcp look-up calls a tool of "
-                                     "the executor's MCP server: the executor must be mcp")
-        return McpLookup(link=_mcp_link(targets.mcp, executor.server), tool=cfg.tool,
-                         arguments=cfg.arguments, timeout_s=cfg.timeout_s)
+            raise ManifestFieldError(
+                ("reconcile", "type"),
+                "an mcp look-up calls a tool of "
+                "the executor's MCP server: the executor must be mcp",
+            )
+        return McpLookup(
+            link=_mcp_link(targets.mcp, executor.server),
+            tool=cfg.tool,
+            arguments=cfg.arguments,
+            timeout_s=cfg.timeout_s,
+        )
     if isinstance(cfg, PythonReconcileConfig):
         return PythonLookup(
             _function(cfg.function, ("reconcile", "function")), timeout_s=cfg.timeout_s

@@ -32,8 +32,9 @@ def dump_json(value: Any) -> str:
     return write_json(value, max_depth=MAX_JSON_DEPTH_CAP)
 
 
-def kept_output(result: ExecutionResult, *, effect: Effect, max_bytes: int,
-                max_depth: int) -> ExecutionResult:
+def kept_output(
+    result: ExecutionResult, *, effect: Effect, max_bytes: int, max_depth: int
+) -> ExecutionResult:
     """The result as it may be stored and handed on. An output over `max_bytes`, or one that
     breaks a JSON rule, is not kept (`not_kept`)."""
     text = result.output_json
@@ -45,9 +46,13 @@ def kept_output(result: ExecutionResult, *, effect: Effect, max_bytes: int,
     try:
         read_json(text, max_depth=max_depth, big_integers=True)
     except JsonTextError as exc:
-        return not_kept(effect, CallCode.OUTPUT_INVALID, f"the output breaks a rule of JSON "
-                        f"({exc.rule}): {exc.message}", result.attempts,
-                        {"bytes": size, "sha256": _digest(text)})
+        return not_kept(
+            effect,
+            CallCode.OUTPUT_INVALID,
+            f"the output breaks a rule of JSON ({exc.rule}): {exc.message}",
+            result.attempts,
+            {"bytes": size, "sha256": _digest(text)},
+        )
     return result
 
 
@@ -55,20 +60,31 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def too_large(effect: Effect, size: int, limit: int, attempts: int,
-              digest: str = "") -> ExecutionResult:
-    return not_kept(effect, CallCode.OUTPUT_TOO_LARGE,
-                    f"the output is {size} bytes, over the limit of {limit} (callgate serve "
-                    f"{FLAGS['max_output_bytes']}); it was not kept", attempts,
-                    {"bytes": size, **({"sha256": digest} if digest else {})})
+def too_large(
+    effect: Effect, size: int, limit: int, attempts: int, digest: str = ""
+) -> ExecutionResult:
+    return not_kept(
+        effect,
+        CallCode.OUTPUT_TOO_LARGE,
+        f"the output is {size} bytes, over the limit of {limit} (callgate serve "
+        f"{FLAGS['max_output_bytes']}); it was not kept",
+        attempts,
+        {"bytes": size, **({"sha256": digest} if digest else {})},
+    )
 
 
-def not_kept(effect: Effect, code: CallCode, problem: str, attempts: int,
-             about: dict[str, Any]) -> ExecutionResult:
+def not_kept(
+    effect: Effect, code: CallCode, problem: str, attempts: int, about: dict[str, Any]
+) -> ExecutionResult:
     """A read is FAILED with `code`; a write, whose effect happened, stays SUCCEEDED with the
     problem noted and, in place of its output, a marker `{"<code>": {"bytes", "sha256"}}`:
     never cut JSON."""
     if effect is Effect.READ:
         return failed(code, problem, attempts=attempts)
-    return ExecutionResult(CallStatus.SUCCEEDED, output_json=write_json({code.value: about}),
-                           error_code=code.value, error_message=problem, attempts=attempts)
+    return ExecutionResult(
+        CallStatus.SUCCEEDED,
+        output_json=write_json({code.value: about}),
+        error_code=code.value,
+        error_message=problem,
+        attempts=attempts,
+    )

@@ -36,8 +36,9 @@ def load_function(spec: str) -> ToolFunction:
     try:
         target: Any = importlib.import_module(module_name)
     except Exception as exc:  # an import runs arbitrary module code
-        raise ValueError(f"cannot import module {module_name!r}: "
-                         f"{type(exc).__name__}: {exc}") from exc
+        raise ValueError(
+            f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from exc
     for attr in attr_path.split("."):
         if not hasattr(target, attr):
             raise ValueError(f"module {module_name!r} has no attribute {attr_path!r}")
@@ -53,8 +54,9 @@ def _is_async(func: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
 
 
-async def invoke(func: ToolFunction, args: dict[str, Any], ctx: ExecutionContext,
-                 timeout_s: float) -> Any:
+async def invoke(
+    func: ToolFunction, args: dict[str, Any], ctx: ExecutionContext, timeout_s: float
+) -> Any:
     """Call func with a private copy of args; raises CallTimedOut after timeout_s."""
     own_args = copy.deepcopy(args)
     deadline = asyncio.timeout(timeout_s)
@@ -74,8 +76,15 @@ async def invoke(func: ToolFunction, args: dict[str, Any], ctx: ExecutionContext
 
 
 class PythonExecutor:
-    def __init__(self, func: ToolFunction, *, timeout_s: float, effect: Effect,
-                 max_attempts: int = 1, backoff_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        func: ToolFunction,
+        *,
+        timeout_s: float,
+        effect: Effect,
+        max_attempts: int = 1,
+        backoff_s: float = 0.0,
+    ) -> None:
         self._func = func
         self._timeout_s = timeout_s
         self._effect = effect
@@ -83,8 +92,11 @@ class PythonExecutor:
         self._backoff_s = backoff_s
 
     async def execute(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
-        return await with_retries(lambda: self._attempt(args, ctx),
-                                  max_attempts=self._max_attempts, backoff_s=self._backoff_s)
+        return await with_retries(
+            lambda: self._attempt(args, ctx),
+            max_attempts=self._max_attempts,
+            backoff_s=self._backoff_s,
+        )
 
     async def send_once(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
         return (await self._attempt(args, ctx)).result
@@ -131,5 +143,7 @@ class PythonLookup:
         try:
             return Found(dump_json(value))
         except (TypeError, ValueError) as exc:
-            return Found(dump_json(repr(value)[:KEPT_TEXT_CHARS]),
-                         note=f"look-up value is not JSON-serializable: {exc}")
+            return Found(
+                dump_json(repr(value)[:KEPT_TEXT_CHARS]),
+                note=f"look-up value is not JSON-serializable: {exc}",
+            )

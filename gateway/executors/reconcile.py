@@ -44,8 +44,9 @@ class Lookup(Protocol):
 
 
 class Reconciler:
-    def __init__(self, lookup: Lookup | None, *, after_s: float = 0.0,
-                 resend: Resend | None = None) -> None:
+    def __init__(
+        self, lookup: Lookup | None, *, after_s: float = 0.0, resend: Resend | None = None
+    ) -> None:
         """resend is given only when the target enforces the idempotency key."""
         self._lookup = lookup
         self._after_s = after_s
@@ -53,8 +54,9 @@ class Reconciler:
 
     async def reconcile(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
         if self._lookup is None:
-            return unknown("no reconcile look-up is configured; an operator must resolve "
-                           "the call", attempts=0)
+            return unknown(
+                "no reconcile look-up is configured; an operator must resolve the call", attempts=0
+            )
         if self._after_s > 0:
             await asyncio.sleep(self._after_s)
         found = await self._lookup.lookup(args, ctx)
@@ -66,6 +68,9 @@ class Reconciler:
             return unknown(f"outcome still unknown: {found.message}", attempts=0)
         if self._resend is not None:
             return await self._resend(args, ctx)
-        return failed(CallCode.TOOL_NOT_APPLIED,
-                      f"the target has no record of idempotency key {ctx.idempotency_key!r}; "
-                      "the write did not apply", attempts=0)
+        return failed(
+            CallCode.TOOL_NOT_APPLIED,
+            f"the target has no record of idempotency key {ctx.idempotency_key!r}; "
+            "the write did not apply",
+            attempts=0,
+        )

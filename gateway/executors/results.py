@@ -15,20 +15,29 @@ def succeeded(output_json: str, attempts: int = 1) -> ExecutionResult:
 
 
 def failed(code: CallCode, message: str, attempts: int = 1) -> ExecutionResult:
-    return ExecutionResult(CallStatus.FAILED, error_code=code.value, error_message=message,
-                           attempts=attempts)
+    return ExecutionResult(
+        CallStatus.FAILED, error_code=code.value, error_message=message, attempts=attempts
+    )
 
 
 def unknown(message: str, attempts: int = 1) -> ExecutionResult:
-    return ExecutionResult(CallStatus.UNKNOWN, error_code=CallCode.OUTCOME_UNKNOWN.value,
-                           error_message=message, attempts=attempts)
+    return ExecutionResult(
+        CallStatus.UNKNOWN,
+        error_code=CallCode.OUTCOME_UNKNOWN.value,
+        error_message=message,
+        attempts=attempts,
+    )
 
 
 def noted(output_json: str, message: str, attempts: int = 1) -> ExecutionResult:
     """A write whose effect happened but whose output is not what was promised."""
-    return ExecutionResult(CallStatus.SUCCEEDED, output_json=output_json,
-                           error_code=CallCode.OUTPUT_INVALID.value, error_message=message,
-                           attempts=attempts)
+    return ExecutionResult(
+        CallStatus.SUCCEEDED,
+        output_json=output_json,
+        error_code=CallCode.OUTPUT_INVALID.value,
+        error_message=message,
+        attempts=attempts,
+    )
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:

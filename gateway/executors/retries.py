@@ -19,8 +19,9 @@ class Attempt:
     retryable: bool = False
 
 
-async def with_retries(send: Callable[[], Awaitable[Attempt]], *, max_attempts: int,
-                       backoff_s: float) -> ExecutionResult:
+async def with_retries(
+    send: Callable[[], Awaitable[Attempt]], *, max_attempts: int, backoff_s: float
+) -> ExecutionResult:
     """Try up to max_attempts times while the outcome is retryable.
 
     attempts in the answer = requests actually sent. A write that was UNKNOWN on an earlier try

@@ -35,9 +35,14 @@ class Credentials:
 
 
 class Authenticator:
-    def __init__(self, *, tokens: StaticTokens | None = None, jwt: JwtVerifier | None = None,
-                 certificates: CertificateIdentities | None = None,
-                 dev_identity: Identity | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        tokens: StaticTokens | None = None,
+        jwt: JwtVerifier | None = None,
+        certificates: CertificateIdentities | None = None,
+        dev_identity: Identity | None = None,
+    ) -> None:
         self._tokens = tokens or StaticTokens({})
         self._jwt = jwt
         self._certificates = certificates
@@ -49,14 +54,22 @@ class Authenticator:
 
     @classmethod
     def from_config(cls, auth: AuthFile) -> Authenticator:
-        tokens = StaticTokens({t: Identity(e.subject, e.tenant, tuple(e.roles), dict(e.claims))
-                               for t, e in auth.tokens.items()})
-        return cls(tokens=tokens, jwt=JwtVerifier.from_config(auth.jwt) if auth.jwt else None,
-                   certificates=CertificateIdentities(auth.mtls) if auth.mtls else None)
+        tokens = StaticTokens(
+            {
+                t: Identity(e.subject, e.tenant, tuple(e.roles), dict(e.claims))
+                for t, e in auth.tokens.items()
+            }
+        )
+        return cls(
+            tokens=tokens,
+            jwt=JwtVerifier.from_config(auth.jwt) if auth.jwt else None,
+            certificates=CertificateIdentities(auth.mtls) if auth.mtls else None,
+        )
 
     @classmethod
-    def insecure(cls, subject: str, tenant: str = "dev",
-                 roles: Iterable[str] = ("tester",)) -> Authenticator:
+    def insecure(
+        cls, subject: str, tenant: str = "dev", roles: Iterable[str] = ("tester",)
+    ) -> Authenticator:
         return cls(dev_identity=Identity(subject, tenant, tuple(roles)))
 
     def for_audience(self, audience: str) -> Authenticator:
@@ -64,8 +77,9 @@ class Authenticator:
         `audience` instead of the auth file's `jwt.audiences` (a listener that is a resource
         server of its own URL). It shares this one's key set: start and close this one."""
         jwt = self._jwt.for_audience(audience) if self._jwt is not None else None
-        return Authenticator(tokens=self._tokens, jwt=jwt, certificates=self._certificates,
-                             dev_identity=self._dev)
+        return Authenticator(
+            tokens=self._tokens, jwt=jwt, certificates=self._certificates, dev_identity=self._dev
+        )
 
     @property
     def jwt_issuer(self) -> str:
@@ -114,10 +128,14 @@ class Authenticator:
         if self._jwt is not None and looks_like_jwt(token):
             return await self._jwt.verify(token)
         if self._jwt is not None:
-            raise Unauthenticated("the bearer token is neither a token this gateway knows "
-                                  "(none of its --auth file's tokens) nor a JWT")
-        raise Unauthenticated("the bearer token is not known to this gateway (it is none of the "
-                              "tokens in its --auth file)")
+            raise Unauthenticated(
+                "the bearer token is neither a token this gateway knows "
+                "(none of its --auth file's tokens) nor a JWT"
+            )
+        raise Unauthenticated(
+            "the bearer token is not known to this gateway (it is none of the "
+            "tokens in its --auth file)"
+        )
 
     def _how_to_authenticate(self) -> str:
         ways = []

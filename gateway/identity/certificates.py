@@ -18,8 +18,11 @@ from gateway.errors import Unauthenticated
 from gateway.identity.config import MtlsConfig
 from gateway.model import Identity
 
-_SOURCE_NAMES = {"san_uri": "URI subject alternative name", "san_dns": "DNS subject alternative "
-                 "name", "cn": "common name (CN)"}
+_SOURCE_NAMES = {
+    "san_uri": "URI subject alternative name",
+    "san_dns": "DNS subject alternative name",
+    "cn": "common name (CN)",
+}
 
 
 @dataclass(frozen=True)
@@ -29,8 +32,11 @@ class CertificateNames:
     cn: tuple[str, ...]
 
     def as_claims(self) -> dict[str, object]:
-        return {"san_uri": list(self.san_uri), "san_dns": list(self.san_dns),
-                "cn": self.cn[0] if self.cn else ""}
+        return {
+            "san_uri": list(self.san_uri),
+            "san_dns": list(self.san_dns),
+            "cn": self.cn[0] if self.cn else "",
+        }
 
 
 @lru_cache(maxsize=256)
@@ -60,16 +66,23 @@ class CertificateIdentities:
         candidates = getattr(names, source)
         what = _SOURCE_NAMES[source]
         if not candidates:
-            raise Unauthenticated(f"the client certificate has no {what}, which the auth file's "
-                                  f"mtls.subject_from ({source}) needs")
+            raise Unauthenticated(
+                f"the client certificate has no {what}, which the auth file's "
+                f"mtls.subject_from ({source}) needs"
+            )
         listed = [c for c in candidates if c in self.config.identities]
         if not listed:
-            raise Unauthenticated(f"the client certificate's {what} is not listed under "
-                                  "mtls.identities in the auth file")
+            raise Unauthenticated(
+                f"the client certificate's {what} is not listed under "
+                "mtls.identities in the auth file"
+            )
         if len(listed) > 1:
-            raise Unauthenticated(f"the client certificate has several {what}s listed under "
-                                  "mtls.identities; it must name exactly one")
+            raise Unauthenticated(
+                f"the client certificate has several {what}s listed under "
+                "mtls.identities; it must name exactly one"
+            )
         subject = listed[0]
         entry = self.config.identities[subject]
-        return Identity(subject, entry.tenant, tuple(entry.roles),
-                        {**names.as_claims(), **entry.claims})
+        return Identity(
+            subject, entry.tenant, tuple(entry.roles), {**names.as_claims(), **entry.claims}
+        )

@@ -17,6 +17,18 @@ from gateway.loop._machine import TRANSITIONS, AgentLoop, LoopResult, LoopStatus
 from gateway.loop._model import Model, ModelRequest, ScriptedModel
 from gateway.loop._sync import resume_loop, run_loop
 
-__all__ = ["TRANSITIONS", "AgentLoop", "LoopError", "LoopResult", "LoopStatus", "Model",
-           "ModelError", "ModelRequest", "ScriptExhausted", "ScriptedModel", "Step",
-           "resume_loop", "run_loop"]
+__all__ = [
+    "TRANSITIONS",
+    "AgentLoop",
+    "LoopError",
+    "LoopResult",
+    "LoopStatus",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "ScriptExhausted",
+    "ScriptedModel",
+    "Step",
+    "resume_loop",
+    "run_loop",
+]

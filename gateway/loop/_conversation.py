@@ -36,8 +36,9 @@ def parse_array(text: str, what: str) -> Conversation:
     return value
 
 
-def extended(provider: str, conversation: Conversation, response_json: str,
-             provider_input_json: str) -> Conversation:
+def extended(
+    provider: str, conversation: Conversation, response_json: str, provider_input_json: str
+) -> Conversation:
     """The conversation after a turn that continues: its own output where the provider needs
     it resent, then what callgate answered."""
     items = parse_array(provider_input_json, "provider_input_json")

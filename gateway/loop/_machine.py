@@ -82,8 +82,12 @@ _PAUSED = (pb.NEXT_ACTION_PAUSED_FOR_APPROVAL, pb.NEXT_ACTION_PAUSED_UNKNOWN_OUT
 _ENDED = (pb.NEXT_ACTION_DONE, pb.NEXT_ACTION_HANDOFF, pb.NEXT_ACTION_BUDGET_EXHAUSTED)
 # how soon, and at most how seldom, a waiting loop looks an unknown outcome up again
 _LOOKUP_FIRST_S, _LOOKUP_MAX_S = 1.0, 30.0
-_TERMINAL = (pb.RUN_STATE_COMPLETED, pb.RUN_STATE_HANDED_OFF, pb.RUN_STATE_BUDGET_EXHAUSTED,
-             pb.RUN_STATE_CANCELLED)
+_TERMINAL = (
+    pb.RUN_STATE_COMPLETED,
+    pb.RUN_STATE_HANDED_OFF,
+    pb.RUN_STATE_BUDGET_EXHAUSTED,
+    pb.RUN_STATE_CANCELLED,
+)
 
 
 @dataclass(frozen=True)
@@ -103,8 +107,7 @@ class LoopResult:
 
     @property
     def paused(self) -> bool:
-        return self.status in (LoopStatus.PAUSED_FOR_APPROVAL,
-                               LoopStatus.PAUSED_UNKNOWN_OUTCOME)
+        return self.status in (LoopStatus.PAUSED_FOR_APPROVAL, LoopStatus.PAUSED_UNKNOWN_OUTCOME)
 
 
 @dataclass
@@ -138,9 +141,17 @@ class AgentLoop:
     hand it back at once; resume later). `max_retries` is the run's budget of retried turns in
     a row (0: callgate's default)."""
 
-    def __init__(self, client: AsyncGatewayClient, model: Model, *, provider: str,
-                 api_version: str = "", max_turns: int = 10, max_retries: int = 0,
-                 wait_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        client: AsyncGatewayClient,
+        model: Model,
+        *,
+        provider: str,
+        api_version: str = "",
+        max_turns: int = 10,
+        max_retries: int = 0,
+        wait_s: float = 0.0,
+    ) -> None:
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1: the loop runs within a budget")
         self.client = client
@@ -151,25 +162,44 @@ class AgentLoop:
         self.max_retries = max_retries
         self.wait_s = wait_s
         self._steps: dict[Step, Callable[[_Run], Awaitable[Step]]] = {
-            Step.ASK: self._ask, Step.SUBMIT: self._submit, Step.RECORD: self._record,
-            Step.DECIDE: self._decide, Step.WAIT: self._wait}
+            Step.ASK: self._ask,
+            Step.SUBMIT: self._submit,
+            Step.RECORD: self._record,
+            Step.DECIDE: self._decide,
+            Step.WAIT: self._wait,
+        }
 
     # ------------------------------------------------------------------ entry points
 
-    async def run(self, conversation: Sequence[Mapping[str, Any]], *, run_id: str = "",
-                  labels: Mapping[str, str] | None = None) -> LoopResult:
+    async def run(
+        self,
+        conversation: Sequence[Mapping[str, Any]],
+        *,
+        run_id: str = "",
+        labels: Mapping[str, str] | None = None,
+    ) -> LoopResult:
         """Start a run with this conversation (the user's request, in the provider's shape)
         and drive it until it ends or waits. A `run_id` that names a run this loop already
         started continues that run where it stands instead (see `resume`)."""
         run_id = run_id or f"loop-{uuid.uuid4().hex}"
         run = await self.client.start_run(
-            run_id, provider=self.provider, api_version=self.api_version,
+            run_id,
+            provider=self.provider,
+            api_version=self.api_version,
             budget=pb.Budget(max_turns=self.max_turns, max_retries=self.max_retries),
-            labels=labels, conversation_json=json.dumps(list(conversation)))
+            labels=labels,
+            conversation_json=json.dumps(list(conversation)),
+        )
         if run.turns_used or run.state != pb.RUN_STATE_ACTIVE:
             return await self.resume(run_id)  # a run of ours that has begun: go on with it
-        state = _Run(run_id, self.provider, await self._tools(self.provider),
-                     [dict(item) for item in conversation], asks=0, turns=0)
+        state = _Run(
+            run_id,
+            self.provider,
+            await self._tools(self.provider),
+            [dict(item) for item in conversation],
+            asks=0,
+            turns=0,
+        )
         return await self._drive(state, Step.ASK)
 
     async def resume(self, run_id: str) -> LoopResult:
@@ -179,16 +209,26 @@ class AgentLoop:
         outcome = await self.client.resume_run(run_id)
         run = await self.client.get_run(run_id, page_size=1 << 30)
         if run.provider != self.provider:
-            raise LoopError(f"run {run_id} is a {run.provider or 'provider-less'} run, not "
-                            f"{self.provider}")
+            raise LoopError(
+                f"run {run_id} is a {run.provider or 'provider-less'} run, not {self.provider}"
+            )
         # the conversation holds the latest turn's results only once that turn continues; the
         # loop needs it at once unless the run waits or has ended
         synced = outcome.turn_id if outcome.next == pb.NEXT_ACTION_CONTINUE else "\0"
-        asks_next = outcome.next in (pb.NEXT_ACTION_CONTINUE, pb.NEXT_ACTION_RETRY_TURN) and \
-            outcome.run_state not in _TERMINAL
-        state = _Run(run_id, run.provider, await self._tools(run.provider),
-                     _conversation_of(run, needed=asks_next), asks=run.turns_used,
-                     turns=run.turn_count, outcome=outcome, synced=synced)
+        asks_next = (
+            outcome.next in (pb.NEXT_ACTION_CONTINUE, pb.NEXT_ACTION_RETRY_TURN)
+            and outcome.run_state not in _TERMINAL
+        )
+        state = _Run(
+            run_id,
+            run.provider,
+            await self._tools(run.provider),
+            _conversation_of(run, needed=asks_next),
+            asks=run.turns_used,
+            turns=run.turn_count,
+            outcome=outcome,
+            synced=synced,
+        )
         return await self._drive(state, Step.DECIDE)
 
     # ------------------------------------------------------------------ the machine
@@ -208,31 +248,37 @@ class AgentLoop:
     async def _ask(self, state: _Run) -> Step:
         if state.asks >= self.max_turns:
             state.failure = pb.ProviderError(
-                kind="other", retryable=False,
-                message=f"the loop's turn budget of {self.max_turns} model turns is spent")
+                kind="other",
+                retryable=False,
+                message=f"the loop's turn budget of {self.max_turns} model turns is spent",
+            )
             return Step.RECORD
         state.asks += 1
-        request = ModelRequest(state.run_id, state.provider, list(state.conversation),
-                               state.tools, state.asks)
+        request = ModelRequest(
+            state.run_id, state.provider, list(state.conversation), state.tools, state.asks
+        )
         try:
             state.response_json = await self.model.respond(request)
         except ModelError as err:
-            state.failure = pb.ProviderError(kind=err.kind, message=err.message,
-                                             retryable=err.retryable)
+            state.failure = pb.ProviderError(
+                kind=err.kind, message=err.message, retryable=err.retryable
+            )
             return Step.RECORD
         return Step.SUBMIT
 
     async def _submit(self, state: _Run) -> Step:
         try:
             state.outcome = await self.client.submit_provider_response(
-                state.run_id, state.response_json, turn_id=state.next_turn_id())
+                state.run_id, state.response_json, turn_id=state.next_turn_id()
+            )
         except (InvalidRequest, TurnConflict) as err:
             # a response callgate cannot read (malformed, a fragment, past a limit): nothing
             # of it runs; the run is handed off with the reason
             state.failure = pb.ProviderError(
-                kind="other", retryable=False,
-                message=f"callgate refused the model's response ({err.code.value}): "
-                        f"{err.message}")
+                kind="other",
+                retryable=False,
+                message=f"callgate refused the model's response ({err.code.value}): {err.message}",
+            )
             return Step.RECORD
         except RunPaused:  # another turn of the run waits: this response is not recorded
             state.outcome = await self.client.resume_run(state.run_id)
@@ -245,7 +291,8 @@ class AgentLoop:
         failure, state.failure = state.failure, None
         try:
             state.outcome = await self.client.submit_turn(
-                state.run_id, state.next_turn_id(), provider_error=failure)
+                state.run_id, state.next_turn_id(), provider_error=failure
+            )
         except (RunPaused, RunFinished):  # the run moved on meanwhile: take where it is
             state.outcome = await self.client.resume_run(state.run_id)
             return Step.DECIDE
@@ -263,8 +310,10 @@ class AgentLoop:
             return Step.ASK
         if outcome.next == pb.NEXT_ACTION_RETRY_TURN:
             return Step.ASK  # the same conversation: nothing of the cut turn is resent
-        raise LoopError(f"run {state.run_id}: callgate answered no next action "
-                        f"({pb.NextAction.Name(outcome.next)})")
+        raise LoopError(
+            f"run {state.run_id}: callgate answered no next action "
+            f"({pb.NextAction.Name(outcome.next)})"
+        )
 
     async def _wait(self, state: _Run) -> Step:
         """Watch the run until its turn settles. An outcome still unknown is looked up again
@@ -311,11 +360,13 @@ class AgentLoop:
         if state.synced == outcome.turn_id:
             return
         if state.response_turn == outcome.turn_id and outcome.provider_input_json:
-            state.conversation = extended(state.provider, state.conversation,
-                                          state.response_json, outcome.provider_input_json)
+            state.conversation = extended(
+                state.provider, state.conversation, state.response_json, outcome.provider_input_json
+            )
         else:  # a turn this loop did not submit (or could not read back): callgate's own
             state.conversation = _conversation_of(
-                await self.client.get_run(state.run_id, page_size=1 << 30))
+                await self.client.get_run(state.run_id, page_size=1 << 30)
+            )
         state.synced = outcome.turn_id
 
     async def _tools(self, provider: str) -> Conversation:
@@ -329,15 +380,23 @@ class AgentLoop:
         if status is None:
             state_name = pb.RunState.Name(outcome.run_state)
             raise LoopError(f"run {state.run_id} stopped while {state_name}")
-        return LoopResult(state.run_id, status, outcome.reason, outcome,
-                          list(state.conversation), state.response_json)
+        return LoopResult(
+            state.run_id,
+            status,
+            outcome.reason,
+            outcome,
+            list(state.conversation),
+            state.response_json,
+        )
 
 
 def _conversation_of(run: pb.Run, *, needed: bool = True) -> Conversation:
     if not run.conversation_json and not needed:
         return []
     if not run.conversation_json:
-        raise LoopError(f"run {run.run_id}: callgate has no conversation to rebuild (the run "
-                        "was started without conversation_json, or has more turns than one "
-                        "GetRun page holds)")
+        raise LoopError(
+            f"run {run.run_id}: callgate has no conversation to rebuild (the run "
+            "was started without conversation_json, or has more turns than one "
+            "GetRun page holds)"
+        )
     return parse_array(run.conversation_json, f"run {run.run_id}'s conversation_json")

@@ -43,8 +43,9 @@ class ScriptedModel:
     model was asked. Asked once more than the script holds, it raises `ScriptExhausted`."""
 
     def __init__(self, script: Iterable[Scripted]) -> None:
-        self._script = [step if isinstance(step, str | ModelError) else json.dumps(step)
-                        for step in script]
+        self._script = [
+            step if isinstance(step, str | ModelError) else json.dumps(step) for step in script
+        ]
         self.requests: list[ModelRequest] = []
 
     @classmethod
@@ -59,8 +60,10 @@ class ScriptedModel:
     async def respond(self, request: ModelRequest) -> str:
         self.requests.append(request)
         if len(self.requests) > len(self._script):
-            raise ScriptExhausted(f"the script holds {len(self._script)} responses; run "
-                                  f"{request.run_id} asked for response {len(self.requests)}")
+            raise ScriptExhausted(
+                f"the script holds {len(self._script)} responses; run "
+                f"{request.run_id} asked for response {len(self.requests)}"
+            )
         step = self._script[len(self.requests) - 1]
         if isinstance(step, ModelError):
             raise step

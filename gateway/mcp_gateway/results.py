@@ -54,8 +54,9 @@ def call_result(result: CallResult) -> types.CallToolResult:
     """The tool result a client is answered for one call's (committed) result."""
     status = result.status
     if status == CallStatus.SUCCEEDED and result.error_code == CallCode.RESULT_WITHHELD:
-        return tool_error(CallCode.RESULT_WITHHELD, f"{result.error_message}; the call ran: "
-                          "do not repeat it")
+        return tool_error(
+            CallCode.RESULT_WITHHELD, f"{result.error_message}; the call ran: do not repeat it"
+        )
     if status == CallStatus.SUCCEEDED:
         return _succeeded(result.output_json)
     if status in (CallStatus.PENDING_APPROVAL, CallStatus.HELD):

@@ -80,14 +80,16 @@ class Tracer:
 
     enabled = False
 
-    def span(self, name: str, attributes: Attributes | None = None, *,
-             client: bool = False) -> AbstractContextManager[Span]:
+    def span(
+        self, name: str, attributes: Attributes | None = None, *, client: bool = False
+    ) -> AbstractContextManager[Span]:
         """A child of the current span, current while the block runs; `client`: a request
         to another service (a tool)."""
         return _NO_SPAN_CONTEXT
 
-    def server_span(self, name: str, carrier: Mapping[str, str],
-                    attributes: Attributes | None = None) -> AbstractContextManager[Span]:
+    def server_span(
+        self, name: str, carrier: Mapping[str, str], attributes: Attributes | None = None
+    ) -> AbstractContextManager[Span]:
         """The span of one RPC, continuing the caller's W3C trace context (`traceparent`,
         `tracestate` in carrier, and its `baggage`) when it sent one."""
         return _NO_SPAN_CONTEXT

@@ -41,12 +41,54 @@ from gateway.observe.hooks import MULTIPROCESS_ENV, NONE, OTHER, UNKNOWN_TOOL, M
 
 log = logging.getLogger("callgate.metrics")
 
-TOOL_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-                       10.0, 30.0)
-FAST_BUCKETS: Final = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                       0.05, 0.1, 0.25, 1.0, 5.0)
-RPC_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-                      2.5, 10.0, 60.0)
+TOOL_BUCKETS: Final = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+)
+FAST_BUCKETS: Final = (
+    0.00005,
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    1.0,
+    5.0,
+)
+RPC_BUCKETS: Final = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    10.0,
+    60.0,
+)
 
 VERDICTS: Final = frozenset({"ALLOW", "DENY", "APPROVAL_REQUIRED", "POLICY_ERROR"})
 OUTCOMES: Final = frozenset({"SUCCEEDED", "FAILED", "UNKNOWN"})
@@ -74,6 +116,7 @@ Bound = Callable[[str], str]
 def within(known: frozenset[str], other: str = OTHER) -> Bound:
     def bound(value: str) -> str:
         return value if value in known else other
+
     return bound
 
 
@@ -121,47 +164,105 @@ class PrometheusMetrics(Metrics):
         counter, histogram = self._counter, self._histogram
         tool = within(labels.tools, UNKNOWN_TOOL)
         code = within(labels.codes | {NONE})
-        self._decisions = _Children(counter(
-            "callgate_decisions_total", "Policy decisions, by verdict (POLICY_ERROR: failed "
-            "closed)", "verdict", "tool", "engine"), (within(VERDICTS), tool, within(ENGINES)))
-        self._results = _Children(counter(
-            "callgate_call_results_total", "Call results committed (terminal, or UNKNOWN), by "
-            "status and error code", "status", "code", "tool"),
-            (within(labels.statuses), code, tool))
-        self._tools = _Children(histogram(
-            "callgate_tool_duration_seconds", "Tool executions and look-ups, by the status "
-            "they answered", TOOL_BUCKETS, "tool", "outcome"), (tool, within(OUTCOMES)))
-        self._evals = _Children(histogram(
-            "callgate_policy_eval_duration_seconds", "Evaluations of the policy's decision",
-            FAST_BUCKETS, "engine"), (within(ENGINES),))
-        self._commits = _Children(histogram(
-            "callgate_store_commit_duration_seconds", "Write transactions of the run store, "
-            "as long as their callers waited", FAST_BUCKETS, "store"), (within(STORES),))
-        self._turns = _Children(counter(
-            "callgate_turns_total", "Turns settled, by NextAction and provider", "next_action",
-            "provider"), (within(labels.next_actions), within(labels.providers | {NONE})))
-        self._quotas = _Children(counter(
-            "callgate_quota_rejections_total", "Calls rejected quota_exceeded (turns and "
-            "Authorize)", "tool"), (tool,))
+        self._decisions = _Children(
+            counter(
+                "callgate_decisions_total",
+                "Policy decisions, by verdict (POLICY_ERROR: failed closed)",
+                "verdict",
+                "tool",
+                "engine",
+            ),
+            (within(VERDICTS), tool, within(ENGINES)),
+        )
+        self._results = _Children(
+            counter(
+                "callgate_call_results_total",
+                "Call results committed (terminal, or UNKNOWN), by status and error code",
+                "status",
+                "code",
+                "tool",
+            ),
+            (within(labels.statuses), code, tool),
+        )
+        self._tools = _Children(
+            histogram(
+                "callgate_tool_duration_seconds",
+                "Tool executions and look-ups, by the status they answered",
+                TOOL_BUCKETS,
+                "tool",
+                "outcome",
+            ),
+            (tool, within(OUTCOMES)),
+        )
+        self._evals = _Children(
+            histogram(
+                "callgate_policy_eval_duration_seconds",
+                "Evaluations of the policy's decision",
+                FAST_BUCKETS,
+                "engine",
+            ),
+            (within(ENGINES),),
+        )
+        self._commits = _Children(
+            histogram(
+                "callgate_store_commit_duration_seconds",
+                "Write transactions of the run store, as long as their callers waited",
+                FAST_BUCKETS,
+                "store",
+            ),
+            (within(STORES),),
+        )
+        self._turns = _Children(
+            counter(
+                "callgate_turns_total",
+                "Turns settled, by NextAction and provider",
+                "next_action",
+                "provider",
+            ),
+            (within(labels.next_actions), within(labels.providers | {NONE})),
+        )
+        self._quotas = _Children(
+            counter(
+                "callgate_quota_rejections_total",
+                "Calls rejected quota_exceeded (turns and Authorize)",
+                "tool",
+            ),
+            (tool,),
+        )
 
     def _define_serving(self, labels: Labels) -> None:
         """What the process did: reloads, shadow comparisons, RPCs answered."""
         counter, histogram = self._counter, self._histogram
-        self._reloads = _Children(counter(
-            "callgate_policy_reloads_total", "Reloads of --policies, by result", "result"),
-            (within(RELOADS),))
-        self._tools_reloads = _Children(counter(
-            "callgate_tools_reloads_total", "Reloads of --tools, by result", "result"),
-            (within(RELOADS),))
-        self._shadow = counter("callgate_shadow_disagreements_total",
-                               "Shadow mode: evaluations OPA answered otherwise")
+        self._reloads = _Children(
+            counter("callgate_policy_reloads_total", "Reloads of --policies, by result", "result"),
+            (within(RELOADS),),
+        )
+        self._tools_reloads = _Children(
+            counter("callgate_tools_reloads_total", "Reloads of --tools, by result", "result"),
+            (within(RELOADS),),
+        )
+        self._shadow = counter(
+            "callgate_shadow_disagreements_total", "Shadow mode: evaluations OPA answered otherwise"
+        )
         method = within(labels.methods)
-        self._handled = _Children(counter(
-            "callgate_grpc_server_handled_total", "ToolGateway RPCs answered, by method and "
-            "gRPC status code", "method", "code"), (method, within(labels.grpc_codes)))
-        self._handling = _Children(histogram(
-            "callgate_grpc_server_handling_seconds", "Time to answer a ToolGateway RPC (a "
-            "server stream: until it ended)", RPC_BUCKETS, "method"), (method,))
+        self._handled = _Children(
+            counter(
+                "callgate_grpc_server_handled_total",
+                "ToolGateway RPCs answered, by method and gRPC status code",
+                "method",
+                "code",
+            ),
+            (method, within(labels.grpc_codes)),
+        )
+        self._handling = _Children(
+            histogram(
+                "callgate_grpc_server_handling_seconds",
+                "Time to answer a ToolGateway RPC (a server stream: until it ended)",
+                RPC_BUCKETS,
+                "method",
+            ),
+            (method,),
+        )
 
     def decision(self, verdict: str, tool: str, engine: str, seconds: float) -> None:
         self._decisions.get((verdict, tool, engine)).inc()
@@ -212,10 +313,16 @@ class StoreGauges(Collector):
         if found is None:
             return
         pending, unknown = found
-        yield GaugeMetricFamily("callgate_pending_approvals", "Approvals waiting for a "
-                                "person (PENDING), in the store", value=pending)
-        yield GaugeMetricFamily("callgate_unknown_outcome_calls", "Calls whose outcome is "
-                                "UNKNOWN, in the store", value=unknown)
+        yield GaugeMetricFamily(
+            "callgate_pending_approvals",
+            "Approvals waiting for a person (PENDING), in the store",
+            value=pending,
+        )
+        yield GaugeMetricFamily(
+            "callgate_unknown_outcome_calls",
+            "Calls whose outcome is UNKNOWN, in the store",
+            value=unknown,
+        )
 
     def describe(self) -> Iterable[Metric]:
         return ()

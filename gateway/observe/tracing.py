@@ -51,11 +51,32 @@ PROPAGATORS: Final = ("tracecontext", "baggage")  # what OTEL_PROPAGATORS may na
 
 
 class LeanSpan:
-    __slots__ = ("name", "trace_id", "span_id", "parent_id", "kind", "start_ns", "end_ns",
-                 "attributes", "error", "trace_state", "baggage", "sampled")
+    __slots__ = (
+        "name",
+        "trace_id",
+        "span_id",
+        "parent_id",
+        "kind",
+        "start_ns",
+        "end_ns",
+        "attributes",
+        "error",
+        "trace_state",
+        "baggage",
+        "sampled",
+    )
 
-    def __init__(self, name: str, trace_id: int, parent_id: int, kind: int, sampled: bool,
-                 trace_state: str, attributes: Attributes | None, baggage: str = "") -> None:
+    def __init__(
+        self,
+        name: str,
+        trace_id: int,
+        parent_id: int,
+        kind: int,
+        sampled: bool,
+        trace_state: str,
+        attributes: Attributes | None,
+        baggage: str = "",
+    ) -> None:
         self.name = name
         self.trace_id = trace_id
         self.span_id = random.getrandbits(64) or 1
@@ -99,8 +120,9 @@ class _Current:
         self._token = _CURRENT.set(self._span)
         return self._span
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         assert self._token is not None
         _CURRENT.reset(self._token)
         span = self._span
@@ -134,8 +156,10 @@ class Sampler:
         if kind in ("always_on", "always_off"):
             return cls(1.0 if kind == "always_on" else 0.0, based)
         if kind != "traceidratio":
-            raise ConfigError(f"OTEL_TRACES_SAMPLER={name!r}: expected always_on, always_off, "
-                              "traceidratio or parentbased_ one of them")
+            raise ConfigError(
+                f"OTEL_TRACES_SAMPLER={name!r}: expected always_on, always_off, "
+                "traceidratio or parentbased_ one of them"
+            )
         raw = environ.get("OTEL_TRACES_SAMPLER_ARG", "1.0")
         try:
             ratio = float(raw)
@@ -165,7 +189,8 @@ class Propagation:
         if unknown:
             raise ConfigError(
                 f"OTEL_PROPAGATORS={raw!r}: callgate propagates tracecontext and baggage "
-                f"(or none), not {', '.join(unknown)}; name only those it supports")
+                f"(or none), not {', '.join(unknown)}; name only those it supports"
+            )
         return cls("tracecontext" in names, "baggage" in names)
 
 
@@ -192,38 +217,66 @@ def baggage_of(carrier: Mapping[str, str]) -> str:
 class LeanTracer(Tracer):
     enabled = True
 
-    def __init__(self, sink: Sink, sampler: Sampler = Sampler(1.0),
-                 propagation: Propagation = Propagation()) -> None:
+    def __init__(
+        self, sink: Sink, sampler: Sampler = Sampler(1.0), propagation: Propagation = Propagation()
+    ) -> None:
         self.sink = sink
         self.sampler = sampler
         self.propagation = propagation
 
-    def span(self, name: str, attributes: Attributes | None = None, *,
-             client: bool = False) -> AbstractContextManager[Span]:
+    def span(
+        self, name: str, attributes: Attributes | None = None, *, client: bool = False
+    ) -> AbstractContextManager[Span]:
         parent = _CURRENT.get()
         kind = CLIENT if client else INTERNAL
         if parent is None:
             trace_id = random.getrandbits(128) or 1
-            span = LeanSpan(name, trace_id, 0, kind, self.sampler.sampled(trace_id, None), "",
-                            attributes)
+            span = LeanSpan(
+                name, trace_id, 0, kind, self.sampler.sampled(trace_id, None), "", attributes
+            )
         else:
-            span = LeanSpan(name, parent.trace_id, parent.span_id, kind, parent.sampled,
-                            parent.trace_state, attributes, parent.baggage)
+            span = LeanSpan(
+                name,
+                parent.trace_id,
+                parent.span_id,
+                kind,
+                parent.sampled,
+                parent.trace_state,
+                attributes,
+                parent.baggage,
+            )
         return _Current(span, self.sink, errors=True)
 
-    def server_span(self, name: str, carrier: Mapping[str, str],
-                    attributes: Attributes | None = None) -> AbstractContextManager[Span]:
+    def server_span(
+        self, name: str, carrier: Mapping[str, str], attributes: Attributes | None = None
+    ) -> AbstractContextManager[Span]:
         way = self.propagation
         remote = parent_of(carrier) if carrier and way.trace_context else None
         baggage = baggage_of(carrier) if carrier and way.baggage else ""
         if remote is None:
             trace_id = random.getrandbits(128) or 1
-            span = LeanSpan(name, trace_id, 0, SERVER, self.sampler.sampled(trace_id, None), "",
-                            attributes, baggage)
+            span = LeanSpan(
+                name,
+                trace_id,
+                0,
+                SERVER,
+                self.sampler.sampled(trace_id, None),
+                "",
+                attributes,
+                baggage,
+            )
         else:
             trace_id, parent_id, sampled, state = remote
-            span = LeanSpan(name, trace_id, parent_id, SERVER,
-                            self.sampler.sampled(trace_id, sampled), state, attributes, baggage)
+            span = LeanSpan(
+                name,
+                trace_id,
+                parent_id,
+                SERVER,
+                self.sampler.sampled(trace_id, sampled),
+                state,
+                attributes,
+                baggage,
+            )
         return _Current(span, self.sink, errors=False)
 
     def headers(self) -> Mapping[str, str]:
@@ -260,8 +313,11 @@ def wanted(endpoint: str, environ: Mapping[str, str] = os.environ) -> bool:
     """Whether to trace: an endpoint given (flag or OTEL variable) and the SDK not disabled."""
     if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
-    return bool(endpoint or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-                or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    return bool(
+        endpoint
+        or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    )
 
 
 def traces_url(endpoint: str) -> str:

@@ -44,11 +44,16 @@ class RejectedReload:
     @classmethod
     def of(cls, error: Any) -> RejectedReload:
         """From a PolicyConfigError (its place, and each of its problems)."""
-        problems = tuple(ReloadProblem(p.file, p.line, p.column, p.message)
-                         for p in error.problems)
+        problems = tuple(ReloadProblem(p.file, p.line, p.column, p.message) for p in error.problems)
         first = problems[0].message if problems else error.message
-        return cls(file=error.file, line=error.line, message=first, at=now_utc(),
-                   column=error.column, problems=problems)
+        return cls(
+            file=error.file,
+            line=error.line,
+            message=first,
+            at=now_utc(),
+            column=error.column,
+            problems=problems,
+        )
 
 
 class PolicyEngine(Protocol):

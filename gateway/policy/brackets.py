@@ -45,7 +45,7 @@ def offset_of(text: str, line: int, col: int) -> int:
     lines = text.splitlines(keepends=True)
     if line > len(lines):
         return len(text)
-    return min(sum(len(x) for x in lines[:line - 1]) + col - 1, len(text))
+    return min(sum(len(x) for x in lines[: line - 1]) + col - 1, len(text))
 
 
 def opener_of(text: str, line: int, col: int, closing: str) -> Opened | None:

@@ -41,7 +41,6 @@ REVISION_PREFIX = "sha256:"
 REVISION_HEX_CHARS = 16
 
 
-
 @dataclass(frozen=True)
 class RuleInfo:
     """One rule head found in a policy: `package` is `data.<pkg>`, `name` its static ref."""
@@ -121,12 +120,14 @@ def load_paths(paths: Sequence[Path], options: RegoOptions = DEFAULT_OPTIONS) ->
         elif path.is_file() and _Entry(path.name, path.name).kind != "other":
             entries.append(_Entry(path.as_posix(), path.name))
         elif path.is_file():
-            problems.append(PolicyConfigError(
-                f"{path}: not a policy (.rego) or data file (data.json, data.yaml)",
-                file=str(path)))
+            problems.append(
+                PolicyConfigError(
+                    f"{path}: not a policy (.rego) or data file (data.json, data.yaml)",
+                    file=str(path),
+                )
+            )
         else:
-            problems.append(PolicyConfigError(f"{path}: no such file or directory",
-                                              file=str(path)))
+            problems.append(PolicyConfigError(f"{path}: no such file or directory", file=str(path)))
     if problems:
         raise PolicyConfigError.of(problems)
     return _load(Path("."), entries, options)
@@ -170,28 +171,43 @@ def _load(root: Path, entries: list[_Entry], options: RegoOptions) -> Bundle:
     for entry in entries:
         by_kind.setdefault(entry.kind, []).append(entry)
     if not by_kind["policy"]:
-        raise PolicyConfigError(f"{root}: no .rego policy files found (test files alone do "
-                                "not make a bundle)", file=str(root))
+        raise PolicyConfigError(
+            f"{root}: no .rego policy files found (test files alone do not make a bundle)",
+            file=str(root),
+        )
     problems = _Problems()
-    raw = {e.rel: problems.attempt(_read, root, e.rel)
-           for e in by_kind["policy"] + by_kind["test"] + by_kind["data"]}
+    raw = {
+        e.rel: problems.attempt(_read, root, e.rel)
+        for e in by_kind["policy"] + by_kind["test"] + by_kind["data"]
+    }
     problems.raise_any()
-    sources = {e.rel: problems.attempt(_decode, root, e.rel, raw[e.rel])
-               for e in by_kind["policy"]}
+    sources = {e.rel: problems.attempt(_decode, root, e.rel, raw[e.rel]) for e in by_kind["policy"]}
     tests = {e.rel: problems.attempt(_decode, root, e.rel, raw[e.rel]) for e in by_kind["test"]}
-    values = [(e.rel, problems.attempt(_parse_data, root, e.rel, raw[e.rel], e.mount))
-              for e in by_kind["data"]]
-    rules = problems.attempt(parse_rules, root, {k: v for k, v in sources.items() if v},
-                             options.rego_v0)
+    values = [
+        (e.rel, problems.attempt(_parse_data, root, e.rel, raw[e.rel], e.mount))
+        for e in by_kind["data"]
+    ]
+    rules = problems.attempt(
+        parse_rules, root, {k: v for k, v in sources.items() if v}, options.rego_v0
+    )
     problems.raise_any()
-    rooted = [(rel, _mount(mount.mount, value))
-              for (rel, value), mount in zip(values, by_kind["data"], strict=True)]
+    rooted = [
+        (rel, _mount(mount.mount, value))
+        for (rel, value), mount in zip(values, by_kind["data"], strict=True)
+    ]
     data = _merge_all(root, rooted)
     _check_rule_data_conflicts(root, rules, rooted)
     revision_files = {e.rel: raw[e.rel] for e in by_kind["policy"] + by_kind["data"]}
-    return Bundle(root=root, sources=sources, test_sources=tests, data=data,
-                  data_files=tuple(e.rel for e in by_kind["data"]),
-                  revision=compute_revision(revision_files), rules=rules, options=options)
+    return Bundle(
+        root=root,
+        sources=sources,
+        test_sources=tests,
+        data=data,
+        data_files=tuple(e.rel for e in by_kind["data"]),
+        revision=compute_revision(revision_files),
+        rules=rules,
+        options=options,
+    )
 
 
 def compute_revision(files: Mapping[str, bytes]) -> str:
@@ -236,8 +252,9 @@ def _decode(root: Path, rel: str, body: bytes) -> str:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
         name = (root / rel).as_posix()
-        raise PolicyConfigError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})",
-                                file=name) from exc
+        raise PolicyConfigError(
+            f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})", file=name
+        ) from exc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,11 +278,16 @@ def _parse_json(name: str, text: str) -> Any:
         cause = exc.__cause__
         if isinstance(cause, json.JSONDecodeError):
             detail = f"invalid JSON: {cause.msg}"
-            raise PolicyConfigError(f"{name}:{cause.lineno}:{cause.colno}: {detail}",
-                                    file=name, line=cause.lineno, column=cause.colno,
-                                    detail=detail) from exc
-        raise PolicyConfigError(f"{name}: invalid JSON: {exc.message}", file=name,
-                                detail=f"invalid JSON: {exc.message}") from exc
+            raise PolicyConfigError(
+                f"{name}:{cause.lineno}:{cause.colno}: {detail}",
+                file=name,
+                line=cause.lineno,
+                column=cause.colno,
+                detail=detail,
+            ) from exc
+        raise PolicyConfigError(
+            f"{name}: invalid JSON: {exc.message}", file=name, detail=f"invalid JSON: {exc.message}"
+        ) from exc
 
 
 def _parse_yaml(name: str, text: str) -> Any:
@@ -273,8 +295,9 @@ def _parse_yaml(name: str, text: str) -> Any:
         value = read_yaml(text)
     except YamlTextError as exc:
         where = f"{name}:{exc.line}" if exc.line else name
-        raise PolicyConfigError(f"{where}: {exc}", file=name, line=exc.line,
-                                detail=str(exc)) from exc
+        raise PolicyConfigError(
+            f"{where}: {exc}", file=name, line=exc.line, detail=str(exc)
+        ) from exc
     return {} if value is None else value
 
 
@@ -283,18 +306,19 @@ def _check_json_value(name: str, value: Any, path: str) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise PolicyConfigError(f"{name}: key {key!r} at {path or '/'} is not a string",
-                                        file=name)
+                raise PolicyConfigError(
+                    f"{name}: key {key!r} at {path or '/'} is not a string", file=name
+                )
             _check_json_value(name, item, f"{path}/{key}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _check_json_value(name, item, f"{path}/{index}")
     elif isinstance(value, float) and not math.isfinite(value):
-        raise PolicyConfigError(f"{name}: value at {path or '/'} is not a finite number",
-                                file=name)
+        raise PolicyConfigError(f"{name}: value at {path or '/'} is not a finite number", file=name)
     elif not (value is None or isinstance(value, str | int | float | bool)):
-        raise PolicyConfigError(f"{name}: value at {path or '/'} is not JSON "
-                                f"({type(value).__name__})", file=name)
+        raise PolicyConfigError(
+            f"{name}: value at {path or '/'} is not JSON ({type(value).__name__})", file=name
+        )
 
 
 def _mount(rel: str, value: Any) -> dict[str, Any]:
@@ -312,17 +336,21 @@ def _merge_all(root: Path, rooted: list[tuple[str, dict[str, Any]]]) -> dict[str
         conflict = _merge_into(merged, tree, ())
         if conflict is not None:
             name = (root / rel).as_posix()
-            others = [(root / r).as_posix() for r, t in rooted[:index]
-                      if _occupies(t, list(conflict))]
+            others = [
+                (root / r).as_posix() for r, t in rooted[:index] if _occupies(t, list(conflict))
+            ]
             where = ".".join(conflict)
-            raise PolicyConfigError(f"{name}: data.{where} conflicts with a value from "
-                                    f"{others[0] if others else 'another data file'}",
-                                    file=name)
+            raise PolicyConfigError(
+                f"{name}: data.{where} conflicts with a value from "
+                f"{others[0] if others else 'another data file'}",
+                file=name,
+            )
     return merged
 
 
-def _merge_into(target: dict[str, Any], tree: dict[str, Any],
-                path: tuple[str, ...]) -> tuple[str, ...] | None:
+def _merge_into(
+    target: dict[str, Any], tree: dict[str, Any], path: tuple[str, ...]
+) -> tuple[str, ...] | None:
     """Deep-merge tree into target; return the conflicting path, if any."""
     for key, value in tree.items():
         here = (*path, key)
@@ -341,8 +369,9 @@ def _merge_into(target: dict[str, Any], tree: dict[str, Any],
 # rules (from regorus's AST)
 
 
-def parse_rules(root: Path, sources: Mapping[str, str],
-                rego_v0: bool = False) -> tuple[RuleInfo, ...]:
+def parse_rules(
+    root: Path, sources: Mapping[str, str], rego_v0: bool = False
+) -> tuple[RuleInfo, ...]:
     """Parse each source on its own; the rule heads found, or every syntax error."""
     problems = _Problems()
     rules: list[RuleInfo] = []
@@ -384,8 +413,13 @@ def _rule_info(package: str, file: str, rule: dict[str, Any]) -> RuleInfo:
         head_kind, head = next(iter(body.get("head", {"": {}}).items()))
         function = head_kind == "Func"
     line = int(head.get("span", body.get("span", {})).get("line", 0))
-    return RuleInfo(package=package, name=_static_path(head.get("refr")), file=file, line=line,
-                    function=function)
+    return RuleInfo(
+        package=package,
+        name=_static_path(head.get("refr")),
+        file=file,
+        line=line,
+        function=function,
+    )
 
 
 def _static_path(ref: Any) -> str:
@@ -416,8 +450,9 @@ def _ref_parts(ref: Any) -> list[str | None]:
     return [None]
 
 
-def _check_rule_data_conflicts(root: Path, rules: tuple[RuleInfo, ...],
-                               rooted: list[tuple[str, dict[str, Any]]]) -> None:
+def _check_rule_data_conflicts(
+    root: Path, rules: tuple[RuleInfo, ...], rooted: list[tuple[str, dict[str, Any]]]
+) -> None:
     for rule in rules:
         path = rule.path.split(".")[1:]
         for rel, tree in rooted:
@@ -425,7 +460,9 @@ def _check_rule_data_conflicts(root: Path, rules: tuple[RuleInfo, ...],
                 name = (root / rel).as_posix()
                 raise PolicyConfigError(
                     f"{name}: data.{'.'.join(path)} conflicts with rule {rule.path} "
-                    f"defined at {rule.file}:{rule.line}", file=name)
+                    f"defined at {rule.file}:{rule.line}",
+                    file=name,
+                )
 
 
 def _occupies(tree: Any, path: list[str]) -> bool:

@@ -38,12 +38,20 @@ from gateway.policy.signatures import (
 from gateway.policy.syntax import dotted, inner, position, span, walk
 
 _UNKNOWN_FUNCTION = "could not find function"
-_LITERALS: dict[str, Type] = {"String": (Kind("string"),), "RawString": (Kind("string"),),
-                              "Number": (Kind("number"),), "Bool": (Kind("boolean"),),
-                              "Null": (Kind("null"),), "Object": (Kind("object"),),
-                              "ObjectCompr": (Kind("object"),), "ArrayCompr": (Kind("array"),),
-                              "SetCompr": (Kind("set"),), "BoolExpr": (Kind("boolean"),),
-                              "Membership": (Kind("boolean"),), "UnaryExpr": (Kind("number"),)}
+_LITERALS: dict[str, Type] = {
+    "String": (Kind("string"),),
+    "RawString": (Kind("string"),),
+    "Number": (Kind("number"),),
+    "Bool": (Kind("boolean"),),
+    "Null": (Kind("null"),),
+    "Object": (Kind("object"),),
+    "ObjectCompr": (Kind("object"),),
+    "ArrayCompr": (Kind("array"),),
+    "SetCompr": (Kind("set"),),
+    "BoolExpr": (Kind("boolean"),),
+    "Membership": (Kind("boolean"),),
+    "UnaryExpr": (Kind("number"),),
+}
 _ARITH = {"Add": "plus", "Sub": "minus", "Mul": "mul", "Div": "div", "Mod": "rem"}
 _SETOP = {"Or": "or", "And": "and", "Union": "or", "Intersection": "and"}
 
@@ -88,8 +96,9 @@ class Checker:
 
     # -- one rule body ------------------------------------------------------------------------
 
-    def _check_body(self, module: _Module, local: set[tuple[str, str]], body: Any,
-                    env: dict[str, Any]) -> None:
+    def _check_body(
+        self, module: _Module, local: set[tuple[str, str]], body: Any, env: dict[str, Any]
+    ) -> None:
         statements = _statement_exprs(body)
         for node in walk(body):
             kind, value = inner(node)
@@ -97,12 +106,21 @@ class Checker:
                 self._check_call(module, local, value, env, id(value) in statements)
             elif kind in ("ArithExpr", "BinExpr"):
                 self._check_operator(module, kind, value, env)
-            if kind in ("AssignExpr", "BoolExpr") and value.get("op") == "Eq" and \
-                    id(value) in statements:
+            if (
+                kind in ("AssignExpr", "BoolExpr")
+                and value.get("op") == "Eq"
+                and id(value) in statements
+            ):
                 self._check_unification(module, value, env)
 
-    def _check_call(self, module: _Module, local: set[tuple[str, str]], call: dict[str, Any],
-                    env: dict[str, Any], statement: bool) -> None:
+    def _check_call(
+        self,
+        module: _Module,
+        local: set[tuple[str, str]],
+        call: dict[str, Any],
+        env: dict[str, Any],
+        statement: bool,
+    ) -> None:
         """A call's arity (OPA takes one argument more, an output, only from a call that is a
         statement of its own) and the types of its arguments."""
         name = dotted(call.get("fcn"))
@@ -120,8 +138,15 @@ class Checker:
         if name not in VARIADIC:
             self._check_builtin_call(module, where, name, params, env, statement)
 
-    def _check_builtin_call(self, module: _Module, where: dict[str, Any], name: str,
-                            params: list[Any], env: dict[str, Any], statement: bool) -> None:
+    def _check_builtin_call(
+        self,
+        module: _Module,
+        where: dict[str, Any],
+        name: str,
+        params: list[Any],
+        env: dict[str, Any],
+        statement: bool,
+    ) -> None:
         """A builtin's availability in the embedded engine, its arity and argument types."""
         signature = SIGNATURES.get(name)
         if signature is None:
@@ -129,40 +154,60 @@ class Checker:
                 self._add(module, where, f"rego_type_error: undefined function {name}")
             return
         if self._engine_lacks(name):
-            self._add(module, where, f"function {name} is not available in the embedded "
-                      "engine (regorus); use the OPA engine for this policy")
+            self._add(
+                module,
+                where,
+                f"function {name} is not available in the embedded "
+                "engine (regorus); use the OPA engine for this policy",
+            )
             return
         want = len(signature.args)
         if len(params) not in ((want, want + 1) if statement else (want,)):
-            self._add(module, where, f"rego_type_error: {name}: arity mismatch: have "
-                      f"{len(params)} argument{'s' * (len(params) != 1)}, want {want}")
+            self._add(
+                module,
+                where,
+                f"rego_type_error: {name}: arity mismatch: have "
+                f"{len(params)} argument{'s' * (len(params) != 1)}, want {want}",
+            )
             return
-        for index, (param, expected) in enumerate(zip(params, signature.args, strict=False),
-                                                  start=1):
+        for index, (param, expected) in enumerate(
+            zip(params, signature.args, strict=False), start=1
+        ):
             self._check_operand(module, name, index, param, expected, env)
         if len(params) == want + 1:
             self._check_operand(module, name, want + 1, params[-1], signature.result, env)
 
-    def _check_function_arity(self, module: _Module, where: dict[str, Any], function: str,
-                              have: int, statement: bool) -> None:
+    def _check_function_arity(
+        self, module: _Module, where: dict[str, Any], function: str, have: int, statement: bool
+    ) -> None:
         arities = self._arities[function]
         if any(have in ((n, n + 1) if statement else (n,)) for n in arities):
             return
-        self._add(module, where, f"rego_type_error: function {function} has arity "
-                  f"{min(arities)}, got {have} argument{'s' * (have != 1)}")
+        self._add(
+            module,
+            where,
+            f"rego_type_error: function {function} has arity "
+            f"{min(arities)}, got {have} argument{'s' * (have != 1)}",
+        )
 
-    def _check_unification(self, module: _Module, node: dict[str, Any],
-                           env: dict[str, Any]) -> None:
+    def _check_unification(
+        self, module: _Module, node: dict[str, Any], env: dict[str, Any]
+    ) -> None:
         """A statement `a = b` or `a == b` that can never hold, by the types of its sides
         (OPA's `match error`; also the output argument of a supplied builtin, rewritten so)."""
         left, right = node.get("lhs"), node.get("rhs")
         if not unifiable(left, right, env):
-            self._add(module, span(left), "rego_type_error: match error: left is "
-                      f"{type_text(infer(left, env))}, right {type_text(infer(right, env))}: "
-                      "the two sides can never be equal")
+            self._add(
+                module,
+                span(left),
+                "rego_type_error: match error: left is "
+                f"{type_text(infer(left, env))}, right {type_text(infer(right, env))}: "
+                "the two sides can never be equal",
+            )
 
-    def _check_operator(self, module: _Module, kind: str, node: dict[str, Any],
-                        env: dict[str, Any]) -> None:
+    def _check_operator(
+        self, module: _Module, kind: str, node: dict[str, Any], env: dict[str, Any]
+    ) -> None:
         op = str(node.get("op"))
         name = (_ARITH if kind == "ArithExpr" else _SETOP).get(op)
         if name is None:
@@ -171,22 +216,31 @@ class Checker:
         for index, side in enumerate(("lhs", "rhs"), start=1):
             self._check_operand(module, name, index, node.get(side), expected, env)
 
-    def _check_operand(self, module: _Module, name: str, index: int, node: Any,
-                       expected: Type, env: dict[str, Any]) -> None:
+    def _check_operand(
+        self, module: _Module, name: str, index: int, node: Any, expected: Type, env: dict[str, Any]
+    ) -> None:
         have = infer(node, env)
         if not compatible(have, expected):
             where = dict(span(node))
             if inner(node)[0] in ("String", "RawString") and isinstance(where.get("start"), int):
                 where["start"] -= 1  # the span starts after the opening quote
-            self._add(module, where, f"rego_type_error: {name}: invalid argument "
-                      f"{index}: have {type_text(have)}, want {type_text(expected)}")
+            self._add(
+                module,
+                where,
+                f"rego_type_error: {name}: invalid argument "
+                f"{index}: have {type_text(have)}, want {type_text(expected)}",
+            )
 
     def _check_negations(self, module: _Module, rule: Any, known: frozenset[str]) -> None:
         for var in unsafe_variables(module.source, without_generated(rule), known):
             name = inner(var)[1].get("value")
-            self._add(module, span(var), f"rego_unsafe_var_error: var {name} is unsafe (a "
-                      "variable inside `not` must be bound outside it: bind it before the "
-                      "negation, or count with a comprehension)")
+            self._add(
+                module,
+                span(var),
+                f"rego_unsafe_var_error: var {name} is unsafe (a "
+                "variable inside `not` must be bound outside it: bind it before the "
+                "negation, or count with a comprehension)",
+            )
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -200,9 +254,15 @@ class Checker:
         if isinstance(where.get("start"), int):
             line, column = position(module.source, where["start"])
         loc = f"{module.file}:{line}:{column}" if line else module.file
-        self.problems.append(PolicyConfigError(
-            f"{loc}: {message}", file=module.file, line=line if isinstance(line, int) else None,
-            column=column if isinstance(column, int) else None, detail=message))
+        self.problems.append(
+            PolicyConfigError(
+                f"{loc}: {message}",
+                file=module.file,
+                line=line if isinstance(line, int) else None,
+                column=column if isinstance(column, int) else None,
+                detail=message,
+            )
+        )
 
 
 def check(engine: Any, rules: tuple[RuleInfo, ...]) -> list[PolicyConfigError]:
@@ -229,7 +289,7 @@ def refusals(engine: Any) -> list[PolicyConfigError]:
 def _function_names(module: _Module, arities: dict[str, set[int]]) -> frozenset[str]:
     """The names a `with` replacement may name a function of the policies by in module."""
     prefix = module.package + "."
-    local = {path[len(prefix):] for path in arities if path.startswith(prefix)}
+    local = {path[len(prefix) :] for path in arities if path.startswith(prefix)}
     return frozenset(local | set(arities))
 
 
@@ -279,12 +339,14 @@ def unifiable(left: Any, right: Any, env: dict[str, Any], depth: int = 0) -> boo
     if depth < 20 and lk == rk == "Array":
         items, others = lv.get("items") or [], rv.get("items") or []
         return len(items) == len(others) and all(
-            unifiable(a, b, env, depth + 1) for a, b in zip(items, others, strict=True))
+            unifiable(a, b, env, depth + 1) for a, b in zip(items, others, strict=True)
+        )
     if depth < 20 and lk == rk == "Object":
         mine, theirs = _constant_fields(lv), _constant_fields(rv)
         if mine is not None and theirs is not None:
             return mine.keys() == theirs.keys() and all(
-                unifiable(mine[k], theirs[k], env, depth + 1) for k in mine)
+                unifiable(mine[k], theirs[k], env, depth + 1) for k in mine
+            )
     return compatible(infer(left, env), infer(right, env))
 
 
@@ -320,8 +382,12 @@ def _kind_fits(have: Kind, want: Kind) -> bool:
         return True
     if have.name != want.name:
         return False
-    return not (have.element and want.element and have.element != want.element
-                and "any" not in (have.element, want.element))
+    return not (
+        have.element
+        and want.element
+        and have.element != want.element
+        and "any" not in (have.element, want.element)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -335,10 +401,14 @@ def _modules(engine: Any) -> Iterable[_Module]:
         package = "data." + dotted(ast.get("package", {}).get("refr"))
         contents = source.get("contents", "")
         imports = _import_paths(ast.get("imports", []), contents)
-        yield _Module(file=source.get("file", ""), package=package,
-                      aliases=_import_aliases(ast.get("imports", []), contents),
-                      rules=list(ast.get("rules", [])), source=contents.encode(),
-                      imports=imports)
+        yield _Module(
+            file=source.get("file", ""),
+            package=package,
+            aliases=_import_aliases(ast.get("imports", []), contents),
+            rules=list(ast.get("rules", [])),
+            source=contents.encode(),
+            imports=imports,
+        )
 
 
 def _import_paths(imports: list[Any], contents: str) -> dict[str, str]:
@@ -351,7 +421,7 @@ def _import_paths(imports: list[Any], contents: str) -> dict[str, str]:
         alias = imp.get("as")
         name = path.rsplit(".", 1)[-1]
         if isinstance(alias, dict) and isinstance(alias.get("start"), int):
-            name = contents.encode()[alias["start"]:alias.get("end", alias["start"])].decode()
+            name = contents.encode()[alias["start"] : alias.get("end", alias["start"])].decode()
         paths[name] = path
     return paths
 

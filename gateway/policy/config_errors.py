@@ -19,9 +19,16 @@ class PolicyConfigError(ConfigError):
     `problems` lists every problem found (this one first); the message is the first one's.
     """
 
-    def __init__(self, message: str, *, file: str = "", line: int | None = None,
-                 column: int | None = None, detail: str = "",
-                 problems: Sequence[PolicyConfigError] = ()) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str = "",
+        line: int | None = None,
+        column: int | None = None,
+        detail: str = "",
+        problems: Sequence[PolicyConfigError] = (),
+    ) -> None:
         super().__init__(message)
         self.file = file
         self.line = line
@@ -44,31 +51,46 @@ class PolicyConfigError(ConfigError):
         """A copy (of each problem too) without traceback, cause or context: keeping an error
         must not keep the frames it was raised through, which may hold an engine (an engine
         freed on another thread than its own is an error)."""
-        problems = [PolicyConfigError(p.message, file=p.file, line=p.line, column=p.column,
-                                      detail=p.detail) for p in self.problems]
-        return PolicyConfigError(self.message, file=self.file, line=self.line,
-                                 column=self.column, detail=self.detail, problems=problems)
+        problems = [
+            PolicyConfigError(p.message, file=p.file, line=p.line, column=p.column, detail=p.detail)
+            for p in self.problems
+        ]
+        return PolicyConfigError(
+            self.message,
+            file=self.file,
+            line=self.line,
+            column=self.column,
+            detail=self.detail,
+            problems=problems,
+        )
 
     @classmethod
     def of(cls, problems: Sequence[PolicyConfigError]) -> PolicyConfigError:
         """One error standing for several: the first's place and message, all of them listed."""
         first, more = problems[0], len(problems) - 1
         suffix = f" (and {more} more problem{'s' * (more != 1)})" if more else ""
-        return cls(first.message + suffix, file=first.file, line=first.line,
-                   column=first.column, detail=first.detail, problems=problems)
-
+        return cls(
+            first.message + suffix,
+            file=first.file,
+            line=first.line,
+            column=first.column,
+            detail=first.detail,
+            problems=problems,
+        )
 
 
 # Engine messages that say less than what they mean to a policy's author.
 _ENGINE_MEANING = {
-    "invalid number. serde_json cannot parse number: out of range":
-        "a number beyond the range of a 64-bit float: the embedded engine's numbers are 64-bit "
-        "floats, OPA's are not; use the OPA engine for it",
+    "invalid number. serde_json cannot parse number: out of range": (
+        "a number beyond the range of a 64-bit float: the embedded engine's numbers are "
+        "64-bit floats, OPA's are not; use the OPA engine for it"
+    ),
 }
 
 
-def config_error_from_regorus(exc: BaseException, *, fallback_file: str = "",
-                              source: str | None = None) -> PolicyConfigError:
+def config_error_from_regorus(
+    exc: BaseException, *, fallback_file: str = "", source: str | None = None
+) -> PolicyConfigError:
     """Turn regorus's `--> file:line:col ... error: msg` text into a located ConfigError.
     With the `source` it was parsing, an unclosed bracket is located where it opens."""
     text = str(exc).split("Stack backtrace:", 1)[0].strip()
@@ -78,32 +100,49 @@ def config_error_from_regorus(exc: BaseException, *, fallback_file: str = "",
     detail = _ENGINE_MEANING.get(detail, detail)
     if loc is None:
         where = fallback_file
-        return PolicyConfigError(f"{where}: {detail}" if where else detail, file=where,
-                                 detail=detail)
+        return PolicyConfigError(
+            f"{where}: {detail}" if where else detail, file=where, detail=detail
+        )
     file, line, col = loc.group("file"), int(loc.group("line")), int(loc.group("col"))
     expected = _EXPECTING.match(detail)
     if source is not None and expected is not None:
         opened = brackets.opener_of(source, line, col, expected.group("closing"))
         if opened is not None:
-            return _unclosed(file, opened, line, col, expected.group("closing"),
-                             brackets.at_end(source, line, col))
-    return PolicyConfigError(f"{file}:{line}:{col}: {detail}", file=file, line=line,
-                             column=col, detail=detail)
+            return _unclosed(
+                file,
+                opened,
+                line,
+                col,
+                expected.group("closing"),
+                brackets.at_end(source, line, col),
+            )
+    return PolicyConfigError(
+        f"{file}:{line}:{col}: {detail}", file=file, line=line, column=col, detail=detail
+    )
 
 
 _EXPECTING = re.compile(r"expecting `(?P<closing>[}\])])`")
 
 
-def _unclosed(file: str, opened: brackets.Opened, line: int, col: int, closing: str,
-              at_end: bool) -> PolicyConfigError:
+def _unclosed(
+    file: str, opened: brackets.Opened, line: int, col: int, closing: str, at_end: bool
+) -> PolicyConfigError:
     """The error of a bracket never closed, located where it opens (the parser's own place,
     often the end of the file, is said in words)."""
     bracket, at_line, at_col = opened
-    detail = (f"this {bracket} is never closed: the file ends (line {line}) before its "
-              f"{closing}" if at_end else f"this {bracket} is not closed: the parser expected "
-              f"{closing} at line {line}, column {col}")
-    return PolicyConfigError(f"{file}:{at_line}:{at_col}: {detail}", file=file, line=at_line,
-                             column=at_col, detail=detail)
+    detail = (
+        f"this {bracket} is never closed: the file ends (line {line}) before its {closing}"
+        if at_end
+        else f"this {bracket} is not closed: the parser expected "
+        f"{closing} at line {line}, column {col}"
+    )
+    return PolicyConfigError(
+        f"{file}:{at_line}:{at_col}: {detail}",
+        file=file,
+        line=at_line,
+        column=at_col,
+        detail=detail,
+    )
 
 
 def short_regorus_message(exc: BaseException) -> str:

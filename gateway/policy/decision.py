@@ -57,8 +57,12 @@ def decision_from_value(value: Any, revision: str) -> Decision:
 
 def error_decision(message: str, revision: str) -> Decision:
     """The fail-closed answer: DENY carrying policy_error."""
-    return Decision(verdict=Verdict.DENY, reasons=(f"policy_error: {message}",),
-                    policy_revision=revision, error=message)
+    return Decision(
+        verdict=Verdict.DENY,
+        reasons=(f"policy_error: {message}",),
+        policy_revision=revision,
+        error=message,
+    )
 
 
 def _map_decision(value: Any, revision: str) -> Decision:
@@ -76,11 +80,17 @@ def _map_decision(value: Any, revision: str) -> Decision:
         raise _Malformed("decision has both allow and approval_required true")
     quotas = _quotas(value)
     if allow:
-        return Decision(verdict=Verdict.ALLOW, reasons=reasons, policy_revision=revision,
-                        quotas=quotas)
+        return Decision(
+            verdict=Verdict.ALLOW, reasons=reasons, policy_revision=revision, quotas=quotas
+        )
     if approval:
-        return Decision(verdict=Verdict.APPROVAL_REQUIRED, reasons=reasons,
-                        policy_revision=revision, approval_ttl_s=ttl, quotas=quotas)
+        return Decision(
+            verdict=Verdict.APPROVAL_REQUIRED,
+            reasons=reasons,
+            policy_revision=revision,
+            approval_ttl_s=ttl,
+            quotas=quotas,
+        )
     return Decision(verdict=Verdict.DENY, reasons=reasons, policy_revision=revision)
 
 
@@ -119,8 +129,10 @@ def _quotas(value: dict[str, Any]) -> tuple[Quota, ...]:
     if not isinstance(items, list | tuple):
         raise _Malformed(f"decision.quotas is not an array ({type_name(items)})")
     if len(items) > MAX_QUOTAS_PER_CALL:
-        raise _Malformed(f"decision.quotas has {len(items)} quotas, over the limit of "
-                         f"{MAX_QUOTAS_PER_CALL} per call")
+        raise _Malformed(
+            f"decision.quotas has {len(items)} quotas, over the limit of "
+            f"{MAX_QUOTAS_PER_CALL} per call"
+        )
     quotas = tuple(_quota(item, f"decision.quotas[{i}]") for i, item in enumerate(items))
     keys = [q.key for q in quotas]
     for i, key in enumerate(keys):
@@ -134,20 +146,20 @@ def _quota(item: Any, where: str) -> Quota:
         raise _Malformed(f"{where} is not an object ({type_name(item)})")
     extra = sorted(set(item) - {"key", "limit", "window_s", "cost"}, key=str)
     if extra:
-        raise _Malformed(f"{where} has an unknown field {extra[0]!r} (key, limit, window_s, "
-                         "cost)")
+        raise _Malformed(f"{where} has an unknown field {extra[0]!r} (key, limit, window_s, cost)")
     key = item.get("key", UNDEFINED)
     if not isinstance(key, str) or not key:
         raise _Malformed(f"{where}.key is not a non-empty string ({type_name(key)})")
     if len(key.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES or not key.isprintable():
-        raise _Malformed(f"{where}.key is over {MAX_KEY_BYTES} bytes or holds control "
-                         "characters")
+        raise _Malformed(f"{where}.key is over {MAX_KEY_BYTES} bytes or holds control characters")
     limit = _number(item, "limit", where, zero=True)
     cost = _number(item, "cost", where, zero=True)
     window = _number(item, "window_s", where, zero=False)
     if not float(window).is_integer() or window > MAX_WINDOW_S:
-        raise _Malformed(f"{where}.window_s is not a whole number of seconds from 1 to "
-                         f"{MAX_WINDOW_S} ({window!r})")
+        raise _Malformed(
+            f"{where}.window_s is not a whole number of seconds from 1 to "
+            f"{MAX_WINDOW_S} ({window!r})"
+        )
     return Quota(key=key, limit=float(limit), window_s=int(window), cost=float(cost))
 
 
@@ -158,8 +170,9 @@ def _number(item: dict[str, Any], field: str, where: str, *, zero: bool) -> floa
     low = value >= 0 if zero else value > 0
     if isinstance(value, float) and not math.isfinite(value) or not low or value > MAX_AMOUNT:
         bound = "0" if zero else "above 0"
-        raise _Malformed(f"{where}.{field} is not a number from {bound} to {MAX_AMOUNT:g} "
-                         f"({value!r})")
+        raise _Malformed(
+            f"{where}.{field} is not a number from {bound} to {MAX_AMOUNT:g} ({value!r})"
+        )
     return float(value)
 
 
@@ -167,6 +180,14 @@ def type_name(value: Any) -> str:
     """The Rego type name of a value (\"undefined\" for UNDEFINED)."""
     if value is UNDEFINED:
         return "undefined"
-    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null",
-             int: "number", float: "number", set: "set"}
+    names = {
+        dict: "object",
+        list: "array",
+        str: "string",
+        bool: "boolean",
+        type(None): "null",
+        int: "number",
+        float: "number",
+        set: "set",
+    }
     return names.get(type(value), type(value).__name__)

@@ -35,8 +35,12 @@ class RuleExplanation:
     error: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"rule": self.rule, "file": self.file, "line": self.line,
-                               "kind": self.kind}
+        out: dict[str, Any] = {
+            "rule": self.rule,
+            "file": self.file,
+            "line": self.line,
+            "kind": self.kind,
+        }
         if self.succeeded is not None:
             out["succeeded"] = self.succeeded
         if self.values:
@@ -70,9 +74,13 @@ class _Definition:
 def explain(bundle: Bundle, query: str, package: str, input_text: str) -> Explanation:
     """Explain one evaluation of `query` (a rule path) for an input given as JSON text."""
     covered, modules = _coverage(bundle, query, input_text)
-    definitions = [definition for file, source, module_package, rules in modules
-                   if module_package == package for rule in rules
-                   for definition in _of_rule(file, source, package, rule)]
+    definitions = [
+        definition
+        for file, source, module_package, rules in modules
+        if module_package == package
+        for rule in rules
+        for definition in _of_rule(file, source, package, rule)
+    ]
     evaluated = [d for d in definitions if _reached(d, covered.get(d.file, set()))]
     probes: dict[str, Probe] = {}
     helpers: dict[int, tuple[str, str]] = {}
@@ -81,16 +89,24 @@ def explain(bundle: Bundle, query: str, package: str, input_text: str) -> Explan
             probe = probes.setdefault(definition.file, Probe(bundle, definition.file, package))
             helpers[index] = (definition.file, probe.add_rule(definition.renamed))
     outcomes = {file: probe.run(input_text) for file, probe in probes.items()}
-    rules = [_explained(d, outcomes[helpers[i][0]][helpers[i][1]] if i in helpers else None)
-             for i, d in enumerate(evaluated)]
-    return Explanation(package=package, rules=tuple(rules),
-                       not_evaluated=len(definitions) - len(evaluated))
+    rules = [
+        _explained(d, outcomes[helpers[i][0]][helpers[i][1]] if i in helpers else None)
+        for i, d in enumerate(evaluated)
+    ]
+    return Explanation(
+        package=package, rules=tuple(rules), not_evaluated=len(definitions) - len(evaluated)
+    )
 
 
 def _explained(definition: _Definition, outcome: Outcome | None) -> RuleExplanation:
     def made(**fields: Any) -> RuleExplanation:
-        return RuleExplanation(rule=definition.rule, file=definition.file,
-                               line=definition.line, kind=definition.kind, **fields)
+        return RuleExplanation(
+            rule=definition.rule,
+            file=definition.file,
+            line=definition.line,
+            kind=definition.kind,
+            **fields,
+        )
 
     if outcome is None:
         return made()
@@ -110,8 +126,9 @@ def _explained(definition: _Definition, outcome: Outcome | None) -> RuleExplanat
 _Module = tuple[str, bytes, str, list[Any]]  # file, source, package, rules
 
 
-def _coverage(bundle: Bundle, query: str, input_text: str
-              ) -> tuple[dict[str, set[int]], list[_Module]]:
+def _coverage(
+    bundle: Bundle, query: str, input_text: str
+) -> tuple[dict[str, set[int]], list[_Module]]:
     engine = build_regorus_engine(bundle, coverage=True)
     engine.clear_coverage_data()
     engine.set_input_json(input_text)
@@ -127,8 +144,14 @@ def _coverage(bundle: Bundle, query: str, input_text: str
         source = module.get("source", {})
         ast = module.get("ast", {})
         package = "data." + dotted(ast.get("package", {}).get("refr"))
-        modules.append((source.get("file", ""), source.get("contents", "").encode(), package,
-                        list(ast.get("rules", []))))
+        modules.append(
+            (
+                source.get("file", ""),
+                source.get("contents", "").encode(),
+                package,
+                list(ast.get("rules", [])),
+            )
+        )
     return covered, modules
 
 
@@ -148,15 +171,20 @@ def _of_rule(file: str, source: bytes, package: str, rule: Any) -> Iterator[_Def
     if kind == "Default":
         name = text_of(source, node.get("refr"))
         line = position(source, whole[0])[0]
-        yield _Definition(rule=f"{package}.{name}", file=file, line=line, last_line=line,
-                          kind="default",
-                          text="{name} := " + text_of(source, node.get("value")))
+        yield _Definition(
+            rule=f"{package}.{name}",
+            file=file,
+            line=line,
+            last_line=line,
+            kind="default",
+            text="{name} := " + text_of(source, node.get("value")),
+        )
         return
     head_kind, head = inner(node.get("head"))
     named = _name_extent(source, head.get("refr"))
     if named is None:
         return
-    name = source[named[0]:named[1]].decode(errors="replace")
+    name = source[named[0] : named[1]].decode(errors="replace")
     path = f"{package}.{name}"
     line = position(source, whole[0])[0]
     last = position(source, whole[1])[0]
@@ -165,25 +193,38 @@ def _of_rule(file: str, source: bytes, package: str, rule: Any) -> Iterator[_Def
         return
     bodies = node.get("bodies") or []
     first_end = (extent(source, bodies[0]) or whole)[1] if bodies else whole[1]
-    text = (source[whole[0]:named[0]] + b"{name}" + source[named[1]:first_end]).decode(
-        errors="replace")
-    yield _Definition(rule=path, file=file, line=line,
-                      last_line=position(source, first_end)[0], kind="body", text=text,
-                      collects=head_kind == "Set")
+    text = (source[whole[0] : named[0]] + b"{name}" + source[named[1] : first_end]).decode(
+        errors="replace"
+    )
+    yield _Definition(
+        rule=path,
+        file=file,
+        line=line,
+        last_line=position(source, first_end)[0],
+        kind="body",
+        text=text,
+        collects=head_kind == "Set",
+    )
     yield from _else_definitions(file, source, path, bodies[1:])
 
 
-def _else_definitions(file: str, source: bytes, path: str,
-                      bodies: list[Any]) -> Iterator[_Definition]:
+def _else_definitions(
+    file: str, source: bytes, path: str, bodies: list[Any]
+) -> Iterator[_Definition]:
     """A rule's `else` branches, each a definition of its own."""
     for body in bodies:
         found = extent(source, body)
-        if found is None or not source[found[0]:found[1]].startswith(b"else"):
+        if found is None or not source[found[0] : found[1]].startswith(b"else"):
             continue
-        rest = source[found[0] + len(b"else"):found[1]].decode(errors="replace")
-        yield _Definition(rule=path, file=file, line=position(source, found[0])[0],
-                          last_line=position(source, found[1])[0], kind="else",
-                          text="{name}" + rest)
+        rest = source[found[0] + len(b"else") : found[1]].decode(errors="replace")
+        yield _Definition(
+            rule=path,
+            file=file,
+            line=position(source, found[0])[0],
+            last_line=position(source, found[1])[0],
+            kind="else",
+            text="{name}" + rest,
+        )
 
 
 def _name_extent(source: bytes, ref: Any) -> tuple[int, int] | None:

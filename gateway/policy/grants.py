@@ -35,5 +35,8 @@ def refused(rule: str, who: Identity, tenant: str) -> str:
     where = f"tenant {tenant}" if tenant and tenant == who.tenant else OTHERS[rule]
     if rule == "may_read_audit" and tenant == "":
         where = "any tenant (callgate's own records)"
-    return f"the policy's {rule} refused (under the default policy: {DEFAULT_GRANTS[rule]})" \
-        .replace("{tenant}", where)
+    return (
+        f"the policy's {rule} refused (under the default policy: {DEFAULT_GRANTS[rule]})".replace(
+            "{tenant}", where
+        )
+    )

@@ -55,10 +55,17 @@ class Disagreement:
     at: datetime = field(default_factory=now_utc)
 
     def summary_json(self) -> str:
-        return json.dumps({"rule": self.rule, "input_sha256": self.input_sha256,
-                           "embedded": self.embedded, "opa": self.opa,
-                           "embedded_revision": self.embedded_revision,
-                           "opa_revision": self.opa_revision}, sort_keys=True)
+        return json.dumps(
+            {
+                "rule": self.rule,
+                "input_sha256": self.input_sha256,
+                "embedded": self.embedded,
+                "opa": self.opa,
+                "embedded_revision": self.embedded_revision,
+                "opa_revision": self.opa_revision,
+            },
+            sort_keys=True,
+        )
 
 
 @dataclass(frozen=True)
@@ -90,8 +97,14 @@ class ShadowEngine:
 
     name = "shadow"
 
-    def __init__(self, primary: ReloadingEngine, opa: OpaEngine, *,
-                 queue_size: int = DEFAULT_QUEUE, push: bool = True) -> None:
+    def __init__(
+        self,
+        primary: ReloadingEngine,
+        opa: OpaEngine,
+        *,
+        queue_size: int = DEFAULT_QUEUE,
+        push: bool = True,
+    ) -> None:
         self.primary = primary
         self.opa = opa
         self.push = push  # also push each revision to OPA
@@ -123,8 +136,16 @@ class ShadowEngine:
         except (TypeError, ValueError) as exc:
             return error_decision(f"input is not JSON: {exc}", self.primary.revision)
         decision = self.primary.decide_json(text)
-        self._enqueue(_Job("decision", input, text, decision_meaning(decision),
-                           decision.policy_revision, decision))
+        self._enqueue(
+            _Job(
+                "decision",
+                input,
+                text,
+                decision_meaning(decision),
+                decision.policy_revision,
+                decision,
+            )
+        )
         return decision
 
     async def allows(self, rule: str, input: dict[str, Any]) -> bool:
@@ -191,11 +212,23 @@ class ShadowEngine:
         if theirs == job.embedded:
             return
         self._disagreed += 1
-        found = Disagreement(rule=job.rule, input=job.input, input_sha256=input_sha256(text),
-                             embedded=job.embedded, opa=theirs, embedded_revision=job.revision,
-                             opa_revision=revision, decision=job.decision)
-        log.warning("shadow: the engines disagree on %s (input %s): embedded %s, OPA %s",
-                    job.rule, found.input_sha256, job.embedded, theirs)
+        found = Disagreement(
+            rule=job.rule,
+            input=job.input,
+            input_sha256=input_sha256(text),
+            embedded=job.embedded,
+            opa=theirs,
+            embedded_revision=job.revision,
+            opa_revision=revision,
+            decision=job.decision,
+        )
+        log.warning(
+            "shadow: the engines disagree on %s (input %s): embedded %s, OPA %s",
+            job.rule,
+            found.input_sha256,
+            job.embedded,
+            theirs,
+        )
         if self.record is not None:
             await self.record(found)
 
@@ -204,9 +237,14 @@ class ShadowEngine:
         await self._queue.join()
 
     def stats(self) -> ShadowStats:
-        return ShadowStats(compared=self._compared, disagreed=self._disagreed,
-                           dropped=self._dropped, failed=self._failed,
-                           opa_revision=self.opa.revision, opa_reachable=self.opa.reachable)
+        return ShadowStats(
+            compared=self._compared,
+            disagreed=self._disagreed,
+            dropped=self._dropped,
+            failed=self._failed,
+            opa_revision=self.opa.revision,
+            opa_reachable=self.opa.reachable,
+        )
 
     async def close(self) -> None:
         for task in self._workers:
@@ -249,14 +287,21 @@ def audit_event(found: Disagreement) -> AuditEvent:
     identity = _object(inp.get("identity") or inp.get("approver") or inp.get("operator"))
     call, run = _object(inp.get("call")), _object(inp.get("run"))
     return AuditEvent(
-        kind="shadow", subject=str(identity.get("subject", "")),
-        tenant=str(identity.get("tenant", "")), run_id=str(run.get("id", "")),
-        turn_id=str(run.get("turn_id", "")), call_id=str(call.get("id", "")),
-        tool=str(call.get("tool", "")), tool_version=str(call.get("tool_version", "")),
+        kind="shadow",
+        subject=str(identity.get("subject", "")),
+        tenant=str(identity.get("tenant", "")),
+        run_id=str(run.get("id", "")),
+        turn_id=str(run.get("turn_id", "")),
+        call_id=str(call.get("id", "")),
+        tool=str(call.get("tool", "")),
+        tool_version=str(call.get("tool_version", "")),
         arguments_summary_json=found.summary_json(),
-        arguments_sha256=str(call.get("args_sha256", "")), decision=found.decision,
-        error_code="shadow_disagreement", policy_revision=found.embedded_revision,
-        time=found.at)
+        arguments_sha256=str(call.get("args_sha256", "")),
+        decision=found.decision,
+        error_code="shadow_disagreement",
+        policy_revision=found.embedded_revision,
+        time=found.at,
+    )
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -267,8 +312,12 @@ def decision_meaning(decision: Decision) -> dict[str, Any]:
     """What a decision means to callgate: verdict, reasons, approval TTL, failed closed."""
     if decision.is_policy_error:
         return {"verdict": decision.verdict.value, "policy_error": True}
-    return {"verdict": decision.verdict.value, "reasons": list(decision.reasons),
-            "approval_ttl_s": decision.approval_ttl_s, "policy_error": False}
+    return {
+        "verdict": decision.verdict.value,
+        "reasons": list(decision.reasons),
+        "approval_ttl_s": decision.approval_ttl_s,
+        "policy_error": False,
+    }
 
 
 def offer_meaning(offered: set[str] | None) -> list[str] | None:
@@ -280,8 +329,11 @@ def opa_meaning(rule: str, value: Any, revision: str) -> Any:
     answer of the same rule would mean it."""
     failed = isinstance(value, PolicyEvalError)
     if rule == "decision":
-        decision = (error_decision(value.message, revision) if isinstance(value, PolicyEvalError)
-                    else decision_from_value(value, revision))
+        decision = (
+            error_decision(value.message, revision)
+            if isinstance(value, PolicyEvalError)
+            else decision_from_value(value, revision)
+        )
         return decision_meaning(decision)
     if rule == "offer":
         if failed:

@@ -187,8 +187,15 @@ yaml.unmarshal: string -> any
 """
 
 # Written infix (`a + b`, `x | y`); the checker sees them as operators, not calls.
-OPERATORS = {"plus": "number", "minus": "number|set", "mul": "number", "div": "number",
-             "rem": "number", "or": "set", "and": "set"}
+OPERATORS = {
+    "plus": "number",
+    "minus": "number|set",
+    "mul": "number",
+    "div": "number",
+    "rem": "number",
+    "or": "set",
+    "and": "set",
+}
 
 
 @dataclass(frozen=True)

@@ -68,8 +68,7 @@ def extent(source: bytes, node: Any) -> tuple[int, int] | None:
         if isinstance(start, int) and isinstance(end, int) and "line" in item:
             found.append((start, end))
         for kind in ("String", "RawString"):
-            where = item.get(kind, {}).get("span", {}) if isinstance(item.get(kind), dict) \
-                else {}
+            where = item.get(kind, {}).get("span", {}) if isinstance(item.get(kind), dict) else {}
             if isinstance(where.get("start"), int) and isinstance(where.get("end"), int):
                 found.append(_quoted(source, where["start"], where["end"]))
     if not found:
@@ -77,15 +76,15 @@ def extent(source: bytes, node: Any) -> tuple[int, int] | None:
     lo, hi = min(s for s, _ in found), max(e for _, e in found)
     if inner(node)[0] == "Object":
         brace = source.rfind(b"{", 0, lo)
-        if brace >= 0 and not source[brace + 1:lo].strip():
+        if brace >= 0 and not source[brace + 1 : lo].strip():
             lo = brace
     return lo, hi
 
 
 def _quoted(source: bytes, start: int, end: int) -> tuple[int, int]:
-    if start > 0 and source[start - 1:start] in (b'"', b"`"):
-        quote = source[start - 1:start]
-        if source[end:end + 1] == quote:
+    if start > 0 and source[start - 1 : start] in (b'"', b"`"):
+        quote = source[start - 1 : start]
+        if source[end : end + 1] == quote:
             return start - 1, end + 1
     return start, end
 
@@ -93,7 +92,7 @@ def _quoted(source: bytes, start: int, end: int) -> tuple[int, int]:
 def text_of(source: bytes, node: Any) -> str:
     """The source text of a node (string literals with their quotes)."""
     found = extent(source, node)
-    return source[found[0]:found[1]].decode(errors="replace") if found else ""
+    return source[found[0] : found[1]].decode(errors="replace") if found else ""
 
 
 def statements(query: Any) -> list[dict[str, Any]]:

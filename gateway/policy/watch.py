@@ -100,13 +100,20 @@ class ReloadResult:
 class PolicyReloader:
     """Keeps an engine serving the newest good revision of a policy directory."""
 
-    def __init__(self, engine: ReloadTarget, directory: Path, prefix: str, *,
-                 require_tests: bool = False, interval_s: float = DEFAULT_INTERVAL_S,
-                 quiet_s: float = DEFAULT_QUIET_S,
-                 on_change: Callable[[], None] | None = None,
-                 on_news: Callable[[ReloadResult], Awaitable[None]] | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 metrics: Metrics = OFF.metrics) -> None:
+    def __init__(
+        self,
+        engine: ReloadTarget,
+        directory: Path,
+        prefix: str,
+        *,
+        require_tests: bool = False,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        quiet_s: float = DEFAULT_QUIET_S,
+        on_change: Callable[[], None] | None = None,
+        on_news: Callable[[ReloadResult], Awaitable[None]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        metrics: Metrics = OFF.metrics,
+    ) -> None:
         self.engine = engine
         self.metrics = metrics  # counts each reload by its outcome
         self.directory = Path(directory)
@@ -132,8 +139,9 @@ class PolicyReloader:
             try:
                 await self.check(forced=forced)
             except Exception:  # a reload bug must not stop the watcher or the sidecar
-                log.exception("policy reload failed unexpectedly; still serving %s",
-                              self.engine.revision)
+                log.exception(
+                    "policy reload failed unexpectedly; still serving %s", self.engine.revision
+                )
 
     async def _wait(self) -> bool:
         timeout = self.interval_s if self.interval_s > 0 else None
@@ -162,8 +170,9 @@ class PolicyReloader:
         rejection: RejectedReload | None = None
         bundle = None
         try:
-            bundle = await asyncio.to_thread(self.engine.prepare, self.directory, self.prefix,
-                                             require_tests=self.require_tests)
+            bundle = await asyncio.to_thread(
+                self.engine.prepare, self.directory, self.prefix, require_tests=self.require_tests
+            )
         except PolicyConfigError as exc:
             rejection = RejectedReload.of(exc)
         after = await asyncio.to_thread(directory_state, self.directory)
@@ -195,14 +204,15 @@ class PolicyReloader:
         news = key != self._last_logged  # logged once per distinct set of problems
         if news:
             self._last_logged = key
-            log.error("policy reload rejected, still serving %s: %s", self.engine.revision,
-                      problems[0])
+            log.error(
+                "policy reload rejected, still serving %s: %s", self.engine.revision, problems[0]
+            )
             for number, problem in enumerate(problems[1:], start=2):
-                log.error("  the same reload, problem %d of %d: %s", number, len(problems),
-                          problem)
+                log.error("  the same reload, problem %d of %d: %s", number, len(problems), problem)
         self._notify(True)
-        return ReloadResult("rejected", revision=self.engine.revision, rejection=rejection,
-                            news=news)
+        return ReloadResult(
+            "rejected", revision=self.engine.revision, rejection=rejection, news=news
+        )
 
     def _notify(self, changed: bool) -> None:
         if changed and self.on_change is not None:

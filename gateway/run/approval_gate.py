@@ -78,13 +78,16 @@ def _why(blocker: CallRecord) -> str:
         return "failed"
     if blocker.status == CallStatus.UNKNOWN:
         return "of unknown outcome"
-    return {CallCode.APPROVAL_DENIED.value: "denied",
-            CallCode.APPROVAL_EXPIRED.value: "not approved in time",
-            CallCode.APPROVAL_CANCELLED.value: "cancelled"}.get(blocker.error_code, "rejected")
+    return {
+        CallCode.APPROVAL_DENIED.value: "denied",
+        CallCode.APPROVAL_EXPIRED.value: "not approved in time",
+        CallCode.APPROVAL_CANCELLED.value: "cancelled",
+    }.get(blocker.error_code, "rejected")
 
 
 def reject_refused(step: GateStep) -> None:
     """Rule 1: calls whose approval ended otherwise than APPROVED are rejected."""
+
     def reject(rec: CallRecord) -> CallRecord:
         if rec.status != CallStatus.PENDING_APPROVAL:
             return rec
@@ -93,6 +96,7 @@ def reject_refused(step: GateStep) -> None:
             a = ap.expired(a, step.now)
             step.update(a)
         return ap.call_after(rec, a, step.now)
+
     step.map(reject)
 
 
@@ -110,26 +114,38 @@ def block_writes(step: GateStep) -> None:
             return rec
         a = step.approval(rec)
         if a is not None and a.status == ApprovalStatus.PENDING:
-            step.update(ap.cancelled(a, step.now, f"not needed: write {blocker.call_id} of "
-                                                  f"the same turn was {why}"))
+            step.update(
+                ap.cancelled(
+                    a, step.now, f"not needed: write {blocker.call_id} of the same turn was {why}"
+                )
+            )
         return not_run(rec, why, step.now)
+
     step.map(stop)
 
 
 def writes_waiting(step: GateStep) -> bool:
     """Whether a write of the turn still waits for a person (and so holds the others)."""
     return not step.partial and any(
-        is_write(c) and c.status == CallStatus.PENDING_APPROVAL
-        and (a := step.approval(c)) is not None and a.status == ApprovalStatus.PENDING
-        for c in step.calls)
+        is_write(c)
+        and c.status == CallStatus.PENDING_APPROVAL
+        and (a := step.approval(c)) is not None
+        and a.status == ApprovalStatus.PENDING
+        for c in step.calls
+    )
 
 
 def ready(step: GateStep) -> list[CallRecord]:
     """Rule 3: the approved calls that may be re-checked and run now."""
     holding = writes_waiting(step)
-    return [c for c in step.calls if c.status == CallStatus.PENDING_APPROVAL
-            and (a := step.approval(c)) is not None and a.status == ApprovalStatus.APPROVED
-            and not (is_write(c) and holding)]
+    return [
+        c
+        for c in step.calls
+        if c.status == CallStatus.PENDING_APPROVAL
+        and (a := step.approval(c)) is not None
+        and a.status == ApprovalStatus.APPROVED
+        and not (is_write(c) and holding)
+    ]
 
 
 def say_waiting(step: GateStep) -> None:
@@ -138,10 +154,15 @@ def say_waiting(step: GateStep) -> None:
 
     def note(rec: CallRecord) -> CallRecord:
         a = step.approval(rec)
-        if (rec.status != CallStatus.PENDING_APPROVAL or rec.call_id in runs_now or a is None
-                or a.status != ApprovalStatus.APPROVED):
+        if (
+            rec.status != CallStatus.PENDING_APPROVAL
+            or rec.call_id in runs_now
+            or a is None
+            or a.status != ApprovalStatus.APPROVED
+        ):
             return rec
         return replace(rec, error_message=ap.waiting_message(a))
+
     step.map(note)
 
 
@@ -151,15 +172,23 @@ class ApprovalGate:
     judge: Judge
     registry: Registry
 
-    async def open(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord], *,
-                   partial: bool, now: datetime) -> tuple[list[CallRecord], frozenset[str]]:
+    async def open(
+        self,
+        run: RunRecord,
+        turn: TurnRecord,
+        calls: Sequence[CallRecord],
+        *,
+        partial: bool,
+        now: datetime,
+    ) -> tuple[list[CallRecord], frozenset[str]]:
         """Apply the turn's approvals (committed); answers its calls and the IDs of the calls
         released to run now (approved and re-checked, or held writes no longer held)."""
         if not any(c.status in WAITING for c in calls):
             return list(calls), frozenset()
         found = await self.store.approvals_for_run(run.run_id)
-        step = GateStep(list(calls), {a.call_id: a for a in found if a.turn_id == turn.turn_id},
-                        now, partial)
+        step = GateStep(
+            list(calls), {a.call_id: a for a in found if a.turn_id == turn.turn_id}, now, partial
+        )
         before = dict(step.approvals)
         reject_refused(step)
         block_writes(step)
@@ -173,20 +202,28 @@ class ApprovalGate:
 
     @staticmethod
     def _released(step: GateStep, checked: set[str]) -> frozenset[str]:
-        ids = {c.call_id for c in step.calls
-               if c.call_id in checked and c.status == CallStatus.PENDING_APPROVAL}
+        ids = {
+            c.call_id
+            for c in step.calls
+            if c.call_id in checked and c.status == CallStatus.PENDING_APPROVAL
+        }
         if not writes_waiting(step):
             ids |= {c.call_id for c in step.calls if c.status == CallStatus.HELD}
         return frozenset(ids)
 
-    async def _rechecked(self, run: RunRecord, turn: TurnRecord,
-                         step: GateStep) -> list[CallRecord]:
+    async def _rechecked(
+        self, run: RunRecord, turn: TurnRecord, step: GateStep
+    ) -> list[CallRecord]:
         candidates = ready(step)
         if not candidates:
             return []
         recent = await self.store.recent_calls(run.run_id, RECENT_CALLS)
-        ctx = RunContext(run=run, turn_seq=turn.seq, turn_id=turn.turn_id,
-                         recent=[c for c in recent if c.turn_id != turn.turn_id])
+        ctx = RunContext(
+            run=run,
+            turn_seq=turn.seq,
+            turn_id=turn.turn_id,
+            recent=[c for c in recent if c.turn_id != turn.turn_id],
+        )
         out = []
         for rec in candidates:
             a = step.approval(rec)
@@ -194,91 +231,155 @@ class ApprovalGate:
             out.append(await self.recheck(rec, a, ctx=ctx, batch=step.calls, now=step.now))
         return out
 
-    async def recheck(self, rec: CallRecord, a: ApprovalRecord, *, ctx: RunContext,
-                      batch: Sequence[CallRecord], now: datetime) -> CallRecord:
+    async def recheck(
+        self,
+        rec: CallRecord,
+        a: ApprovalRecord,
+        *,
+        ctx: RunContext,
+        batch: Sequence[CallRecord],
+        now: datetime,
+    ) -> CallRecord:
         """The approved call decided again, or REJECTED with the code that says why not."""
         tool = self.registry.get(rec.tool)
         if tool is None:
-            return rejected(rec, CallCode.UNKNOWN_TOOL, f"tool {rec.tool!r} is no longer "
-                            "registered; the approved call was not run", now=now)
+            return rejected(
+                rec,
+                CallCode.UNKNOWN_TOOL,
+                f"tool {rec.tool!r} is no longer registered; the approved call was not run",
+                now=now,
+            )
         args = parse_arguments(rec.arguments_json)
         refused = _refused(rec, a, tool, args, now)
         if refused is not None:
             return refused
         assert args is not None  # _refused refuses an approved call without arguments
-        judged = await self.judge.decide(rec, tool, args, identity=a.requester, run=ctx,
-                                         batch=batch, now=now, approval=approval_input(a))
+        judged = await self.judge.decide(
+            rec,
+            tool,
+            args,
+            identity=a.requester,
+            run=ctx,
+            batch=batch,
+            now=now,
+            approval=approval_input(a),
+        )
         if judged.decision is not None and rec.decision is not None:
             # what the request reserved stays reserved (and is given back if this rejects)
-            judged = replace(judged, decision=replace(judged.decision,
-                                                      quotas=rec.decision.quotas))
+            judged = replace(judged, decision=replace(judged.decision, quotas=rec.decision.quotas))
         verdict = judged.decision.verdict if judged.decision else Verdict.UNSPECIFIED
         if judged.status == CallStatus.PENDING_APPROVAL and verdict != Verdict.ALLOW:
-            return rejected(judged, CallCode.POLICY_DENIED, "the policy did not allow the "
-                            "approved call when it was checked again with the approval: "
-                            f"{'; '.join(judged.decision.reasons if judged.decision else ())}",
-                            now=now)
+            return rejected(
+                judged,
+                CallCode.POLICY_DENIED,
+                "the policy did not allow the "
+                "approved call when it was checked again with the approval: "
+                f"{'; '.join(judged.decision.reasons if judged.decision else ())}",
+                now=now,
+            )
         if judged.status != CallStatus.PENDING_APPROVAL:
             return judged
-        return replace(judged, error_code="", error_message=(  # no longer waiting for anyone
-            f"approved by {a.decided_by} ({a.approval_id}) and checked again with the "
-            "approval: it runs now"))
+        return replace(
+            judged,
+            error_code="",
+            error_message=(  # no longer waiting for anyone
+                f"approved by {a.decided_by} ({a.approval_id}) and checked again with the "
+                "approval: it runs now"
+            ),
+        )
 
-    async def _commit(self, run: RunRecord, before: Sequence[CallRecord], step: GateStep,
-                      approvals_before: dict[str, ApprovalRecord], *,
-                      rechecked: frozenset[str]) -> None:
+    async def _commit(
+        self,
+        run: RunRecord,
+        before: Sequence[CallRecord],
+        step: GateStep,
+        approvals_before: dict[str, ApprovalRecord],
+        *,
+        rechecked: frozenset[str],
+    ) -> None:
         calls = [c for c, old in zip(step.calls, before, strict=True) if c != old]
         if not calls and not step.changed:
             return
-        audit = [events.rechecked(c, run, registry=self.registry, now=step.now)
-                 if c.call_id in rechecked else
-                 events.decision(c, run, actor=events.NOBODY, registry=self.registry,
-                                 now=step.now) for c in calls]
+        audit = [
+            events.rechecked(c, run, registry=self.registry, now=step.now)
+            if c.call_id in rechecked
+            else events.decision(c, run, actor=events.NOBODY, registry=self.registry, now=step.now)
+            for c in calls
+        ]
         audit += [self._ended(a, run, step.now) for a in step.changed.values()]
         expect = [approvals_before[a.call_id] for a in step.changed.values()]
-        await self.store.save(calls=calls, approvals=list(step.changed.values()), audit=audit,
-                              expect=list(before), expect_approvals=expect)
+        await self.store.save(
+            calls=calls,
+            approvals=list(step.changed.values()),
+            audit=audit,
+            expect=list(before),
+            expect_approvals=expect,
+        )
 
     def _ended(self, a: ApprovalRecord, run: RunRecord, now: datetime) -> AuditEvent:
         """The audit record of an approval the gate ended (expired, or cancelled because a
         sibling write will not run): nobody decided it, callgate did."""
-        return events.approval_ended(a, actor=events.NOBODY, registry=self.registry, now=now,
-                                     policy_revision=self.judge.policy.revision,
-                                     provider=run.provider)
+        return events.approval_ended(
+            a,
+            actor=events.NOBODY,
+            registry=self.registry,
+            now=now,
+            policy_revision=self.judge.policy.revision,
+            provider=run.provider,
+        )
 
 
-def _refused(rec: CallRecord, a: ApprovalRecord, tool: Tool, args: dict[str, object] | None,
-             now: datetime) -> CallRecord | None:
+def _refused(
+    rec: CallRecord, a: ApprovalRecord, tool: Tool, args: dict[str, object] | None, now: datetime
+) -> CallRecord | None:
     """The approved call REJECTED before the policy is asked again: an approval for other
     arguments or another version, an expired approval, arguments the schema refuses."""
     mismatch = _mismatch(rec, a, tool.version, args)
     if mismatch or args is None:
-        return rejected(rec, CallCode.APPROVAL_MISMATCH, f"{mismatch or 'no arguments'}; "
-                        "the approved call was not run", now=now)
+        return rejected(
+            rec,
+            CallCode.APPROVAL_MISMATCH,
+            f"{mismatch or 'no arguments'}; the approved call was not run",
+            now=now,
+        )
     if a.expires_at is not None and now >= a.expires_at:
-        return rejected(rec, CallCode.APPROVAL_EXPIRED, f"approved by {a.decided_by}, but "
-                        f"the approval expired at {rfc3339(a.expires_at)} before the call "
-                        "could run; it was not run", now=now)
+        return rejected(
+            rec,
+            CallCode.APPROVAL_EXPIRED,
+            f"approved by {a.decided_by}, but "
+            f"the approval expired at {rfc3339(a.expires_at)} before the call "
+            "could run; it was not run",
+            now=now,
+        )
     problem = tool.validate_arguments(args)
     if problem is not None:
-        return rejected(rec, CallCode.INVALID_ARGUMENTS, f"arguments do not match the "
-                        f"{tool.name} schema: {problem}", now=now)
+        return rejected(
+            rec,
+            CallCode.INVALID_ARGUMENTS,
+            f"arguments do not match the {tool.name} schema: {problem}",
+            now=now,
+        )
     return None
 
 
-def _mismatch(rec: CallRecord, a: ApprovalRecord, registered_version: str,
-              args: dict[str, object] | None) -> str:
+def _mismatch(
+    rec: CallRecord, a: ApprovalRecord, registered_version: str, args: dict[str, object] | None
+) -> str:
     """Why the approval does not cover this call exactly ("" when it does)."""
     if a.call_id != rec.call_id or a.approval_id != rec.approval_id:
         return f"approval {a.approval_id} is for call {a.call_id}, not {rec.call_id}"
     if not (a.tool_version == rec.tool_version == registered_version):
-        return (f"the approval covers {a.tool} version {a.tool_version}; the call would run "
-                f"version {registered_version}")
+        return (
+            f"the approval covers {a.tool} version {a.tool_version}; the call would run "
+            f"version {registered_version}"
+        )
     try:
         actual = canonical_sha256(args) if args is not None else ""
     except ArgumentsError:
         actual = ""
     if not (a.arguments_sha256 == rec.arguments_sha256 == actual):
-        return ("the call's arguments are not the ones approved (arguments_sha256 "
-                f"{actual or '(none)'} instead of {a.arguments_sha256})")
+        return (
+            "the call's arguments are not the ones approved (arguments_sha256 "
+            f"{actual or '(none)'} instead of {a.arguments_sha256})"
+        )
     return ""

@@ -32,8 +32,9 @@ class Authorizer:
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
 
-    async def authorize(self, identity: Identity, run_id: str,
-                        calls: Sequence[ToolCall]) -> list[AuthorizeDecision]:
+    async def authorize(
+        self, identity: Identity, run_id: str, calls: Sequence[ToolCall]
+    ) -> list[AuthorizeDecision]:
         runner = self.runner
         check_calls(calls, runner.limits)
         run = await runner.owned_run(identity, run_id) if run_id else None
@@ -50,17 +51,28 @@ class Authorizer:
         else:
             need = HistoryNeed.of(runner.policy)
             judged = await judged_with_history(
-                need, runner.policy, recs, await runner.judging.history(run.run_id, "", need.limit),
-                runner.judging.context(run, run.turns_used, ""), judge,
-                lambda: runner.judging.history(run.run_id, "", RECENT_CALLS))
+                need,
+                runner.policy,
+                recs,
+                await runner.judging.history(run.run_id, "", need.limit),
+                runner.judging.context(run, run.turns_used, ""),
+                judge,
+                lambda: runner.judging.history(run.run_id, "", RECENT_CALLS),
+            )
         judged = await self._commit(identity, run_id, judged, now)
-        return [AuthorizeDecision(r.call_id, r.decision or Decision(Verdict.UNSPECIFIED),
-                                  r.error_code if r.status == CallStatus.REJECTED else "",
-                                  r.error_message if r.status == CallStatus.REJECTED else "")
-                for r in judged]
+        return [
+            AuthorizeDecision(
+                r.call_id,
+                r.decision or Decision(Verdict.UNSPECIFIED),
+                r.error_code if r.status == CallStatus.REJECTED else "",
+                r.error_message if r.status == CallStatus.REJECTED else "",
+            )
+            for r in judged
+        ]
 
-    async def _commit(self, identity: Identity, run_id: str, judged: list[CallRecord],
-                      now: datetime) -> list[CallRecord]:
+    async def _commit(
+        self, identity: Identity, run_id: str, judged: list[CallRecord], now: datetime
+    ) -> list[CallRecord]:
         """The decisions' audit records, with the quotas of the allowed calls reserved in the
         same commit (kept: what the caller does with an allowed call is not known here); a
         call whose quota does not fit is REJECTED `quota_exceeded` and the rest committed
@@ -68,11 +80,17 @@ class Authorizer:
         runner = self.runner
         tag = f"authorize_{uuid.uuid4().hex}"
         while True:
-            audit = [events.authorize(r, identity, registry=runner.registry, now=now)
-                     for r in judged]
-            reserve = [Reservation(run_id, f"{tag}/{r.call_id}", q, now) for r in judged
-                       if r.status == CallStatus.PROPOSED and r.decision is not None
-                       and r.decision.verdict == Verdict.ALLOW for q in r.decision.quotas]
+            audit = [
+                events.authorize(r, identity, registry=runner.registry, now=now) for r in judged
+            ]
+            reserve = [
+                Reservation(run_id, f"{tag}/{r.call_id}", q, now)
+                for r in judged
+                if r.status == CallStatus.PROPOSED
+                and r.decision is not None
+                and r.decision.verdict == Verdict.ALLOW
+                for q in r.decision.quotas
+            ]
             if not reserve:
                 await runner.store.append_audit(audit)
                 return judged
@@ -84,5 +102,9 @@ class Authorizer:
                 for r in judged:
                     if r.call_id == refused:
                         runner.observe.metrics.quota_rejected(r.tool)
-                judged = [rejected(r, CallCode.QUOTA_EXCEEDED, str(exc), now=now)
-                          if r.call_id == refused else r for r in judged]
+                judged = [
+                    rejected(r, CallCode.QUOTA_EXCEEDED, str(exc), now=now)
+                    if r.call_id == refused
+                    else r
+                    for r in judged
+                ]

@@ -82,8 +82,7 @@ class ExecutionPhase:
     policy: PolicyEngine | None = None  # asked `result` before a result is kept (deliver)
 
     def __post_init__(self) -> None:
-        self._deliverer = (Deliverer(self.policy, self.registry)
-                           if self.policy is not None else None)
+        self._deliverer = Deliverer(self.policy, self.registry) if self.policy is not None else None
 
     async def run(self, work: TurnWork) -> None:
         reads = [c for c in work.ordered() if not is_write(c)]
@@ -98,11 +97,18 @@ class ExecutionPhase:
         runnable = [c for c in fresh if self._runnable(c)]
         stale = [c for c in fresh if c.status == CallStatus.EXECUTING and not self._repeatable(c)]
         for rec in stale:
-            await self._commit(work, [rec.moved(
-                CallStatus.UNKNOWN, error_code=CallCode.OUTCOME_UNKNOWN.value,
-                execution_count=rec.execution_count + 1,
-                error_message="the read was in flight when the gateway stopped and is not "
-                              "repeatable")])
+            await self._commit(
+                work,
+                [
+                    rec.moved(
+                        CallStatus.UNKNOWN,
+                        error_code=CallCode.OUTCOME_UNKNOWN.value,
+                        execution_count=rec.execution_count + 1,
+                        error_message="the read was in flight when the gateway stopped and is not "
+                        "repeatable",
+                    )
+                ],
+            )
         started = {c.call_id: c for c in await self._intent(work, runnable)} if runnable else {}
         started.update((c, work.calls[c]) for c in claimed if c in work.calls)
         ordered = [started[c.call_id] for c in reads if c.call_id in started]
@@ -110,8 +116,9 @@ class ExecutionPhase:
             return
         parallel = [c for c in ordered if self._parallel_safe(c)]
         serial = [c for c in ordered if not self._parallel_safe(c)]
-        outcomes = await asyncio.gather(*(self._execute(work, c) for c in parallel),
-                                        return_exceptions=True)
+        outcomes = await asyncio.gather(
+            *(self._execute(work, c) for c in parallel), return_exceptions=True
+        )
         for failure in outcomes:  # every read settled or failed to record; then report one
             if isinstance(failure, BaseException):
                 raise failure
@@ -127,7 +134,8 @@ class ExecutionPhase:
         """Decided and cleared to start: PROPOSED after the plan, or released."""
         return rec.status == CallStatus.PROPOSED or (
             rec.call_id in self.released
-            and rec.status in (CallStatus.PENDING_APPROVAL, CallStatus.HELD))
+            and rec.status in (CallStatus.PENDING_APPROVAL, CallStatus.HELD)
+        )
 
     def _repeatable(self, rec: CallRecord) -> bool:
         tool = self.registry.get(rec.tool)
@@ -147,10 +155,12 @@ class ExecutionPhase:
                 await self._commit(work, [not_run(rec, blocked, self.clock())])
                 continue
             if rec.status == CallStatus.EXECUTING:  # found in flight: never simply re-run
-                rec = rec.moved(CallStatus.UNKNOWN, error_code=CallCode.OUTCOME_UNKNOWN.value,
-                                execution_count=rec.execution_count + 1,
-                                error_message="the write was in flight when the gateway "
-                                              "stopped; looking it up")
+                rec = rec.moved(
+                    CallStatus.UNKNOWN,
+                    error_code=CallCode.OUTCOME_UNKNOWN.value,
+                    execution_count=rec.execution_count + 1,
+                    error_message="the write was in flight when the gateway stopped; looking it up",
+                )
                 await self._commit(work, [rec])
             if self._ready(rec):
                 (rec,) = await self._intent(work, [rec])
@@ -162,8 +172,9 @@ class ExecutionPhase:
 
     # ------------------------------------------------------------------ steps
 
-    def claim_reads(self, run: RunRecord, calls: Sequence[CallRecord], now: datetime
-                    ) -> tuple[RunRecord, list[CallRecord], list[str]]:
+    def claim_reads(
+        self, run: RunRecord, calls: Sequence[CallRecord], now: datetime
+    ) -> tuple[RunRecord, list[CallRecord], list[str]]:
         """A new turn's reads cleared to run, moved to EXECUTING with the run's counter, for the
         commit that records the turn (nothing written here): the run, every call, the IDs
         claimed."""
@@ -176,8 +187,7 @@ class ExecutionPhase:
 
     @staticmethod
     def _started(rec: CallRecord, now: datetime) -> CallRecord:
-        return rec.moved(CallStatus.EXECUTING, started_at=now,
-                         idempotency_key=idempotency_key(rec))
+        return rec.moved(CallStatus.EXECUTING, started_at=now, idempotency_key=idempotency_key(rec))
 
     async def _intent(self, work: TurnWork, recs: Sequence[CallRecord]) -> list[CallRecord]:
         """Commit EXECUTING (and the tool-call counter) before any request is sent. The commit
@@ -185,10 +195,13 @@ class ExecutionPhase:
         writer only, and a replica that loses it (StoreConflict) sends nothing."""
         now = self.clock()
         fresh = [r for r in recs if r.status != CallStatus.EXECUTING]
-        moved = [self._started(r, now) if r.status != CallStatus.EXECUTING
-                 else self._repeat(r, now) for r in recs]
-        run = revised(work.run, tool_calls_used=work.run.tool_calls_used + len(fresh),
-                      updated_at=now)
+        moved = [
+            self._started(r, now) if r.status != CallStatus.EXECUTING else self._repeat(r, now)
+            for r in recs
+        ]
+        run = revised(
+            work.run, tool_calls_used=work.run.tool_calls_used + len(fresh), updated_at=now
+        )
         await self._save(work, run=run, calls=moved, expect=recs)
         work.run = run
         for r in moved:
@@ -207,8 +220,9 @@ class ExecutionPhase:
         try:
             if self.observe.enabled:
                 tracer = self.observe.tracer
-                with tracer.span("callgate.execute", {"callgate.tool": rec.tool}
-                                 if tracer.enabled else None) as span:
+                with tracer.span(
+                    "callgate.execute", {"callgate.tool": rec.tool} if tracer.enabled else None
+                ) as span:
                     done = await self._execute_call(work, rec)
                     span.set_attribute("callgate.status", done.status.value)
                 return done
@@ -220,8 +234,11 @@ class ExecutionPhase:
         tool = self.registry.get(rec.tool)
         args = parse_arguments(rec.arguments_json)
         if tool is None or args is None:  # the registry changed since the decision
-            res = ExecutionResult(CallStatus.FAILED, error_code="unknown_tool",
-                                  error_message=f"tool {rec.tool!r} is no longer registered")
+            res = ExecutionResult(
+                CallStatus.FAILED,
+                error_code="unknown_tool",
+                error_message=f"tool {rec.tool!r} is no longer registered",
+            )
         else:
             res = await self._run_tool(work, rec, tool, args)
         return await self._record_result(work, rec, res, AuditKind.EXECUTION)
@@ -236,8 +253,15 @@ class ExecutionPhase:
             return rec
         return await self._record_result(work, rec, res, AuditKind.RECONCILE)
 
-    async def _run_tool(self, work: TurnWork, rec: CallRecord, tool: Tool, args: dict[str, Any],
-                        *, reconcile: bool = False) -> ExecutionResult:
+    async def _run_tool(
+        self,
+        work: TurnWork,
+        rec: CallRecord,
+        tool: Tool,
+        args: dict[str, Any],
+        *,
+        reconcile: bool = False,
+    ) -> ExecutionResult:
         """The executor's answer; when observed, in a client span of its own (whose trace
         context the request carries), timed by the status it answered."""
         run = tool.reconcile if reconcile else tool.run
@@ -256,42 +280,74 @@ class ExecutionPhase:
         self.observe.metrics.tool_run(rec.tool, res.status.value, elapsed)
         return res
 
-    def _ctx(self, work: TurnWork, rec: CallRecord,
-             trace_headers: Mapping[str, str] | None = None) -> ExecutionContext:
-        return ExecutionContext(run_id=rec.run_id, call_id=rec.call_id,
-                                idempotency_key=rec.idempotency_key or idempotency_key(rec),
-                                identity=work.identity, trace_headers=trace_headers)
+    def _ctx(
+        self, work: TurnWork, rec: CallRecord, trace_headers: Mapping[str, str] | None = None
+    ) -> ExecutionContext:
+        return ExecutionContext(
+            run_id=rec.run_id,
+            call_id=rec.call_id,
+            idempotency_key=rec.idempotency_key or idempotency_key(rec),
+            identity=work.identity,
+            trace_headers=trace_headers,
+        )
 
-    async def _record_result(self, work: TurnWork, rec: CallRecord, res: ExecutionResult,
-                      kind: AuditKind) -> CallRecord:
+    async def _record_result(
+        self, work: TurnWork, rec: CallRecord, res: ExecutionResult, kind: AuditKind
+    ) -> CallRecord:
         delivery = None
         if self._deliverer is not None:
-            res, delivery = await self._deliverer.deliver(rec, res, run=work.run,
-                                                          identity=work.identity)
+            res, delivery = await self._deliverer.deliver(
+                rec, res, run=work.run, identity=work.identity
+            )
         now = self.clock()
         count = rec.execution_count + res.attempts
         if res.status == rec.status:  # still UNKNOWN after a re-send
             done = revised(rec, execution_count=count, error_message=res.error_message)
         else:
-            done = rec.moved(res.status, output_json=res.output_json, error_code=res.error_code,
-                             error_message=res.error_message, execution_count=count,
-                             finished_at=now if res.status != CallStatus.UNKNOWN else None)
-        await self._commit(work, [done], kind, attempts=res.attempts,
-                           delivery=delivery.as_detail() if delivery else None)
+            done = rec.moved(
+                res.status,
+                output_json=res.output_json,
+                error_code=res.error_code,
+                error_message=res.error_message,
+                execution_count=count,
+                finished_at=now if res.status != CallStatus.UNKNOWN else None,
+            )
+        await self._commit(
+            work,
+            [done],
+            kind,
+            attempts=res.attempts,
+            delivery=delivery.as_detail() if delivery else None,
+        )
         return done
 
-    async def _commit(self, work: TurnWork, recs: Sequence[CallRecord],
-                      kind: AuditKind = AuditKind.EXECUTION, attempts: int | None = None,
-                      delivery: dict[str, Any] | None = None) -> None:
+    async def _commit(
+        self,
+        work: TurnWork,
+        recs: Sequence[CallRecord],
+        kind: AuditKind = AuditKind.EXECUTION,
+        attempts: int | None = None,
+        delivery: dict[str, Any] | None = None,
+    ) -> None:
         """Record these calls' new state: reads' results are held for the next commit, anything
         else is committed now (with what is held)."""
         now = self.clock()
-        audit = [events.execution(r, work.run, registry=self.registry, now=now,
-                                  attempts=attempts, kind=kind, delivery=delivery)
-                 for r in recs]
+        audit = [
+            events.execution(
+                r,
+                work.run,
+                registry=self.registry,
+                now=now,
+                attempts=attempts,
+                kind=kind,
+                delivery=delivery,
+            )
+            for r in recs
+        ]
         before = [work.calls[r.call_id] for r in recs]
-        if all(not is_write(r) and r.status != CallStatus.EXECUTING for r in recs) \
-                and all(b.status == CallStatus.EXECUTING for b in before):
+        if all(not is_write(r) and r.status != CallStatus.EXECUTING for r in recs) and all(
+            b.status == CallStatus.EXECUTING for b in before
+        ):
             work.unsaved.calls.extend(recs)
             work.unsaved.expect.extend(before)
             work.unsaved.audit.extend(audit)
@@ -300,9 +356,19 @@ class ExecutionPhase:
         for r in recs:
             work.calls[r.call_id] = r
 
-    async def _save(self, work: TurnWork, *, run: RunRecord | None = None,
-                    calls: Sequence[CallRecord] = (), expect: Sequence[CallRecord] = (),
-                    audit: Sequence[AuditEvent] = ()) -> None:
+    async def _save(
+        self,
+        work: TurnWork,
+        *,
+        run: RunRecord | None = None,
+        calls: Sequence[CallRecord] = (),
+        expect: Sequence[CallRecord] = (),
+        audit: Sequence[AuditEvent] = (),
+    ) -> None:
         held = work.unsaved.take()
-        await self.store.save(run=run, calls=[*held.calls, *calls],
-                              expect=[*held.expect, *expect], audit=[*held.audit, *audit])
+        await self.store.save(
+            run=run,
+            calls=[*held.calls, *calls],
+            expect=[*held.expect, *expect],
+            audit=[*held.audit, *audit],
+        )

@@ -25,8 +25,9 @@ class Seen:
     finished: bool
 
 
-async def follow(changes: Subscription, first: Callable[[], Awaitable[Seen]],
-                 read: Callable[[], Awaitable[Seen]]) -> AsyncIterator[TurnOutcome]:
+async def follow(
+    changes: Subscription, first: Callable[[], Awaitable[Seen]], read: Callable[[], Awaitable[Seen]]
+) -> AsyncIterator[TurnOutcome]:
     """The current outcome (from `first`), then each later one that differs, until the run
     finishes. `changes` must be subscribed before `first` runs, so nothing settles unseen."""
     seen = await first()
@@ -40,6 +41,9 @@ async def follow(changes: Subscription, first: Callable[[], Awaitable[Seen]],
         try:
             await changes.wait()
         except WatchClosed as exc:
-            raise RequestError(RequestCode.SHUTTING_DOWN, "callgate is shutting down; call "
-                               "WatchRun again (its first message is the current state)") from exc
+            raise RequestError(
+                RequestCode.SHUTTING_DOWN,
+                "callgate is shutting down; call "
+                "WatchRun again (its first message is the current state)",
+            ) from exc
         seen = await read()

@@ -36,24 +36,31 @@ class HistoryNeed:
         revision = policy.revision
         return cls(RECENT_CALLS if policy.reads(*HISTORY) else 0, revision)
 
-    def held(self, policy: PolicyEngine, before: Sequence[CallRecord],
-             judged: Sequence[CallRecord]) -> bool:
+    def held(
+        self, policy: PolicyEngine, before: Sequence[CallRecord], judged: Sequence[CallRecord]
+    ) -> bool:
         """Whether judging without the history was right: the history was read, or every
         call decided now was decided by the revision that answered (or by no policy), and
         that revision still serves."""
         if self.limit:
             return True
         return policy.revision == self.revision and all(
-            after is was or after.decision is None
+            after is was
+            or after.decision is None
             or after.decision.policy_revision in ("", self.revision)
-            for was, after in zip(before, judged, strict=True))
+            for was, after in zip(before, judged, strict=True)
+        )
 
 
 async def judged_with_history(
-        need: HistoryNeed, policy: PolicyEngine, calls: Sequence[CallRecord],
-        recent: Sequence[HistoryEntry], context: Callable[[Sequence[HistoryEntry]], RunContext],
-        judge: Callable[[CallRecord, RunContext], Awaitable[CallRecord]],
-        read_history: Callable[[], Awaitable[Sequence[HistoryEntry]]]) -> list[CallRecord]:
+    need: HistoryNeed,
+    policy: PolicyEngine,
+    calls: Sequence[CallRecord],
+    recent: Sequence[HistoryEntry],
+    context: Callable[[Sequence[HistoryEntry]], RunContext],
+    judge: Callable[[CallRecord, RunContext], Awaitable[CallRecord]],
+    read_history: Callable[[], Awaitable[Sequence[HistoryEntry]]],
+) -> list[CallRecord]:
     """Each call judged in the run's context with `recent` as its history (`judge` answers a
     call it leaves alone unchanged, the same object); judged again with the history read when
     `need` did not hold throughout."""

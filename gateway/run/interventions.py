@@ -46,15 +46,29 @@ class _Runner(Protocol):
 
     async def _exclusive(self, run_id: str, work: Callable[[], Awaitable[T]]) -> T: ...
 
-    async def _drive(self, identity: Identity, run: RunRecord, turn: TurnRecord,
-                     stored: Sequence[CallRecord] | None = None, *,
-                     again: bool = False) -> TurnOutcome: ...
+    async def _drive(
+        self,
+        identity: Identity,
+        run: RunRecord,
+        turn: TurnRecord,
+        stored: Sequence[CallRecord] | None = None,
+        *,
+        again: bool = False,
+    ) -> TurnOutcome: ...
 
-    async def _settle(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
-                      work: TurnWork | None = None, *, again: bool = False) -> TurnOutcome: ...
+    async def _settle(
+        self,
+        run: RunRecord,
+        turn: TurnRecord,
+        calls: Sequence[CallRecord],
+        work: TurnWork | None = None,
+        *,
+        again: bool = False,
+    ) -> TurnOutcome: ...
 
-    async def _decide_approval(self, approver: Identity, req: ap.DecideRequest
-                               ) -> tuple[ApprovalRecord, CallResult]: ...
+    async def _decide_approval(
+        self, approver: Identity, req: ap.DecideRequest
+    ) -> tuple[ApprovalRecord, CallResult]: ...
 
     async def _approval_now(self, approval_id: str) -> ApprovalRecord: ...
 
@@ -64,8 +78,9 @@ class _Runner(Protocol):
 
 
 class Interventions:
-    async def decide_approval(self: _Runner, approver: Identity, req: ap.DecideRequest
-                              ) -> tuple[ApprovalRecord, CallResult]:
+    async def decide_approval(
+        self: _Runner, approver: Identity, req: ap.DecideRequest
+    ) -> tuple[ApprovalRecord, CallResult]:
         """A person approves or denies a call waiting for approval. The decision that ends the
         turn's wait drives the turn on: the approved calls are re-checked and run (held
         writes with them, in order), or become NOT_RUN; the turn's watchers see it settle."""
@@ -76,11 +91,11 @@ class Interventions:
             raise ap.not_found(req.approval_id)
         if not await ap.may_approve(self.policy, self.registry, approver, found):
             raise ap.not_allowed(approver, found)
-        return await self._exclusive(found.run_id,
-                                     lambda: self._decide_approval(approver, req))
+        return await self._exclusive(found.run_id, lambda: self._decide_approval(approver, req))
 
-    async def _decide_approval(self: _Runner, approver: Identity, req: ap.DecideRequest
-                               ) -> tuple[ApprovalRecord, CallResult]:
+    async def _decide_approval(
+        self: _Runner, approver: Identity, req: ap.DecideRequest
+    ) -> tuple[ApprovalRecord, CallResult]:
         a = await self._approval_now(req.approval_id)
         if a.due(self.clock()):  # expired while nobody looked: settle that first
             await self._expire(a.run_id)
@@ -90,16 +105,26 @@ class Interventions:
         if a.status != ApprovalStatus.PENDING or run is None or turn is None:
             raise ap.already_decided(a)
         if run.state.terminal:
-            raise RequestError(RequestCode.RUN_FINISHED, f"run {run.run_id} has ended "
-                               f"({run.state.value}); its approvals can no longer be decided")
+            raise RequestError(
+                RequestCode.RUN_FINISHED,
+                f"run {run.run_id} has ended "
+                f"({run.state.value}); its approvals can no longer be decided",
+            )
         now = self.clock()
         done = ap.decided(a, approver, req, now)
-        event = events.approval_ended(done, actor=approver, policy_revision=self.policy.revision,
-                                      registry=self.registry, now=now, provider=run.provider)
+        event = events.approval_ended(
+            done,
+            actor=approver,
+            policy_revision=self.policy.revision,
+            registry=self.registry,
+            now=now,
+            provider=run.provider,
+        )
         reopened = revised(turn, next=None, reason="")
         try:
-            await self.store.save(turn=reopened, approvals=[done], audit=[event],
-                                  expect_approvals=[a])
+            await self.store.save(
+                turn=reopened, approvals=[done], audit=[event], expect_approvals=[a]
+            )
         except StoreConflict:  # decided elsewhere first
             raise ap.already_decided(await self._approval_now(a.approval_id)) from None
         await self._drive(run.owner, run, reopened, again=True)
@@ -126,22 +151,36 @@ class Interventions:
         if run is None:
             return
         now = self.clock()
-        found = [a for a in await self.store.approvals_for_run(run_id)
-                 if a.status == ApprovalStatus.PENDING]
+        found = [
+            a
+            for a in await self.store.approvals_for_run(run_id)
+            if a.status == ApprovalStatus.PENDING
+        ]
         due = [a for a in found if a.due(now)]
         self.on_pending([a for a in found if not a.due(now)])
         if not due:
             return
         turn = await self.store.last_turn(run_id)
         calls = await self.store.turn_calls(run_id, turn.turn_id) if turn is not None else []
-        alone = ap.stray(due, turn, not run.state.terminal, {
-            c.call_id for c in calls if c.status == CallStatus.PENDING_APPROVAL})
+        alone = ap.stray(
+            due,
+            turn,
+            not run.state.terminal,
+            {c.call_id for c in calls if c.status == CallStatus.PENDING_APPROVAL},
+        )
         if alone:
             ended = [ap.expired(a, now) for a in alone]
-            audit = [events.approval_ended(a, actor=events.NOBODY, now=now,
-                                           policy_revision=self.policy.revision,
-                                           registry=self.registry, provider=run.provider)
-                     for a in ended]
+            audit = [
+                events.approval_ended(
+                    a,
+                    actor=events.NOBODY,
+                    now=now,
+                    policy_revision=self.policy.revision,
+                    registry=self.registry,
+                    provider=run.provider,
+                )
+                for a in ended
+            ]
             await self.store.save(approvals=ended, audit=audit, expect_approvals=alone)
         if len(alone) < len(due) and turn is not None:
             await self._drive(run.owner, run, turn)
@@ -158,8 +197,9 @@ class Interventions:
         if not await self.policy.allows("may_resolve", grant):
             raise resolution.not_allowed(operator, run)
         if rec is None:
-            raise RequestError(RequestCode.CALL_NOT_FOUND,
-                               f"run {run.run_id} has no call {req.call_id!r}")
+            raise RequestError(
+                RequestCode.CALL_NOT_FOUND, f"run {run.run_id} has no call {req.call_id!r}"
+            )
         if rec.status != CallStatus.UNKNOWN:
             raise resolution.not_unknown(rec)
         resolution.check_output(self.registry.get(rec.tool), req)
@@ -173,8 +213,15 @@ class Interventions:
             raise resolution.not_unknown(rec)
         now = self.clock()
         done = resolution.resolved(rec, operator, req, now)
-        audit = events.resolved(done, run, operator, reason=req.reason, now=now,
-                                policy_revision=self.policy.revision, registry=self.registry)
+        audit = events.resolved(
+            done,
+            run,
+            operator,
+            reason=req.reason,
+            now=now,
+            policy_revision=self.policy.revision,
+            registry=self.registry,
+        )
         turn = await self.store.get_turn(run.run_id, rec.turn_id)
         last = await self.store.last_turn(run.run_id)
         if run.state.terminal or turn is None or last is None or last.turn_id != turn.turn_id:

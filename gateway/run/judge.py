@@ -45,29 +45,53 @@ Usage = Callable[[Sequence[Quota], datetime], Awaitable[dict[str, float]]]
 
 def quotas_input(quotas: Sequence[Quota], used: dict[str, float]) -> dict[str, Any]:
     """`input.quotas`: for each key the decision charges, its usage in its window."""
-    return {q.key: {"used": used.get(q.key, 0.0), "limit": q.limit, "window_s": q.window_s,
-                    "cost": q.cost} for q in quotas}
+    return {
+        q.key: {
+            "used": used.get(q.key, 0.0),
+            "limit": q.limit,
+            "window_s": q.window_s,
+            "cost": q.cost,
+        }
+        for q in quotas
+    }
 
 
-def rejected(rec: CallRecord, code: CallCode, message: str, *, now: datetime,
-             decision: Decision | None = None) -> CallRecord:
-    return rec.moved(CallStatus.REJECTED, error_code=code.value, error_message=message,
-                     decision=decision or rec.decision or Decision(Verdict.UNSPECIFIED),
-                     decided_at=now, finished_at=now)
+def rejected(
+    rec: CallRecord,
+    code: CallCode,
+    message: str,
+    *,
+    now: datetime,
+    decision: Decision | None = None,
+) -> CallRecord:
+    return rec.moved(
+        CallStatus.REJECTED,
+        error_code=code.value,
+        error_message=message,
+        decision=decision or rec.decision or Decision(Verdict.UNSPECIFIED),
+        decided_at=now,
+        finished_at=now,
+    )
 
 
 ASK_AGAIN = "the call was not executed — ask the model for the full call again"
-MARKED_PARTIAL = ("the call was marked partial (ToolCall.partial, or the provider's response "
-                  f"ended inside it): its arguments are a fragment and were not read; {ASK_AGAIN}")
+MARKED_PARTIAL = (
+    "the call was marked partial (ToolCall.partial, or the provider's response "
+    f"ended inside it): its arguments are a fragment and were not read; {ASK_AGAIN}"
+)
 
 
 def incomplete(text: str, exc: JsonTextError) -> str:
     """What an unmarked call's arguments were, when they are not a whole JSON object."""
     if not text.strip():
-        return ("no arguments were sent (arguments_json is empty; a tool without arguments "
-                f"takes {{}}); {ASK_AGAIN}")
-    return (f"the arguments are not a complete JSON object ({exc.message}; {utf8_len(text)} "
-            f"bytes received); {ASK_AGAIN}")
+        return (
+            "no arguments were sent (arguments_json is empty; a tool without arguments "
+            f"takes {{}}); {ASK_AGAIN}"
+        )
+    return (
+        f"the arguments are not a complete JSON object ({exc.message}; {utf8_len(text)} "
+        f"bytes received); {ASK_AGAIN}"
+    )
 
 
 def _sha256_or_empty(text: str, max_depth: int) -> str:
@@ -81,9 +105,11 @@ def _sha256_or_empty(text: str, max_depth: int) -> str:
 
 
 def _too_large(size: int, limit: int) -> str:
-    return (f"the arguments are {size} bytes, over the limit of {limit} (callgate serve "
-            f"{FLAGS['max_arguments_bytes']}); the call was not executed and its arguments "
-            "were not kept — ask the model for a smaller call")
+    return (
+        f"the arguments are {size} bytes, over the limit of {limit} (callgate serve "
+        f"{FLAGS['max_arguments_bytes']}); the call was not executed and its arguments "
+        "were not kept — ask the model for a smaller call"
+    )
 
 
 @dataclass(frozen=True)
@@ -98,8 +124,9 @@ class Judge:
     # `input.quotas`
     usage: Usage | None = field(default=None, compare=False, repr=False)
 
-    def propose(self, run_id: str, turn_id: str, index: int, call: ToolCall,
-                now: datetime) -> CallRecord:
+    def propose(
+        self, run_id: str, turn_id: str, index: int, call: ToolCall, now: datetime
+    ) -> CallRecord:
         """The one factory of call records: the call as proposed, with its tool's version and
         effect and its arguments hash. A call marked partial is rejected at once,
         so the mark survives in the store even if the turn is resumed later; so is a call whose
@@ -109,36 +136,64 @@ class Judge:
         oversize = size > self.limits.max_arguments_bytes
         text = "" if oversize else call.arguments_json
         rec = CallRecord(
-            run_id=run_id, turn_id=turn_id, call_id=call.call_id, index=index, tool=call.name,
-            status=CallStatus.PROPOSED, arguments_json=text,
-            tool_version=tool.version if tool else "", effect=tool.effect.value if tool else "",
+            run_id=run_id,
+            turn_id=turn_id,
+            call_id=call.call_id,
+            index=index,
+            tool=call.name,
+            status=CallStatus.PROPOSED,
+            arguments_json=text,
+            tool_version=tool.version if tool else "",
+            effect=tool.effect.value if tool else "",
             arguments_sha256=self._hashes.get_or(
-                text, lambda: _sha256_or_empty(text, self.limits.max_json_depth)),
-            created_at=now)
+                text, lambda: _sha256_or_empty(text, self.limits.max_json_depth)
+            ),
+            created_at=now,
+        )
         if oversize:
-            return rejected(rec, CallCode.INVALID_ARGUMENTS,
-                            _too_large(size, self.limits.max_arguments_bytes), now=now)
+            return rejected(
+                rec,
+                CallCode.INVALID_ARGUMENTS,
+                _too_large(size, self.limits.max_arguments_bytes),
+                now=now,
+            )
         if not call.complete:
             return rejected(rec, CallCode.INCOMPLETE_ARGUMENTS, MARKED_PARTIAL, now=now)
         return rec
 
-    async def judge(self, rec: CallRecord, *, identity: Identity, run: RunContext | None,
-              batch: Sequence[CallRecord], now: datetime) -> CallRecord:
+    async def judge(
+        self,
+        rec: CallRecord,
+        *,
+        identity: Identity,
+        run: RunContext | None,
+        batch: Sequence[CallRecord],
+        now: datetime,
+    ) -> CallRecord:
         """allowlist → arguments → schema → policy, for a call still PROPOSED."""
         tool = self.registry.get(rec.tool)
         if tool is None:
             known = ", ".join(t.name for t in self.registry.tools())
-            return rejected(rec, CallCode.UNKNOWN_TOOL,
-                            f"no tool named {rec.tool!r} is registered (known: {known})", now=now)
+            return rejected(
+                rec,
+                CallCode.UNKNOWN_TOOL,
+                f"no tool named {rec.tool!r} is registered (known: {known})",
+                now=now,
+            )
         try:
             args = read_arguments(rec.arguments_json, self.limits.max_json_depth)
         except JsonTextError as exc:
             if exc.rule in INCOMPLETE_RULES:
-                return rejected(rec, CallCode.INCOMPLETE_ARGUMENTS,
-                                incomplete(rec.arguments_json, exc), now=now)
-            return rejected(rec, CallCode.INVALID_ARGUMENTS, "the arguments break a rule of "
-                            f"JSON ({exc.rule}): {exc.message}; the call was not executed",
-                            now=now)
+                return rejected(
+                    rec, CallCode.INCOMPLETE_ARGUMENTS, incomplete(rec.arguments_json, exc), now=now
+                )
+            return rejected(
+                rec,
+                CallCode.INVALID_ARGUMENTS,
+                "the arguments break a rule of "
+                f"JSON ({exc.rule}): {exc.message}; the call was not executed",
+                now=now,
+            )
         if not rec.arguments_sha256:
             try:
                 canonical_sha256(args)
@@ -146,16 +201,36 @@ class Judge:
                 return rejected(rec, CallCode.INVALID_ARGUMENTS, str(exc), now=now)
         problem = tool.validate_arguments(args, rec.arguments_json)
         if problem is not None:
-            return rejected(rec, CallCode.INVALID_ARGUMENTS,
-                            f"arguments do not match the {tool.name} schema: {problem}", now=now)
-        return await self.decide(rec, tool, args, identity=identity, run=run, batch=batch,
-                                 now=now)
+            return rejected(
+                rec,
+                CallCode.INVALID_ARGUMENTS,
+                f"arguments do not match the {tool.name} schema: {problem}",
+                now=now,
+            )
+        return await self.decide(rec, tool, args, identity=identity, run=run, batch=batch, now=now)
 
-    async def decide(self, rec: CallRecord, tool: Tool, args: dict[str, Any], *, identity: Identity,
-               run: RunContext | None, batch: Sequence[CallRecord], now: datetime,
-               approval: dict[str, Any] | None = None) -> CallRecord:
-        policy_in = call_input(rec=rec, tool=tool, args=args, identity=identity, run=run,
-                               batch=[(c, c.effect) for c in batch], now=now, approval=approval)
+    async def decide(
+        self,
+        rec: CallRecord,
+        tool: Tool,
+        args: dict[str, Any],
+        *,
+        identity: Identity,
+        run: RunContext | None,
+        batch: Sequence[CallRecord],
+        now: datetime,
+        approval: dict[str, Any] | None = None,
+    ) -> CallRecord:
+        policy_in = call_input(
+            rec=rec,
+            tool=tool,
+            args=args,
+            identity=identity,
+            run=run,
+            batch=[(c, c.effect) for c in batch],
+            now=now,
+            approval=approval,
+        )
         decision = await self._decision(tool.name, policy_in)
         if decision.quotas and self.usage is not None and self.policy.reads("quotas"):
             # decided again, seeing how much of each key it charges is used
@@ -164,9 +239,13 @@ class Judge:
             decision = await self._decision(tool.name, policy_in)
         decision = replace(decision, tools_revision=self.registry.revision)
         if decision.is_policy_error:
-            return rejected(rec, CallCode.POLICY_ERROR,
-                            f"the policy could not decide this call ({decision.error}); "
-                            "denied", now=now, decision=decision)
+            return rejected(
+                rec,
+                CallCode.POLICY_ERROR,
+                f"the policy could not decide this call ({decision.error}); denied",
+                now=now,
+                decision=decision,
+            )
         if decision.verdict == Verdict.DENY:
             why = "; ".join(decision.reasons) or "the policy denied this call"
             return rejected(rec, CallCode.POLICY_DENIED, why, now=now, decision=decision)
@@ -180,8 +259,9 @@ class Judge:
     async def _observed_decision(self, tool: str, policy_in: dict[str, Any]) -> Decision:
         """`decision` evaluated in a span of its own, timed and counted by verdict."""
         tracer = self.observe.tracer
-        with tracer.span("callgate.policy",
-                         {"callgate.tool": tool} if tracer.enabled else None) as span:
+        with tracer.span(
+            "callgate.policy", {"callgate.tool": tool} if tracer.enabled else None
+        ) as span:
             start = perf_counter()
             decision = await self.policy.decide(policy_in)
             elapsed = perf_counter() - start

@@ -47,8 +47,10 @@ class RunsPage:
 
 def _page_size(requested: int) -> int:
     if requested < 0:
-        raise RequestError(RequestCode.INVALID_ARGUMENT, f"page_size is {requested}: use 0 "
-                           f"(the default, {DEFAULT_PAGE_RUNS}) or more")
+        raise RequestError(
+            RequestCode.INVALID_ARGUMENT,
+            f"page_size is {requested}: use 0 (the default, {DEFAULT_PAGE_RUNS}) or more",
+        )
     return min(requested or DEFAULT_PAGE_RUNS, MAX_PAGE_RUNS)
 
 
@@ -58,9 +60,12 @@ def page_token(last: RunRecord) -> str:
 
 
 def _bad_token() -> RequestError:
-    return RequestError(RequestCode.INVALID_PAGE_TOKEN, "page_token is not one ListRuns gave "
-                        "out: pass next_page_token of the previous answer unchanged, or none "
-                        "for the newest runs")
+    return RequestError(
+        RequestCode.INVALID_PAGE_TOKEN,
+        "page_token is not one ListRuns gave "
+        "out: pass next_page_token of the previous answer unchanged, or none "
+        "for the newest runs",
+    )
 
 
 def page_after(token: str) -> tuple[datetime, str] | None:
@@ -89,14 +94,18 @@ class RunLister:
     async def list_page(self, who: Identity, req: RunsRequest) -> RunsPage:
         check_id("subject", req.subject)
         if req.every_subject and req.subject:
-            raise RequestError(RequestCode.INVALID_ARGUMENT, "give subject or every_subject, "
-                               "not both")
+            raise RequestError(
+                RequestCode.INVALID_ARGUMENT, "give subject or every_subject, not both"
+            )
         subject = None if req.every_subject else (req.subject or who.subject)
         if subject != who.subject:
             await self._authorize(who, subject)
         size = _page_size(req.page_size)
-        found = await self.store.list_runs(RunFilter(who.tenant, subject, req.states),
-                                           before=page_after(req.page_token), limit=size + 1)
+        found = await self.store.list_runs(
+            RunFilter(who.tenant, subject, req.states),
+            before=page_after(req.page_token),
+            limit=size + 1,
+        )
         page = tuple(found[:size])
         return RunsPage(page, page_token(page[-1]) if len(found) > size else "")
 
@@ -105,4 +114,5 @@ class RunLister:
         if not await self.policy.allows("may_list_runs", grant):
             raise PermissionDenied(
                 f"{who.subject} may not list the runs of {_whose(subject, who.tenant)}: "
-                f"{refused('may_list_runs', who, who.tenant)}; your own runs need no grant")
+                f"{refused('may_list_runs', who, who.tenant)}; your own runs need no grant"
+            )

@@ -37,8 +37,11 @@ def page_turns(requested: int, maximum: int) -> int:
     """The turns a page holds: `requested`, 0 meaning the default, at most `maximum` (a larger
     request is served `maximum` turns, its next_page_token leading on)."""
     if requested < 0:
-        raise RequestError(RequestCode.INVALID_ARGUMENT, f"page_size is {requested}: use 0 "
-                           f"(the default, {min(DEFAULT_PAGE_TURNS, maximum)} turns) or more")
+        raise RequestError(
+            RequestCode.INVALID_ARGUMENT,
+            f"page_size is {requested}: use 0 "
+            f"(the default, {min(DEFAULT_PAGE_TURNS, maximum)} turns) or more",
+        )
     return min(requested or DEFAULT_PAGE_TURNS, maximum)
 
 
@@ -47,8 +50,16 @@ def turn_bytes(turn: TurnRecord, calls: Sequence[CallRecord]) -> int:
     size = _TURN_OVERHEAD + utf8_len(turn.raw_response_json) + utf8_len(turn.reason)
     for c in calls:
         reasons = c.decision.reasons if c.decision else ()
-        size += _CALL_OVERHEAD + sum(utf8_len(t) for t in (
-            c.arguments_json, c.output_json, c.error_message, c.resolution_reason, *reasons))
+        size += _CALL_OVERHEAD + sum(
+            utf8_len(t)
+            for t in (
+                c.arguments_json,
+                c.output_json,
+                c.error_message,
+                c.resolution_reason,
+                *reasons,
+            )
+        )
     return size
 
 
@@ -67,7 +78,7 @@ def within_bytes(page: RunPage, max_bytes: int) -> RunPage:
         kept += 1
     if kept == len(page.view.turns):
         return page
-    turns = page.view.turns[len(page.view.turns) - kept:]
+    turns = page.view.turns[len(page.view.turns) - kept :]
     ids = {t.turn_id for t in turns}
     view = RunView(page.view.run, turns, tuple(c for c in page.view.calls if c.turn_id in ids))
     return RunPage(view, page.turn_count, older=True)
@@ -90,9 +101,11 @@ def next_page_token(page: RunPage) -> str:
 
 
 def _refused(run_id: str, why: str) -> RequestError:
-    return RequestError(RequestCode.INVALID_PAGE_TOKEN,
-                        f"page_token {why}: pass the next_page_token of a previous GetRun of run "
-                        f"{run_id!r} unchanged, or no page_token for the run's latest turns")
+    return RequestError(
+        RequestCode.INVALID_PAGE_TOKEN,
+        f"page_token {why}: pass the next_page_token of a previous GetRun of run "
+        f"{run_id!r} unchanged, or no page_token for the run's latest turns",
+    )
 
 
 def page_before(run_id: str, token: str) -> int | None:

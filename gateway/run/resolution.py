@@ -44,8 +44,10 @@ def check_request(req: ResolveRequest) -> None:
     if not req.run_id or not req.call_id:
         raise _invalid("run_id and call_id name the call to resolve; both are required")
     if req.outcome not in OUTCOMES:
-        raise _invalid("outcome must be CALL_STATUS_SUCCEEDED (the effect happened) or "
-                       "CALL_STATUS_FAILED (it did not)")
+        raise _invalid(
+            "outcome must be CALL_STATUS_SUCCEEDED (the effect happened) or "
+            "CALL_STATUS_FAILED (it did not)"
+        )
     if not req.reason.strip():
         raise _invalid("reason is required: say what you checked on the target system")
     if len(req.reason) > MAX_REASON_CHARS:
@@ -76,21 +78,29 @@ def output_of(req: ResolveRequest) -> str:
 
 
 def not_allowed(operator: Identity, run: RunRecord) -> PermissionDenied:
-    return PermissionDenied(f"{operator.subject} may not resolve calls of run {run.run_id}: "
-                            f"{refused('may_resolve', operator, run.tenant)}")
+    return PermissionDenied(
+        f"{operator.subject} may not resolve calls of run {run.run_id}: "
+        f"{refused('may_resolve', operator, run.tenant)}"
+    )
 
 
 def not_unknown(rec: CallRecord) -> RequestError:
-    return RequestError(RequestCode.NOT_UNKNOWN,
-                        f"call {rec.call_id} is {rec.status.value}, not UNKNOWN: only a call "
-                        "whose outcome is unknown can be resolved")
+    return RequestError(
+        RequestCode.NOT_UNKNOWN,
+        f"call {rec.call_id} is {rec.status.value}, not UNKNOWN: only a call "
+        "whose outcome is unknown can be resolved",
+    )
 
 
-def resolved(rec: CallRecord, operator: Identity, req: ResolveRequest,
-             now: datetime) -> CallRecord:
+def resolved(rec: CallRecord, operator: Identity, req: ResolveRequest, now: datetime) -> CallRecord:
     assert req.outcome is not None
     return rec.moved(
-        req.outcome, output_json=output_of(req), error_code=CallCode.RESOLVED_BY_OPERATOR.value,
+        req.outcome,
+        output_json=output_of(req),
+        error_code=CallCode.RESOLVED_BY_OPERATOR.value,
         error_message=f"settled as {req.outcome.value} by {operator.subject}: {req.reason}",
-        finished_at=now, resolved_by=operator.subject, resolved_at=now,
-        resolution_reason=req.reason)
+        finished_at=now,
+        resolved_by=operator.subject,
+        resolved_at=now,
+        resolution_reason=req.reason,
+    )

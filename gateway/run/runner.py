@@ -79,6 +79,7 @@ from gateway.tools import Registry
 log = logging.getLogger("callgate.runner")
 T = TypeVar("T")
 
+
 @dataclass(frozen=True)
 class StartRunParams:
     run_id: str = ""
@@ -89,8 +90,13 @@ class StartRunParams:
     conversation_json: str = ""
 
     def params_hash(self) -> str:
-        body = [self.provider, self.api_version, list(vars(self.budget).values()),
-                sorted((self.labels or {}).items()), self.conversation_json]
+        body = [
+            self.provider,
+            self.api_version,
+            list(vars(self.budget).values()),
+            sorted((self.labels or {}).items()),
+            self.conversation_json,
+        ]
         return hashlib.sha256(json.dumps(body).encode()).hexdigest()
 
 
@@ -98,10 +104,17 @@ class Runner(Interventions):
     """Runs, turns and their phases; approvals decided and calls resolved are its
     `Interventions`."""
 
-    def __init__(self, *, store: RunStore, registry: Registry, policy: PolicyEngine,
-                 clock: Callable[[], datetime] = now_utc,
-                 approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S,
-                 limits: Limits = DEFAULT_LIMITS, observe: Observe = OFF) -> None:
+    def __init__(
+        self,
+        *,
+        store: RunStore,
+        registry: Registry,
+        policy: PolicyEngine,
+        clock: Callable[[], datetime] = now_utc,
+        approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S,
+        limits: Limits = DEFAULT_LIMITS,
+        observe: Observe = OFF,
+    ) -> None:
         self.store = store
         self.observe = observe
         self.registry = registry
@@ -111,8 +124,15 @@ class Runner(Interventions):
         self.limits = limits
         self.judge = Judge(registry, policy, limits, observe=observe, usage=store.quota_usage)
         self.gate = ApprovalGate(store, self.judge, registry)
-        self.judging = TurnJudging(store, registry, policy, self.judge, limits=limits,
-                                   approval_ttl_s=approval_ttl_s, observe=observe)
+        self.judging = TurnJudging(
+            store,
+            registry,
+            policy,
+            self.judge,
+            limits=limits,
+            approval_ttl_s=approval_ttl_s,
+            observe=observe,
+        )
         # told about approvals that wait for a person (committed), e.g. to arm their expiry
         self.on_pending: Callable[[Sequence[ApprovalRecord]], None] = lambda _: None
         self._inflight: set[asyncio.Future[Any]] = set()
@@ -122,10 +142,12 @@ class Runner(Interventions):
         process or replica drives the run meanwhile), to completion even when the caller goes
         away: a turn that started executing finishes and commits its results, so a client's
         deadline or disconnect never leaves a call half-recorded."""
+
         async def locked() -> T:
             RUN_ID.set(run_id)  # (this task's own: the log lines of its work name the run)
             async with self.store.drive_lock(run_id):
                 return await work()
+
         task = asyncio.ensure_future(locked())
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
@@ -144,17 +166,30 @@ class Runner(Interventions):
         check_labels(params.labels or {}, self.limits)
         now = self.clock()
         run = RunRecord(
-            run_id=params.run_id or f"run_{uuid.uuid4().hex}", state=RunState.ACTIVE,
-            subject=identity.subject, tenant=identity.tenant, provider=params.provider,
-            api_version=params.api_version, budget=params.budget,
-            labels=dict(params.labels or {}), conversation_json=params.conversation_json,
-            params_hash=params.params_hash(), created_at=now, updated_at=now,
-            roles=identity.roles)
+            run_id=params.run_id or f"run_{uuid.uuid4().hex}",
+            state=RunState.ACTIVE,
+            subject=identity.subject,
+            tenant=identity.tenant,
+            provider=params.provider,
+            api_version=params.api_version,
+            budget=params.budget,
+            labels=dict(params.labels or {}),
+            conversation_json=params.conversation_json,
+            params_hash=params.params_hash(),
+            created_at=now,
+            updated_at=now,
+            roles=identity.roles,
+        )
         stored = await self.store.create_run(run)
-        if (stored.params_hash != run.params_hash or stored.subject != identity.subject
-                or stored.tenant != identity.tenant):
-            raise RequestError(RequestCode.RUN_CONFLICT, f"run {run.run_id} already exists "
-                               "with other parameters; choose another run_id")
+        if (
+            stored.params_hash != run.params_hash
+            or stored.subject != identity.subject
+            or stored.tenant != identity.tenant
+        ):
+            raise RequestError(
+                RequestCode.RUN_CONFLICT,
+                f"run {run.run_id} already exists with other parameters; choose another run_id",
+            )
         return stored
 
     async def owned_run(self, identity: Identity, run_id: str) -> RunRecord:
@@ -168,8 +203,9 @@ class Runner(Interventions):
             raise PermissionDenied(f"run {run_id} belongs to another subject")
         return run
 
-    async def get_run(self, identity: Identity, run_id: str, *, page_size: int = 0,
-                      page_token: str = "") -> RunPage:
+    async def get_run(
+        self, identity: Identity, run_id: str, *, page_size: int = 0, page_token: str = ""
+    ) -> RunPage:
         """The run with one page of its turns (`gateway.run.pages`): the latest ones, or
         those before the page `page_token` continues from."""
         limit = pages.page_turns(page_size, self.limits.max_run_page_turns)
@@ -187,9 +223,11 @@ class Runner(Interventions):
             if run.state == RunState.CANCELLED:
                 return run
             if run.state.terminal:
-                raise RequestError(RequestCode.RUN_FINISHED,
-                                   f"run {run_id} already ended ({run.state.value})")
+                raise RequestError(
+                    RequestCode.RUN_FINISHED, f"run {run_id} already ended ({run.state.value})"
+                )
             return await self._cancel(run, identity)
+
         return await self._exclusive(run_id, locked)
 
     async def _cancel(self, run: RunRecord, by: Identity) -> RunRecord:
@@ -199,25 +237,51 @@ class Runner(Interventions):
         changed: list[CallRecord] = []
         for rec in calls:  # guarded by `calls`: only what is still as read here changes
             if rec.status == CallStatus.PENDING_APPROVAL:
-                changed.append(rec.moved(CallStatus.REJECTED,
-                                         error_code=CallCode.APPROVAL_CANCELLED.value,
-                                         error_message="the run was cancelled", finished_at=now))
+                changed.append(
+                    rec.moved(
+                        CallStatus.REJECTED,
+                        error_code=CallCode.APPROVAL_CANCELLED.value,
+                        error_message="the run was cancelled",
+                        finished_at=now,
+                    )
+                )
             elif rec.status in (CallStatus.HELD, CallStatus.PROPOSED):
                 changed.append(plan.not_run(rec, "cancelled with its run", now))
-        pending = [a for a in await self.store.approvals_for_run(run.run_id)
-                   if a.status == ApprovalStatus.PENDING]
+        pending = [
+            a
+            for a in await self.store.approvals_for_run(run.run_id)
+            if a.status == ApprovalStatus.PENDING
+        ]
         approvals = [ap.cancelled(a, now, "run cancelled") for a in pending]
         cancelled = revised(run, state=RunState.CANCELLED, pause_reason="", updated_at=now)
         stopped = None
-        if last is not None and last.next in (None, NextAction.PAUSED_FOR_APPROVAL,
-                                               NextAction.PAUSED_UNKNOWN_OUTCOME):
+        if last is not None and last.next in (
+            None,
+            NextAction.PAUSED_FOR_APPROVAL,
+            NextAction.PAUSED_UNKNOWN_OUTCOME,
+        ):
             stopped = revised(last, next=NextAction.HANDOFF, reason="the run was cancelled")
-        audit = [events.approval_ended(a, actor=by, policy_revision=self.policy.revision,
-                                       registry=self.registry, now=now, provider=run.provider)
-                 for a in approvals]
+        audit = [
+            events.approval_ended(
+                a,
+                actor=by,
+                policy_revision=self.policy.revision,
+                registry=self.registry,
+                now=now,
+                provider=run.provider,
+            )
+            for a in approvals
+        ]
         audit += events.cancelled(cancelled, changed, by, registry=self.registry, now=now)
-        await self.store.save(run=cancelled, turn=stopped, calls=changed, approvals=approvals,
-                              audit=audit, expect=calls, expect_approvals=pending)
+        await self.store.save(
+            run=cancelled,
+            turn=stopped,
+            calls=changed,
+            approvals=approvals,
+            audit=audit,
+            expect=calls,
+            expect_approvals=pending,
+        )
         return cancelled
 
     # ------------------------------------------------------------------ turns
@@ -228,20 +292,24 @@ class Runner(Interventions):
     async def _submit(self, identity: Identity, turn: TurnInput) -> TurnOutcome:
         TURN_ID.set(turn.turn_id)
         need = HistoryNeed.of(self.policy)
-        ctx = await self.store.turn_context(turn.run_id, turn.turn_id,
-                                            [c.call_id for c in turn.event.calls], need.limit)
+        ctx = await self.store.turn_context(
+            turn.run_id, turn.turn_id, [c.call_id for c in turn.event.calls], need.limit
+        )
         run = self._owned(identity, turn.run_id, ctx.run if ctx else None)
         assert ctx is not None
         self._check_turn_shape(run, turn)
         existing = ctx.turn
         if existing is not None:
             if existing.content_hash != turn.content_hash():
-                raise RequestError(RequestCode.TURN_CONFLICT, f"turn {turn.turn_id} was already "
-                                   "submitted with other content")
+                raise RequestError(
+                    RequestCode.TURN_CONFLICT,
+                    f"turn {turn.turn_id} was already submitted with other content",
+                )
             if existing.next is None:  # accepted before, never settled: finish it
                 if run.state.terminal:
-                    raise RequestError(RequestCode.RUN_FINISHED,
-                                       f"run {run.run_id} has ended ({run.state.value})")
+                    raise RequestError(
+                        RequestCode.RUN_FINISHED, f"run {run.run_id} has ended ({run.state.value})"
+                    )
                 return await self._drive(identity, run, existing)
             return await self._outcome(run, existing)
         self._check_accepting(run, ctx.last)
@@ -252,27 +320,37 @@ class Runner(Interventions):
             raise RequestError(RequestCode.INVALID_ARGUMENT, "turn_id is required")
         check_id("turn_id", turn.turn_id)
         if turn.provider and run.provider and turn.provider != run.provider:
-            raise RequestError(RequestCode.UNKNOWN_PROVIDER,
-                               f"run {run.run_id} was started for provider {run.provider}; "
-                               f"a turn for {turn.provider} is not accepted")
+            raise RequestError(
+                RequestCode.UNKNOWN_PROVIDER,
+                f"run {run.run_id} was started for provider {run.provider}; "
+                f"a turn for {turn.provider} is not accepted",
+            )
         check_usage(turn.usage)
         check_calls(turn.event.calls, self.limits)
 
     @staticmethod
     def _check_accepting(run: RunRecord, last: TurnRecord | None) -> None:
         if run.state.terminal:
-            raise RequestError(RequestCode.RUN_FINISHED, f"run {run.run_id} has ended "
-                               f"({run.state.value}); start a new run")
+            raise RequestError(
+                RequestCode.RUN_FINISHED,
+                f"run {run.run_id} has ended ({run.state.value}); start a new run",
+            )
         if run.state.paused:
-            raise RequestError(RequestCode.RUN_PAUSED, f"run {run.run_id} is paused: "
-                               f"{run.pause_reason}; settle it (approval, ResolveCall or "
-                               "ResumeRun) before the next turn")
+            raise RequestError(
+                RequestCode.RUN_PAUSED,
+                f"run {run.run_id} is paused: "
+                f"{run.pause_reason}; settle it (approval, ResolveCall or "
+                "ResumeRun) before the next turn",
+            )
         if last is not None and last.next is None:
-            raise RequestError(RequestCode.RUN_PAUSED, f"turn {last.turn_id} of run "
-                               f"{run.run_id} has not settled; call ResumeRun first")
+            raise RequestError(
+                RequestCode.RUN_PAUSED,
+                f"turn {last.turn_id} of run {run.run_id} has not settled; call ResumeRun first",
+            )
 
-    async def _accept(self, identity: Identity, ctx: TurnContext, turn: TurnInput,
-                      need: HistoryNeed) -> TurnOutcome:
+    async def _accept(
+        self, identity: Identity, ctx: TurnContext, turn: TurnInput, need: HistoryNeed
+    ) -> TurnOutcome:
         """A new turn: its calls are judged and planned, and the reads cleared to run are
         claimed (EXECUTING, counted), before anything is written; then the turn, its calls,
         their approval requests and decision records are committed together, and the claimed
@@ -280,35 +358,67 @@ class Runner(Interventions):
         now = self.clock()
         last = ctx.last
         record = TurnRecord(
-            run_id=ctx.run.run_id, turn_id=turn.turn_id, seq=(last.seq + 1) if last else 1,
-            event=turn.event.kind, content_hash=turn.content_hash(), provider=turn.provider,
-            api_version=turn.api_version, model=turn.model, usage=turn.usage,
-            raw_response_json=turn.raw_response_json, detail=turn.event.detail(),
-            created_at=now)
-        run = revised(ctx.run, turns_used=ctx.run.turns_used + 1,
-                      usage_total=ctx.run.usage_total + turn.usage, updated_at=now,
-                      roles=identity.roles)
+            run_id=ctx.run.run_id,
+            turn_id=turn.turn_id,
+            seq=(last.seq + 1) if last else 1,
+            event=turn.event.kind,
+            content_hash=turn.content_hash(),
+            provider=turn.provider,
+            api_version=turn.api_version,
+            model=turn.model,
+            usage=turn.usage,
+            raw_response_json=turn.raw_response_json,
+            detail=turn.event.detail(),
+            created_at=now,
+        )
+        run = revised(
+            ctx.run,
+            turns_used=ctx.run.turns_used + 1,
+            usage_total=ctx.run.usage_total + turn.usage,
+            updated_at=now,
+            roles=identity.roles,
+        )
         proposed = self.judging.proposed(run, turn, now, ctx.used)
         if turn.event.kind != EventKind.TOOL_REQUEST or not proposed:
-            await self.store.begin_turn(run, record, proposed, [
-                events.decision(c, run, actor=identity, registry=self.registry, now=now,
-                                provider=turn.provider)
-                for c in proposed if c.status == CallStatus.REJECTED])
+            await self.store.begin_turn(
+                run,
+                record,
+                proposed,
+                [
+                    events.decision(
+                        c,
+                        run,
+                        actor=identity,
+                        registry=self.registry,
+                        now=now,
+                        provider=turn.provider,
+                    )
+                    for c in proposed
+                    if c.status == CallStatus.REJECTED
+                ],
+            )
             return await self._drive(identity, run, record, proposed)
         recent = [c for c in ctx.recent if c.turn_id != record.turn_id]
         judged = await self.judging.judge_turn(identity, run, record, proposed, recent, now, need)
         phase = self._phase(judged.partial)
         run, calls, claimed, judged = await self.judging.begin(
-            identity, run, record, proposed, judged, phase.claim_reads, now)
+            identity, run, record, proposed, judged, phase.claim_reads, now
+        )
         if judged.approvals:
             self.on_pending(judged.approvals)
         return await self._execute(identity, run, record, calls, phase, claimed)
 
     # ------------------------------------------------------------------ driving a turn
 
-    async def _drive(self, identity: Identity, run: RunRecord, turn: TurnRecord,
-                     stored: Sequence[CallRecord] | None = None, *,
-                     again: bool = False) -> TurnOutcome:
+    async def _drive(
+        self,
+        identity: Identity,
+        run: RunRecord,
+        turn: TurnRecord,
+        stored: Sequence[CallRecord] | None = None,
+        *,
+        again: bool = False,
+    ) -> TurnOutcome:
         """Take an accepted turn as far as it can go, then settle it. `stored` are the turn's
         call records when the caller has them (a new turn), else they are read back.
 
@@ -323,42 +433,70 @@ class Runner(Interventions):
             # settles anew, so nobody reads a half-updated turn as settled (nor counts it)
             turn, again = revised(turn, next=None, reason=""), True
             await self.store.save(turn=turn)
-        calls = (list(stored) if stored is not None
-                 else await self.store.turn_calls(run.run_id, turn.turn_id))
+        calls = (
+            list(stored)
+            if stored is not None
+            else await self.store.turn_calls(run.run_id, turn.turn_id)
+        )
         calls, partial = await self._judge_pending(identity, run, turn, calls)
         return await self._execute(identity, run, turn, calls, self._phase(partial), again=again)
 
     def _phase(self, partial: bool) -> ExecutionPhase:
-        return ExecutionPhase(self.store, self.registry, self.clock, partial_writes=partial,
-                              observe=self.observe, policy=self.policy)
+        return ExecutionPhase(
+            self.store,
+            self.registry,
+            self.clock,
+            partial_writes=partial,
+            observe=self.observe,
+            policy=self.policy,
+        )
 
-    async def _execute(self, identity: Identity, run: RunRecord, turn: TurnRecord,
-                       calls: Sequence[CallRecord], phase: ExecutionPhase,
-                       claimed: Sequence[str] = (), *, again: bool = False) -> TurnOutcome:
+    async def _execute(
+        self,
+        identity: Identity,
+        run: RunRecord,
+        turn: TurnRecord,
+        calls: Sequence[CallRecord],
+        phase: ExecutionPhase,
+        claimed: Sequence[str] = (),
+        *,
+        again: bool = False,
+    ) -> TurnOutcome:
         """Let the turn's approvals speak, run what may run, settle the turn. `claimed`: reads
         whose EXECUTING is already committed by this driver (they go out without another
         commit). Read results are committed with the settlement (a crash before it leaves them
         EXECUTING: run again if repeatable, UNKNOWN otherwise); write results at once."""
-        calls, released = await self.gate.open(run, turn, calls, partial=phase.partial_writes,
-                                               now=self.clock())
+        calls, released = await self.gate.open(
+            run, turn, calls, partial=phase.partial_writes, now=self.clock()
+        )
         phase.released = released
-        work = TurnWork(run=run, calls={c.call_id: c for c in calls}, identity=identity,
-                        order=[c.call_id for c in calls], started=list(claimed))
+        work = TurnWork(
+            run=run,
+            calls={c.call_id: c for c in calls},
+            identity=identity,
+            order=[c.call_id for c in calls],
+            started=list(claimed),
+        )
         try:
             await phase.run(work)
             return await self._settle(work.run, turn, work.ordered(), work, again=again)
         except StoreUnavailable as err:
             if not work.started:
                 raise
-            raise RequestError(RequestCode.RESULTS_NOT_RECORDED, (
-                f"the run store failed ({err.message}) after call(s) "
-                f"{', '.join(work.started)} had gone out: their results are not recorded. "
-                "They stay EXECUTING; once the store is back, ResumeRun (or this turn "
-                "submitted again) settles them: reads are run again, writes looked up, never "
-                "blindly repeated")) from err
+            raise RequestError(
+                RequestCode.RESULTS_NOT_RECORDED,
+                (
+                    f"the run store failed ({err.message}) after call(s) "
+                    f"{', '.join(work.started)} had gone out: their results are not recorded. "
+                    "They stay EXECUTING; once the store is back, ResumeRun (or this turn "
+                    "submitted again) settles them: reads are run again, writes looked up, never "
+                    "blindly repeated"
+                ),
+            ) from err
 
-    async def _judge_pending(self, identity: Identity, run: RunRecord, turn: TurnRecord,
-                      calls: list[CallRecord]) -> tuple[list[CallRecord], bool]:
+    async def _judge_pending(
+        self, identity: Identity, run: RunRecord, turn: TurnRecord, calls: list[CallRecord]
+    ) -> tuple[list[CallRecord], bool]:
         """Judge and plan the calls not decided yet (a turn accepted before and driven again);
         answers the calls and whether the batch policy permits partial writes (asked once per
         turn)."""
@@ -376,8 +514,15 @@ class Runner(Interventions):
 
     # ------------------------------------------------------------------ settling
 
-    async def _settle(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
-                      work: TurnWork | None = None, *, again: bool = False) -> TurnOutcome:
+    async def _settle(
+        self,
+        run: RunRecord,
+        turn: TurnRecord,
+        calls: Sequence[CallRecord],
+        work: TurnWork | None = None,
+        *,
+        again: bool = False,
+    ) -> TurnOutcome:
         """Decide the turn's NextAction and commit it with the run's state (and the results
         `work` holds uncommitted) in one commit; only then is the outcome built."""
         next_action, reason = settle_next(run, turn, calls)
@@ -391,14 +536,26 @@ class Runner(Interventions):
         turn = revised(turn, next=next_action, reason=reason)
         held = work.unsaved.take() if work is not None else Unsaved()
         tracer = self.observe.tracer
-        with tracer.span("callgate.settle", {"callgate.next_action": next_action}
-                         if tracer.enabled else None):
-            await self.store.save(run=run if changed else None, turn=turn, calls=held.calls,
-                                  audit=held.audit, expect=held.expect)
+        with tracer.span(
+            "callgate.settle", {"callgate.next_action": next_action} if tracer.enabled else None
+        ):
+            await self.store.save(
+                run=run if changed else None,
+                turn=turn,
+                calls=held.calls,
+                audit=held.audit,
+                expect=held.expect,
+            )
         if not again:  # a turn is counted once, when it first settles
             self.observe.metrics.turn(next_action, turn.provider or run.provider)
-        log.info("run %s turn %s: %s, %d call(s), run %s", run.run_id, turn.turn_id,
-                 next_action.value, len(calls), state.value)
+        log.info(
+            "run %s turn %s: %s, %d call(s), run %s",
+            run.run_id,
+            turn.turn_id,
+            next_action.value,
+            len(calls),
+            state.value,
+        )
         return outcome_of(run, turn, calls)
 
     async def _outcome(self, run: RunRecord, turn: TurnRecord) -> TurnOutcome:

@@ -27,15 +27,25 @@ from gateway.run import plan
 def outcome_of(run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord]) -> TurnOutcome:
     """The outcome of a settled turn: one result per call, in the model's order."""
     assert turn.next is not None
-    return TurnOutcome(run_id=run.run_id, turn_id=turn.turn_id, next=turn.next,
-                       run_state=run.state, reason=turn.reason,
-                       results=tuple(CallResult.of(c) for c in calls))
+    return TurnOutcome(
+        run_id=run.run_id,
+        turn_id=turn.turn_id,
+        next=turn.next,
+        run_state=run.state,
+        reason=turn.reason,
+        results=tuple(CallResult.of(c) for c in calls),
+    )
 
 
 def without_turn(run: RunRecord) -> TurnOutcome:
     """What a run that has no turn yet answers: its state is the whole outcome."""
-    return TurnOutcome(run_id=run.run_id, turn_id="", next=NEXT_WITHOUT_TURN[run.state],
-                       run_state=run.state, reason="no turn has been submitted")
+    return TurnOutcome(
+        run_id=run.run_id,
+        turn_id="",
+        next=NEXT_WITHOUT_TURN[run.state],
+        run_state=run.state,
+        reason="no turn has been submitted",
+    )
 
 
 def settled_outcome(snap: RunSnapshot) -> TurnOutcome | None:
@@ -71,8 +81,9 @@ NEXT_WITHOUT_TURN: dict[RunState, NextAction] = {
 }
 
 
-def settle_next(run: RunRecord, turn: TurnRecord,
-                calls: Sequence[CallRecord]) -> tuple[NextAction, str]:
+def settle_next(
+    run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord]
+) -> tuple[NextAction, str]:
     """The NextAction a turn ends with, for its event and its calls as given."""
     if plan.exceeded(run) and turn.event != EventKind.FINAL:
         return NextAction.BUDGET_EXHAUSTED, plan.exceeded(run)
@@ -96,8 +107,9 @@ def settle_next(run: RunRecord, turn: TurnRecord,
 
 def _retry_or_handoff(run: RunRecord, what: str) -> tuple[NextAction, str]:
     if run.retries_in_row >= run.budget.retries_allowed:
-        return NextAction.HANDOFF, (f"{what}; the retry budget ({run.budget.retries_allowed}) "
-                                    "is spent")
+        return NextAction.HANDOFF, (
+            f"{what}; the retry budget ({run.budget.retries_allowed}) is spent"
+        )
     return NextAction.RETRY_TURN, f"{what}; nothing ran, ask the model again"
 
 
@@ -106,9 +118,11 @@ def _after_calls(run: RunRecord, calls: Sequence[CallRecord]) -> tuple[NextActio
     if unknown:
         return NextAction.PAUSED_UNKNOWN_OUTCOME, (
             f"outcome unknown for {', '.join(unknown)}; callgate will look it up on ResumeRun, "
-            "or an operator may ResolveCall")
-    waiting = [c.call_id for c in calls
-               if c.status in (CallStatus.PENDING_APPROVAL, CallStatus.HELD)]
+            "or an operator may ResolveCall"
+        )
+    waiting = [
+        c.call_id for c in calls if c.status in (CallStatus.PENDING_APPROVAL, CallStatus.HELD)
+    ]
     if waiting:
         return NextAction.PAUSED_FOR_APPROVAL, f"waiting for approval: {', '.join(waiting)}"
     if any(c.error_code == CallCode.BUDGET_EXHAUSTED.value for c in calls):

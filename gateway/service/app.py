@@ -64,8 +64,9 @@ ServingPolicy = ReloadingEngine | OpaEngine | ShadowEngine
 
 
 class Sidecar:
-    def __init__(self, config: ServeConfig, *, worker: bool = False,
-                 observe: Observe | None = None) -> None:
+    def __init__(
+        self, config: ServeConfig, *, worker: bool = False, observe: Observe | None = None
+    ) -> None:
         """`worker`: one of the processes of `serve --workers` (`gateway.service.supervisor`): it
         its port (SO_REUSEPORT) and its SQLite store's notifications with the others.
         `observe`: what it reports to (default: what the settings ask for)."""
@@ -118,28 +119,50 @@ class Sidecar:
         self.bound = self._bind(server, cfg.listen, certificates)  # the port is ours from here
         key, new_secret = AuditKey.load_or_new(cfg.audit_key_path())
         self._mcp_sessions = _mcp_sessions(cfg)
-        self.registry = LiveRegistry(Registry.load(cfg.tools, limits=cfg.limits(),
-                                                   audit_key=key, mcp=self._mcp_sessions))
+        self.registry = LiveRegistry(
+            Registry.load(cfg.tools, limits=cfg.limits(), audit_key=key, mcp=self._mcp_sessions)
+        )
         obs = self.observe = self.observe or build_observe(
-            cfg, (t.name for t in self.registry.tools()))
+            cfg, (t.name for t in self.registry.tools())
+        )
         policy = await self._load_policy()
-        self.store = observed(await open_store(
-            cfg.db, busy_timeout_s=cfg.db_busy_timeout_s, min_free_bytes=cfg.db_min_free_bytes,
-            audit_key=key, stored=RedactStored(self.registry),
-            share_notifications=self.worker), obs.metrics)
+        self.store = observed(
+            await open_store(
+                cfg.db,
+                busy_timeout_s=cfg.db_busy_timeout_s,
+                min_free_bytes=cfg.db_min_free_bytes,
+                audit_key=key,
+                stored=RedactStored(self.registry),
+                share_notifications=self.worker,
+            ),
+            obs.metrics,
+        )
         if isinstance(policy, ShadowEngine):
             policy.record = self._shadow_recorder(self.store, obs)
-        self._runner = Runner(store=self.store, registry=self.registry, policy=policy,
-                              approval_ttl_s=cfg.approval_ttl_s, limits=cfg.limits(),
-                              observe=obs)
+        self._runner = Runner(
+            store=self.store,
+            registry=self.registry,
+            policy=policy,
+            approval_ttl_s=cfg.approval_ttl_s,
+            limits=cfg.limits(),
+            observe=obs,
+        )
         self._desk = ApprovalDesk(self._runner)
         add_to_server(
-            ToolGatewayService(self._runner, self._desk, auth, StatusInfo(
-                self.store.name, callgate_version(),
-                rejected_reload=lambda: policy.last_rejected,
-                shadow=policy.stats if isinstance(policy, ShadowEngine) else lambda: None),
-                               observe=obs),
-            server)
+            ToolGatewayService(
+                self._runner,
+                self._desk,
+                auth,
+                StatusInfo(
+                    self.store.name,
+                    callgate_version(),
+                    rejected_reload=lambda: policy.last_rejected,
+                    shadow=policy.stats if isinstance(policy, ShadowEngine) else lambda: None,
+                ),
+                observe=obs,
+            ),
+            server,
+        )
         _add_health_and_reflection(server, self._health)
         await server.start()
         if cfg.metrics_listen:
@@ -163,9 +186,12 @@ class Sidecar:
         assert registry is not None
         limits = cfg.limits()
         self.tools_reloader = ToolsReloader(
-            registry, cfg.tools,
+            registry,
+            cfg.tools,
             lambda d: Registry.load(d, limits=limits, audit_key=key, mcp=self._mcp_sessions),
-            interval_s=cfg.tools_poll_interval_s, on_result=self._tools_reloaded)
+            interval_s=cfg.tools_poll_interval_s,
+            on_result=self._tools_reloaded,
+        )
         self._tools_task = asyncio.create_task(self.tools_reloader.run())
 
     async def _tools_reloaded(self, result: ToolsReloadResult) -> None:
@@ -176,13 +202,23 @@ class Sidecar:
         if not result.news or self.store is None:
             return
         now, rejected = now_utc(), result.rejection
-        event = (events.tools_rejected(file=rejected.file, line=rejected.line,
-                                       message=rejected.message, serving=result.revision,
-                                       now=now, problems=tuple(p.message
-                                                               for p in rejected.problems))
-                 if rejected is not None
-                 else events.tools_installed(revision=result.revision, previous=result.previous,
-                                             tools=len(self.registry or ()), now=now))
+        event = (
+            events.tools_rejected(
+                file=rejected.file,
+                line=rejected.line,
+                message=rejected.message,
+                serving=result.revision,
+                now=now,
+                problems=tuple(p.message for p in rejected.problems),
+            )
+            if rejected is not None
+            else events.tools_installed(
+                revision=result.revision,
+                previous=result.previous,
+                tools=len(self.registry or ()),
+                now=now,
+            )
+        )
         try:
             await self.store.append_audit([event])
         except StoreUnavailable as err:
@@ -194,17 +230,28 @@ class Sidecar:
         from gateway.mcp_gateway.calls import McpGateway
         from gateway.mcp_gateway.listener import McpListener, McpSettings
 
-        self.mcp = McpListener(McpGateway(runner), auth, McpSettings(
-            cfg.mcp_listen, cfg.mcp_resource_url, max_body_bytes=cfg.max_message_bytes,
-            tls_cert=cfg.tls_cert, tls_key=cfg.tls_key, version=callgate_version()))
+        self.mcp = McpListener(
+            McpGateway(runner),
+            auth,
+            McpSettings(
+                cfg.mcp_listen,
+                cfg.mcp_resource_url,
+                max_body_bytes=cfg.max_message_bytes,
+                tls_cert=cfg.tls_cert,
+                tls_key=cfg.tls_key,
+                version=callgate_version(),
+            ),
+        )
         self.mcp_url = await self.mcp.start()
 
     @staticmethod
-    def _shadow_recorder(store: RunStore, obs: Observe) -> Callable[[Disagreement],
-                                                                    Awaitable[None]]:
+    def _shadow_recorder(
+        store: RunStore, obs: Observe
+    ) -> Callable[[Disagreement], Awaitable[None]]:
         async def record(found: Disagreement) -> None:
             obs.metrics.shadow_disagreement()
             await store.append_audit([audit_event(found)])
+
         return record
 
     async def _load_policy(self) -> ServingPolicy:
@@ -212,15 +259,20 @@ class Sidecar:
         cfg = self.config
         if cfg.engine == "opa":
             return await self._load_opa()
-        bundle = prepare(cfg.policies, cfg.policy_prefix,
-                         require_tests=cfg.reload_requires_tests, options=cfg.rego_options())
+        bundle = prepare(
+            cfg.policies,
+            cfg.policy_prefix,
+            require_tests=cfg.reload_requires_tests,
+            options=cfg.rego_options(),
+        )
         first = EmbeddedEngine(bundle, prefix=cfg.policy_prefix, checked=True)
         embedded = ReloadingEngine(first, log_inputs=cfg.log_decision_inputs)
         policy: ReloadingEngine | ShadowEngine = embedded
         if cfg.engine == "shadow":
             push = cfg.opa_policies == "push"
-            policy = ShadowEngine(embedded, self._opa_engine(), queue_size=cfg.shadow_queue,
-                                  push=push)
+            policy = ShadowEngine(
+                embedded, self._opa_engine(), queue_size=cfg.shadow_queue, push=push
+            )
             if push:
                 await policy.push_to_opa(bundle)
         self.policy = policy
@@ -231,39 +283,60 @@ class Sidecar:
         cfg = self.config
         engine = self.policy = self._opa_engine()
         if cfg.opa_policies == "push":
-            await engine.install_bundle(engine.prepare(cfg.policies, cfg.policy_prefix,
-                                                       require_tests=False))
+            await engine.install_bundle(
+                engine.prepare(cfg.policies, cfg.policy_prefix, require_tests=False)
+            )
             self._watch_directory(engine)
         else:
-            log.info("OPA at %s serves its own bundles: --policies %s is not used",
-                     cfg.opa_url, cfg.policies)
+            log.info(
+                "OPA at %s serves its own bundles: --policies %s is not used",
+                cfg.opa_url,
+                cfg.policies,
+            )
         return engine
 
     def _opa_engine(self) -> OpaEngine:
         cfg = self.config
-        return OpaEngine(OpaConnection(cfg.opa_settings()), cfg.policy_prefix,
-                         mode=cfg.opa_policies, on_change=self._health_soon,
-                         options=cfg.rego_options())
+        return OpaEngine(
+            OpaConnection(cfg.opa_settings()),
+            cfg.policy_prefix,
+            mode=cfg.opa_policies,
+            on_change=self._health_soon,
+            options=cfg.rego_options(),
+        )
 
     def _watch_directory(self, target: ReloadTarget) -> None:
         cfg = self.config
         self.reloader = PolicyReloader(
-            target, cfg.policies, cfg.policy_prefix, require_tests=cfg.reload_requires_tests,
-            interval_s=cfg.policy_poll_interval_s, on_change=self._health_soon,
+            target,
+            cfg.policies,
+            cfg.policy_prefix,
+            require_tests=cfg.reload_requires_tests,
+            interval_s=cfg.policy_poll_interval_s,
+            on_change=self._health_soon,
             on_news=self._audit_reload,
-            metrics=self.observe.metrics if self.observe is not None else Metrics())
+            metrics=self.observe.metrics if self.observe is not None else Metrics(),
+        )
 
     async def _audit_reload(self, result: ReloadResult) -> None:
         """An audit record of a policy revision installed, or of a rejection not seen before."""
         now = now_utc()
         rejected = result.rejection
-        event = (events.policy_rejected(file=rejected.file, line=rejected.line,
-                                        column=rejected.column, message=rejected.message,
-                                        serving=result.revision, now=now,
-                                        problems=tuple(asdict(p) for p in rejected.problems))
-                 if rejected is not None
-                 else events.policy_installed(revision=result.revision,
-                                              previous=result.previous, now=now))
+        event = (
+            events.policy_rejected(
+                file=rejected.file,
+                line=rejected.line,
+                column=rejected.column,
+                message=rejected.message,
+                serving=result.revision,
+                now=now,
+                problems=tuple(asdict(p) for p in rejected.problems),
+            )
+            if rejected is not None
+            else events.policy_installed(
+                revision=result.revision, previous=result.previous, now=now
+            )
+        )
         if self.store is None:
             return
         try:
@@ -288,11 +361,15 @@ class Sidecar:
             self._health_update = loop.create_task(self._update_health())
 
     @staticmethod
-    def _bind(server: grpc.aio.Server, listen: str,
-              certificates: ServerCertificates | None = None) -> str:
+    def _bind(
+        server: grpc.aio.Server, listen: str, certificates: ServerCertificates | None = None
+    ) -> str:
         try:
-            port = (server.add_secure_port(listen, certificates.credentials()) if certificates
-                    else server.add_insecure_port(listen))
+            port = (
+                server.add_secure_port(listen, certificates.credentials())
+                if certificates
+                else server.add_insecure_port(listen)
+            )
         except RuntimeError as exc:  # taken since check_listen_free looked, or not bindable
             if "in use" in str(exc) or "Failed to bind" in str(exc):
                 raise in_use_error(listen) from exc
@@ -345,9 +422,16 @@ class Sidecar:
         if self._desk is not None:  # no approval expires while shutting down
             await self._desk.close()
         # both listeners stop accepting; their open requests get the grace, together
-        await asyncio.gather(*(stop for stop in (
-            self.mcp.stop() if self.mcp is not None else None,
-            self.server.stop(grace) if self.server is not None else None) if stop is not None))
+        await asyncio.gather(
+            *(
+                stop
+                for stop in (
+                    self.mcp.stop() if self.mcp is not None else None,
+                    self.server.stop(grace) if self.server is not None else None,
+                )
+                if stop is not None
+            )
+        )
         if self._runner is not None:  # turns being driven finish and commit first
             await self._runner.drain(timeout_s=30.0)
         if isinstance(self.policy, OpaEngine | ShadowEngine):
@@ -369,19 +453,28 @@ class Sidecar:
 
 
 def _grpc_server(cfg: ServeConfig, *, worker: bool) -> grpc.aio.Server:
-    return grpc.aio.server(options=[
-        # one owner per address, so a second serve fails to bind; the workers of one
-        # `serve --workers` share it (the supervisor checked that nobody else has it)
-        ("grpc.so_reuseport", 1 if worker else 0),
-        ("grpc.max_receive_message_length", cfg.max_message_bytes)])
+    return grpc.aio.server(
+        options=[
+            # one owner per address, so a second serve fails to bind; the workers of one
+            # `serve --workers` share it (the supervisor checked that nobody else has it)
+            ("grpc.so_reuseport", 1 if worker else 0),
+            ("grpc.max_receive_message_length", cfg.max_message_bytes),
+        ]
+    )
 
 
-def _add_health_and_reflection(server: grpc.aio.Server,
-                               servicer: health.aio.HealthServicer) -> None:
+def _add_health_and_reflection(
+    server: grpc.aio.Server, servicer: health.aio.HealthServicer
+) -> None:
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     reflection.enable_server_reflection(
-        (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-         reflection.SERVICE_NAME), server)
+        (
+            SERVICE,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+        ),
+        server,
+    )
 
 
 def _keep_new_key(cfg: ServeConfig, key: AuditKey, secret: bytes) -> None:
@@ -389,8 +482,10 @@ def _keep_new_key(cfg: ServeConfig, key: AuditKey, secret: bytes) -> None:
     (what this process sealed would not check with it)."""
     path = cfg.audit_key_path()
     if AuditKey.write_new(path, secret).key_id != key.key_id:
-        raise ConfigError(f"--audit-key-file {path}: another process created it while this "
-                          "one started; start again (it will use that key)")
+        raise ConfigError(
+            f"--audit-key-file {path}: another process created it while this "
+            "one started; start again (it will use that key)"
+        )
 
 
 def _mcp_sessions(cfg: ServeConfig) -> McpSessions | None:
@@ -398,8 +493,11 @@ def _mcp_sessions(cfg: ServeConfig) -> McpSessions | None:
     if cfg.mcp_servers is None:
         return None
     servers = load_servers(cfg.mcp_servers, os.environ)
-    return McpSessions(servers, max_event_bytes=2 * cfg.max_output_bytes + 65536,
-                       source=f"--mcp-servers {cfg.mcp_servers}")
+    return McpSessions(
+        servers,
+        max_event_bytes=2 * cfg.max_output_bytes + 65536,
+        source=f"--mcp-servers {cfg.mcp_servers}",
+    )
 
 
 def _certificates(cfg: ServeConfig) -> ServerCertificates | None:
@@ -414,8 +512,10 @@ def _authenticator(cfg: ServeConfig, certificates: ServerCertificates | None) ->
         return Authenticator.insecure(cfg.insecure_dev_identity)
     auth = Authenticator.from_file(cfg.auth)
     if auth.wants_client_certificates and not (certificates and certificates.mutual):
-        raise ConfigError(f"--auth {cfg.auth}: mtls identifies callers by client certificate: "
-                          "serve needs --tls-cert, --tls-key and --tls-client-ca")
+        raise ConfigError(
+            f"--auth {cfg.auth}: mtls identifies callers by client certificate: "
+            "serve needs --tls-cert, --tls-key and --tls-client-ca"
+        )
     return auth
 
 

@@ -129,10 +129,15 @@ class ServeConfig(BaseModel):
                 "seconds between 0 (reload only on SIGHUP) and 3600"
             )
         self.check_opa()
-        if self.metrics_listen and self.metrics_listen == self.listen \
-                and not self.listen.endswith(":0"):
-            raise ConfigError(f"--metrics-listen {self.metrics_listen}: the same address as "
-                              "--listen; give /metrics a port of its own")
+        if (
+            self.metrics_listen
+            and self.metrics_listen == self.listen
+            and not self.listen.endswith(":0")
+        ):
+            raise ConfigError(
+                f"--metrics-listen {self.metrics_listen}: the same address as "
+                "--listen; give /metrics a port of its own"
+            )
         self.check_mcp()
 
     def check_mcp(self) -> None:
@@ -142,13 +147,17 @@ class ServeConfig(BaseModel):
                 raise ConfigError("--mcp-resource-url is used only with --mcp-listen")
             return
         if not mcp.endswith(":0") and mcp in (self.listen, self.metrics_listen):
-            raise ConfigError(f"--mcp-listen {mcp}: the same address as --listen or "
-                              "--metrics-listen; give MCP a port of its own")
+            raise ConfigError(
+                f"--mcp-listen {mcp}: the same address as --listen or "
+                "--metrics-listen; give MCP a port of its own"
+            )
         host = mcp.rpartition(":")[0].strip("[]")
         if host in ("", "0.0.0.0", "::") and not self.mcp_resource_url:
-            raise ConfigError(f"--mcp-listen {mcp} listens on every interface: give "
-                              "--mcp-resource-url, the URL clients reach /mcp at (the audience "
-                              "their tokens must name)")
+            raise ConfigError(
+                f"--mcp-listen {mcp} listens on every interface: give "
+                "--mcp-resource-url, the URL clients reach /mcp at (the audience "
+                "their tokens must name)"
+            )
 
     def check_opa(self) -> None:
         if self.engine == "embedded":

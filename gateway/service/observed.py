@@ -23,8 +23,15 @@ from gateway.store.base import RunStore
 
 T = TypeVar("T")
 
-RESULTS: Final = frozenset({CallStatus.REJECTED, CallStatus.SUCCEEDED, CallStatus.FAILED,
-                            CallStatus.NOT_RUN, CallStatus.UNKNOWN})
+RESULTS: Final = frozenset(
+    {
+        CallStatus.REJECTED,
+        CallStatus.SUCCEEDED,
+        CallStatus.FAILED,
+        CallStatus.NOT_RUN,
+        CallStatus.UNKNOWN,
+    }
+)
 
 
 class ObservedStore:
@@ -52,30 +59,57 @@ class ObservedStore:
     async def create_run(self, run: RunRecord) -> RunRecord:
         return await self._timed(lambda: self.inner.create_run(run))
 
-    async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
-                         audit: Sequence[AuditEvent] = (),
-                         approvals: Sequence[ApprovalRecord] = (), *,
-                         durable: bool = True, reserve: Sequence[Reservation] = ()) -> None:
-        await self._timed(lambda: self.inner.begin_turn(run, turn, calls, audit, approvals,
-                                                        durable=durable, reserve=reserve))
+    async def begin_turn(
+        self,
+        run: RunRecord,
+        turn: TurnRecord,
+        calls: Sequence[CallRecord],
+        audit: Sequence[AuditEvent] = (),
+        approvals: Sequence[ApprovalRecord] = (),
+        *,
+        durable: bool = True,
+        reserve: Sequence[Reservation] = (),
+    ) -> None:
+        await self._timed(
+            lambda: self.inner.begin_turn(
+                run, turn, calls, audit, approvals, durable=durable, reserve=reserve
+            )
+        )
         self._results(calls, ())
 
-    async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
-                   calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
-                   audit: Sequence[AuditEvent] = (), expect: Sequence[CallRecord] = (),
-                   expect_approvals: Sequence[ApprovalRecord] = (),
-                   reserve: Sequence[Reservation] = ()) -> None:
-        await self._timed(lambda: self.inner.save(
-            run=run, turn=turn, calls=calls, approvals=approvals, audit=audit, expect=expect,
-            expect_approvals=expect_approvals, reserve=reserve))
+    async def save(
+        self,
+        *,
+        run: RunRecord | None = None,
+        turn: TurnRecord | None = None,
+        calls: Sequence[CallRecord] = (),
+        approvals: Sequence[ApprovalRecord] = (),
+        audit: Sequence[AuditEvent] = (),
+        expect: Sequence[CallRecord] = (),
+        expect_approvals: Sequence[ApprovalRecord] = (),
+        reserve: Sequence[Reservation] = (),
+    ) -> None:
+        await self._timed(
+            lambda: self.inner.save(
+                run=run,
+                turn=turn,
+                calls=calls,
+                approvals=approvals,
+                audit=audit,
+                expect=expect,
+                expect_approvals=expect_approvals,
+                reserve=reserve,
+            )
+        )
         if calls:
             self._results(calls, expect)
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
         await self._timed(lambda: self.inner.append_audit(events))
 
-    async def prune_audit(self, before: str, record: Callable[[AuditCheckpoint], AuditEvent]
-                          ) -> AuditCheckpoint | None:
+    async def prune_audit(
+        self, before: str, record: Callable[[AuditCheckpoint], AuditEvent]
+    ) -> AuditCheckpoint | None:
         return await self._timed(lambda: self.inner.prune_audit(before, record))
 
 

@@ -27,9 +27,11 @@ STORE_COMPANIONS = ("-wal", "-shm", "-journal", "-runs.lock", "-write.lock", "-n
 
 
 def in_use_error(listen: str) -> ConfigError:
-    return ConfigError(f"--listen {listen}: the address is in use (another callgate, or another "
-                       "program, listens there): stop it, or choose another --listen "
-                       "(CALLGATE_LISTEN)")
+    return ConfigError(
+        f"--listen {listen}: the address is in use (another callgate, or another "
+        "program, listens there): stop it, or choose another --listen "
+        "(CALLGATE_LISTEN)"
+    )
 
 
 def check_listen_free(listen: str) -> None:
@@ -42,8 +44,9 @@ def check_listen_free(listen: str) -> None:
     if int(port) == 0:
         return
     try:
-        addresses = socket.getaddrinfo(host.strip("[]") or None, int(port),
-                                       type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        addresses = socket.getaddrinfo(
+            host.strip("[]") or None, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
     except OSError:
         return  # a name that does not resolve: gRPC says so itself
     for family, kind, proto, _, address in addresses:

@@ -71,23 +71,28 @@ class Backoff:
 def resolve_listen(listen: str, flag: str = "--listen") -> str:
     """HOST:PORT with a concrete port that nothing listens on yet (ConfigError otherwise)."""
     if listen.startswith("unix:"):
-        raise ConfigError(f"--listen {listen}: --workers needs a HOST:PORT address (workers "
-                          "share a TCP port; a unix socket has one owner)")
+        raise ConfigError(
+            f"--listen {listen}: --workers needs a HOST:PORT address (workers "
+            "share a TCP port; a unix socket has one owner)"
+        )
     if sys.platform != "linux" or not hasattr(socket, "SO_REUSEPORT"):
         raise ConfigError("--workers needs Linux (workers share the port with SO_REUSEPORT)")
     host, port = listen.rsplit(":", 1)
     name = host.removeprefix("[").removesuffix("]")
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
-            name, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+            name, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
         with socket.socket(family, kind, proto) as probe:  # without SO_REUSEPORT: alone
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind(address)
             probe.listen()
             chosen = probe.getsockname()[1]
     except OSError as exc:
-        raise ConfigError(f"{flag} {listen}: cannot listen there (is another callgate or "
-                          f"another program using it?): {exc}") from exc
+        raise ConfigError(
+            f"{flag} {listen}: cannot listen there (is another callgate or "
+            f"another program using it?): {exc}"
+        ) from exc
     return f"{host}:{chosen}"
 
 
@@ -99,8 +104,14 @@ class Worker:
 
 
 class Supervisor:
-    def __init__(self, config: ServeConfig, count: int, *,
-                 command: Sequence[str] = WORKER_COMMAND, backoff: Backoff = Backoff()) -> None:
+    def __init__(
+        self,
+        config: ServeConfig,
+        count: int,
+        *,
+        command: Sequence[str] = WORKER_COMMAND,
+        backoff: Backoff = Backoff(),
+    ) -> None:
         self.config = config
         self.count = count
         self.command = tuple(command)
@@ -126,10 +137,13 @@ class Supervisor:
             if code is not None:
                 return code
             print(f"{READY}{listen}", flush=True)
-            log.info("%d workers serving on %s: pids %s", self.count, listen,
-                     ", ".join(str(w.proc.pid) for w in self.workers.values()))
-            self._keepers = [asyncio.create_task(self._keep(w))
-                             for w in self.workers.values()]
+            log.info(
+                "%d workers serving on %s: pids %s",
+                self.count,
+                listen,
+                ", ".join(str(w.proc.pid) for w in self.workers.values()),
+            )
+            self._keepers = [asyncio.create_task(self._keep(w)) for w in self.workers.values()]
             await self._stop.wait()
         finally:
             await self._stop_all()
@@ -153,10 +167,13 @@ class Supervisor:
         if self.config.mcp_listen:  # MCP sessions live in one process: worker 1's
             update["mcp_listen"] = resolve_listen(self.config.mcp_listen, "--mcp-listen")
         first = self.config.model_copy(update=update)
-        others = first.model_copy(update={"metrics_listen": "", "mcp_listen": "",
-                                          "mcp_resource_url": ""})
-        self._lines = {True: first.model_dump_json().encode(),
-                       False: others.model_dump_json().encode()}
+        others = first.model_copy(
+            update={"metrics_listen": "", "mcp_listen": "", "mcp_resource_url": ""}
+        )
+        self._lines = {
+            True: first.model_dump_json().encode(),
+            False: others.model_dump_json().encode(),
+        }
 
     async def _start_all(self) -> int | None:
         """None when every worker is ready; else the exit status to end with."""
@@ -165,14 +182,15 @@ class Supervisor:
             return 0
         if isinstance(first, int):  # the worker said why (once)
             return first or 1
-        started = await asyncio.gather(*(self._start(slot)
-                                         for slot in range(2, self.count + 1)))
+        started = await asyncio.gather(*(self._start(slot) for slot in range(2, self.count + 1)))
         for slot, got in enumerate(started, start=2):
             if got is None:
                 return 0
             if isinstance(got, int):
-                self._failure = (f"worker {slot} of {self.count} exited with status {got} "
-                                 "before it was ready; stopping the others")
+                self._failure = (
+                    f"worker {slot} of {self.count} exited with status {got} "
+                    "before it was ready; stopping the others"
+                )
                 return 1
         return None
 
@@ -181,8 +199,12 @@ class Supervisor:
         supervisor was told to stop meanwhile."""
         samples = {MULTIPROCESS_ENV: self._samples} if self._samples else {}
         proc = await asyncio.create_subprocess_exec(
-            *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, SLOT_ENV: str(slot), **samples}, start_new_session=True)
+            *self.command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, SLOT_ENV: str(slot), **samples},
+            start_new_session=True,
+        )
         worker = Worker(slot, proc, asyncio.get_running_loop().time())
         self.workers[slot] = worker
         assert proc.stdin is not None
@@ -231,13 +253,20 @@ class Supervisor:
             lived = loop.time() - worker.started
             failures = failures + 1 if lived < self.backoff.stable_s else 0
             if failures >= self.backoff.attempts:
-                self._failure = (f"worker {worker.slot} failed {failures} times in a row soon "
-                                 f"after starting (the last time with status {code}); stopping")
+                self._failure = (
+                    f"worker {worker.slot} failed {failures} times in a row soon "
+                    f"after starting (the last time with status {code}); stopping"
+                )
                 self._stop.set()
                 return
             pause = self.backoff.pause(failures)
-            log.warning("worker %d (pid %d) exited with status %s; starting it again in %.1f s",
-                        worker.slot, worker.proc.pid, code, pause)
+            log.warning(
+                "worker %d (pid %d) exited with status %s; starting it again in %.1f s",
+                worker.slot,
+                worker.proc.pid,
+                code,
+                pause,
+            )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), pause)
                 return
@@ -266,8 +295,7 @@ class Supervisor:
         try:
             await asyncio.wait_for(asyncio.gather(*(p.wait() for p in procs)), STOP_TIMEOUT_S)
         except TimeoutError:
-            log.warning("workers still running %.0f s after SIGTERM: killing them",
-                        STOP_TIMEOUT_S)
+            log.warning("workers still running %.0f s after SIGTERM: killing them", STOP_TIMEOUT_S)
             self._signal_all(signal.SIGKILL)
             await asyncio.gather(*(p.wait() for p in procs))
         for task in self._relays:

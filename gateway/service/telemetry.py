@@ -42,11 +42,14 @@ def _prometheus(tools: Iterable[str]) -> Metrics:
 
     service = pb.DESCRIPTOR.services_by_name["ToolGateway"]
     labels = Labels(
-        tools=frozenset(tools), statuses=frozenset(s.value for s in CallStatus),
+        tools=frozenset(tools),
+        statuses=frozenset(s.value for s in CallStatus),
         codes=frozenset(c.value for c in CallCode),
-        next_actions=frozenset(n.value for n in NextAction), providers=frozenset(PROVIDERS),
+        next_actions=frozenset(n.value for n in NextAction),
+        providers=frozenset(PROVIDERS),
         methods=frozenset(m.name for m in service.methods),
-        grpc_codes=frozenset(c.name for c in grpc.StatusCode))
+        grpc_codes=frozenset(c.name for c in grpc.StatusCode),
+    )
     return PrometheusMetrics(labels, metrics_registry())
 
 
@@ -56,9 +59,15 @@ def _tracer(config: ServeConfig) -> Tracer:
 
     if not wanted(config.otlp_endpoint):
         return Tracer()
-    return otlp_tracer(config.otlp_endpoint, {  # (a bad OTEL_* variable: ConfigError)
-        "service.version": callgate_version(), "callgate.engine": config.engine,
-        "rpc.system": "grpc", "rpc.service": SERVICE})
+    return otlp_tracer(
+        config.otlp_endpoint,
+        {  # (a bad OTEL_* variable: ConfigError)
+            "service.version": callgate_version(),
+            "callgate.engine": config.engine,
+            "rpc.system": "grpc",
+            "rpc.service": SERVICE,
+        },
+    )
 
 
 class MetricsEndpoint:
@@ -80,8 +89,9 @@ class MetricsEndpoint:
         try:
             self._server = MetricsServer.start(self.listen, registry)
         except OSError as exc:
-            raise ConfigError(f"--metrics-listen {self.listen}: cannot listen there: "
-                              f"{exc}") from exc
+            raise ConfigError(
+                f"--metrics-listen {self.listen}: cannot listen there: {exc}"
+            ) from exc
         host = self.listen.rpartition(":")[0]
         self.bound = f"{host}:{self._server.port}"
         log.info("serving metrics at http://%s/metrics", self.bound)
@@ -95,8 +105,7 @@ class MetricsEndpoint:
             return future.result(GAUGE_READ_TIMEOUT_S)
         except (FutureTimeout, Exception) as exc:
             future.cancel()
-            log.warning("the store's gauges could not be read for /metrics: %s",
-                        type(exc).__name__)
+            log.warning("the store's gauges could not be read for /metrics: %s", type(exc).__name__)
             return None
 
     def stop(self) -> None:

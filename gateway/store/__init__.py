@@ -23,17 +23,23 @@ def sqlite_path(db: str) -> Path | None:
     if db.startswith("sqlite:///"):
         db = db.removeprefix("sqlite:///")
     elif "://" in db:
-        raise ConfigError(f"--db {db.split('://')[0]}://...: expected PATH, sqlite:///PATH or "
-                          "postgresql://...")
+        raise ConfigError(
+            f"--db {db.split('://')[0]}://...: expected PATH, sqlite:///PATH or postgresql://..."
+        )
     if not db:
         raise ConfigError("--db: empty; expected PATH, sqlite:///PATH or postgresql://...")
     return Path(db)
 
 
-async def open_store(db: str, *, busy_timeout_s: float = 5.0, min_free_bytes: int = 0,
-                     audit_key: AuditKey | None = None,
-                     stored: StoredForm | None = None,
-                     share_notifications: bool = False) -> RunStore:
+async def open_store(
+    db: str,
+    *,
+    busy_timeout_s: float = 5.0,
+    min_free_bytes: int = 0,
+    audit_key: AuditKey | None = None,
+    stored: StoredForm | None = None,
+    share_notifications: bool = False,
+) -> RunStore:
     """Open (creating or migrating its schema) the store `--db` names; its audit records are
     sealed with audit_key, and records are written in their `stored` form. `min_free_bytes`:
     a SQLite store refuses writes while its filesystem has less room than this.
@@ -42,9 +48,17 @@ async def open_store(db: str, *, busy_timeout_s: float = 5.0, min_free_bytes: in
     path = sqlite_path(db)
     if path is None:
         from gateway.store.postgres import PostgresStore
-        return await PostgresStore.open(db, timeout_s=busy_timeout_s, audit_key=audit_key,
-                                        stored=stored)
+
+        return await PostgresStore.open(
+            db, timeout_s=busy_timeout_s, audit_key=audit_key, stored=stored
+        )
     from gateway.store.sqlite import SQLiteStore
-    return await SQLiteStore.open(path, busy_timeout_s=busy_timeout_s,
-                                  min_free_bytes=min_free_bytes, audit_key=audit_key,
-                                  stored=stored, share_notifications=share_notifications)
+
+    return await SQLiteStore.open(
+        path,
+        busy_timeout_s=busy_timeout_s,
+        min_free_bytes=min_free_bytes,
+        audit_key=audit_key,
+        stored=stored,
+        share_notifications=share_notifications,
+    )

@@ -58,8 +58,7 @@ from gateway.store.notify import Subscription
 def settles(run: RunRecord | None, turn: TurnRecord | None) -> bool:
     """Whether a commit carrying this run and turn settles something watchers should see: a
     turn's outcome was decided (again), or the run ended."""
-    return (turn is not None and turn.next is not None) or (
-        run is not None and run.state.terminal)
+    return (turn is not None and turn.next is not None) or (run is not None and run.state.terminal)
 
 
 class StoredForm(Protocol):
@@ -89,8 +88,9 @@ class RunStore(Protocol):
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...
 
-    async def list_runs(self, which: RunFilter, *, before: tuple[datetime, str] | None,
-                        limit: int) -> list[RunRecord]:
+    async def list_runs(
+        self, which: RunFilter, *, before: tuple[datetime, str] | None, limit: int
+    ) -> list[RunRecord]:
         """Up to `limit` runs of `which`, newest first (created_at, then run_id, descending),
         those created before `before` (a (created_at, run_id) pair; None: from the newest)."""
         ...
@@ -123,16 +123,24 @@ class RunStore(Protocol):
         """The run's last `limit` calls, oldest first, as the policy input shows them."""
         ...
 
-    async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
-                           recent: int) -> TurnContext | None:
+    async def turn_context(
+        self, run_id: str, turn_id: str, call_ids: Sequence[str], recent: int
+    ) -> TurnContext | None:
         """What accepting a turn needs to read (`TurnContext`; `recent`: how many of the run's
         latest calls), in one read; None when there is no such run."""
         ...
 
-    async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
-                         audit: Sequence[AuditEvent] = (),
-                         approvals: Sequence[ApprovalRecord] = (), *,
-                         durable: bool = True, reserve: Sequence[Reservation] = ()) -> None:
+    async def begin_turn(
+        self,
+        run: RunRecord,
+        turn: TurnRecord,
+        calls: Sequence[CallRecord],
+        audit: Sequence[AuditEvent] = (),
+        approvals: Sequence[ApprovalRecord] = (),
+        *,
+        durable: bool = True,
+        reserve: Sequence[Reservation] = (),
+    ) -> None:
         """Insert the turn, its calls and their approval requests, update the run, append
         audit and reserve `reserve`, atomically (one commit). `durable=False`: the commit may
         reach the disk with the store's next durable commit rather than before this returns
@@ -140,12 +148,18 @@ class RunStore(Protocol):
         holds has an effect); a store may commit durably all the same."""
         ...
 
-    async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
-                   calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
-                   audit: Sequence[AuditEvent] = (),
-                   expect: Sequence[CallRecord] = (),
-                   expect_approvals: Sequence[ApprovalRecord] = (),
-                   reserve: Sequence[Reservation] = ()) -> None:
+    async def save(
+        self,
+        *,
+        run: RunRecord | None = None,
+        turn: TurnRecord | None = None,
+        calls: Sequence[CallRecord] = (),
+        approvals: Sequence[ApprovalRecord] = (),
+        audit: Sequence[AuditEvent] = (),
+        expect: Sequence[CallRecord] = (),
+        expect_approvals: Sequence[ApprovalRecord] = (),
+        reserve: Sequence[Reservation] = (),
+    ) -> None:
         """Update existing run/turn/call rows, upsert approvals, append audit records,
         reserve `reserve` and give back what the calls ending unexecuted had reserved,
         atomically (one commit, durable before it returns). A call of `calls` that has a
@@ -158,8 +172,9 @@ class RunStore(Protocol):
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None: ...
 
-    async def reserve_quotas(self, reservations: Sequence[Reservation],
-                             audit: Sequence[AuditEvent]) -> None:
+    async def reserve_quotas(
+        self, reservations: Sequence[Reservation], audit: Sequence[AuditEvent]
+    ) -> None:
         """Reserve every reservation and append audit, in one commit (or QuotaExceeded)."""
         ...
 
@@ -167,8 +182,9 @@ class RunStore(Protocol):
         """Each quota's key's usage in its window ending at `now`."""
         ...
 
-    async def list_quotas(self, prefix: str, *, after: str, limit: int,
-                          now: datetime) -> list[QuotaState]:
+    async def list_quotas(
+        self, prefix: str, *, after: str, limit: int, now: datetime
+    ) -> list[QuotaState]:
         """Up to `limit` keys starting with `prefix`, those after `after`, in key order, with
         their usage in the window of their latest reservation."""
         ...
@@ -182,8 +198,9 @@ class RunStore(Protocol):
         """A run's audit records, oldest first (for tests and offline tools)."""
         ...
 
-    async def query_audit(self, which: AuditFilter, *, after: int, limit: int,
-                          newest: bool = False) -> list[AuditRecord]:
+    async def query_audit(
+        self, which: AuditFilter, *, after: int, limit: int, newest: bool = False
+    ) -> list[AuditRecord]:
         """Up to `limit` audit records matching `which` with a seq above `after`, in seq
         order (chain order); `newest`: the last `limit` of them (still in seq order)."""
         ...
@@ -192,9 +209,9 @@ class RunStore(Protocol):
         """Where the chain continues after the latest prune (None: never pruned)."""
         ...
 
-    async def prune_audit(self, before: str,
-                          record: Callable[[AuditCheckpoint], AuditEvent]
-                          ) -> AuditCheckpoint | None:
+    async def prune_audit(
+        self, before: str, record: Callable[[AuditCheckpoint], AuditEvent]
+    ) -> AuditCheckpoint | None:
         """Remove the oldest records, up to the first one written at or after `before` (an
         audit time), record the checkpoint and append `record(checkpoint)`, in one commit;
         None when nothing is that old."""
@@ -204,8 +221,9 @@ class RunStore(Protocol):
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None: ...
 
-    async def list_approvals(self, which: ApprovalFilter, *, after: int,
-                             limit: int) -> list[tuple[int, ApprovalRecord]]:
+    async def list_approvals(
+        self, which: ApprovalFilter, *, after: int, limit: int
+    ) -> list[tuple[int, ApprovalRecord]]:
         """Up to `limit` approvals matching `which`, in the order they were created, each
         with its position; `after` is the position of the last one already seen (0 first)."""
         ...

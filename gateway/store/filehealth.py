@@ -26,17 +26,21 @@ class FileHealth:
         self._identity = (st.st_dev, st.st_ino)
 
     def problem(self) -> str:
-        """"" when the store can persist; else what stops it, for a person to act on."""
+        """ "" when the store can persist; else what stops it, for a person to act on."""
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            return (f"the store file {self.path} was deleted; restart callgate to open a new "
-                    "store (what was recorded since start-up is in the deleted file only)")
+            return (
+                f"the store file {self.path} was deleted; restart callgate to open a new "
+                "store (what was recorded since start-up is in the deleted file only)"
+            )
         except OSError as exc:
             return f"the store file {self.path} cannot be checked: {exc}"
         if self._identity is not None and (st.st_dev, st.st_ino) != self._identity:
-            return (f"the store file {self.path} was replaced by another file; restart "
-                    "callgate to open it")
+            return (
+                f"the store file {self.path} was replaced by another file; restart "
+                "callgate to open it"
+            )
         return self._space_problem()
 
     def _space_problem(self) -> str:
@@ -46,7 +50,9 @@ class FileHealth:
             return f"the store's filesystem cannot be checked: {exc}"
         free = fs.f_bavail * fs.f_frsize
         if free < self.min_free_bytes:
-            return (f"the store's filesystem has {free} bytes free, below the "
-                    f"{self.min_free_bytes} it must keep (callgate serve --db-min-free-bytes); "
-                    "free some space")
+            return (
+                f"the store's filesystem has {free} bytes free, below the "
+                f"{self.min_free_bytes} it must keep (callgate serve --db-min-free-bytes); "
+                "free some space"
+            )
         return ""

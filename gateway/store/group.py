@@ -34,9 +34,14 @@ REMEMBERED = 64
 
 
 class GroupCommit(Generic[T]):
-    def __init__(self, commit: Callable[[list[T]], Awaitable[None]], *,
-                 hold_s: float = HOLD_S, memory_s: float = MEMORY_S,
-                 clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        commit: Callable[[list[T]], Awaitable[None]],
+        *,
+        hold_s: float = HOLD_S,
+        memory_s: float = MEMORY_S,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self._commit = commit
         self._hold_s = hold_s
         self._memory_s = memory_s
@@ -53,8 +58,11 @@ class GroupCommit(Generic[T]):
         self._queue.append((items, done))
         if self._flushing is None:
             self._flushing = asyncio.create_task(self._flush())
-        elif (self._company is not None and not self._company.done()
-              and len(self._queue) >= self._expected):
+        elif (
+            self._company is not None
+            and not self._company.done()
+            and len(self._queue) >= self._expected
+        ):
             self._company.set_result(None)
         await done
 

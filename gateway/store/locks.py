@@ -36,7 +36,8 @@ class KeyedLocks:
 
     def __init__(self) -> None:
         self._locks: weakref.WeakValueDictionary[Hashable, asyncio.Lock] = (
-            weakref.WeakValueDictionary())
+            weakref.WeakValueDictionary()
+        )
 
     def get(self, key: Hashable) -> asyncio.Lock:
         lock = self._locks.get(key)
@@ -97,7 +98,8 @@ class FileRangeLocks:
         try:
             if not self._try(slot):
                 waiting = asyncio.get_running_loop().run_in_executor(
-                    self._waiters, self._wait, slot)
+                    self._waiters, self._wait, slot
+                )
                 try:
                     await asyncio.shield(waiting)
                 except asyncio.CancelledError:

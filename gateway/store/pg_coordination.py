@@ -43,8 +43,14 @@ class DriveLocks:
 
     def __init__(self, conninfo: str) -> None:
         self.pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-            conninfo, min_size=1, max_size=LOCK_POOL_SIZE, open=False, timeout=LOCK_WAIT_S,
-            kwargs={"autocommit": True}, name="callgate-locks")
+            conninfo,
+            min_size=1,
+            max_size=LOCK_POOL_SIZE,
+            open=False,
+            timeout=LOCK_WAIT_S,
+            kwargs={"autocommit": True},
+            name="callgate-locks",
+        )
         self._local = KeyedLocks()
         self.schema = ""  # lock keys are per schema: replicas of other schemas never wait
 
@@ -59,8 +65,10 @@ class DriveLocks:
             try:
                 conn = await self.pool.getconn()
             except PoolTimeout as exc:
-                raise StoreUnavailable(f"no connection free to lock run {run_id} within "
-                                       f"{LOCK_WAIT_S:g} s: too many runs driven at once") from exc
+                raise StoreUnavailable(
+                    f"no connection free to lock run {run_id} within "
+                    f"{LOCK_WAIT_S:g} s: too many runs driven at once"
+                ) from exc
             except psycopg.Error as exc:  # the pool is closed or cannot connect
                 raise unavailable(exc) from exc
             try:
@@ -129,14 +137,16 @@ class Listener:
                     self._hub.publish_all()
                     pause = LISTEN_RETRY_S[0]
                     async for note in conn.notifies():
-                        self._hub.publish(AUDIT_FEED if note.channel == self._audit
-                                          else note.payload)
+                        self._hub.publish(
+                            AUDIT_FEED if note.channel == self._audit else note.payload
+                        )
                 finally:
                     self._listening.clear()
                     await conn.close()
             except psycopg.Error as exc:
-                log.warning("listening for settlements failed (%s); reconnecting in %.1f s",
-                            exc, pause)
+                log.warning(
+                    "listening for settlements failed (%s); reconnecting in %.1f s", exc, pause
+                )
             await asyncio.sleep(pause)
             pause = min(pause * 2, LISTEN_RETRY_S[1])
 

@@ -23,6 +23,7 @@ from gateway.store import fragments
 
 MAX_PARAMETERS = 30_000  # per statement (PostgreSQL takes up to 65,535)
 
+
 @dataclass(frozen=True)
 class Write:
     """One INSERT or UPDATE; a counted one ends with RETURNING (its rows are counted)."""
@@ -43,18 +44,23 @@ class Head:
         return self if other is None or self.seq > other.seq else other
 
 
-def insert(table: str, columns: Sequence[str], values: Sequence[Sequence[Any]],
-           returning: str = "") -> Write:
+def insert(
+    table: str, columns: Sequence[str], values: Sequence[Sequence[Any]], returning: str = ""
+) -> Write:
     """One multi-row INSERT (see `chunks`)."""
     row = f"({fragments.placeholders(columns, '%s')})"
-    return Write(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
-                 + ", ".join([row] * len(values)) + returning, [v for r in values for v in r])
+    return Write(
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+        + ", ".join([row] * len(values))
+        + returning,
+        [v for r in values for v in r],
+    )
 
 
 def chunks(values: Sequence[Sequence[Any]], width: int) -> list[Sequence[Sequence[Any]]]:
     """values in pieces of at most MAX_PARAMETERS parameters, in order."""
     per = max(1, MAX_PARAMETERS // width)
-    return [values[start:start + per] for start in range(0, len(values), per)]
+    return [values[start : start + per] for start in range(0, len(values), per)]
 
 
 def audit_insert(chained: Sequence[Sequence[Any]], guard: str | None = None) -> Write:
@@ -63,18 +69,26 @@ def audit_insert(chained: Sequence[Sequence[Any]], guard: str | None = None) -> 
     if guard is None:
         return insert("audit", hashing.AUDIT_COLUMNS, chained, " RETURNING seq")
     row = f"({fragments.typed_placeholders(hashing.AUDIT_COLUMNS, '%s')})"
-    return Write(f"INSERT INTO audit ({', '.join(hashing.AUDIT_COLUMNS)}) SELECT * FROM (VALUES "
-                 + ", ".join([row] * len(chained)) + f") v WHERE {fragments.CHAIN_HEAD} = %s "
-                 "RETURNING seq", [*(v for r in chained for v in r), guard])
+    return Write(
+        f"INSERT INTO audit ({', '.join(hashing.AUDIT_COLUMNS)}) SELECT * FROM (VALUES "
+        + ", ".join([row] * len(chained))
+        + f") v WHERE {fragments.CHAIN_HEAD} = %s "
+        "RETURNING seq",
+        [*(v for r in chained for v in r), guard],
+    )
 
 
 def fits(*writes: Write) -> bool:
     return sum(len(w.args) for w in writes) <= MAX_PARAMETERS
 
 
-def statement(writes: Sequence[Write], audit: Write | None = None, *,
-              notify: Sequence[tuple[str, str]] = (),
-              audit_channel: str = "") -> tuple[str, list[Any]]:
+def statement(
+    writes: Sequence[Write],
+    audit: Write | None = None,
+    *,
+    notify: Sequence[tuple[str, str]] = (),
+    audit_channel: str = "",
+) -> tuple[str, list[Any]]:
     """`WITH w0 AS (...), ... SELECT ...` answering, in order: the count of each counted
     write; with `audit` (an `audit_insert`), the last seq it added (NULL when none: its guard
     failed), notifying `audit_channel` when it added any; then one `pg_notify` per
@@ -85,8 +99,7 @@ def statement(writes: Sequence[Write], audit: Write | None = None, *,
     select = [f"(SELECT count(*) FROM {name})" for name, w in named if w.counted]
     args: list[Any] = [a for _, w in named for a in w.args]
     if audit is not None:
-        select += ["(SELECT max(seq) FROM added)",
-                   "(SELECT pg_notify(%s, '') FROM added LIMIT 1)"]
+        select += ["(SELECT max(seq) FROM added)", "(SELECT pg_notify(%s, '') FROM added LIMIT 1)"]
         args.append(audit_channel)
     for channel, payload in notify:
         select.append("pg_notify(%s, %s)")

@@ -86,8 +86,9 @@ DDL = [
 MIGRATIONS = schema.migrations(_column)
 # records written before schema 4 get the verdict their decision holds (for queries only:
 # their hash covers decision_json, not this column)
-MIGRATIONS[3].append("UPDATE audit SET verdict = decision_json::json ->> 'verdict' "
-                     "WHERE decision_json IS NOT NULL")
+MIGRATIONS[3].append(
+    "UPDATE audit SET verdict = decision_json::json ->> 'verdict' WHERE decision_json IS NOT NULL"
+)
 # existing approvals are numbered in the order PostgreSQL finds them
 MIGRATIONS[2].append("ALTER TABLE approvals ADD COLUMN pos BIGSERIAL")
 
@@ -112,15 +113,27 @@ def describe(conninfo: str) -> str:
 class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
     name = "postgresql"
 
-    def __init__(self, conninfo: str, *, timeout_s: float = 5.0,
-                 audit_key: AuditKey | None = None, stored: StoredForm | None = None) -> None:
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        timeout_s: float = 5.0,
+        audit_key: AuditKey | None = None,
+        stored: StoredForm | None = None,
+    ) -> None:
         self._conninfo = conninfo
         self._timeout_s = timeout_s
         self._audit_key = audit_key
         self._stored = stored or AsGiven()
         self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-            conninfo, min_size=1, max_size=POOL_SIZE, open=False, timeout=timeout_s,
-            configure=self._configure, name="callgate")
+            conninfo,
+            min_size=1,
+            max_size=POOL_SIZE,
+            open=False,
+            timeout=timeout_s,
+            configure=self._configure,
+            name="callgate",
+        )
         self._locks = DriveLocks(conninfo)
         self._hub = SettleHub()
         self._schema = ""
@@ -136,9 +149,14 @@ class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
     # ------------------------------------------------------------------ opening
 
     @classmethod
-    async def open(cls, conninfo: str, *, timeout_s: float = 5.0,
-                   audit_key: AuditKey | None = None,
-                   stored: StoredForm | None = None) -> PostgresStore:
+    async def open(
+        cls,
+        conninfo: str,
+        *,
+        timeout_s: float = 5.0,
+        audit_key: AuditKey | None = None,
+        stored: StoredForm | None = None,
+    ) -> PostgresStore:
         store = cls(conninfo, timeout_s=timeout_s, audit_key=audit_key, stored=stored)
         try:
             await store._open()
@@ -150,8 +168,9 @@ class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
     async def _open(self) -> None:
         where = describe(self._conninfo)
         try:
-            conn = await AsyncConnection.connect(self._conninfo, autocommit=True,
-                                                 connect_timeout=max(int(self._timeout_s), 1))
+            conn = await AsyncConnection.connect(
+                self._conninfo, autocommit=True, connect_timeout=max(int(self._timeout_s), 1)
+            )
         except psycopg.Error as exc:
             raise StoreUnavailable(f"cannot connect to PostgreSQL at {where}: {exc}") from exc
         try:
@@ -169,8 +188,9 @@ class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
             await self._locks.open(self._schema, self._timeout_s)
         except PoolTimeout as exc:
             raise StoreUnavailable(f"cannot open connections to PostgreSQL at {where}") from exc
-        self._listener = Listener(self._conninfo, self._hub, settled=self._channel,
-                                  audit=self._audit_channel)
+        self._listener = Listener(
+            self._conninfo, self._hub, settled=self._channel, audit=self._audit_channel
+        )
         try:
             await self._listener.start(self._timeout_s)
         except TimeoutError as exc:
@@ -181,8 +201,11 @@ class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
         holding it), then fail as StoreUnavailable. Drive-lock connections wait as long as
         the run is driven elsewhere, so they are not configured so."""
         await conn.set_autocommit(True)
-        await conn.execute(sql.SQL("SET lock_timeout = {}").format(
-            sql.Literal(f"{max(int(self._timeout_s * 1000), 1)}ms")))
+        await conn.execute(
+            sql.SQL("SET lock_timeout = {}").format(
+                sql.Literal(f"{max(int(self._timeout_s * 1000), 1)}ms")
+            )
+        )
         await conn.set_autocommit(False)
 
     @staticmethod
@@ -191,28 +214,33 @@ class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
         if row is None or not row[0]:
             raise StoreUnavailable(
                 f"PostgreSQL at {where}: no schema of the search_path exists; create it "
-                "(CREATE SCHEMA name) or name one with ?options=-csearch_path%3Dname")
+                "(CREATE SCHEMA name) or name one with ?options=-csearch_path%3Dname"
+            )
         return str(row[0])
 
     async def _migrate(self, conn: Conn, where: str) -> None:
         async with conn.transaction():
             # replicas starting together: one creates or migrates, the others then see it
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)",
-                               (run_lock_key(self._schema, "\0migrate"),))
             await conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+                "SELECT pg_advisory_xact_lock(%s)", (run_lock_key(self._schema, "\0migrate"),)
+            )
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
+            )
             row = await (await conn.execute("SELECT version FROM schema_version")).fetchone()
             if row is None:
                 for stmt in DDL:
                     await conn.execute(stmt)
-                await conn.execute("INSERT INTO schema_version VALUES (%s)",
-                                   (schema.SCHEMA_VERSION,))
+                await conn.execute(
+                    "INSERT INTO schema_version VALUES (%s)", (schema.SCHEMA_VERSION,)
+                )
                 return
             version = int(row[0])
             if version > schema.SCHEMA_VERSION:
                 raise StoreUnavailable(
                     f"store {where} (schema {self._schema}) has schema version {version}, "
-                    f"newer than this callgate ({schema.SCHEMA_VERSION}); upgrade callgate")
+                    f"newer than this callgate ({schema.SCHEMA_VERSION}); upgrade callgate"
+                )
             for v in range(version, schema.SCHEMA_VERSION):
                 for stmt in MIGRATIONS[v]:
                     await conn.execute(stmt)
@@ -225,25 +253,41 @@ class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
             await conn.execute(
                 f"INSERT INTO runs ({', '.join(schema.RUN_COLUMNS)}) "
                 f"VALUES ({_marks(schema.RUN_COLUMNS)}) ON CONFLICT (run_id) DO NOTHING",
-                codecs.run_row(run))
-            row = await self._one(conn, select(schema.RUN_COLUMNS, "runs") + " WHERE run_id = %s",
-                                  (run.run_id,))
+                codecs.run_row(run),
+            )
+            row = await self._one(
+                conn, select(schema.RUN_COLUMNS, "runs") + " WHERE run_id = %s", (run.run_id,)
+            )
         assert row is not None
         return codecs.run_from_row(row)
 
-    async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
-                         audit: Sequence[AuditEvent] = (),
-                         approvals: Sequence[ApprovalRecord] = (), *,
-                         durable: bool = True, reserve: Sequence[Reservation] = ()) -> None:
+    async def begin_turn(
+        self,
+        run: RunRecord,
+        turn: TurnRecord,
+        calls: Sequence[CallRecord],
+        audit: Sequence[AuditEvent] = (),
+        approvals: Sequence[ApprovalRecord] = (),
+        *,
+        durable: bool = True,
+        reserve: Sequence[Reservation] = (),
+    ) -> None:
         """Every commit is durable here (`durable` is not used). One statement for the turn,
         its calls, the run and the audit records (plus the
         chain's lock, and the approvals when there are any)."""
-        writes = [Write(f"INSERT INTO turns ({', '.join(schema.TURN_COLUMNS)}) "
-                        f"VALUES ({_marks(schema.TURN_COLUMNS)})", codecs.turn_row(turn)),
-                  self._run_update(run)]
+        writes = [
+            Write(
+                f"INSERT INTO turns ({', '.join(schema.TURN_COLUMNS)}) "
+                f"VALUES ({_marks(schema.TURN_COLUMNS)})",
+                codecs.turn_row(turn),
+            ),
+            self._run_update(run),
+        ]
         values = [codecs.call_row(self._stored.call(c)) for c in calls]
-        writes += [pg_writes.insert("calls", schema.CALL_COLUMNS, chunk)
-                   for chunk in pg_writes.chunks(values, len(schema.CALL_COLUMNS))]
+        writes += [
+            pg_writes.insert("calls", schema.CALL_COLUMNS, chunk)
+            for chunk in pg_writes.chunks(values, len(schema.CALL_COLUMNS))
+        ]
         async with self._tx() as conn:
             writes += await pg_quotas.reserve(conn, reserve)
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
@@ -252,15 +296,23 @@ class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
 
     @staticmethod
     def _run_update(run: RunRecord) -> Write:
-        return Write(f"UPDATE runs SET {_sets(schema.RUN_COLUMNS[1:])} WHERE run_id = %s",
-                     (*codecs.run_row(run)[1:], run.run_id))
+        return Write(
+            f"UPDATE runs SET {_sets(schema.RUN_COLUMNS[1:])} WHERE run_id = %s",
+            (*codecs.run_row(run)[1:], run.run_id),
+        )
 
-    async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
-                   calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
-                   audit: Sequence[AuditEvent] = (),
-                   expect: Sequence[CallRecord] = (),
-                   expect_approvals: Sequence[ApprovalRecord] = (),
-                   reserve: Sequence[Reservation] = ()) -> None:
+    async def save(
+        self,
+        *,
+        run: RunRecord | None = None,
+        turn: TurnRecord | None = None,
+        calls: Sequence[CallRecord] = (),
+        approvals: Sequence[ApprovalRecord] = (),
+        audit: Sequence[AuditEvent] = (),
+        expect: Sequence[CallRecord] = (),
+        expect_approvals: Sequence[ApprovalRecord] = (),
+        reserve: Sequence[Reservation] = (),
+    ) -> None:
         """One statement for the run, the turn, the calls (one guarded UPDATE), the audit
         records and the settlement's notification (plus the chain's lock, and the approvals
         when there are any)."""
@@ -268,29 +320,48 @@ class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
         settled = changed.run_id if changed is not None and settles(run, turn) else ""
         writes = [] if run is None else [self._run_update(run)]
         if turn is not None:
-            writes.append(Write(f"UPDATE turns SET {_sets(schema.TURN_COLUMNS[2:])} "
-                                "WHERE run_id = %s AND turn_id = %s",
-                                (*codecs.turn_row(turn)[2:], turn.run_id, turn.turn_id)))
+            writes.append(
+                Write(
+                    f"UPDATE turns SET {_sets(schema.TURN_COLUMNS[2:])} "
+                    "WHERE run_id = %s AND turn_id = %s",
+                    (*codecs.turn_row(turn)[2:], turn.run_id, turn.turn_id),
+                )
+            )
         stored = [self._stored.call(c) for c in calls]
         guards = fragments.guards(expect)
         if stored:  # counted: a guard that failed leaves its row out
             update = fragments.calls_update(len(stored), "%s", typed=True)
-            writes.append(Write(update + " RETURNING 1",
-                                fragments.calls_update_values(stored, guards), counted=True))
+            writes.append(
+                Write(
+                    update + " RETURNING 1",
+                    fragments.calls_update_values(stored, guards),
+                    counted=True,
+                )
+            )
         async with self._tx() as conn:
             writes += await pg_quotas.reserve(conn, reserve)
-            await self._save_approvals(conn, [self._stored.approval(a) for a in approvals],
-                                       fragments.approval_guards(expect_approvals))
-            counts = await self._write(conn, [*writes, *pg_quotas.give_back(stored, expect)],
-                                       audit, settled=settled)
+            await self._save_approvals(
+                conn,
+                [self._stored.approval(a) for a in approvals],
+                fragments.approval_guards(expect_approvals),
+            )
+            counts = await self._write(
+                conn, [*writes, *pg_quotas.give_back(stored, expect)], audit, settled=settled
+            )
             if stored and counts[0] != len(stored):
                 raise await self._conflict(conn, stored, guards)
         self._appended(audit)
         if settled:
             self._hub.publish(settled)
 
-    async def _write(self, conn: Conn, writes: Sequence[Write], events: Sequence[AuditEvent],
-                     *, settled: str = "") -> list[int]:
+    async def _write(
+        self,
+        conn: Conn,
+        writes: Sequence[Write],
+        events: Sequence[AuditEvent],
+        *,
+        settled: str = "",
+    ) -> list[int]:
         """The writes, the events' audit records and the settlement's notification in one
         statement when they fit in it (else one statement each); answers the counted writes'
         counts. The audit records are chained after the head this store last wrote, under the
@@ -306,8 +377,9 @@ class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
                 audit = pg_writes.audit_insert(chained, guard=self._head.hash)
         notify = [(self._channel, settled)] if settled else []
         if pg_writes.fits(*writes, *([audit] if audit else [])):
-            query, args = pg_writes.statement(writes, audit, notify=notify,
-                                            audit_channel=self._audit_channel)
+            query, args = pg_writes.statement(
+                writes, audit, notify=notify, audit_channel=self._audit_channel
+            )
             row = await self._one(conn, query, args)
             assert row is not None
             counted = sum(w.counted for w in writes)
@@ -321,8 +393,11 @@ class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
             if notify:
                 await conn.execute("SELECT pg_notify(%s, %s)", notify[0])
         if events:
-            head = (Head(added, last) if added is not None and last is not None
-                    else await self._append_read(conn, events))
+            head = (
+                Head(added, last)
+                if added is not None and last is not None
+                else await self._append_read(conn, events)
+            )
             self._head = head.later(self._head)
         return counts
 
@@ -333,46 +408,55 @@ class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
         chained, last = codecs.chained(events, row[0], self._audit_key)
         seq = 0
         for chunk in pg_writes.chunks(chained, len(hashing.AUDIT_COLUMNS)):
-            query, args = pg_writes.statement([], pg_writes.audit_insert(chunk),
-                                            audit_channel=self._audit_channel)
+            query, args = pg_writes.statement(
+                [], pg_writes.audit_insert(chunk), audit_channel=self._audit_channel
+            )
             found = await self._one(conn, query, args)
             assert found is not None
             seq = found[0]
         return Head(seq, last)
 
     @staticmethod
-    async def _conflict(conn: Conn, calls: Sequence[CallRecord],
-                        guards: fragments.Guards) -> Exception:
+    async def _conflict(
+        conn: Conn, calls: Sequence[CallRecord], guards: fragments.Guards
+    ) -> Exception:
         """Which guard failed: its row does not hold the new record."""
         for c in calls:
             expected = guards.get((c.turn_id, c.call_id))
             now = await PostgresStore._one(
-                conn, "SELECT status, execution_count FROM calls WHERE run_id = %s "
-                      "AND turn_id = %s AND call_id = %s", (c.run_id, c.turn_id, c.call_id))
+                conn,
+                "SELECT status, execution_count FROM calls WHERE run_id = %s "
+                "AND turn_id = %s AND call_id = %s",
+                (c.run_id, c.turn_id, c.call_id),
+            )
             if expected is not None and now != (c.status.value, c.execution_count):
                 return fragments.conflict(c, expected)
-        return fragments.conflict(calls[0], guards.get((calls[0].turn_id, calls[0].call_id))
-                             or ("", 0))
+        return fragments.conflict(
+            calls[0], guards.get((calls[0].turn_id, calls[0].call_id)) or ("", 0)
+        )
 
     @staticmethod
-    async def _save_approvals(conn: Conn, approvals: Sequence[ApprovalRecord],
-                              guards: dict[str, str]) -> None:
+    async def _save_approvals(
+        conn: Conn, approvals: Sequence[ApprovalRecord], guards: dict[str, str]
+    ) -> None:
         for a in approvals:
             values = codecs.approval_row(a)
             expected = guards.get(a.approval_id)
             if expected is None:
                 await conn.execute(fragments.approval_upsert("%s"), values)
                 continue
-            cur = await conn.execute(fragments.approval_update("%s"),
-                                     (*values[1:], a.approval_id, expected))
+            cur = await conn.execute(
+                fragments.approval_update("%s"), (*values[1:], a.approval_id, expected)
+            )
             if cur.rowcount != 1:
                 raise fragments.approval_conflict(a, expected)
 
     # ------------------------------------------------------------- audit and approvals (writes)
 
     async def _lock_audit(self, conn: Conn) -> None:
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)",
-                           (run_lock_key(self._schema, "\0audit"),))
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(%s)", (run_lock_key(self._schema, "\0audit"),)
+        )
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
         """Durable before it returns. Appends arriving together share one transaction
@@ -385,26 +469,27 @@ class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
             await self._write(conn, (), events)
         self._appended(events)
 
-    async def prune_audit(self, before: str,
-                          record: Callable[[AuditCheckpoint], AuditEvent]
-                          ) -> AuditCheckpoint | None:
+    async def prune_audit(
+        self, before: str, record: Callable[[AuditCheckpoint], AuditEvent]
+    ) -> AuditCheckpoint | None:
         async with self._tx() as conn:
             await self._lock_audit(conn)
-            first = await self._one(conn, "SELECT MIN(seq) FROM audit WHERE time >= %s",
-                                    (before,))
+            first = await self._one(conn, "SELECT MIN(seq) FROM audit WHERE time >= %s", (before,))
             kept = first[0] if first else None
-            last = await self._one(conn, "SELECT seq, hash FROM audit WHERE seq < %s "
-                                         "ORDER BY seq DESC LIMIT 1",
-                                   (kept if kept is not None else 2 ** 62,))
+            last = await self._one(
+                conn,
+                "SELECT seq, hash FROM audit WHERE seq < %s ORDER BY seq DESC LIMIT 1",
+                (kept if kept is not None else 2**62,),
+            )
             if last is None:
                 return None
             cur = await conn.execute("DELETE FROM audit WHERE seq <= %s", (last[0],))
-            point = AuditCheckpoint(last[0], last[1], audit_time(now_utc()), cur.rowcount,
-                                    before)
+            point = AuditCheckpoint(last[0], last[1], audit_time(now_utc()), cur.rowcount, before)
             await conn.execute(
                 f"INSERT INTO audit_checkpoints ({', '.join(schema.CHECKPOINT_COLUMNS)}) "
                 f"VALUES ({_marks(schema.CHECKPOINT_COLUMNS)})",
-                (point.seq, point.hash, point.time, point.removed, point.before))
+                (point.seq, point.hash, point.time, point.removed, point.before),
+            )
             events = [record(point)]
             await self._write(conn, (), events)
         self._appended(events)

@@ -64,8 +64,9 @@ def drive(reader: Reader[T], one: Any, every: Any) -> T:
     try:
         step = next(reader)
         while True:
-            step = reader.send(one(step.sql, step.args) if isinstance(step, One)
-                               else every(step.sql, step.args))
+            step = reader.send(
+                one(step.sql, step.args) if isinstance(step, One) else every(step.sql, step.args)
+            )
     except StopIteration as done:
         return done.value
 
@@ -75,8 +76,11 @@ async def drive_async(reader: Reader[T], one: Any, every: Any) -> T:
     try:
         step = next(reader)
         while True:
-            answer = (await one(step.sql, step.args) if isinstance(step, One)
-                      else await every(step.sql, step.args))
+            answer = (
+                await one(step.sql, step.args)
+                if isinstance(step, One)
+                else await every(step.sql, step.args)
+            )
             step = reader.send(answer)
     except StopIteration as done:
         return done.value
@@ -87,8 +91,9 @@ def _run_row(d: Dialect, run_id: str) -> One:
 
 
 def _calls(d: Dialect, where: str, args: Sequence[Any], order: str) -> Reader[list[CallRecord]]:
-    rows: list[Row] = yield All(f"{select(schema.CALL_COLUMNS, 'calls')} WHERE {where} {order}",
-                                args)
+    rows: list[Row] = yield All(
+        f"{select(schema.CALL_COLUMNS, 'calls')} WHERE {where} {order}", args
+    )
     return [codecs.call_from_row(r) for r in rows]
 
 
@@ -97,8 +102,9 @@ def get_run(d: Dialect, run_id: str) -> Reader[RunRecord | None]:
     return codecs.run_from_row(row) if row else None
 
 
-def list_runs(d: Dialect, which: RunFilter, *, before: tuple[datetime, str] | None,
-              limit: int) -> Reader[list[RunRecord]]:
+def list_runs(
+    d: Dialect, which: RunFilter, *, before: tuple[datetime, str] | None, limit: int
+) -> Reader[list[RunRecord]]:
     """Up to `limit` runs of `which`, newest first (by creation time, then ID), created before
     the (created_at, run_id) `before` (None: from the newest); an index answers it."""
     m = d.mark
@@ -115,40 +121,54 @@ def list_runs(d: Dialect, which: RunFilter, *, before: tuple[datetime, str] | No
         args += [at, at, before[1]]
     rows: list[Row] = yield All(
         select(schema.RUN_COLUMNS, "runs") + f" WHERE {' AND '.join(where)} "
-        f"ORDER BY created_at DESC, run_id DESC LIMIT {m}", (*args, limit))
+        f"ORDER BY created_at DESC, run_id DESC LIMIT {m}",
+        (*args, limit),
+    )
     return [codecs.run_from_row(r) for r in rows]
 
 
 def last_turn(d: Dialect, run_id: str) -> Reader[TurnRecord | None]:
-    row: Row | None = yield One(select(schema.TURN_COLUMNS, "turns") +
-                                f" WHERE run_id = {d.mark} ORDER BY seq DESC LIMIT 1", (run_id,))
+    row: Row | None = yield One(
+        select(schema.TURN_COLUMNS, "turns")
+        + f" WHERE run_id = {d.mark} ORDER BY seq DESC LIMIT 1",
+        (run_id,),
+    )
     return codecs.turn_from_row(row) if row else None
 
 
 def get_turn(d: Dialect, run_id: str, turn_id: str) -> Reader[TurnRecord | None]:
-    row: Row | None = yield One(select(schema.TURN_COLUMNS, "turns") +
-                                f" WHERE run_id = {d.mark} AND turn_id = {d.mark}",
-                                (run_id, turn_id))
+    row: Row | None = yield One(
+        select(schema.TURN_COLUMNS, "turns") + f" WHERE run_id = {d.mark} AND turn_id = {d.mark}",
+        (run_id, turn_id),
+    )
     return codecs.turn_from_row(row) if row else None
 
 
 def turn_calls(d: Dialect, run_id: str, turn_id: str) -> Reader[list[CallRecord]]:
-    return (yield from _calls(d, f"run_id = {d.mark} AND turn_id = {d.mark}", (run_id, turn_id),
-                              "ORDER BY idx"))
+    return (
+        yield from _calls(
+            d, f"run_id = {d.mark} AND turn_id = {d.mark}", (run_id, turn_id), "ORDER BY idx"
+        )
+    )
 
 
 def find_call(d: Dialect, run_id: str, call_id: str) -> Reader[CallRecord | None]:
     found = yield from _calls(
-        d, f"run_id = {d.mark} AND call_id = {d.mark} AND {fragments.NOT_DUPLICATE}",
-        (run_id, call_id), f"ORDER BY {d.call_order} LIMIT 1")
+        d,
+        f"run_id = {d.mark} AND call_id = {d.mark} AND {fragments.NOT_DUPLICATE}",
+        (run_id, call_id),
+        f"ORDER BY {d.call_order} LIMIT 1",
+    )
     return found[0] if found else None
 
 
 def recent_calls(d: Dialect, run_id: str, limit: int) -> Reader[list[PastCall]]:
     """The run's last `limit` calls, oldest first."""
     rows: list[Row] = yield All(
-        select(fragments.PAST_CALL_COLUMNS, "calls") +
-        f" WHERE run_id = {d.mark} ORDER BY {d.call_order} DESC LIMIT {d.mark}", (run_id, limit))
+        select(fragments.PAST_CALL_COLUMNS, "calls")
+        + f" WHERE run_id = {d.mark} ORDER BY {d.call_order} DESC LIMIT {d.mark}",
+        (run_id, limit),
+    )
     return [codecs.past_call_from_row(r) for r in reversed(rows)]
 
 
@@ -157,11 +177,13 @@ def view(d: Dialect, run_id: str) -> Reader[RunView | None]:
     row: Row | None = yield _run_row(d, run_id)
     if row is None:
         return None
-    turns: list[Row] = yield All(select(schema.TURN_COLUMNS, "turns") +
-                                 f" WHERE run_id = {d.mark} ORDER BY seq", (run_id,))
+    turns: list[Row] = yield All(
+        select(schema.TURN_COLUMNS, "turns") + f" WHERE run_id = {d.mark} ORDER BY seq", (run_id,)
+    )
     calls = yield from _calls(d, f"run_id = {d.mark}", (run_id,), f"ORDER BY {d.call_order}")
-    return RunView(codecs.run_from_row(row), tuple(codecs.turn_from_row(t) for t in turns),
-                   tuple(calls))
+    return RunView(
+        codecs.run_from_row(row), tuple(codecs.turn_from_row(t) for t in turns), tuple(calls)
+    )
 
 
 def snapshot(d: Dialect, run_id: str) -> Reader[RunSnapshot | None]:
@@ -174,8 +196,7 @@ def snapshot(d: Dialect, run_id: str) -> Reader[RunSnapshot | None]:
     return RunSnapshot(codecs.run_from_row(row), turn, tuple(calls))
 
 
-def run_page(d: Dialect, run_id: str, *, before: int | None, limit: int
-             ) -> Reader[RunPage | None]:
+def run_page(d: Dialect, run_id: str, *, before: int | None, limit: int) -> Reader[RunPage | None]:
     """Up to `limit` of the run's turns numbered below `before` (None: its latest), with their
     calls, the run's latest turn number and whether older turns remain."""
     row: Row | None = yield _run_row(d, run_id)
@@ -184,13 +205,16 @@ def run_page(d: Dialect, run_id: str, *, before: int | None, limit: int
     bound = fragments.ABOVE_EVERY_SEQ if before is None else before
     rows: list[Row] = yield All(fragments.page_turns(d.mark), (run_id, bound, limit))
     turns = [codecs.turn_from_row(r) for r in rows][::-1]
-    latest: Row | None = yield One(fragments.latest_seq_below(d.mark),
-                                   (run_id, fragments.ABOVE_EVERY_SEQ))
+    latest: Row | None = yield One(
+        fragments.latest_seq_below(d.mark), (run_id, fragments.ABOVE_EVERY_SEQ)
+    )
     older = False
     if turns:
         older = (yield One(fragments.latest_seq_below(d.mark), (run_id, turns[0].seq))) is not None
-    calls = yield All(fragments.page_calls(d.mark, f"calls.{d.call_order}"),
-                      (run_id, bound, limit, run_id))
-    page = RunView(codecs.run_from_row(row), tuple(turns),
-                   tuple(codecs.call_from_row(r) for r in calls))
+    calls = yield All(
+        fragments.page_calls(d.mark, f"calls.{d.call_order}"), (run_id, bound, limit, run_id)
+    )
+    page = RunView(
+        codecs.run_from_row(row), tuple(turns), tuple(codecs.call_from_row(r) for r in calls)
+    )
     return RunPage(page, int(latest[0]) if latest else 0, older)

@@ -35,47 +35,131 @@ from gateway.audit.hashing import AUDIT_ADDED
 SCHEMA_VERSION = 8
 
 
-RUN_COLUMNS = ("run_id", "state", "subject", "tenant", "provider", "api_version", "budget_json",
-               "labels_json", "conversation_json", "params_hash", "turns_used",
-               "tool_calls_used", "retries_in_row", "input_tokens", "output_tokens",
-               "pause_reason", "created_at", "updated_at", "roles_json")
+RUN_COLUMNS = (
+    "run_id",
+    "state",
+    "subject",
+    "tenant",
+    "provider",
+    "api_version",
+    "budget_json",
+    "labels_json",
+    "conversation_json",
+    "params_hash",
+    "turns_used",
+    "tool_calls_used",
+    "retries_in_row",
+    "input_tokens",
+    "output_tokens",
+    "pause_reason",
+    "created_at",
+    "updated_at",
+    "roles_json",
+)
 
 
-TURN_COLUMNS = ("run_id", "turn_id", "seq", "event", "content_hash", "provider", "api_version",
-                "model", "input_tokens", "output_tokens", "raw_response_json", "detail_json",
-                "next", "reason", "created_at")
+TURN_COLUMNS = (
+    "run_id",
+    "turn_id",
+    "seq",
+    "event",
+    "content_hash",
+    "provider",
+    "api_version",
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "raw_response_json",
+    "detail_json",
+    "next",
+    "reason",
+    "created_at",
+)
 
 
-CALL_COLUMNS = ("run_id", "turn_id", "call_id", "idx", "tool", "status", "arguments_json",
-                "tool_version", "effect", "arguments_sha256", "decision_json", "output_json",
-                "error_code", "error_message", "execution_count", "approval_id",
-                "idempotency_key", "created_at", "decided_at", "started_at", "finished_at",
-                "resolved_by", "resolved_at", "resolution_reason")
+CALL_COLUMNS = (
+    "run_id",
+    "turn_id",
+    "call_id",
+    "idx",
+    "tool",
+    "status",
+    "arguments_json",
+    "tool_version",
+    "effect",
+    "arguments_sha256",
+    "decision_json",
+    "output_json",
+    "error_code",
+    "error_message",
+    "execution_count",
+    "approval_id",
+    "idempotency_key",
+    "created_at",
+    "decided_at",
+    "started_at",
+    "finished_at",
+    "resolved_by",
+    "resolved_at",
+    "resolution_reason",
+)
 
 
-APPROVAL_COLUMNS = ("approval_id", "run_id", "turn_id", "call_id", "tool", "tool_version",
-                    "arguments_json", "arguments_sha256", "status", "requested_by", "tenant",
-                    "created_at", "expires_at", "decided_by", "decided_at", "reason",
-                    "requester_roles_json", "decided_by_tenant", "decided_by_roles_json",
-                    "policy_reasons_json")
+APPROVAL_COLUMNS = (
+    "approval_id",
+    "run_id",
+    "turn_id",
+    "call_id",
+    "tool",
+    "tool_version",
+    "arguments_json",
+    "arguments_sha256",
+    "status",
+    "requested_by",
+    "tenant",
+    "created_at",
+    "expires_at",
+    "decided_by",
+    "decided_at",
+    "reason",
+    "requester_roles_json",
+    "decided_by_tenant",
+    "decided_by_roles_json",
+    "policy_reasons_json",
+)
 
 
 CHECKPOINT_COLUMNS = ("seq", "hash", "time", "removed", "before")
 
 
 # Columns holding integers (every other column holds text); stores with typed columns use it.
-INTEGER_COLUMNS = frozenset({"turns_used", "tool_calls_used", "retries_in_row", "input_tokens",
-                             "output_tokens", "seq", "idx", "execution_count", "layout",
-                             "removed"})
+INTEGER_COLUMNS = frozenset(
+    {
+        "turns_used",
+        "tool_calls_used",
+        "retries_in_row",
+        "input_tokens",
+        "output_tokens",
+        "seq",
+        "idx",
+        "execution_count",
+        "layout",
+        "removed",
+    }
+)
 
 
 # ADDED_COLUMNS[v]: the (table, column) pairs that version v added; a store at version v - 1
 # migrates by adding them (their rows read as empty).
 ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
     2: (("calls", "resolved_by"), ("calls", "resolved_at"), ("calls", "resolution_reason")),
-    3: (("runs", "roles_json"), ("approvals", "requester_roles_json"),
-        ("approvals", "decided_by_tenant"), ("approvals", "decided_by_roles_json"),
-        ("approvals", "policy_reasons_json")),
+    3: (
+        ("runs", "roles_json"),
+        ("approvals", "requester_roles_json"),
+        ("approvals", "decided_by_tenant"),
+        ("approvals", "decided_by_roles_json"),
+        ("approvals", "policy_reasons_json"),
+    ),
     4: tuple(("audit", c) for c in AUDIT_ADDED),
     5: (),
     6: (),
@@ -88,21 +172,26 @@ ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
 # them); IF NOT EXISTS makes each statement safe either way.
 INDEXES: dict[int, tuple[str, ...]] = {
     3: ("CREATE INDEX IF NOT EXISTS approvals_status ON approvals (status)",),
-    4: ("CREATE INDEX IF NOT EXISTS audit_tenant ON audit (tenant, seq)",
-        "CREATE INDEX IF NOT EXISTS audit_subject ON audit (tenant, subject, seq)"),
+    4: (
+        "CREATE INDEX IF NOT EXISTS audit_tenant ON audit (tenant, seq)",
+        "CREATE INDEX IF NOT EXISTS audit_subject ON audit (tenant, subject, seq)",
+    ),
     # a run's last turn (and a page of turns) by seq, however long the run
     5: ("CREATE INDEX IF NOT EXISTS turns_seq ON turns (run_id, seq)",),
     # a page of one subject's (or one tenant's) runs, newest first (ListRuns)
-    6: ("CREATE INDEX IF NOT EXISTS runs_owner ON runs (tenant, subject, created_at, run_id)",
-        "CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at, run_id)"),
+    6: (
+        "CREATE INDEX IF NOT EXISTS runs_owner ON runs (tenant, subject, created_at, run_id)",
+        "CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at, run_id)",
+    ),
     # the calls of unknown outcome, however many calls the store holds
     7: ("CREATE INDEX IF NOT EXISTS calls_unknown ON calls (status) WHERE status = 'UNKNOWN'",),
     # a key's window summed from the index alone; its expired reservations; a call's (given
     # back)
-    8: ("CREATE INDEX IF NOT EXISTS quota_usage_key ON quota_usage (quota_key, reserved_at, "
-        "cost)",
+    8: (
+        "CREATE INDEX IF NOT EXISTS quota_usage_key ON quota_usage (quota_key, reserved_at, cost)",
         "CREATE INDEX IF NOT EXISTS quota_usage_expiry ON quota_usage (quota_key, expires_at)",
-        "CREATE INDEX IF NOT EXISTS quota_usage_call ON quota_usage (run_id, call_id)"),
+        "CREATE INDEX IF NOT EXISTS quota_usage_call ON quota_usage (run_id, call_id)",
+    ),
 }
 
 
@@ -116,11 +205,11 @@ TABLES: dict[int, tuple[str, ...]] = {
 # Typed the same in both stores (sums and comparisons of numbers; times in epoch seconds).
 QUOTA_TABLES = {
     "quota_keys": "quota_keys (quota_key TEXT NOT NULL, quota_limit DOUBLE PRECISION NOT NULL, "
-                  "window_s BIGINT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
-                  "PRIMARY KEY (quota_key))",
+    "window_s BIGINT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
+    "PRIMARY KEY (quota_key))",
     "quota_usage": "quota_usage (quota_key TEXT NOT NULL, run_id TEXT NOT NULL, "
-                   "call_id TEXT NOT NULL, cost DOUBLE PRECISION NOT NULL, "
-                   "reserved_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)",
+    "call_id TEXT NOT NULL, cost DOUBLE PRECISION NOT NULL, "
+    "reserved_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)",
 }
 
 
@@ -131,16 +220,30 @@ def indexes() -> list[str]:
 
 def tables(column: Callable[[str], str], version: int | None = None) -> list[str]:
     """The CREATE TABLE statements of the tables `version` added (every version's: None)."""
-    defs = {"audit_checkpoints": f"audit_checkpoints ({', '.join(map(column, CHECKPOINT_COLUMNS))}"
-                                 ", PRIMARY KEY (seq))", **QUOTA_TABLES}
-    return [f"CREATE TABLE IF NOT EXISTS {defs[name]}"
-            for v, names in TABLES.items() if version in (None, v) for name in names]
+    defs = {
+        "audit_checkpoints": f"audit_checkpoints ({', '.join(map(column, CHECKPOINT_COLUMNS))}"
+        ", PRIMARY KEY (seq))",
+        **QUOTA_TABLES,
+    }
+    return [
+        f"CREATE TABLE IF NOT EXISTS {defs[name]}"
+        for v, names in TABLES.items()
+        if version in (None, v)
+        for name in names
+    ]
 
 
 def migrations(column: Callable[[str], str]) -> dict[int, list[str]]:
     """MIGRATIONS[v]: the statements that upgrade a store at version v to v + 1, given how a
     store declares a column (`column(name)`)."""
-    return {version - 1: [*(f"ALTER TABLE {table} ADD COLUMN {column(name)}"
-                            for table, name in ADDED_COLUMNS.get(version, ())),
-                          *tables(column, version), *INDEXES.get(version, ())]
-            for version in range(2, SCHEMA_VERSION + 1)}
+    return {
+        version - 1: [
+            *(
+                f"ALTER TABLE {table} ADD COLUMN {column(name)}"
+                for table, name in ADDED_COLUMNS.get(version, ())
+            ),
+            *tables(column, version),
+            *INDEXES.get(version, ()),
+        ]
+        for version in range(2, SCHEMA_VERSION + 1)
+    }

@@ -71,21 +71,29 @@ _DDL = [
 MIGRATIONS = schema.migrations(lambda column: column)  # SQLite columns need no type
 # records written before schema 4 get the verdict their decision holds (for queries only:
 # their hash covers decision_json, not this column)
-MIGRATIONS[3].append("UPDATE audit SET verdict = json_extract(decision_json, '$.verdict') "
-                     "WHERE decision_json IS NOT NULL")
+MIGRATIONS[3].append(
+    "UPDATE audit SET verdict = json_extract(decision_json, '$.verdict') "
+    "WHERE decision_json IS NOT NULL"
+)
 
 
 _ROWS_PER_INSERT = 200  # well under SQLite's limit of 32,766 parameters per statement
 
 
-def _insert_rows(conn: sqlite3.Connection, table: str, columns: Sequence[str],
-                 values: Sequence[tuple[Any, ...]], *, guard: str = "",
-                 guard_args: Sequence[Any] = ()) -> int:
+def _insert_rows(
+    conn: sqlite3.Connection,
+    table: str,
+    columns: Sequence[str],
+    values: Sequence[tuple[Any, ...]],
+    *,
+    guard: str = "",
+    guard_args: Sequence[Any] = (),
+) -> int:
     """INSERT values as multi-row statements; `guard` (a condition, checked once, with the
     first rows): insert only while it holds. Answers how many rows went in."""
     inserted = 0
     for start in range(0, len(values), _ROWS_PER_INSERT):
-        chunk = values[start:start + _ROWS_PER_INSERT]
+        chunk = values[start : start + _ROWS_PER_INSERT]
         row = f"({placeholders(columns)})"
         args = [v for r in chunk for v in r]
         sql = f"INSERT INTO {table} ({', '.join(columns)}) "
@@ -108,9 +116,15 @@ def _assignments(columns: Sequence[str]) -> str:
 class SQLiteStore(sqlite_quotas.SQLiteQuotas, SQLiteReads, Notifying):
     name = "sqlite"
 
-    def __init__(self, path: Path, *, busy_timeout_s: float = 5.0,
-                 min_free_bytes: int = 0, audit_key: AuditKey | None = None,
-                 stored: StoredForm | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        busy_timeout_s: float = 5.0,
+        min_free_bytes: int = 0,
+        audit_key: AuditKey | None = None,
+        stored: StoredForm | None = None,
+    ) -> None:
         self.path = path
         self._busy_timeout_s = busy_timeout_s
         self._guard = FileHealth(path, min_free_bytes)
@@ -133,12 +147,23 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, SQLiteReads, Notifying):
     # ------------------------------------------------------------------ plumbing
 
     @classmethod
-    async def open(cls, path: Path, *, busy_timeout_s: float = 5.0,
-                   min_free_bytes: int = 0, audit_key: AuditKey | None = None,
-                   stored: StoredForm | None = None,
-                   share_notifications: bool = False) -> SQLiteStore:
-        store = cls(path, busy_timeout_s=busy_timeout_s, min_free_bytes=min_free_bytes,
-                    audit_key=audit_key, stored=stored)
+    async def open(
+        cls,
+        path: Path,
+        *,
+        busy_timeout_s: float = 5.0,
+        min_free_bytes: int = 0,
+        audit_key: AuditKey | None = None,
+        stored: StoredForm | None = None,
+        share_notifications: bool = False,
+    ) -> SQLiteStore:
+        store = cls(
+            path,
+            busy_timeout_s=busy_timeout_s,
+            min_free_bytes=min_free_bytes,
+            audit_key=audit_key,
+            stored=stored,
+        )
         await store._db.run(store._open)
         if share_notifications:
             try:
@@ -169,7 +194,8 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, SQLiteReads, Notifying):
                 if version > schema.SCHEMA_VERSION:
                     raise StoreUnavailable(
                         f"store {self.path} has schema version {version}, newer than this "
-                        f"callgate ({schema.SCHEMA_VERSION}); upgrade callgate")
+                        f"callgate ({schema.SCHEMA_VERSION}); upgrade callgate"
+                    )
                 for v in range(version, schema.SCHEMA_VERSION):
                     for stmt in MIGRATIONS[v]:
                         conn.execute(stmt)
@@ -182,12 +208,14 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, SQLiteReads, Notifying):
     async def _write(self, fn: Callable[[sqlite3.Connection], T], *, sync: bool = True) -> T:
         """A write transaction, on the event loop's thread unless it would wait; durable when
         it returns, unless `sync` is False (then durable with the next one that is)."""
+
         def tx() -> T:
             conn = self.conn
             result = self._tx(fn, conn)
             if sync:
                 self._db.synced(conn)
             return result
+
         result = await self._db.here(tx)
         self._db.committed()
         return result
@@ -197,8 +225,9 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, SQLiteReads, Notifying):
         """Its connections (the store thread's first), while the store is open."""
         return self._db.all
 
-    def _tx(self, fn: Callable[[sqlite3.Connection], T],
-            conn: sqlite3.Connection | None = None) -> T:
+    def _tx(
+        self, fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection | None = None
+    ) -> T:
         conn = conn or self.conn
         waits = self._db.waits(conn)  # the loop's connection never waits for a lock
         problem = self._guard.problem()
@@ -208,8 +237,10 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, SQLiteReads, Notifying):
         if writer is not None and not writer.acquire(wait=waits):
             if not waits:
                 raise Busy()
-            raise StoreUnavailable(f"the run store stayed busy for {self._busy_timeout_s:g} s "
-                                   "(another process kept writing to it)")
+            raise StoreUnavailable(
+                f"the run store stayed busy for {self._busy_timeout_s:g} s "
+                "(another process kept writing to it)"
+            )
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -237,43 +268,72 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, SQLiteReads, Notifying):
 
     async def create_run(self, run: RunRecord) -> RunRecord:
         def tx(conn: sqlite3.Connection) -> RunRecord:
-            conn.execute(f"INSERT OR IGNORE INTO runs ({', '.join(schema.RUN_COLUMNS)}) "
-                         f"VALUES ({placeholders(schema.RUN_COLUMNS)})", codecs.run_row(run))
-            row = conn.execute(f"SELECT {', '.join(schema.RUN_COLUMNS)} FROM runs "
-                               "WHERE run_id = ?", (run.run_id,)).fetchone()
+            conn.execute(
+                f"INSERT OR IGNORE INTO runs ({', '.join(schema.RUN_COLUMNS)}) "
+                f"VALUES ({placeholders(schema.RUN_COLUMNS)})",
+                codecs.run_row(run),
+            )
+            row = conn.execute(
+                f"SELECT {', '.join(schema.RUN_COLUMNS)} FROM runs WHERE run_id = ?", (run.run_id,)
+            ).fetchone()
             return codecs.run_from_row(row)
+
         return await self._write(tx)
 
-    async def begin_turn(self, run: RunRecord, turn: TurnRecord, calls: Sequence[CallRecord],
-                         audit: Sequence[AuditEvent] = (),
-                         approvals: Sequence[ApprovalRecord] = (), *,
-                         durable: bool = True, reserve: Sequence[Reservation] = ()) -> None:
+    async def begin_turn(
+        self,
+        run: RunRecord,
+        turn: TurnRecord,
+        calls: Sequence[CallRecord],
+        audit: Sequence[AuditEvent] = (),
+        approvals: Sequence[ApprovalRecord] = (),
+        *,
+        durable: bool = True,
+        reserve: Sequence[Reservation] = (),
+    ) -> None:
         """`durable=False`: committed by the loop's connection without syncing its log (its
         frames reach the disk with the next durable commit, whose sync covers the whole log,
         or the next checkpoint); on the store thread, durably all the same."""
+
         def tx(conn: sqlite3.Connection) -> None:
             sqlite_quotas.reserve(conn, reserve)
-            conn.execute(f"INSERT INTO turns ({', '.join(schema.TURN_COLUMNS)}) "
-                         f"VALUES ({placeholders(schema.TURN_COLUMNS)})", codecs.turn_row(turn))
-            _insert_rows(conn, "calls", schema.CALL_COLUMNS,
-                         [codecs.call_row(self._stored.call(c)) for c in calls])
+            conn.execute(
+                f"INSERT INTO turns ({', '.join(schema.TURN_COLUMNS)}) "
+                f"VALUES ({placeholders(schema.TURN_COLUMNS)})",
+                codecs.turn_row(turn),
+            )
+            _insert_rows(
+                conn,
+                "calls",
+                schema.CALL_COLUMNS,
+                [codecs.call_row(self._stored.call(c)) for c in calls],
+            )
             self._update_run(conn, run)
             self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
             self._append_audit(conn, audit)
+
         await self._write(tx, sync=durable)
         self._appended(audit)
 
     def _update_run(self, conn: sqlite3.Connection, run: RunRecord) -> None:
         cols = schema.RUN_COLUMNS[1:]
-        conn.execute(f"UPDATE runs SET {_assignments(cols)} WHERE run_id = ?",
-                     (*codecs.run_row(run)[1:], run.run_id))
+        conn.execute(
+            f"UPDATE runs SET {_assignments(cols)} WHERE run_id = ?",
+            (*codecs.run_row(run)[1:], run.run_id),
+        )
 
-    async def save(self, *, run: RunRecord | None = None, turn: TurnRecord | None = None,
-                   calls: Sequence[CallRecord] = (), approvals: Sequence[ApprovalRecord] = (),
-                   audit: Sequence[AuditEvent] = (),
-                   expect: Sequence[CallRecord] = (),
-                   expect_approvals: Sequence[ApprovalRecord] = (),
-                   reserve: Sequence[Reservation] = ()) -> None:
+    async def save(
+        self,
+        *,
+        run: RunRecord | None = None,
+        turn: TurnRecord | None = None,
+        calls: Sequence[CallRecord] = (),
+        approvals: Sequence[ApprovalRecord] = (),
+        audit: Sequence[AuditEvent] = (),
+        expect: Sequence[CallRecord] = (),
+        expect_approvals: Sequence[ApprovalRecord] = (),
+        reserve: Sequence[Reservation] = (),
+    ) -> None:
         def tx(conn: sqlite3.Connection) -> None:
             sqlite_quotas.reserve(conn, reserve)
             sqlite_quotas.give_back(conn, calls, expect)
@@ -281,14 +341,20 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, SQLiteReads, Notifying):
                 self._update_run(conn, run)
             if turn is not None:
                 cols = schema.TURN_COLUMNS[2:]
-                conn.execute(f"UPDATE turns SET {_assignments(cols)} "
-                             "WHERE run_id = ? AND turn_id = ?",
-                             (*codecs.turn_row(turn)[2:], turn.run_id, turn.turn_id))
-            self._update_calls(conn, [self._stored.call(c) for c in calls],
-                               fragments.guards(expect))
-            self._save_approvals(conn, [self._stored.approval(a) for a in approvals],
-                                 fragments.approval_guards(expect_approvals))
+                conn.execute(
+                    f"UPDATE turns SET {_assignments(cols)} WHERE run_id = ? AND turn_id = ?",
+                    (*codecs.turn_row(turn)[2:], turn.run_id, turn.turn_id),
+                )
+            self._update_calls(
+                conn, [self._stored.call(c) for c in calls], fragments.guards(expect)
+            )
+            self._save_approvals(
+                conn,
+                [self._stored.approval(a) for a in approvals],
+                fragments.approval_guards(expect_approvals),
+            )
             self._append_audit(conn, audit)
+
         await self._write(tx)
         self._appended(audit)
         changed = run or turn
@@ -296,37 +362,47 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, SQLiteReads, Notifying):
             self._hub.publish(changed.run_id)
 
     @staticmethod
-    def _update_calls(conn: sqlite3.Connection, calls: Sequence[CallRecord],
-                      guards: fragments.Guards) -> None:
+    def _update_calls(
+        conn: sqlite3.Connection, calls: Sequence[CallRecord], guards: fragments.Guards
+    ) -> None:
         """One UPDATE for every call (from a VALUES list); a guarded call changes only while
         its row has the expected status and execution count, else `StoreConflict`."""
         if not calls:
             return
         before = conn.total_changes  # (rowcount is not kept for a statement that starts WITH)
-        conn.execute(fragments.calls_update(len(calls), "?"),
-                     fragments.calls_update_values(calls, guards))
+        conn.execute(
+            fragments.calls_update(len(calls), "?"), fragments.calls_update_values(calls, guards)
+        )
         if conn.total_changes - before == len(calls):
             return
         for c in calls:  # which guard failed: its row does not hold the new record
             expected = guards.get((c.turn_id, c.call_id))
-            now = conn.execute("SELECT status, execution_count FROM calls WHERE run_id = ? "
-                               "AND turn_id = ? AND call_id = ?",
-                               (c.run_id, c.turn_id, c.call_id)).fetchone()
+            now = conn.execute(
+                "SELECT status, execution_count FROM calls WHERE run_id = ? "
+                "AND turn_id = ? AND call_id = ?",
+                (c.run_id, c.turn_id, c.call_id),
+            ).fetchone()
             if expected is not None and now != (c.status.value, c.execution_count):
                 raise fragments.conflict(c, expected)
-        raise fragments.conflict(calls[0], guards.get((calls[0].turn_id, calls[0].call_id))
-                            or ("", 0))
+        raise fragments.conflict(
+            calls[0], guards.get((calls[0].turn_id, calls[0].call_id)) or ("", 0)
+        )
 
     @staticmethod
-    def _save_approvals(conn: sqlite3.Connection, approvals: Sequence[ApprovalRecord],
-                        guards: dict[str, str]) -> None:
+    def _save_approvals(
+        conn: sqlite3.Connection, approvals: Sequence[ApprovalRecord], guards: dict[str, str]
+    ) -> None:
         for a in approvals:
             values = codecs.approval_row(a)
             expected = guards.get(a.approval_id)
             if expected is None:
                 conn.execute(fragments.approval_upsert("?"), values)
-            elif conn.execute(fragments.approval_update("?"),
-                              (*values[1:], a.approval_id, expected)).rowcount != 1:
+            elif (
+                conn.execute(
+                    fragments.approval_update("?"), (*values[1:], a.approval_id, expected)
+                ).rowcount
+                != 1
+            ):
                 raise fragments.approval_conflict(a, expected)
 
     # ------------------------------------------------------------- audit and approvals (writes)
@@ -339,9 +415,14 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, SQLiteReads, Notifying):
             return
         if self._audit_head is not None:
             values, last = codecs.chained(events, self._audit_head, self._audit_key)
-            if _insert_rows(conn, "audit", hashing.AUDIT_COLUMNS, values,
-                            guard=f"{fragments.CHAIN_HEAD} = ?",
-                            guard_args=(self._audit_head,)):
+            if _insert_rows(
+                conn,
+                "audit",
+                hashing.AUDIT_COLUMNS,
+                values,
+                guard=f"{fragments.CHAIN_HEAD} = ?",
+                guard_args=(self._audit_head,),
+            ):
                 self._next_head = last
                 return
         head = conn.execute(f"SELECT {fragments.CHAIN_HEAD}").fetchone()[0]
@@ -359,23 +440,29 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, SQLiteReads, Notifying):
         await self._write(lambda conn: self._append_audit(conn, events))
         self._appended(events)
 
-    async def prune_audit(self, before: str,
-                          record: Callable[[AuditCheckpoint], AuditEvent]
-                          ) -> AuditCheckpoint | None:
+    async def prune_audit(
+        self, before: str, record: Callable[[AuditCheckpoint], AuditEvent]
+    ) -> AuditCheckpoint | None:
         def tx(conn: sqlite3.Connection) -> AuditCheckpoint | None:
-            kept = conn.execute("SELECT MIN(seq) FROM audit WHERE time >= ?",
-                                (before,)).fetchone()[0]
-            last = conn.execute("SELECT seq, hash FROM audit WHERE seq < ? ORDER BY seq DESC "
-                                "LIMIT 1", (kept if kept is not None else 2 ** 62,)).fetchone()
+            kept = conn.execute("SELECT MIN(seq) FROM audit WHERE time >= ?", (before,)).fetchone()[
+                0
+            ]
+            last = conn.execute(
+                "SELECT seq, hash FROM audit WHERE seq < ? ORDER BY seq DESC LIMIT 1",
+                (kept if kept is not None else 2**62,),
+            ).fetchone()
             if last is None:
                 return None
             removed = conn.execute("DELETE FROM audit WHERE seq <= ?", (last[0],)).rowcount
             point = AuditCheckpoint(last[0], last[1], audit_time(now_utc()), removed, before)
-            conn.execute(f"INSERT INTO audit_checkpoints ({', '.join(schema.CHECKPOINT_COLUMNS)}) "
-                         f"VALUES ({placeholders(schema.CHECKPOINT_COLUMNS)})",
-                         (point.seq, point.hash, point.time, point.removed, point.before))
+            conn.execute(
+                f"INSERT INTO audit_checkpoints ({', '.join(schema.CHECKPOINT_COLUMNS)}) "
+                f"VALUES ({placeholders(schema.CHECKPOINT_COLUMNS)})",
+                (point.seq, point.hash, point.time, point.removed, point.before),
+            )
             self._append_audit(conn, [record(point)])
             return point
+
         point = await self._db.run(lambda: self._tx(tx))
         if point is not None:
             self._hub.publish(AUDIT_FEED)
@@ -394,8 +481,11 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, SQLiteReads, Notifying):
         """Whether the store can persist: the file guard, then a real write (a no-op update
         committed durably)."""
         try:
-            await self._db.run(lambda: self._tx(
-                lambda conn: conn.execute("UPDATE schema_version SET version = version")))
+            await self._db.run(
+                lambda: self._tx(
+                    lambda conn: conn.execute("UPDATE schema_version SET version = version")
+                )
+            )
         except StoreUnavailable as err:
             problem = err.message
         else:

@@ -62,8 +62,9 @@ class Connections:
     def __init__(self, path: Path, busy_timeout_s: float) -> None:
         self.path = path
         self._busy_timeout_s = busy_timeout_s
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="callgate-sqlite",
-                                        initializer=name_os_thread)
+        self._pool = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="callgate-sqlite", initializer=name_os_thread
+        )
         self.thread: sqlite3.Connection | None = None
         self.loop: sqlite3.Connection | None = None
         self._log: int | None = None  # the write-ahead log's file descriptor, for fdatasync
@@ -77,8 +78,9 @@ class Connections:
     def open_thread(self) -> sqlite3.Connection:
         """On the store thread: its connection, the file in WAL mode."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=self._busy_timeout_s,
-                               isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(
+            self.path, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
@@ -89,8 +91,7 @@ class Connections:
     def open_loop(self) -> None:
         """The event loop's connection (once the schema is in place: the log exists while a
         connection is open, and is never removed while this store's are)."""
-        conn = sqlite3.connect(self.path, timeout=0, isolation_level=None,
-                               check_same_thread=False)
+        conn = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA wal_autocheckpoint=0")
@@ -111,6 +112,7 @@ class Connections:
             if self._log is not None:
                 os.close(self._log)
                 self._log = None
+
         await self.run(close)
         self._pool.shutdown(wait=True)
 
@@ -138,9 +140,10 @@ class Connections:
         try:
             os.fdatasync(self._log)
         except OSError as exc:
-            raise StoreUnavailable(f"the run store could not sync its log to disk: {exc} "
-                                   "(what was just committed may not survive a power loss)"
-                                   ) from exc
+            raise StoreUnavailable(
+                f"the run store could not sync its log to disk: {exc} "
+                "(what was just committed may not survive a power loss)"
+            ) from exc
 
     def waits(self, conn: sqlite3.Connection) -> bool:
         """Whether conn may wait for a lock (only the store thread's)."""

@@ -118,8 +118,11 @@ class PeerLink:
                 self._remove(name)
 
     def _peers(self) -> list[str]:
-        return [name for name in os.listdir(self._dirfd)
-                if name != self._name and _pid_of(name) is not None]
+        return [
+            name
+            for name in os.listdir(self._dirfd)
+            if name != self._name and _pid_of(name) is not None
+        ]
 
     def _remove(self, name: str) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -63,8 +63,7 @@ def give_back(
         conn.execute(quota_sql.give_back("?", len(pairs)), [v for p in pairs for v in p])
 
 
-def reserve_each(conn: sqlite3.Connection, entries: Sequence[Together]
-                 ) -> list[AuditEvent]:
+def reserve_each(conn: sqlite3.Connection, entries: Sequence[Together]) -> list[AuditEvent]:
     """Each entry's reservations under a savepoint of its own (one that does not fit is
     rolled back alone, and marked refused); answers the audit records of those that fit."""
     kept: list[AuditEvent] = []

@@ -1,12 +1,12 @@
 """Tools: manifests (docs/tools.md), their loading, schemas, redaction, and the registry.
 
-    manifest.py     the manifest model (pydantic)
-    files.py        reading a --tools directory (YAML / JSON)
-    environment.py  ${VAR} expansion
-    schema.py       JSON Schema compilation and argument problems
-    redaction.py    masking values by JSON pointer and credential-looking values
-    registry.py     Tool (a compiled manifest), Registry and its tool-set revision
-    live.py         LiveRegistry: the serving snapshot, swapped by a --tools reload
+manifest.py     the manifest model (pydantic)
+files.py        reading a --tools directory (YAML / JSON)
+environment.py  ${VAR} expansion
+schema.py       JSON Schema compilation and argument problems
+redaction.py    masking values by JSON pointer and credential-looking values
+registry.py     Tool (a compiled manifest), Registry and its tool-set revision
+live.py         LiveRegistry: the serving snapshot, swapped by a --tools reload
 """
 
 from gateway.tools.environment import expand_env

@@ -24,8 +24,11 @@ def _expand_text(text: str, field: FieldPath, env: Mapping[str, str]) -> str:
             return default
         if name in env:
             return ""
-        raise ManifestProblem(field, f"environment variable {name} is not set "
-                              f"(write ${{{name}:-default}} to give a default)")
+        raise ManifestProblem(
+            field,
+            f"environment variable {name} is not set "
+            f"(write ${{{name}:-default}} to give a default)",
+        )
 
     return _ENV_REF.sub(replace, text)
 

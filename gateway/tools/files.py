@@ -36,8 +36,12 @@ def manifest_entries(path: Path) -> list[tuple[FieldPath, Any]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestProblem((), f"cannot read: {exc}") from exc
     docs = _json_documents(text) if path.suffix.lower() == ".json" else _yaml_documents(text)
-    items = [item for doc in docs if doc is not None
-             for item in (doc if isinstance(doc, list) else [doc])]
+    items = [
+        item
+        for doc in docs
+        if doc is not None
+        for item in (doc if isinstance(doc, list) else [doc])
+    ]
     if not items:
         raise ManifestProblem((), "no tool manifest in this file")
     single = len(docs) == 1 and not isinstance(docs[0], list)
@@ -47,9 +51,11 @@ def manifest_entries(path: Path) -> list[tuple[FieldPath, Any]]:
 def manifest_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
         raise ConfigError(f"{directory}: tool directory does not exist or is not a directory")
-    files = sorted(p for p in directory.iterdir()
-                   if p.suffix.lower() in MANIFEST_SUFFIXES and p.is_file()
-                   and not p.name.startswith("."))
+    files = sorted(
+        p
+        for p in directory.iterdir()
+        if p.suffix.lower() in MANIFEST_SUFFIXES and p.is_file() and not p.name.startswith(".")
+    )
     if not files:
         raise ConfigError(f"{directory}: no tool manifests (*.yaml, *.yml, *.json)")
     return files

@@ -29,26 +29,61 @@ Mask = Callable[[Any], str]
 # values shorter than this are not searched for in free text (they would match anywhere)
 MIN_SCRUB_CHARS = 4
 
-_WORDS = frozenset({"password", "passwd", "pwd", "passphrase", "passcode", "secret", "token",
-                    "apikey", "authorization", "credential", "credentials", "cookie", "otp",
-                    "cvv", "cvc", "pin", "ssn", "bearer"})
-_PAIRS = frozenset({"apikey", "accesskey", "secretkey", "privatekey", "signingkey",
-                    "encryptionkey", "sessionid", "sessionkey", "clientsecret", "authtoken"})
-_SHAPES = re.compile("|".join((
-    r"(?i:\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*)",
-    r"(?i:\bbasic\s+[A-Za-z0-9+/]{12,}=*)",
-    r"\bsk-[A-Za-z0-9_\-]{16,}",
-    r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}",
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}",
-    r"\bgithub_pat_[A-Za-z0-9_]{30,}",
-    r"\bglpat-[A-Za-z0-9_\-]{20,}",
-    r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-    r"\bAIza[0-9A-Za-z_\-]{35}",
-    r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
-    r"\b[a-z][a-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@",
-)))
+_WORDS = frozenset(
+    {
+        "password",
+        "passwd",
+        "pwd",
+        "passphrase",
+        "passcode",
+        "secret",
+        "token",
+        "apikey",
+        "authorization",
+        "credential",
+        "credentials",
+        "cookie",
+        "otp",
+        "cvv",
+        "cvc",
+        "pin",
+        "ssn",
+        "bearer",
+    }
+)
+_PAIRS = frozenset(
+    {
+        "apikey",
+        "accesskey",
+        "secretkey",
+        "privatekey",
+        "signingkey",
+        "encryptionkey",
+        "sessionid",
+        "sessionkey",
+        "clientsecret",
+        "authtoken",
+    }
+)
+_SHAPES = re.compile(
+    "|".join(
+        (
+            r"(?i:\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*)",
+            r"(?i:\bbasic\s+[A-Za-z0-9+/]{12,}=*)",
+            r"\bsk-[A-Za-z0-9_\-]{16,}",
+            r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}",
+            r"\bgh[pousr]_[A-Za-z0-9]{30,}",
+            r"\bgithub_pat_[A-Za-z0-9_]{30,}",
+            r"\bglpat-[A-Za-z0-9_\-]{20,}",
+            r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",
+            r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+            r"\bAIza[0-9A-Za-z_\-]{35}",
+            r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
+            r"\b[a-z][a-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@",
+        )
+    )
+)
 
 
 def pointer_tokens(pointer: str) -> list[str]:
@@ -70,8 +105,9 @@ def credential_name(name: str) -> bool:
     `accessToken`, `X-Api-Key`, `authorization`, ... (not `max_tokens`)."""
     words = _words(name)
     pairs = {a + b for a, b in zip(words, words[1:], strict=False)}
-    return bool(_WORDS.intersection(words) or _PAIRS.intersection(pairs)
-                or "".join(words) in _PAIRS)
+    return bool(
+        _WORDS.intersection(words) or _PAIRS.intersection(pairs) or "".join(words) in _PAIRS
+    )
 
 
 def credential_shaped(text: str) -> bool:
@@ -173,8 +209,13 @@ def _texts(value: Any) -> list[str]:
     return [json.dumps(value), json.dumps(value, ensure_ascii=False)]
 
 
-def masked(args: dict[str, Any], pointers: Sequence[list[str]], mask: Mask, *,
-           skip: Callable[[Any], bool] = lambda _: False) -> Masked:
+def masked(
+    args: dict[str, Any],
+    pointers: Sequence[list[str]],
+    mask: Mask,
+    *,
+    skip: Callable[[Any], bool] = lambda _: False,
+) -> Masked:
     """A copy of args with the value at every pointer (as tokens) and every credential-looking
     value replaced by its mask; `skip` tells a value that is already a mask."""
     out: dict[str, Any] = copy.deepcopy(args)

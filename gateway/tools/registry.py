@@ -267,8 +267,12 @@ def tools_revision(tools: Iterable[Tool]) -> str:
     environment expansion, so a changed variable is a changed tool set)."""
     digest = hashlib.sha256()
     for tool in sorted(tools, key=lambda t: t.name):
-        body = json.dumps(tool.manifest.model_dump(mode="json"), sort_keys=True,
-                          separators=(",", ":"), ensure_ascii=False).encode()
+        body = json.dumps(
+            tool.manifest.model_dump(mode="json"),
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        ).encode()
         digest.update(len(body).to_bytes(8, "big") + body)
     return REVISION_PREFIX + digest.hexdigest()[:REVISION_HEX_CHARS]
 

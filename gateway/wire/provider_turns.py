@@ -104,14 +104,16 @@ def adapter_for(provider: str) -> ProviderAdapter:
         raise request_error(err) from err
 
 
-def parse_json(text: str, what: str, limits: Limits,
-               code: RequestCode = RequestCode.MALFORMED_RESPONSE) -> Any:
+def parse_json(
+    text: str, what: str, limits: Limits, code: RequestCode = RequestCode.MALFORMED_RESPONSE
+) -> Any:
     """A JSON text from a caller or a provider, read by the one strict reader."""
     try:
         return read_json(text, max_depth=limits.max_json_depth + ENVELOPE_DEPTH)
     except JsonTextError as err:
-        raise RequestError(code, f"{what} breaks a rule of JSON ({err.rule}): "
-                                 f"{err.message}") from err
+        raise RequestError(
+            code, f"{what} breaks a rule of JSON ({err.rule}): {err.message}"
+        ) from err
 
 
 def read_by_adapter(fn: Callable[[], T], where: str = "") -> T:
@@ -124,17 +126,21 @@ def read_by_adapter(fn: Callable[[], T], where: str = "") -> T:
         raise request_error(err, where) from err
     except (LookupError, TypeError, ValueError, AttributeError, RecursionError) as err:
         log.exception("adapter failed on its input (a bug in the adapter)")
-        raise RequestError(RequestCode.MALFORMED_RESPONSE,
-                           f"{where}the provider JSON could not be read "
-                           f"({type(err).__name__})") from err
+        raise RequestError(
+            RequestCode.MALFORMED_RESPONSE,
+            f"{where}the provider JSON could not be read ({type(err).__name__})",
+        ) from err
 
 
 def check_meta_usage(event: ProviderEvent) -> Usage:
     meta = event.meta
     for name, value in (("input", meta.input_tokens), ("output", meta.output_tokens)):
         if not 0 <= value <= MAX_SAFE_INTEGER:
-            raise RequestError(RequestCode.MALFORMED_RESPONSE, f"the response's {name} token "
-                               f"count {value} is out of range (0 to {MAX_SAFE_INTEGER})")
+            raise RequestError(
+                RequestCode.MALFORMED_RESPONSE,
+                f"the response's {name} token "
+                f"count {value} is out of range (0 to {MAX_SAFE_INTEGER})",
+            )
     return Usage(meta.input_tokens, meta.output_tokens)
 
 
@@ -155,9 +161,12 @@ class ProviderTurns:
     async def submit_turn(self, identity: Identity, turn: TurnInput) -> TurnOutcome:
         version = api_version_of(turn.provider, turn.api_version)
         if turn.raw_response_json and not isinstance(
-                parse_json(turn.raw_response_json, "raw_response_json", self.limits), dict):
-            raise RequestError(RequestCode.MALFORMED_RESPONSE,
-                               "raw_response_json must be the provider's response, a JSON object")
+            parse_json(turn.raw_response_json, "raw_response_json", self.limits), dict
+        ):
+            raise RequestError(
+                RequestCode.MALFORMED_RESPONSE,
+                "raw_response_json must be the provider's response, a JSON object",
+            )
         return await self.runner.submit_turn(identity, replace(turn, api_version=version))
 
     async def resume_run(self, identity: Identity, run_id: str) -> TurnOutcome:
@@ -183,65 +192,92 @@ class ProviderTurns:
             items = next_input(adapter, adapter.read_complete_event(raw), outcome)
         except (AdapterError, KeyError, ValueError, TypeError):  # a raw response that fits no
             # longer (stored by another version, or a record that cannot be read)
-            log.warning("run %s turn %s: its raw response does not give the next request's "
-                        "items", outcome.run_id, outcome.turn_id)
+            log.warning(
+                "run %s turn %s: its raw response does not give the next request's items",
+                outcome.run_id,
+                outcome.turn_id,
+            )
             return outcome
         return replace(outcome, provider_input_json=items)
 
-    async def get_run(self, identity: Identity, run_id: str, *, page_size: int = 0,
-                      page_token: str = "") -> tuple[RunPage, str]:
+    async def get_run(
+        self, identity: Identity, run_id: str, *, page_size: int = 0, page_token: str = ""
+    ) -> tuple[RunPage, str]:
         """One page of the run, and its provider-shaped conversation when the page holds the
         whole run ("" otherwise, or when it cannot be rebuilt): rebuilding it reads every
         turn, which only a page holding them all has read."""
-        page = await self.runner.get_run(identity, run_id, page_size=page_size,
-                                         page_token=page_token)
+        page = await self.runner.get_run(
+            identity, run_id, page_size=page_size, page_token=page_token
+        )
         return page, conversation(page.view) if page.whole else ""
 
-    async def submit_response(self, identity: Identity, req: ProviderTurnRequest,
-                              response_json: str) -> TurnOutcome:
+    async def submit_response(
+        self, identity: Identity, req: ProviderTurnRequest, response_json: str
+    ) -> TurnOutcome:
         req, adapter = await self._resolve(identity, req)
         response = parse_json(response_json, "response_json", self.limits)
         if not isinstance(response, dict):
-            raise RequestError(RequestCode.MALFORMED_RESPONSE,
-                               "response_json must be a JSON object (the provider's response)")
+            raise RequestError(
+                RequestCode.MALFORMED_RESPONSE,
+                "response_json must be a JSON object (the provider's response)",
+            )
         event = read_by_adapter(lambda: adapter.read_complete_event(response))
         return await self._submit(identity, adapter, event, req, response_json)
 
-    async def submit_stream(self, identity: Identity, req: ProviderTurnRequest,
-                            events: AsyncIterator[str]) -> TurnOutcome:
+    async def submit_stream(
+        self, identity: Identity, req: ProviderTurnRequest, events: AsyncIterator[str]
+    ) -> TurnOutcome:
         """Assemble a stream of raw events (JSON texts), then submit the turn it makes."""
         req, adapter = await self._resolve(identity, req)
         event, received = await assemble_stream(adapter, events, self.limits)
-        return await self._submit(identity, adapter, event, req,
-                                  stream_raw(event, received, self.limits))
+        return await self._submit(
+            identity, adapter, event, req, stream_raw(event, received, self.limits)
+        )
 
-    async def _resolve(self, identity: Identity, req: ProviderTurnRequest
-                       ) -> tuple[ProviderTurnRequest, ProviderAdapter]:
+    async def _resolve(
+        self, identity: Identity, req: ProviderTurnRequest
+    ) -> tuple[ProviderTurnRequest, ProviderAdapter]:
         run = await self.runner.owned_run(identity, req.run_id)
         provider = req.provider or run.provider
         if not provider:
-            raise RequestError(RequestCode.UNKNOWN_PROVIDER,
-                               "name the provider (or start the run with one)")
+            raise RequestError(
+                RequestCode.UNKNOWN_PROVIDER, "name the provider (or start the run with one)"
+            )
         version = api_version_of(provider, req.api_version or run.api_version)
         return replace(req, provider=provider, api_version=version), adapter_for(provider)
 
-    async def _submit(self, identity: Identity, adapter: ProviderAdapter, event: ProviderEvent,
-                      req: ProviderTurnRequest, raw: str) -> TurnOutcome:
+    async def _submit(
+        self,
+        identity: Identity,
+        adapter: ProviderAdapter,
+        event: ProviderEvent,
+        req: ProviderTurnRequest,
+        raw: str,
+    ) -> TurnOutcome:
         turn_id = event.meta.response_id or req.turn_id
         if not turn_id:
-            raise RequestError(RequestCode.INVALID_ARGUMENT,
-                               "this response carries no ID: set turn_id on the request")
-        turn = TurnInput(run_id=req.run_id, turn_id=turn_id, event=to_turn_event(event, turn_id),
-                         provider=req.provider, api_version=req.api_version,
-                         model=req.model or event.meta.model, usage=check_meta_usage(event),
-                         raw_response_json=raw)
+            raise RequestError(
+                RequestCode.INVALID_ARGUMENT,
+                "this response carries no ID: set turn_id on the request",
+            )
+        turn = TurnInput(
+            run_id=req.run_id,
+            turn_id=turn_id,
+            event=to_turn_event(event, turn_id),
+            provider=req.provider,
+            api_version=req.api_version,
+            model=req.model or event.meta.model,
+            usage=check_meta_usage(event),
+            raw_response_json=raw,
+        )
         outcome = await self.runner.submit_turn(identity, turn)
         return replace(outcome, provider_input_json=next_input(adapter, event, outcome))
 
     # ------------------------------------------------------------------ tools
 
-    async def list_tools(self, identity: Identity, provider: str,
-                         api_version: str) -> tuple[str, list[Tool]]:
+    async def list_tools(
+        self, identity: Identity, provider: str, api_version: str
+    ) -> tuple[str, list[Tool]]:
         """The caller's permitted tools: a JSON array of the provider's declarations, and the
         tools themselves."""
         api_version_of(provider, api_version)
@@ -255,8 +291,9 @@ class ProviderTurns:
 # ---------------------------------------------------------------------- streams
 
 
-async def assemble_stream(adapter: ProviderAdapter, events: AsyncIterator[str],
-                          limits: Limits = DEFAULT_LIMITS) -> tuple[ProviderEvent, list[Any]]:
+async def assemble_stream(
+    adapter: ProviderAdapter, events: AsyncIterator[str], limits: Limits = DEFAULT_LIMITS
+) -> tuple[ProviderEvent, list[Any]]:
     """Feed every raw stream event to the adapter's assembler, within the stream limits;
     answers the final event and the raw events received."""
     assembler = adapter.new_stream_assembler()
@@ -266,11 +303,15 @@ async def assemble_stream(adapter: ProviderAdapter, events: AsyncIterator[str],
         where = f"stream event {len(received) + 1}"
         size += utf8_len(text)
         if len(received) >= limits.max_stream_events:
-            raise over_limit(f"the stream has more than {limits.max_stream_events} events",
-                             "max_stream_events", limits.max_stream_events)
+            raise over_limit(
+                f"the stream has more than {limits.max_stream_events} events",
+                "max_stream_events",
+                limits.max_stream_events,
+            )
         if size > limits.max_stream_bytes:
-            raise over_limit(f"the stream is more than {size} bytes", "max_stream_bytes",
-                             limits.max_stream_bytes)
+            raise over_limit(
+                f"the stream is more than {size} bytes", "max_stream_bytes", limits.max_stream_bytes
+            )
         event = parse_json(text, where, limits)
         if not isinstance(event, dict):
             raise RequestError(RequestCode.MALFORMED_RESPONSE, f"{where} must be a JSON object")
@@ -301,9 +342,13 @@ def call_ids(event: ToolRequestEvent, turn_id: str) -> list[str]:
 def to_turn_event(event: ProviderEvent, turn_id: str) -> TurnEvent:
     if isinstance(event, ToolRequestEvent):
         ids = call_ids(event, turn_id)
-        return TurnEvent(EventKind.TOOL_REQUEST, calls=tuple(
-            ToolCall(cid, c.name, c.arguments_json, c.complete)
-            for cid, c in zip(ids, event.calls, strict=True)))
+        return TurnEvent(
+            EventKind.TOOL_REQUEST,
+            calls=tuple(
+                ToolCall(cid, c.name, c.arguments_json, c.complete)
+                for cid, c in zip(ids, event.calls, strict=True)
+            ),
+        )
     if isinstance(event, FinalEvent):
         return TurnEvent(EventKind.FINAL, text=event.text)
     if isinstance(event, RefusalEvent):
@@ -313,19 +358,31 @@ def to_turn_event(event: ProviderEvent, turn_id: str) -> TurnEvent:
     if isinstance(event, PausedEvent):
         return TurnEvent(EventKind.PAUSED, text=event.reason)
     assert isinstance(event, ProviderErrorEvent)
-    return TurnEvent(EventKind.PROVIDER_ERROR, text=event.message,
-                     error_kind=event.kind.value, retryable=event.retryable)
+    return TurnEvent(
+        EventKind.PROVIDER_ERROR,
+        text=event.message,
+        error_kind=event.kind.value,
+        retryable=event.retryable,
+    )
 
 
-def tool_results(event: ToolRequestEvent, turn_id: str,
-                 results: Sequence[CallResult | CallRecord]) -> list[ToolResult]:
+def tool_results(
+    event: ToolRequestEvent, turn_id: str, results: Sequence[CallResult | CallRecord]
+) -> list[ToolResult]:
     by_id = {r.call_id: r for r in results}
     out = []
     for cid, call in zip(call_ids(event, turn_id), event.calls, strict=True):
         r = by_id[cid]
-        out.append(ToolResult(call_id=cid, name=call.name, status=r.status.value,
-                              output_json=r.output_json, error_code=r.error_code,
-                              error_message=r.error_message))
+        out.append(
+            ToolResult(
+                call_id=cid,
+                name=call.name,
+                status=r.status.value,
+                output_json=r.output_json,
+                error_code=r.error_code,
+                error_message=r.error_message,
+            )
+        )
     return out
 
 
@@ -336,8 +393,9 @@ def next_input(adapter: ProviderAdapter, event: ProviderEvent, outcome: TurnOutc
         return ""
     try:
         if isinstance(event, ToolRequestEvent):
-            items = adapter.append_results(event, tool_results(event, outcome.turn_id,
-                                                               outcome.results))
+            items = adapter.append_results(
+                event, tool_results(event, outcome.turn_id, outcome.results)
+            )
         else:
             items = adapter.extend_conversation([], event, [])
         return write_json(items, max_depth=PROVIDER_DEPTH_CAP)
@@ -356,12 +414,18 @@ def check_conversation(text: str, limits: Limits) -> None:
         return
     size = utf8_len(text)
     if size > limits.max_conversation_bytes:
-        raise over_limit(f"conversation_json is {size} bytes", "max_conversation_bytes",
-                         limits.max_conversation_bytes)
-    if not isinstance(parse_json(text, "conversation_json", limits,
-                                 RequestCode.INVALID_ARGUMENT), list):
-        raise RequestError(RequestCode.INVALID_ARGUMENT,
-                           "conversation_json must be a JSON array of the provider's messages")
+        raise over_limit(
+            f"conversation_json is {size} bytes",
+            "max_conversation_bytes",
+            limits.max_conversation_bytes,
+        )
+    if not isinstance(
+        parse_json(text, "conversation_json", limits, RequestCode.INVALID_ARGUMENT), list
+    ):
+        raise RequestError(
+            RequestCode.INVALID_ARGUMENT,
+            "conversation_json must be a JSON array of the provider's messages",
+        )
 
 
 def conversation(view: RunView) -> str:
@@ -374,8 +438,12 @@ def conversation(view: RunView) -> str:
     try:
         return _conversation(view, get_adapter(run.provider)) or ""
     except Exception as err:  # stored input of any age: never let it break GetRun
-        log.warning("run %s: its conversation cannot be rebuilt: %s: %s", run.run_id,
-                    type(err).__name__, err)
+        log.warning(
+            "run %s: its conversation cannot be rebuilt: %s: %s",
+            run.run_id,
+            type(err).__name__,
+            err,
+        )
         return ""
 
 
@@ -396,7 +464,8 @@ def _conversation(view: RunView, adapter: ProviderAdapter) -> str | None:
         raw = read_json(turn.raw_response_json, max_depth=PROVIDER_DEPTH_CAP + 1)
         event = adapter.read_complete_event(raw)
         calls = [c for c in view.calls if c.turn_id == turn.turn_id]
-        results = (tool_results(event, turn.turn_id, calls)
-                   if isinstance(event, ToolRequestEvent) else [])
+        results = (
+            tool_results(event, turn.turn_id, calls) if isinstance(event, ToolRequestEvent) else []
+        )
         conv = adapter.extend_conversation(conv, event, results)
     return write_json(conv, max_depth=PROVIDER_DEPTH_CAP + 1)

@@ -75,6 +75,7 @@ GRPC_STATUS: dict[RequestCode, grpc.StatusCode] = {
     RequestCode.DEADLINE_EXCEEDED: _S.DEADLINE_EXCEEDED,
 }
 
+
 @dataclass(frozen=True)
 class Undecodable:
     """A request message that did not decode (a string field holding invalid UTF-8, or bytes
@@ -84,9 +85,11 @@ class Undecodable:
     problem: str
 
     def error(self) -> RequestError:
-        return RequestError(RequestCode.INVALID_ARGUMENT,
-                            f"the request is not a valid {self.type_name}: a string field holds "
-                            f"invalid UTF-8, or the bytes are not that message ({self.problem})")
+        return RequestError(
+            RequestCode.INVALID_ARGUMENT,
+            f"the request is not a valid {self.type_name}: a string field holds "
+            f"invalid UTF-8, or the bytes are not that message ({self.problem})",
+        )
 
 
 def _decoder(message: Any) -> Callable[[bytes], Any]:
@@ -95,6 +98,7 @@ def _decoder(message: Any) -> Callable[[bytes], Any]:
             return message.FromString(data)
         except Exception as exc:  # protobuf's DecodeError (and nothing else, on bytes)
             return Undecodable(message.DESCRIPTOR.full_name, str(exc))
+
     return decode
 
 
@@ -117,9 +121,11 @@ def add_to_server(servicer: ToolGatewayService, server: grpc.aio.Server) -> None
         handlers[method.name] = factory(
             getattr(servicer, method.name),
             request_deserializer=_decoder(getattr(pb, method.input_type.name)),
-            response_serializer=getattr(pb, method.output_type.name).SerializeToString)
+            response_serializer=getattr(pb, method.output_type.name).SerializeToString,
+        )
     server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(service.full_name, handlers),))
+        (grpc.method_handlers_generic_handler(service.full_name, handlers),)
+    )
     server.add_registered_method_handlers(service.full_name, handlers)
 
 
@@ -145,8 +151,9 @@ def _tools_status(status: pb.Status, registry: Registry) -> None:
             status.last_rejected_tools_reload.CopyFrom(convert.rejected_reload_to(rejected))
 
 
-def credentials_of(context: grpc.aio.ServicerContext[Any, Any], *,
-                   certificate: bool) -> Credentials:
+def credentials_of(
+    context: grpc.aio.ServicerContext[Any, Any], *, certificate: bool
+) -> Credentials:
     """What the caller presented: its authorization metadata and, when `certificate` (the
     authenticator identifies callers by client certificate), the certificate the TLS listener
     verified (gRPC's auth context has it only when client certificates are on; reading that
@@ -159,14 +166,22 @@ def credentials_of(context: grpc.aio.ServicerContext[Any, Any], *,
         return Credentials(authorization=authorization)
     certs = (context.auth_context() or {}).get("x509_pem_cert") or [b""]
     return Credentials(authorization=authorization, peer_certificate=certs[0])
-INTERNAL = RequestError(RequestCode.INTERNAL, "callgate failed on this request; the error is in "
-                        "its log, and ResumeRun shows what was recorded")
+
+
+INTERNAL = RequestError(
+    RequestCode.INTERNAL,
+    "callgate failed on this request; the error is in "
+    "its log, and ResumeRun shows what was recorded",
+)
 
 
 def trace_carrier(context: grpc.aio.ServicerContext[Any, Any]) -> dict[str, str]:
     """The caller's W3C trace context, from its metadata."""
-    return {key: value for key, value in context.invocation_metadata() or ()
-            if key in TRACE_HEADERS and isinstance(value, str)}
+    return {
+        key: value
+        for key, value in context.invocation_metadata() or ()
+        if key in TRACE_HEADERS and isinstance(value, str)
+    }
 
 
 class RpcOutcome:
@@ -184,8 +199,9 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], err: RequestError) 
     grpc_code = GRPC_STATUS[err.code]
     detail = any_pb2.Any()
     detail.Pack(error_details_pb2.ErrorInfo(reason=err.code.value, domain=ERROR_DOMAIN))
-    status = rpc_status.to_status(status_pb2.Status(code=grpc_code.value[0],
-                                                    message=err.message, details=[detail]))
+    status = rpc_status.to_status(
+        status_pb2.Status(code=grpc_code.value[0], message=err.message, details=[detail])
+    )
     await context.abort(status.code, status.details, status.trailing_metadata)
     raise AssertionError("unreachable")  # context.abort raises
 
@@ -193,8 +209,14 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], err: RequestError) 
 class ToolGatewayService(pb.ToolGatewayServicer):
     """Every RPC: authenticate, decode the request, call the runner, encode the answer."""
 
-    def __init__(self, runner: Runner, desk: ApprovalDesk, auth: Authenticator,
-                 info: StatusInfo, observe: Observe = OFF) -> None:
+    def __init__(
+        self,
+        runner: Runner,
+        desk: ApprovalDesk,
+        auth: Authenticator,
+        info: StatusInfo,
+        observe: Observe = OFF,
+    ) -> None:
         self.runner = runner
         self.observe = observe
         self.authorizer = Authorizer(runner)
@@ -209,15 +231,24 @@ class ToolGatewayService(pb.ToolGatewayServicer):
     def _credentials(self, context: grpc.aio.ServicerContext[Any, Any]) -> Credentials:
         return credentials_of(context, certificate=self.auth.wants_client_certificates)
 
-    async def _call(self, method: str, context: grpc.aio.ServicerContext[Any, Any],
-                    fn: Callable[[Identity], Awaitable[T]], request: Any = None) -> T:
+    async def _call(
+        self,
+        method: str,
+        context: grpc.aio.ServicerContext[Any, Any],
+        fn: Callable[[Identity], Awaitable[T]],
+        request: Any = None,
+    ) -> T:
         if self.observe.enabled:
             return await self._observed(method, context, fn, request)
         return await self._answer(context, fn, request)
 
-    async def _answer(self, context: grpc.aio.ServicerContext[Any, Any],
-                      fn: Callable[[Identity], Awaitable[T]], request: Any = None,
-                      outcome: RpcOutcome | None = None) -> T:
+    async def _answer(
+        self,
+        context: grpc.aio.ServicerContext[Any, Any],
+        fn: Callable[[Identity], Awaitable[T]],
+        request: Any = None,
+        outcome: RpcOutcome | None = None,
+    ) -> T:
         try:
             identity = await self.auth.authenticate(self._credentials(context))
             if isinstance(request, Undecodable):
@@ -233,16 +264,24 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             outcome.failed(failure)
         await abort(context, failure)
 
-    async def _observed(self, method: str, context: grpc.aio.ServicerContext[Any, Any],
-                        fn: Callable[[Identity], Awaitable[T]], request: Any) -> T:
+    async def _observed(
+        self,
+        method: str,
+        context: grpc.aio.ServicerContext[Any, Any],
+        fn: Callable[[Identity], Awaitable[T]],
+        request: Any,
+    ) -> T:
         """`_answer` in the RPC's span (continuing the caller's trace), timed and counted by
         the status it ends with."""
         tracer = self.observe.tracer
         outcome = RpcOutcome()
         start = perf_counter()
         if tracer.enabled:
-            span_name, carrier, attributes = (f"{SERVICE}/{method}", trace_carrier(context),
-                                              {"rpc.method": method})
+            span_name, carrier, attributes = (
+                f"{SERVICE}/{method}",
+                trace_carrier(context),
+                {"rpc.method": method},
+            )
         else:
             span_name, carrier, attributes = method, NO_CARRIER, None
         with tracer.server_span(span_name, carrier, attributes) as span:
@@ -255,9 +294,13 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                 self._ended(span, outcome)
                 self.observe.metrics.rpc(method, outcome.status.name, perf_counter() - start)
 
-    async def _call_stream(self, method: str, context: grpc.aio.ServicerContext[Any, Any],
-                           fn: Callable[[Identity], AsyncIterator[T]],
-                           request: Any = None) -> AsyncIterator[T]:
+    async def _call_stream(
+        self,
+        method: str,
+        context: grpc.aio.ServicerContext[Any, Any],
+        fn: Callable[[Identity], AsyncIterator[T]],
+        request: Any = None,
+    ) -> AsyncIterator[T]:
         """`_call` for a server stream: every message of fn, or the error it ends with (in
         the RPC's span when tracing, which lasts until the stream ends; counted then)."""
         tracer = self.observe.tracer
@@ -265,14 +308,20 @@ class ToolGatewayService(pb.ToolGatewayServicer):
             async for message in self._stream(method, context, fn, request, NO_SPAN):
                 yield message
             return
-        with tracer.server_span(f"{SERVICE}/{method}", trace_carrier(context),
-                                {"rpc.method": method}) as span:
+        with tracer.server_span(
+            f"{SERVICE}/{method}", trace_carrier(context), {"rpc.method": method}
+        ) as span:
             async for message in self._stream(method, context, fn, request, span):
                 yield message
 
-    async def _stream(self, method: str, context: grpc.aio.ServicerContext[Any, Any],
-                      fn: Callable[[Identity], AsyncIterator[T]], request: Any,
-                      span: Span) -> AsyncIterator[T]:
+    async def _stream(
+        self,
+        method: str,
+        context: grpc.aio.ServicerContext[Any, Any],
+        fn: Callable[[Identity], AsyncIterator[T]],
+        request: Any,
+        span: Span,
+    ) -> AsyncIterator[T]:
         outcome = RpcOutcome()
         start = perf_counter()
         sent = 0
@@ -308,55 +357,74 @@ class ToolGatewayService(pb.ToolGatewayServicer):
 
     # ------------------------------------------------------------------ runs and turns
 
-    async def StartRun(self, request: pb.StartRunRequest,
-                       context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
+    async def StartRun(
+        self, request: pb.StartRunRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.Run:
         async def go(who: Identity) -> pb.Run:
             run = await self.turns.start_run(who, convert.start_params(request))
             return convert.run_to(run)
+
         return await self._call("StartRun", context, go, request)
 
-    async def GetRun(self, request: pb.GetRunRequest,
-                     context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
+    async def GetRun(
+        self, request: pb.GetRunRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.Run:
         async def go(who: Identity) -> pb.Run:
             page, conversation = await self.turns.get_run(
-                who, request.run_id, page_size=request.page_size, page_token=request.page_token)
+                who, request.run_id, page_size=request.page_size, page_token=request.page_token
+            )
             return convert.run_page_to(page, conversation)
+
         return await self._call("GetRun", context, go, request)
 
-    async def ListRuns(self, request: pb.ListRunsRequest,
-                       context: grpc.aio.ServicerContext[Any, Any]) -> pb.ListRunsResponse:
+    async def ListRuns(
+        self, request: pb.ListRunsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.ListRunsResponse:
         async def go(who: Identity) -> pb.ListRunsResponse:
             page = await self.lister.list_page(who, convert.runs_request(request))
-            return pb.ListRunsResponse(runs=[convert.run_to(r) for r in page.runs],
-                                       next_page_token=page.next_page_token)
+            return pb.ListRunsResponse(
+                runs=[convert.run_to(r) for r in page.runs], next_page_token=page.next_page_token
+            )
+
         return await self._call("ListRuns", context, go, request)
 
-    async def SubmitTurn(self, request: pb.SubmitTurnRequest,
-                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.TurnOutcome:
+    async def SubmitTurn(
+        self, request: pb.SubmitTurnRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.TurnOutcome:
         async def go(who: Identity) -> pb.TurnOutcome:
             turn = convert.turn_input(request)
             return convert.outcome_to(await self.turns.submit_turn(who, turn))
+
         return await self._call("SubmitTurn", context, go, request)
 
-    async def SubmitProviderResponse(self, request: pb.SubmitProviderResponseRequest,
-                                     context: grpc.aio.ServicerContext[Any, Any]
-                                     ) -> pb.TurnOutcome:
+    async def SubmitProviderResponse(
+        self, request: pb.SubmitProviderResponseRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.TurnOutcome:
         async def go(who: Identity) -> pb.TurnOutcome:
-            req = ProviderTurnRequest(run_id=request.run_id, provider=request.provider,
-                                      api_version=request.api_version,
-                                      turn_id=request.turn_id, model=request.model)
+            req = ProviderTurnRequest(
+                run_id=request.run_id,
+                provider=request.provider,
+                api_version=request.api_version,
+                turn_id=request.turn_id,
+                model=request.model,
+            )
             outcome = await self.turns.submit_response(who, req, request.response_json)
             return convert.outcome_to(outcome)
+
         return await self._call("SubmitProviderResponse", context, go, request)
 
-    async def SubmitProviderStream(self, request_iterator: AsyncIterator[pb.ProviderStreamEvent],
-                                   context: grpc.aio.ServicerContext[Any, Any]
-                                   ) -> pb.TurnOutcome:
+    async def SubmitProviderStream(
+        self,
+        request_iterator: AsyncIterator[pb.ProviderStreamEvent],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> pb.TurnOutcome:
         async def go(who: Identity) -> pb.TurnOutcome:
             first = await anext(aiter(request_iterator), None)
             if first is None:
-                raise RequestError(RequestCode.INVALID_ARGUMENT,
-                                   "the stream was empty: the first message names the run")
+                raise RequestError(
+                    RequestCode.INVALID_ARGUMENT,
+                    "the stream was empty: the first message names the run",
+                )
             if isinstance(first, Undecodable):
                 raise first.error()
 
@@ -368,118 +436,159 @@ class ToolGatewayService(pb.ToolGatewayServicer):
                         raise msg.error()
                     yield msg.event_json
 
-            req = ProviderTurnRequest(run_id=first.run_id, provider=first.provider,
-                                      api_version=first.api_version, turn_id=first.turn_id)
+            req = ProviderTurnRequest(
+                run_id=first.run_id,
+                provider=first.provider,
+                api_version=first.api_version,
+                turn_id=first.turn_id,
+            )
             return convert.outcome_to(await self.turns.submit_stream(who, req, texts()))
+
         return await self._call("SubmitProviderStream", context, go)
 
-    async def ListTools(self, request: pb.ListToolsRequest,
-                        context: grpc.aio.ServicerContext[Any, Any]) -> pb.ListToolsResponse:
+    async def ListTools(
+        self, request: pb.ListToolsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.ListToolsResponse:
         async def go(who: Identity) -> pb.ListToolsResponse:
-            declared, tools = await self.turns.list_tools(who, request.provider,
-                                                          request.api_version)
-            return pb.ListToolsResponse(tools_json=declared,
-                                        tools=[convert.tool_summary(t) for t in tools])
+            declared, tools = await self.turns.list_tools(
+                who, request.provider, request.api_version
+            )
+            return pb.ListToolsResponse(
+                tools_json=declared, tools=[convert.tool_summary(t) for t in tools]
+            )
+
         return await self._call("ListTools", context, go, request)
 
-    async def Authorize(self, request: pb.AuthorizeRequest,
-                        context: grpc.aio.ServicerContext[Any, Any]) -> pb.AuthorizeResponse:
+    async def Authorize(
+        self, request: pb.AuthorizeRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.AuthorizeResponse:
         async def go(who: Identity) -> pb.AuthorizeResponse:
             calls = convert.tool_calls(list(request.calls))
             return convert.authorize_to(await self.authorizer.authorize(who, request.run_id, calls))
+
         return await self._call("Authorize", context, go, request)
 
-    async def ResumeRun(self, request: pb.ResumeRunRequest,
-                        context: grpc.aio.ServicerContext[Any, Any]) -> pb.TurnOutcome:
+    async def ResumeRun(
+        self, request: pb.ResumeRunRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.TurnOutcome:
         async def go(who: Identity) -> pb.TurnOutcome:
             return convert.outcome_to(await self.turns.resume_run(who, request.run_id))
+
         return await self._call("ResumeRun", context, go, request)
 
-    async def ResolveCall(self, request: pb.ResolveCallRequest,
-                          context: grpc.aio.ServicerContext[Any, Any]) -> pb.CallResult:
+    async def ResolveCall(
+        self, request: pb.ResolveCallRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.CallResult:
         async def go(who: Identity) -> pb.CallResult:
             result = await self.runner.resolve_call(who, convert.resolve_request(request))
             return convert.call_result_to(result)
+
         return await self._call("ResolveCall", context, go, request)
 
-    async def WatchRun(self, request: pb.WatchRunRequest,
-                       context: grpc.aio.ServicerContext[Any, Any]
-                       ) -> AsyncIterator[pb.TurnOutcome]:
+    async def WatchRun(
+        self, request: pb.WatchRunRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[pb.TurnOutcome]:
         async def go(who: Identity) -> AsyncIterator[pb.TurnOutcome]:
             async for outcome in self.turns.watch_run(who, request.run_id):
                 yield convert.outcome_to(outcome)
+
         async for message in self._call_stream("WatchRun", context, go, request):
             yield message
 
-    async def ListApprovals(self, request: pb.ListApprovalsRequest,
-                            context: grpc.aio.ServicerContext[Any, Any]
-                            ) -> pb.ListApprovalsResponse:
+    async def ListApprovals(
+        self, request: pb.ListApprovalsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.ListApprovalsResponse:
         async def go(who: Identity) -> pb.ListApprovalsResponse:
             page = await self.desk.list_page(who, convert.list_request(request))
             return convert.approvals_to(page)
+
         return await self._call("ListApprovals", context, go, request)
 
-    async def DecideApproval(self, request: pb.DecideApprovalRequest,
-                             context: grpc.aio.ServicerContext[Any, Any]
-                             ) -> pb.DecideApprovalResponse:
+    async def DecideApproval(
+        self, request: pb.DecideApprovalRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.DecideApprovalResponse:
         async def go(who: Identity) -> pb.DecideApprovalResponse:
             approval, result = await self.runner.decide_approval(
-                who, convert.decide_request(request))
-            return pb.DecideApprovalResponse(approval=convert.approval_to(approval),
-                                             result=convert.call_result_to(result))
+                who, convert.decide_request(request)
+            )
+            return pb.DecideApprovalResponse(
+                approval=convert.approval_to(approval), result=convert.call_result_to(result)
+            )
+
         return await self._call("DecideApproval", context, go, request)
 
-    async def CancelRun(self, request: pb.CancelRunRequest,
-                        context: grpc.aio.ServicerContext[Any, Any]) -> pb.Run:
+    async def CancelRun(
+        self, request: pb.CancelRunRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.Run:
         async def go(who: Identity) -> pb.Run:
             return convert.run_to(await self.runner.cancel_run(who, request.run_id))
+
         return await self._call("CancelRun", context, go, request)
 
-    async def GetStatus(self, request: pb.GetStatusRequest,
-                        context: grpc.aio.ServicerContext[Any, Any]) -> pb.Status:
+    async def GetStatus(
+        self, request: pb.GetStatusRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.Status:
         async def go(who: Identity) -> pb.Status:
             policy = self.runner.policy
-            status = pb.Status(engine=policy.name, policy_revision=policy.revision,
-                               policy_loaded_at=rfc3339(policy.loaded_at), store=self.info.store,
-                               version=self.info.version,
-                               tools=[t.name for t in self.runner.registry.tools()])
+            status = pb.Status(
+                engine=policy.name,
+                policy_revision=policy.revision,
+                policy_loaded_at=rfc3339(policy.loaded_at),
+                store=self.info.store,
+                version=self.info.version,
+                tools=[t.name for t in self.runner.registry.tools()],
+            )
             rejected = self.info.rejected_reload()
             if rejected is not None:
                 status.last_rejected_reload.CopyFrom(convert.rejected_reload_to(rejected))
             _tools_status(status, self.runner.registry)
             shadow = self.info.shadow()
             if shadow is not None:
-                status.shadow.CopyFrom(pb.ShadowStatus(
-                    compared=shadow.compared, disagreed=shadow.disagreed, dropped=shadow.dropped,
-                    failed=shadow.failed, opa_revision=shadow.opa_revision,
-                    opa_reachable=shadow.opa_reachable))
+                status.shadow.CopyFrom(
+                    pb.ShadowStatus(
+                        compared=shadow.compared,
+                        disagreed=shadow.disagreed,
+                        dropped=shadow.dropped,
+                        failed=shadow.failed,
+                        opa_revision=shadow.opa_revision,
+                        opa_reachable=shadow.opa_reachable,
+                    )
+                )
             return status
+
         return await self._call("GetStatus", context, go, request)
 
     # ------------------------------------------------------------------ audit
 
-    async def QueryAudit(self, request: pb.QueryAuditRequest,
-                         context: grpc.aio.ServicerContext[Any, Any]
-                         ) -> AsyncIterator[pb.AuditRecord]:
+    async def QueryAudit(
+        self, request: pb.QueryAuditRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[pb.AuditRecord]:
         async def go(who: Identity) -> AsyncIterator[pb.AuditRecord]:
             async for record in self.audit.stream(who, convert.audit_query(request)):
                 yield convert.audit_record_to(record)
+
         async for message in self._call_stream("QueryAudit", context, go):
             yield message
 
     # ------------------------------------------------------------------ quotas
 
-    async def ListQuotas(self, request: pb.ListQuotasRequest,
-                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.ListQuotasResponse:
+    async def ListQuotas(
+        self, request: pb.ListQuotasRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.ListQuotasResponse:
         async def go(who: Identity) -> pb.ListQuotasResponse:
-            return convert.quotas_to(await self.quotas.list_page(
-                who, request.prefix, page_size=request.page_size,
-                page_token=request.page_token))
+            return convert.quotas_to(
+                await self.quotas.list_page(
+                    who, request.prefix, page_size=request.page_size, page_token=request.page_token
+                )
+            )
+
         return await self._call("ListQuotas", context, go, request)
 
-    async def ResetQuota(self, request: pb.ResetQuotaRequest,
-                         context: grpc.aio.ServicerContext[Any, Any]) -> pb.ResetQuotaResponse:
+    async def ResetQuota(
+        self, request: pb.ResetQuotaRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.ResetQuotaResponse:
         async def go(who: Identity) -> pb.ResetQuotaResponse:
             removed = await self.quotas.reset(who, request.key, request.reason)
             return pb.ResetQuotaResponse(key=request.key, removed=removed)
+
         return await self._call("ResetQuota", context, go, request)

@@ -69,10 +69,14 @@ class LoopbackServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 with server._lock:
-                    server.received.append(Received(self.command, self.path,
-                                                    dict(self.headers.items()), body))
-                    reply = server.replies.pop(0) if server.replies else Reply.json(
-                        {"error": "no canned reply"}, 500)
+                    server.received.append(
+                        Received(self.command, self.path, dict(self.headers.items()), body)
+                    )
+                    reply = (
+                        server.replies.pop(0)
+                        if server.replies
+                        else Reply.json({"error": "no canned reply"}, 500)
+                    )
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
                 self.send_header("Content-Length", str(len(reply.body)))
@@ -86,8 +90,7 @@ class LoopbackServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def url(self) -> str:

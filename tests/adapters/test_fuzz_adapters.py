@@ -30,13 +30,19 @@ def shape_next_request(adapter: ProviderAdapter, event: ProviderEvent, status: s
         ids = [c.call_id or f"turn#{i}" for i, c in enumerate(event.calls)]
         if len(set(ids)) != len(ids):
             return  # the gateway refuses the turn (duplicate_call_id) before anything else
-        results = [ToolResult(call_id=cid, name=c.name, status=status, output_json='{"ok":1}',
-                              error_code="" if status == "SUCCEEDED" else "tool_error",
-                              error_message="m") for cid, c in zip(ids, event.calls,
-                                                                   strict=True)]
+        results = [
+            ToolResult(
+                call_id=cid,
+                name=c.name,
+                status=status,
+                output_json='{"ok":1}',
+                error_code="" if status == "SUCCEEDED" else "tool_error",
+                error_message="m",
+            )
+            for cid, c in zip(ids, event.calls, strict=True)
+        ]
         json.dumps(adapter.append_results(event, results))
-    json.dumps(adapter.extend_conversation([{"role": "user", "content": "hi"}], event,
-                                           results))
+    json.dumps(adapter.extend_conversation([{"role": "user", "content": "hi"}], event, results))
 
 
 def read_complete(adapter: ProviderAdapter, body: Any, status: str) -> None:
@@ -81,34 +87,91 @@ def test_mutated_streams(provider: str, data: st.DataObject, status: str) -> Non
 
 # Inputs the fuzzing found, kept as named cases (each raised TypeError or AttributeError).
 FOUND: list[tuple[str, list[dict[str, Any]]]] = [
-    ("openai.responses", [
-        {"type": "response.output_item.added", "output_index": 0,
-         "item": {"type": "function_call", "id": "fc", "call_id": {}, "arguments": ""}},
-        {"type": "response.output_item.done", "output_index": 0,
-         "item": {"type": "function_call", "id": "fc", "call_id": {}, "arguments": ""}},
-        {"type": "response.completed", "response": {
-            "id": "r", "status": "completed", "output": [
-                {"type": "function_call", "call_id": "x", "name": "n", "arguments": "{}"}]}}]),
-    ("openai.chat_completions", [
-        {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": True}}]}]),
-    ("openai.chat_completions", [
-        {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": 0, "function": 5}]}}]}]),
-    ("anthropic.messages", [
-        {"type": "message_start", "message": {"id": "m", "type": "message",
-                                              "role": "assistant", "model": "x",
-                                              "content": [], "usage": None}},
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-         "usage": {"output_tokens": 1}},
-        {"type": "message_stop"}]),
-    ("anthropic.messages", [
-        {"type": "message_start", "message": {"id": "m", "type": "message",
-                                              "role": "assistant", "model": "x",
-                                              "content": []}},
-        {"type": "content_block_start", "index": 0,
-         "content_block": {"type": "text", "text": 5}},
-        {"type": "content_block_delta", "index": 0,
-         "delta": {"type": "text_delta", "text": "x"}}]),
+    (
+        "openai.responses",
+        [
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {"type": "function_call", "id": "fc", "call_id": {}, "arguments": ""},
+            },
+            {
+                "type": "response.output_item.done",
+                "output_index": 0,
+                "item": {"type": "function_call", "id": "fc", "call_id": {}, "arguments": ""},
+            },
+            {
+                "type": "response.completed",
+                "response": {
+                    "id": "r",
+                    "status": "completed",
+                    "output": [
+                        {"type": "function_call", "call_id": "x", "name": "n", "arguments": "{}"}
+                    ],
+                },
+            },
+        ],
+    ),
+    (
+        "openai.chat_completions",
+        [{"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": True}}]}],
+    ),
+    (
+        "openai.chat_completions",
+        [
+            {
+                "id": "c",
+                "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": 5}]}}],
+            }
+        ],
+    ),
+    (
+        "anthropic.messages",
+        [
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "m",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "x",
+                    "content": [],
+                    "usage": None,
+                },
+            },
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 1},
+            },
+            {"type": "message_stop"},
+        ],
+    ),
+    (
+        "anthropic.messages",
+        [
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "m",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "x",
+                    "content": [],
+                },
+            },
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": 5},
+            },
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "x"},
+            },
+        ],
+    ),
 ]
 
 

@@ -32,8 +32,7 @@ def test_generated_policy_data_has_the_entries_and_the_same_decisions(tmp_path: 
     tenants = data["callgate"]["config"]["tenants"]
     assert len(tenants) == 1000 and {"acme", "globex"} <= set(tenants)
     engine = EmbeddedEngine(prepare(directory, "data.callgate"), checked=True)
-    call = {"tool": "get_train_status",
-            "args": {"train_number": "ICE123", "date": "2026-12-01"}}
+    call = {"tool": "get_train_status", "args": {"train_number": "ICE123", "date": "2026-12-01"}}
 
     def verdict(tenant: str) -> Verdict:
         identity = {"subject": "alice", "tenant": tenant, "roles": ["traveler"]}

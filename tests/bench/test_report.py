@@ -20,8 +20,7 @@ from bench.report import (
 )
 
 
-def scenario(name: str, *, p50_ms: float, count: int, seconds: float,
-             cpu_us: float) -> Scenario:
+def scenario(name: str, *, p50_ms: float, count: int, seconds: float, cpu_us: float) -> Scenario:
     phase = Phase(latencies_s=[p50_ms / 1000] * count, elapsed_s=seconds)
     return Scenario(name, phase, server_cpu_s=cpu_us * count / 1e6, client_cpu_s=0.0)
 
@@ -63,18 +62,25 @@ def test_counts_one_at_a_time_pages_and_pairs() -> None:
     small = scenario("small", p50_ms=10, count=100, seconds=1, cpu_us=1000)
     large = scenario("large", p50_ms=30, count=100, seconds=1, cpu_us=1150)
     results = Results(
-        counts=[StoreCounts("sqlite", 9.0, 2.0, 2.0, 2.0, 2.0),
-                StoreCounts("postgresql", 11.0, 3.0, 3.0, 4.0, 0.0)],
+        counts=[
+            StoreCounts("sqlite", 9.0, 2.0, 2.0, 2.0, 2.0),
+            StoreCounts("postgresql", 11.0, 3.0, 3.0, 4.0, 0.0),
+        ],
         one_at_a_time=OneAtATime(7.5, {"get_train_status": 2.0, "get_weather": 3.6}),
-        getrun_p50_ms=20.5, tools=Pair(small, large), data=Pair(large, small),
-        skipped={"long": "not run (--only)"})
+        getrun_p50_ms=20.5,
+        tools=Pair(small, large),
+        data=Pair(large, small),
+        skipped={"long": "not run (--only)"},
+    )
     verdicts = by_name(results)
     assert verdicts["SubmitTurn, two HTTP reads: SQL statements per turn (sqlite)"] == "yes"
     shown = {t.name: t.measured for t in evaluate(results)}
     assert shown["SubmitTurn, two HTTP reads: SQL statements per turn (sqlite)"] == (
-        "9.0 (+ 2.0 BEGIN, 2.0 COMMIT, 2.0 PRAGMA/SET)")
+        "9.0 (+ 2.0 BEGIN, 2.0 COMMIT, 2.0 PRAGMA/SET)"
+    )
     assert shown["SubmitTurn, two HTTP reads: SQL statements per turn (postgresql)"] == (
-        "11.0 (+ 3.0 BEGIN, 3.0 COMMIT)")
+        "11.0 (+ 3.0 BEGIN, 3.0 COMMIT)"
+    )
     assert verdicts["SubmitTurn commits per turn (sqlite)"] == "yes"
     assert verdicts["SubmitTurn, two HTTP reads: SQL statements per turn (postgresql)"] == "NO"
     assert verdicts["SubmitTurn commits per turn (postgresql)"] == "NO"
@@ -91,8 +97,9 @@ def test_counts_one_at_a_time_pages_and_pairs() -> None:
 
 
 def test_a_part_not_run_is_never_met_and_says_why() -> None:
-    targets = evaluate(Results(skipped={"main": "not run (--only)", "workers":
-                                        "serve has no --workers"}))
+    targets = evaluate(
+        Results(skipped={"main": "not run (--only)", "workers": "serve has no --workers"})
+    )
     assert len(targets) == 14
     assert all(t.met is None for t in targets)
     assert all(t.measured.startswith("not measured: ") for t in targets)
@@ -100,15 +107,23 @@ def test_a_part_not_run_is_never_met_and_says_why() -> None:
 
 
 def test_workers_are_reported_and_the_table_renders() -> None:
-    workers = WorkersResult({"Authorize": (900.0, 1500.0), "SubmitTurn": (80.0, 120.0)},
-                            ([110.0], [105.0, 104.0]))
+    workers = WorkersResult(
+        {"Authorize": (900.0, 1500.0), "SubmitTurn": (80.0, 120.0)}, ([110.0], [105.0, 104.0])
+    )
     targets = evaluate(Results(workers=workers))
     assert targets[-1].met is None
-    assert targets[-1].measured == ("Authorize 900 -> 1500; SubmitTurn 80 -> 120 req/s; "
-                                    "RSS 110 / 105, 104 MB")
-    text = render(info=[("date", "today")], scenarios=[], echo_ratios=[], memory_rows=[],
-                  sections=[], goals=targets)
+    assert targets[-1].measured == (
+        "Authorize 900 -> 1500; SubmitTurn 80 -> 120 req/s; RSS 110 / 105, 104 MB"
+    )
+    text = render(
+        info=[("date", "today")],
+        scenarios=[],
+        echo_ratios=[],
+        memory_rows=[],
+        sections=[],
+        goals=targets,
+    )
     lines = text.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("target "))
     assert lines[header].split()[-1] == "met"
-    assert [line.split()[-1] for line in lines[header + 2:]] == ["-"] * 14
+    assert [line.split()[-1] for line in lines[header + 2 :]] == ["-"] * 14

@@ -14,16 +14,22 @@ from bench.run import PARTS, _workers_of, parts
 # a process that starts a child which starts a grandchild, prints their pids, and waits for
 # its stdin to close (each waits for its own stdin, so closing the first ends all three)
 WAIT = "import sys; sys.stdin.read()"
-SPAWN = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', {code!r}], "
-         "stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True); "
-         "print(p.pid, p.stdout.readline().strip() if {nested} else '', flush=True); "
-         "sys.stdin.read(); p.stdin.close(); p.wait()")
+SPAWN = (
+    "import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', {code!r}], "
+    "stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True); "
+    "print(p.pid, p.stdout.readline().strip() if {nested} else '', flush=True); "
+    "sys.stdin.read(); p.stdin.close(); p.wait()"
+)
 
 
 def test_the_workers_are_a_supervisors_descendants() -> None:
     child_code = SPAWN.format(code=WAIT, nested=False)
-    with subprocess.Popen([sys.executable, "-c", SPAWN.format(code=child_code, nested=True)],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as parent:
+    with subprocess.Popen(
+        [sys.executable, "-c", SPAWN.format(code=child_code, nested=True)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as parent:
         assert parent.stdin is not None and parent.stdout is not None
         try:
             child, grandchild = (int(p) for p in parent.stdout.readline().split())
@@ -40,8 +46,17 @@ def test_the_workers_are_a_supervisors_descendants() -> None:
 def test_only_takes_known_parts() -> None:
     assert parts("main,counts") == ("main", "counts")
     assert parts(" tools , data ") == ("tools", "data")
-    assert set(PARTS) == {"main", "counts", "pages", "long", "tools", "data", "workers",
-                          "observe", "results"}
+    assert set(PARTS) == {
+        "main",
+        "counts",
+        "pages",
+        "long",
+        "tools",
+        "data",
+        "workers",
+        "observe",
+        "results",
+    }
     with pytest.raises(argparse.ArgumentTypeError, match="unknown part"):
         parts("main,mian")
     with pytest.raises(argparse.ArgumentTypeError):

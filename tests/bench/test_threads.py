@@ -42,9 +42,13 @@ def test_a_named_store_thread_is_counted_as_the_store() -> None:
 
 def test_the_table_gives_each_kind_per_request_and_skips_what_was_not_measured() -> None:
     phase = Phase(latencies_s=[0.001] * 1000, elapsed_s=1.0)
-    measured = Scenario("Authorize", phase, 1.0, 0.0,
-                        threads_cpu_s={"event loop": 0.6, "store": 0.25, "other Python": 0.0,
-                                       "native": 0.15})
+    measured = Scenario(
+        "Authorize",
+        phase,
+        1.0,
+        0.0,
+        threads_cpu_s={"event loop": 0.6, "store": 0.25, "other Python": 0.0, "native": 0.15},
+    )
     unmeasured = Scenario("in-process", phase, 1.0, 0.0)
     lines = thread_table([measured, unmeasured])
     assert lines[0].split() == ["scenario", "event", "loop", "store", "native"]

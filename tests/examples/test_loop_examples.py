@@ -17,12 +17,26 @@ from gateway.testing import SidecarProcess
 from tests.support.paths import ROOT
 
 
-def test_the_offline_loop_answers_from_recorded_responses(sidecar: SidecarProcess,
-                                                          fresh_travel: TravelService,
-                                                          run_id: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "examples.loop.offline", "--target",
-                           sidecar.target, "--token", "alice-demo-token", "--run-id", run_id],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+def test_the_offline_loop_answers_from_recorded_responses(
+    sidecar: SidecarProcess, fresh_travel: TravelService, run_id: str
+) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "examples.loop.offline",
+            "--target",
+            sidecar.target,
+            "--token",
+            "alice-demo-token",
+            "--run-id",
+            run_id,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith('toolu_01Train: {"train_number": "ICE123"')
@@ -34,5 +48,6 @@ def test_the_offline_loop_answers_from_recorded_responses(sidecar: SidecarProces
 def test_the_sdk_models_are_loop_models() -> None:
     models: list[Model] = [
         ClaudeModel(anthropic.AsyncAnthropic(api_key="unused"), "claude-sonnet-4-5"),
-        OpenAIResponsesModel(openai.AsyncOpenAI(api_key="unused"), "gpt-5-mini")]
+        OpenAIResponsesModel(openai.AsyncOpenAI(api_key="unused"), "gpt-5-mini"),
+    ]
     assert all(callable(m.respond) for m in models)

@@ -36,20 +36,32 @@ def client(service: TravelService) -> Iterator[httpx.Client]:
 
 
 def ctx(call_id: str) -> ExecutionContext:
-    return ExecutionContext(run_id="run-t", call_id=call_id, idempotency_key=f"run-t:{call_id}",
-                            identity=Identity(subject="traveller"))
+    return ExecutionContext(
+        run_id="run-t",
+        call_id=call_id,
+        idempotency_key=f"run-t:{call_id}",
+        identity=Identity(subject="traveller"),
+    )
 
 
 # --------------------------------------------------------------------------- the service
 
 
 def test_train_status_is_deterministic(client: httpx.Client) -> None:
-    for number, status, delay in [("ICE123", "on_time", 0), ("ICE456", "delayed", 25),
-                                  ("RE7", "delayed", 5), ("TGV9", "on_time", 0)]:
+    for number, status, delay in [
+        ("ICE123", "on_time", 0),
+        ("ICE456", "delayed", 25),
+        ("RE7", "delayed", 5),
+        ("TGV9", "on_time", 0),
+    ]:
         answer = client.post("/train_status", json={"train_number": number, "date": "2025-05-01"})
         assert answer.status_code == 200
-        assert answer.json() == {"train_number": number, "date": "2025-05-01",
-                                 "status": status, "delay_min": delay}
+        assert answer.json() == {
+            "train_number": number,
+            "date": "2025-05-01",
+            "status": status,
+            "delay_min": delay,
+        }
 
 
 def test_unknown_train_is_404_and_bad_input_400(client: httpx.Client) -> None:
@@ -69,8 +81,9 @@ def test_weather_is_deterministic(client: httpx.Client) -> None:
     assert isinstance(first["high_c"], int) and isinstance(first["forecast"], str)
 
 
-def test_control_applies_for_times_then_normal(client: httpx.Client,
-                                               service: TravelService) -> None:
+def test_control_applies_for_times_then_normal(
+    client: httpx.Client, service: TravelService
+) -> None:
     body = {"city": "Paris", "date": "2025-05-01"}
     service.control(weather={"status": 500, "times": 2})
     assert [client.post("/weather", json=body).status_code for _ in range(3)] == [500, 500, 200]
@@ -82,16 +95,29 @@ def test_control_applies_for_times_then_normal(client: httpx.Client,
 
 
 def test_stats_and_reset(client: httpx.Client, service: TravelService) -> None:
-    client.post("/train_status", json={"train_number": "RE7", "date": "2025-05-01"},
-                headers={"Idempotency-Key": "r:c1", "X-Callgate-Call-Id": "c1",
-                         "X-Callgate-Run-Id": "r", "X-Callgate-Subject": "ann"})
+    client.post(
+        "/train_status",
+        json={"train_number": "RE7", "date": "2025-05-01"},
+        headers={
+            "Idempotency-Key": "r:c1",
+            "X-Callgate-Call-Id": "c1",
+            "X-Callgate-Run-Id": "r",
+            "X-Callgate-Subject": "ann",
+        },
+    )
     client.post("/weather", json={"city": "Rome", "date": "2025-05-01"})
     stats = client.get("/_stats").json()
     assert stats == service.stats()
     assert (stats["train_status"], stats["weather"]) == (1, 1)
-    assert stats["requests"][0] == {"path": "/train_status", "idempotency_key": "r:c1",
-                                    "call_id": "c1", "run_id": "r", "subject": "ann",
-                                    "traceparent": "", "baggage": ""}
+    assert stats["requests"][0] == {
+        "path": "/train_status",
+        "idempotency_key": "r:c1",
+        "call_id": "c1",
+        "run_id": "r",
+        "subject": "ann",
+        "traceparent": "",
+        "baggage": "",
+    }
     assert client.post("/_reset").status_code == 200
     assert service.stats() == {"train_status": 0, "weather": 0, "requests": []}
 
@@ -107,8 +133,11 @@ async def test_close_interrupts_a_delayed_request() -> None:
     service = start_travel_service()
     service.control(weather={"delay_s": 60})
     async with httpx.AsyncClient(trust_env=False) as client:
-        pending = asyncio.create_task(client.post(
-            f"{service.url}/weather", json={"city": "Oslo", "date": "2025-05-01"}, timeout=30))
+        pending = asyncio.create_task(
+            client.post(
+                f"{service.url}/weather", json={"city": "Oslo", "date": "2025-05-01"}, timeout=30
+            )
+        )
         assert await asyncio.to_thread(service.wait_for, "weather")
         started = time.monotonic()
         await asyncio.to_thread(service.close)
@@ -119,16 +148,18 @@ async def test_close_interrupts_a_delayed_request() -> None:
 
 def test_runs_as_a_module() -> None:
     command = [sys.executable, "-m", "examples.travel.service", "--port", "0", "--quiet"]
-    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) as proc:
+    with subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
         try:
             assert proc.stdout is not None
             line = proc.stdout.readline()
             assert line.startswith("travel service listening on http://127.0.0.1:")
             url = line.rsplit(" ", 1)[1].strip()
             with httpx.Client(trust_env=False, timeout=5) as client:
-                answer = client.post(f"{url}/train_status",
-                                     json={"train_number": "TGV9", "date": "2025-05-01"})
+                answer = client.post(
+                    f"{url}/train_status", json={"train_number": "TGV9", "date": "2025-05-01"}
+                )
             assert answer.json()["status"] == "on_time"
         finally:
             proc.terminate()
@@ -156,8 +187,7 @@ async def registry(service: TravelService, tmp_path: Path) -> AsyncIterator[Regi
 async def run_both(registry: Registry) -> tuple[dict[str, ExecutionResult], list[str]]:
     done: list[str] = []
 
-    async def call(name: str, call_id: str,
-                   args: dict[str, str]) -> tuple[str, ExecutionResult]:
+    async def call(name: str, call_id: str, args: dict[str, str]) -> tuple[str, ExecutionResult]:
         tool = registry.get(name)
         assert tool is not None
         result = await tool.run(args, ctx(call_id))
@@ -166,12 +196,14 @@ async def run_both(registry: Registry) -> tuple[dict[str, ExecutionResult], list
 
     pairs = await asyncio.gather(
         call("get_train_status", "call_train", {"train_number": "ICE456", "date": "2025-05-01"}),
-        call("get_weather", "call_weather", {"city": "Munich", "date": "2025-05-01"}))
+        call("get_weather", "call_weather", {"city": "Munich", "date": "2025-05-01"}),
+    )
     return dict(pairs), done
 
 
 async def test_reverse_completion_keeps_each_result_with_its_call(
-        registry: Registry, service: TravelService) -> None:
+    registry: Registry, service: TravelService
+) -> None:
     service.control(train_status={"delay_s": 0.2, "times": 1})
     results, done = await run_both(registry)
     assert done == ["call_weather", "call_train"]
@@ -184,25 +216,30 @@ async def test_reverse_completion_keeps_each_result_with_its_call(
 
 
 async def test_weather_timeout_leaves_the_train_result(
-        registry: Registry, service: TravelService) -> None:
+    registry: Registry, service: TravelService
+) -> None:
     service.control(weather={"delay_s": 30, "times": 1})
     results, _ = await run_both(registry)
     train, weather = results["call_train"], results["call_weather"]
     assert train.status is CallStatus.SUCCEEDED
-    assert (weather.status, weather.error_code) == (
-        CallStatus.FAILED, "tool_timeout")
+    assert (weather.status, weather.error_code) == (CallStatus.FAILED, "tool_timeout")
 
 
 async def test_failed_tool_and_invalid_train_number(
-        registry: Registry, service: TravelService) -> None:
+    registry: Registry, service: TravelService
+) -> None:
     train = registry.get("get_train_status")
     assert train is not None
     assert train.validate_arguments({"train_number": "ice 1", "date": "2025-05-01"}) == (
-        "/train_number: 'ice 1' does not match '^[A-Z]{1,4}[0-9]{1,5}$'")
+        "/train_number: 'ice 1' does not match '^[A-Z]{1,4}[0-9]{1,5}$'"
+    )
     service.control(train_status={"status": 503, "times": 1})
     failed = await train.run({"train_number": "RE7", "date": "2025-05-01"}, ctx("c1"))
     assert (failed.status, failed.error_code, failed.attempts) == (
-        CallStatus.FAILED, "tool_error", 1)
+        CallStatus.FAILED,
+        "tool_error",
+        1,
+    )
     unknown = await train.run({"train_number": "XX1", "date": "2025-05-01"}, ctx("c2"))
     assert (unknown.status, unknown.error_code) == (CallStatus.FAILED, "tool_error")
     assert "unknown train" in unknown.error_message

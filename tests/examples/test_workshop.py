@@ -71,8 +71,9 @@ def test_capacity_is_enforced(client: httpx.Client, service: WorkshopService) ->
     assert len(service.reservations()) == 1
 
 
-def test_apply_then_drop_and_apply_then_500_book(client: httpx.Client,
-                                                 service: WorkshopService) -> None:
+def test_apply_then_drop_and_apply_then_500_book(
+    client: httpx.Client, service: WorkshopService
+) -> None:
     service.control(reserve_seat={"apply_then_drop": True, "times": 1})
     with pytest.raises(httpx.RemoteProtocolError):
         reserve(client, "k1")
@@ -107,10 +108,19 @@ def test_faults_on_reads_and_the_lookup(client: httpx.Client, service: WorkshopS
 
 
 def test_runs_as_a_module(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "examples.workshop.service", "--port", "0", "--quiet",
-               "--db", str(tmp_path / "w.db")]
-    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) as proc:
+    command = [
+        sys.executable,
+        "-m",
+        "examples.workshop.service",
+        "--port",
+        "0",
+        "--quiet",
+        "--db",
+        str(tmp_path / "w.db"),
+    ]
+    with subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
         try:
             assert proc.stdout is not None
             line = proc.stdout.readline()
@@ -137,12 +147,17 @@ async def registry(service: WorkshopService) -> AsyncIterator[Registry]:
 
 
 def ctx(call_id: str) -> ExecutionContext:
-    return ExecutionContext(run_id="run-w", call_id=call_id, idempotency_key=f"run-w:{call_id}",
-                            identity=Identity(subject="mia"))
+    return ExecutionContext(
+        run_id="run-w",
+        call_id=call_id,
+        idempotency_key=f"run-w:{call_id}",
+        identity=Identity(subject="mia"),
+    )
 
 
-async def test_a_lost_booking_is_found_by_its_key(registry: Registry,
-                                                  service: WorkshopService) -> None:
+async def test_a_lost_booking_is_found_by_its_key(
+    registry: Registry, service: WorkshopService
+) -> None:
     tool = registry.get("reserve_seat")
     assert tool is not None and tool.enforced_by_target
     service.control(reserve_seat={"apply_then_drop": True, "times": 1})
@@ -153,8 +168,9 @@ async def test_a_lost_booking_is_found_by_its_key(registry: Registry,
     assert len(service.reservations("run-w:w1")) == 1
 
 
-async def test_a_write_that_never_arrived_is_sent_once_more(registry: Registry,
-                                                            service: WorkshopService) -> None:
+async def test_a_write_that_never_arrived_is_sent_once_more(
+    registry: Registry, service: WorkshopService
+) -> None:
     tool = registry.get("reserve_seat")
     assert tool is not None
     service.control(reserve_seat={"status": 503, "times": 1})
@@ -165,8 +181,9 @@ async def test_a_write_that_never_arrived_is_sent_once_more(registry: Registry,
     assert len(service.reservations("run-w:w2")) == 1
 
 
-async def test_a_pending_booking_stays_unknown(registry: Registry,
-                                               service: WorkshopService) -> None:
+async def test_a_pending_booking_stays_unknown(
+    registry: Registry, service: WorkshopService
+) -> None:
     tool = registry.get("reserve_seat")
     assert tool is not None
     service.control(reserve_seat={"apply_late": True, "times": 1})

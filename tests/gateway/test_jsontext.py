@@ -16,43 +16,49 @@ from gateway.jsontext import (
 from gateway.store.codecs import storable
 
 
-@pytest.mark.parametrize("text, rule", [
-    ("NaN", "non_finite"),
-    ("[Infinity]", "non_finite"),
-    ('{"a": -Infinity}', "non_finite"),
-    ("[1e400]", "non_finite"),
-    ("[" + "9" * 400 + "]", "integer_range"),
-    ("9007199254740992", "integer_range"),
-    ("-9007199254740992", "integer_range"),
-    ('{"a": 1, "a": 2}', "duplicate_key"),
-    ('{"x": {"a": 1, "b": {}, "a": 2}}', "duplicate_key"),
-    ('"\\ud800"', "lone_surrogate"),
-    ('{"\\udc00": 1}', "lone_surrogate"),
-    ('["\\ude00\\ud83d"]', "lone_surrogate"),
-    ("\ud800", "lone_surrogate"),
-    ("[" * 65 + "]" * 65, "depth"),
-    ('{"a":' * 65 + "1" + "}" * 65, "depth"),
-    ("[" * 100_000 + "]" * 100_000, "depth"),
-    ("{", "syntax"),
-    ("[1,]", "syntax"),
-    ("", "syntax"),
-    ("\ufeff{}", "syntax"),  # a byte order mark is not JSON text (RFC 8259 §8.1)
-    (b"\xef\xbb\xbf{}", "syntax"),  # the same, as bytes
-])
+@pytest.mark.parametrize(
+    "text, rule",
+    [
+        ("NaN", "non_finite"),
+        ("[Infinity]", "non_finite"),
+        ('{"a": -Infinity}', "non_finite"),
+        ("[1e400]", "non_finite"),
+        ("[" + "9" * 400 + "]", "integer_range"),
+        ("9007199254740992", "integer_range"),
+        ("-9007199254740992", "integer_range"),
+        ('{"a": 1, "a": 2}', "duplicate_key"),
+        ('{"x": {"a": 1, "b": {}, "a": 2}}', "duplicate_key"),
+        ('"\\ud800"', "lone_surrogate"),
+        ('{"\\udc00": 1}', "lone_surrogate"),
+        ('["\\ude00\\ud83d"]', "lone_surrogate"),
+        ("\ud800", "lone_surrogate"),
+        ("[" * 65 + "]" * 65, "depth"),
+        ('{"a":' * 65 + "1" + "}" * 65, "depth"),
+        ("[" * 100_000 + "]" * 100_000, "depth"),
+        ("{", "syntax"),
+        ("[1,]", "syntax"),
+        ("", "syntax"),
+        ("\ufeff{}", "syntax"),  # a byte order mark is not JSON text (RFC 8259 §8.1)
+        (b"\xef\xbb\xbf{}", "syntax"),  # the same, as bytes
+    ],
+)
 def test_rules(text: str, rule: str) -> None:
     with pytest.raises(JsonTextError) as info:
         read_json(text)
     assert info.value.rule == rule, info.value.message
 
 
-@pytest.mark.parametrize("text", [
-    "[" * 64 + "]" * 64,
-    '["\\ud83d\\ude00", "\\u00e9", "😀"]',
-    "9007199254740991",
-    "-9007199254740991",
-    '{"a": 1.5e300, "b": -0, "c": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}',
-    '"\\\\ud800"',  # an escaped backslash, then text: no surrogate
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 64 + "]" * 64,
+        '["\\ud83d\\ude00", "\\u00e9", "😀"]',
+        "9007199254740991",
+        "-9007199254740991",
+        '{"a": 1.5e300, "b": -0, "c": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}',
+        '"\\\\ud800"',  # an escaped backslash, then text: no surrogate
+    ],
+)
 def test_accepted(text: str) -> None:
     assert read_json(text) == json.loads(text)
 

@@ -29,8 +29,17 @@ from gateway.model import (
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 RECORDS: list[Any] = [
-    CallRecord("r1", "t1", "c1", 0, "get_weather", CallStatus.PROPOSED, '{"city": "Berlin"}',
-               created_at=NOW, decision=Decision(Verdict.ALLOW)),
+    CallRecord(
+        "r1",
+        "t1",
+        "c1",
+        0,
+        "get_weather",
+        CallStatus.PROPOSED,
+        '{"city": "Berlin"}',
+        created_at=NOW,
+        decision=Decision(Verdict.ALLOW),
+    ),
     TurnRecord("r1", "t1", 1, EventKind.TOOL_REQUEST, "ab" * 32, next=NextAction.CONTINUE),
     RunRecord("r1", RunState.ACTIVE, "alice", "acme", created_at=NOW),
 ]

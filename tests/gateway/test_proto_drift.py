@@ -25,5 +25,6 @@ def test_generated_code_is_current(tmp_path: Path) -> None:
     for path in written:
         rel = path.relative_to(tmp_path)
         assert (committed / rel).exists(), f"{rel} is missing: run `make proto`"
-        assert filecmp.cmp(path, committed / rel, shallow=False), \
+        assert filecmp.cmp(path, committed / rel, shallow=False), (
             f"{rel} is stale: run `make proto`"
+        )

@@ -11,8 +11,9 @@ import pytest
 from gateway.store.sqlite import SQLiteStore
 from gateway.threadname import name_os_thread
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="thread names are read from /proc")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="thread names are read from /proc"
+)
 
 
 def os_name() -> str:

@@ -26,16 +26,21 @@ from tests.support.scenarios import WEATHER
 
 EMAIL, CARD, TOKEN = "pat@example.com", "4111111111111111", "sk-live-4fJq9TzW2bXcV7nM3kLp"
 META = "meta-secret-4242"
-PAYMENT = {"invoice": "INV-7", "payer": {"email": EMAIL},
-           "cards": [{"number": CARD, "holder": "Pat"}], "api_token": TOKEN}
+PAYMENT = {
+    "invoice": "INV-7",
+    "payer": {"email": EMAIL},
+    "cards": [{"number": CARD, "holder": "Pat"}],
+    "api_token": TOKEN,
+}
 
 
 def dump(db: Path | str, tables: tuple[str, ...] = ()) -> dict[str, str]:
     """Every row of every table (or of `tables`) of the sidecar's SQLite store, as text."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        names = tables or tuple(r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'"))
+        names = tables or tuple(
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        )
         return {t: "\n".join(map(repr, conn.execute(f"SELECT * FROM {t}"))) for t in names}
     finally:
         conn.close()
@@ -53,9 +58,9 @@ def key_of(sidecar: SidecarProcess) -> Path:
     return Path(f"{sidecar.db}-audit.key")
 
 
-def test_a_paid_invoice_leaves_no_secret_in_the_store(connect: Connect, run_id: str,
-                                                      sidecar: SidecarProcess,
-                                                      effects_db: Path) -> None:
+def test_a_paid_invoice_leaves_no_secret_in_the_store(
+    connect: Connect, run_id: str, sidecar: SidecarProcess, effects_db: Path
+) -> None:
     tina, olga = with_metadata(sidecar, "tina-demo-token"), connect("olga-demo-token")
     tina.start_run(run_id=run_id)
     out = tina.submit_calls(run_id, "t1", tool_call("w1", "pay_invoice", PAYMENT))
@@ -91,9 +96,9 @@ def test_a_paid_invoice_leaves_no_secret_in_the_store(connect: Connect, run_id: 
     assert holding(sidecar.db, plain) == []  # nothing to brute-force without the key
 
 
-def test_an_investigator_with_the_key_checks_a_known_value(connect: Connect, run_id: str,
-                                                           sidecar: SidecarProcess,
-                                                           tmp_path: Path) -> None:
+def test_an_investigator_with_the_key_checks_a_known_value(
+    connect: Connect, run_id: str, sidecar: SidecarProcess, tmp_path: Path
+) -> None:
     tina = connect("tina-demo-token")
     tina.start_run(run_id=run_id)
     tina.submit_calls(run_id, "t1", tool_call("w1", "pay_invoice", PAYMENT))
@@ -101,9 +106,23 @@ def test_an_investigator_with_the_key_checks_a_known_value(connect: Connect, run
     mask = json.loads(rec.arguments_summary_json)["payer"]["email"]
 
     def check(key: Path, value: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "gateway.cli", "audit", "check-value",
-                               "--audit-key-file", str(key), value, "--mask", mask],
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gateway.cli",
+                "audit",
+                "check-value",
+                "--audit-key-file",
+                str(key),
+                value,
+                "--mask",
+                mask,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     done = check(key_of(sidecar), EMAIL)
     assert done.returncode == 0 and "matches" in done.stdout
@@ -115,8 +134,9 @@ def test_an_investigator_with_the_key_checks_a_known_value(connect: Connect, run
     assert done.returncode == 1 and "does not match" in done.stdout
 
 
-def test_a_masked_value_quoted_by_an_error_is_masked_there_too(connect: Connect, run_id: str,
-                                                               sidecar: SidecarProcess) -> None:
+def test_a_masked_value_quoted_by_an_error_is_masked_there_too(
+    connect: Connect, run_id: str, sidecar: SidecarProcess
+) -> None:
     tina = connect("tina-demo-token")
     tina.start_run(run_id=run_id)
     bad = {**PAYMENT, "cards": [{"number": "9999-8888"}]}  # fails the schema's pattern
@@ -128,23 +148,31 @@ def test_a_masked_value_quoted_by_an_error_is_masked_there_too(connect: Connect,
 
 
 def test_reasoning_stays_in_the_raw_response_the_provider_needs(
-        connect: Connect, run_id: str, sidecar: SidecarProcess) -> None:
+    connect: Connect, run_id: str, sidecar: SidecarProcess
+) -> None:
     thought = "REASONING-7f3a: the user seems to want Berlin weather"
     alice = with_metadata(sidecar, "alice-demo-token")
     alice.start_run(run_id=run_id, provider="anthropic.messages")
     response: dict[str, Any] = {
-        "id": f"msg_{run_id}", "type": "message", "role": "assistant", "model": "claude-x",
-        "content": [{"type": "thinking", "thinking": thought, "signature": "c2lnbmF0dXJl"},
-                    {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
-                     "input": WEATHER}],
-        "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5}}
+        "id": f"msg_{run_id}",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-x",
+        "content": [
+            {"type": "thinking", "thinking": thought, "signature": "c2lnbmF0dXJl"},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": WEATHER},
+        ],
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
     out = submit_raw(alice, run_id, response)
     assert out.results[0].status == pb.CALL_STATUS_SUCCEEDED
     # kept only with the turn's raw response, which the next request must echo
     assert holding(sidecar.db, thought) == ["turns"]
     conn = sqlite3.connect(f"file:{sidecar.db}?mode=ro", uri=True)
-    (raw,) = conn.execute("SELECT raw_response_json FROM turns WHERE run_id = ?",
-                          (run_id,)).fetchone()
+    (raw,) = conn.execute(
+        "SELECT raw_response_json FROM turns WHERE run_id = ?", (run_id,)
+    ).fetchone()
     conn.close()
     assert thought in raw
     assert holding(sidecar.db, META) == []

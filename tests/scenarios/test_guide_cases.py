@@ -36,8 +36,12 @@ def test_final_answer_with_no_tool(connect: Connect, run_id: str) -> None:
 def test_single_call(connect: Connect, run_id: str, fresh_travel: TravelService) -> None:
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
-    out = c.submit_calls(run_id, "t1", tool_call("call_1", "get_train_status", TRAIN),
-                         usage=pb.Usage(input_tokens=10, output_tokens=5))
+    out = c.submit_calls(
+        run_id,
+        "t1",
+        tool_call("call_1", "get_train_status", TRAIN),
+        usage=pb.Usage(input_tokens=10, output_tokens=5),
+    )
     (res,) = out.results
     assert res.call_id == "call_1" and res.status == pb.CALL_STATUS_SUCCEEDED
     assert json.loads(res.output_json)["train_number"] == "ICE123"
@@ -53,13 +57,18 @@ def test_single_call(connect: Connect, run_id: str, fresh_travel: TravelService)
     assert len(rec.arguments_sha256) == 64
 
 
-def test_two_reads_finishing_in_reverse_order(connect: Connect, run_id: str,
-                                              fresh_travel: TravelService) -> None:
+def test_two_reads_finishing_in_reverse_order(
+    connect: Connect, run_id: str, fresh_travel: TravelService
+) -> None:
     fresh_travel.control({"train_status": {"delay_s": 0.4, "times": 1}})
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
-    out = c.submit_calls(run_id, "t1", tool_call("call_train", "get_train_status", TRAIN),
-                         tool_call("call_weather", "get_weather", WEATHER))
+    out = c.submit_calls(
+        run_id,
+        "t1",
+        tool_call("call_train", "get_train_status", TRAIN),
+        tool_call("call_weather", "get_weather", WEATHER),
+    )
     assert [r.call_id for r in out.results] == ["call_train", "call_weather"]
     res = by_id(out)
     assert json.loads(res["call_train"].output_json)["train_number"] == "ICE123"
@@ -79,12 +88,16 @@ def test_unknown_tool(connect: Connect, run_id: str) -> None:
     assert "launch_rocket" in res.error.message
 
 
-def test_arguments_failing_the_schema(connect: Connect, run_id: str,
-                                      fresh_travel: TravelService) -> None:
+def test_arguments_failing_the_schema(
+    connect: Connect, run_id: str, fresh_travel: TravelService
+) -> None:
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
-    out = c.submit_calls(run_id, "t1", tool_call(
-        "c1", "get_train_status", {"train_number": "12-XYZ!", "date": "2026-12-01"}))
+    out = c.submit_calls(
+        run_id,
+        "t1",
+        tool_call("c1", "get_train_status", {"train_number": "12-XYZ!", "date": "2026-12-01"}),
+    )
     (res,) = out.results
     assert res.status == pb.CALL_STATUS_REJECTED and res.error.code == "invalid_arguments"
     assert "train_number" in res.error.message
@@ -92,37 +105,45 @@ def test_arguments_failing_the_schema(connect: Connect, run_id: str,
     assert out.next == pb.NEXT_ACTION_CONTINUE
 
 
-@pytest.mark.parametrize("text,partial", [('{"train_number": "ICE1', False),
-                                          (json.dumps(TRAIN), True),
-                                          ('["ICE123"]', False)])
-def test_arguments_that_are_not_complete_json(connect: Connect, run_id: str, text: str,
-                                              partial: bool,
-                                              fresh_travel: TravelService) -> None:
+@pytest.mark.parametrize(
+    "text,partial",
+    [('{"train_number": "ICE1', False), (json.dumps(TRAIN), True), ('["ICE123"]', False)],
+)
+def test_arguments_that_are_not_complete_json(
+    connect: Connect, run_id: str, text: str, partial: bool, fresh_travel: TravelService
+) -> None:
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
-    (res,) = c.submit_calls(run_id, "t1", tool_call("c1", "get_train_status", text,
-                                                    partial=partial)).results
+    (res,) = c.submit_calls(
+        run_id, "t1", tool_call("c1", "get_train_status", text, partial=partial)
+    ).results
     assert res.status == pb.CALL_STATUS_REJECTED and res.error.code == "incomplete_arguments"
     assert fresh_travel.stats()["train_status"] == 0
 
 
-def test_policy_deny_for_another_tenants_train(connect: Connect, run_id: str,
-                                               fresh_travel: TravelService) -> None:
+def test_policy_deny_for_another_tenants_train(
+    connect: Connect, run_id: str, fresh_travel: TravelService
+) -> None:
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
-    (res,) = c.submit_calls(run_id, "t1", tool_call(
-        "c1", "get_train_status", {"train_number": "TGV9", "date": "2026-12-01"})).results
+    (res,) = c.submit_calls(
+        run_id,
+        "t1",
+        tool_call("c1", "get_train_status", {"train_number": "TGV9", "date": "2026-12-01"}),
+    ).results
     assert res.status == pb.CALL_STATUS_REJECTED and res.error.code == "policy_denied"
     assert res.decision.verdict == pb.VERDICT_DENY and res.decision.reasons
     assert fresh_travel.stats()["train_status"] == 0
 
 
-def test_policy_deny_for_a_tool_outside_the_role(connect: Connect, run_id: str,
-                                                 effects_db: Path) -> None:
+def test_policy_deny_for_a_tool_outside_the_role(
+    connect: Connect, run_id: str, effects_db: Path
+) -> None:
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
-    (res,) = c.submit_calls(run_id, "t1", tool_call(
-        "c1", "book_ticket", {"train_number": "ICE123"})).results
+    (res,) = c.submit_calls(
+        run_id, "t1", tool_call("c1", "book_ticket", {"train_number": "ICE123"})
+    ).results
     assert res.error.code == "policy_denied" and res.execution_count == 0
     assert effects(effects_db, f"{run_id}:c1") == []
 
@@ -131,8 +152,12 @@ def test_tool_error(connect: Connect, run_id: str, fresh_travel: TravelService) 
     fresh_travel.control({"weather": {"status": 500}})
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
-    out = c.submit_calls(run_id, "t1", tool_call("c_train", "get_train_status", TRAIN),
-                         tool_call("c_weather", "get_weather", WEATHER))
+    out = c.submit_calls(
+        run_id,
+        "t1",
+        tool_call("c_train", "get_train_status", TRAIN),
+        tool_call("c_weather", "get_weather", WEATHER),
+    )
     res = by_id(out)
     assert res["c_weather"].status == pb.CALL_STATUS_FAILED
     assert res["c_weather"].error.code == "tool_error"
@@ -140,26 +165,37 @@ def test_tool_error(connect: Connect, run_id: str, fresh_travel: TravelService) 
     assert out.next == pb.NEXT_ACTION_CONTINUE
 
 
-def test_read_timeout_keeps_the_other_result(connect: Connect, run_id: str,
-                                             fresh_travel: TravelService) -> None:
+def test_read_timeout_keeps_the_other_result(
+    connect: Connect, run_id: str, fresh_travel: TravelService
+) -> None:
     fresh_travel.control({"weather": {"delay_s": 3.0, "times": 1}})
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
-    res = by_id(c.submit_calls(run_id, "t1",
-                               tool_call("c_train", "get_train_status", TRAIN),
-                               tool_call("c_weather", "get_weather", WEATHER)))
+    res = by_id(
+        c.submit_calls(
+            run_id,
+            "t1",
+            tool_call("c_train", "get_train_status", TRAIN),
+            tool_call("c_weather", "get_weather", WEATHER),
+        )
+    )
     assert res["c_weather"].status == pb.CALL_STATUS_FAILED
     assert res["c_weather"].error.code == "tool_timeout"
     assert res["c_train"].status == pb.CALL_STATUS_SUCCEEDED
     assert json.loads(res["c_train"].output_json)["train_number"] == "ICE123"
 
 
-def test_tool_call_budget_exhausted(connect: Connect, run_id: str,
-                                    fresh_travel: TravelService) -> None:
+def test_tool_call_budget_exhausted(
+    connect: Connect, run_id: str, fresh_travel: TravelService
+) -> None:
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id, budget=pb.Budget(max_tool_calls=1))
-    out = c.submit_calls(run_id, "t1", tool_call("c1", "get_train_status", TRAIN),
-                         tool_call("c2", "get_weather", WEATHER))
+    out = c.submit_calls(
+        run_id,
+        "t1",
+        tool_call("c1", "get_train_status", TRAIN),
+        tool_call("c2", "get_weather", WEATHER),
+    )
     res = by_id(out)
     assert res["c1"].status == pb.CALL_STATUS_SUCCEEDED
     assert res["c2"].status == pb.CALL_STATUS_REJECTED
@@ -181,19 +217,23 @@ def test_turn_budget_exhausted(connect: Connect, run_id: str) -> None:
     assert error_code(err.value) == "run_finished"
 
 
-def test_token_budget_exhausted(connect: Connect, run_id: str,
-                                fresh_travel: TravelService) -> None:
+def test_token_budget_exhausted(connect: Connect, run_id: str, fresh_travel: TravelService) -> None:
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id, budget=pb.Budget(max_total_tokens=100))
-    out = c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER),
-                         usage=pb.Usage(input_tokens=90, output_tokens=20))
+    out = c.submit_calls(
+        run_id,
+        "t1",
+        tool_call("c1", "get_weather", WEATHER),
+        usage=pb.Usage(input_tokens=90, output_tokens=20),
+    )
     assert out.results[0].error.code == "budget_exhausted"
     assert out.next == pb.NEXT_ACTION_BUDGET_EXHAUSTED
     assert fresh_travel.stats()["weather"] == 0
 
 
-def test_same_turn_submitted_twice_executes_once(connect: Connect, run_id: str,
-                                                 fresh_travel: TravelService) -> None:
+def test_same_turn_submitted_twice_executes_once(
+    connect: Connect, run_id: str, fresh_travel: TravelService
+) -> None:
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     first = c.submit_calls(run_id, "t1", tool_call("c1", "get_train_status", TRAIN))
@@ -209,19 +249,25 @@ def test_same_turn_id_with_other_content_conflicts(connect: Connect, run_id: str
     c.start_run(run_id=run_id)
     c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER))
     with pytest.raises(RequestError) as err:
-        c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", {"city": "Paris",
-                                                                     "date": "2026-12-01"}))
+        c.submit_calls(
+            run_id, "t1", tool_call("c1", "get_weather", {"city": "Paris", "date": "2026-12-01"})
+        )
     assert err.value.grpc_status == "ALREADY_EXISTS"
     assert error_code(err.value) == "turn_conflict"
 
 
-def test_call_id_reused_in_a_later_turn(connect: Connect, run_id: str,
-                                        fresh_travel: TravelService) -> None:
+def test_call_id_reused_in_a_later_turn(
+    connect: Connect, run_id: str, fresh_travel: TravelService
+) -> None:
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER))
-    out = c.submit_calls(run_id, "t2", tool_call("c1", "get_weather", WEATHER),
-                         tool_call("c2", "get_weather", WEATHER))
+    out = c.submit_calls(
+        run_id,
+        "t2",
+        tool_call("c1", "get_weather", WEATHER),
+        tool_call("c2", "get_weather", WEATHER),
+    )
     res = by_id(out)
     assert res["c1"].status == pb.CALL_STATUS_REJECTED
     assert res["c1"].error.code == "duplicate_call_id"
@@ -235,8 +281,12 @@ def test_same_call_id_twice_in_one_turn_is_invalid(connect: Connect, run_id: str
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
     with pytest.raises(RequestError) as err:
-        c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER),
-                       tool_call("c1", "get_train_status", TRAIN))
+        c.submit_calls(
+            run_id,
+            "t1",
+            tool_call("c1", "get_weather", WEATHER),
+            tool_call("c1", "get_train_status", TRAIN),
+        )
     assert err.value.grpc_status == "INVALID_ARGUMENT"
     assert error_code(err.value) == "duplicate_call_id"
     assert c.get_run(run_id).turns_used == 0
@@ -254,10 +304,12 @@ def test_caller_without_a_valid_token(connect: Connect, token: str) -> None:
 def test_another_subject_cannot_read_or_continue_the_run(connect: Connect, run_id: str) -> None:
     connect("alice-demo-token").start_run(run_id=run_id)
     other = connect("mallory-demo-token")
-    for call in (lambda: other.get_run(run_id),
-                 lambda: other.submit_turn(run_id=run_id, turn_id="t1",
-                                           final=pb.FinalAnswer(text="x")),
-                 lambda: other.resume_run(run_id), lambda: other.cancel_run(run_id)):
+    for call in (
+        lambda: other.get_run(run_id),
+        lambda: other.submit_turn(run_id=run_id, turn_id="t1", final=pb.FinalAnswer(text="x")),
+        lambda: other.resume_run(run_id),
+        lambda: other.cancel_run(run_id),
+    ):
         with pytest.raises(RequestError) as err:
             call()
         assert err.value.grpc_status == "PERMISSION_DENIED"
@@ -272,12 +324,16 @@ def test_unknown_run(connect: Connect) -> None:
 
 
 def test_write_needing_approval_pauses_and_refuses_a_new_turn(
-        connect: Connect, run_id: str, effects_db: Path, fresh_travel: TravelService) -> None:
+    connect: Connect, run_id: str, effects_db: Path, fresh_travel: TravelService
+) -> None:
     c = connect("tina-demo-token")
     c.start_run(run_id=run_id)
-    out = c.submit_calls(run_id, "t1",
-                         tool_call("w1", "book_ticket", {"train_number": "ICE123"}),
-                         tool_call("r1", "get_weather", WEATHER))
+    out = c.submit_calls(
+        run_id,
+        "t1",
+        tool_call("w1", "book_ticket", {"train_number": "ICE123"}),
+        tool_call("r1", "get_weather", WEATHER),
+    )
     res = by_id(out)
     assert res["w1"].status == pb.CALL_STATUS_PENDING_APPROVAL and res["w1"].approval_id
     assert res["w1"].decision.verdict == pb.VERDICT_APPROVAL_REQUIRED
@@ -304,11 +360,13 @@ def test_refusal_hands_off(connect: Connect, run_id: str) -> None:
 def test_truncated_response_retries_then_hands_off(connect: Connect, run_id: str) -> None:
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id, budget=pb.Budget(max_retries=2))
-    nexts = [c.submit_turn(run_id=run_id, turn_id=f"t{i}",
-                           incomplete=pb.Incomplete(reason="max_output_tokens")).next
-             for i in range(3)]
-    assert nexts == [pb.NEXT_ACTION_RETRY_TURN, pb.NEXT_ACTION_RETRY_TURN,
-                     pb.NEXT_ACTION_HANDOFF]
+    nexts = [
+        c.submit_turn(
+            run_id=run_id, turn_id=f"t{i}", incomplete=pb.Incomplete(reason="max_output_tokens")
+        ).next
+        for i in range(3)
+    ]
+    assert nexts == [pb.NEXT_ACTION_RETRY_TURN, pb.NEXT_ACTION_RETRY_TURN, pb.NEXT_ACTION_HANDOFF]
     assert c.get_run(run_id).state == pb.RUN_STATE_HANDED_OFF
 
 
@@ -316,20 +374,28 @@ def test_retry_counter_resets_after_a_complete_turn(connect: Connect, run_id: st
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id, budget=pb.Budget(max_retries=1))
     inc = pb.Incomplete(reason="length")
-    assert c.submit_turn(run_id=run_id, turn_id="a", incomplete=inc).next == \
-        pb.NEXT_ACTION_RETRY_TURN
+    assert (
+        c.submit_turn(run_id=run_id, turn_id="a", incomplete=inc).next == pb.NEXT_ACTION_RETRY_TURN
+    )
     c.submit_calls(run_id, "b", tool_call("c1", "get_weather", WEATHER))
-    assert c.submit_turn(run_id=run_id, turn_id="c", incomplete=inc).next == \
-        pb.NEXT_ACTION_RETRY_TURN
+    assert (
+        c.submit_turn(run_id=run_id, turn_id="c", incomplete=inc).next == pb.NEXT_ACTION_RETRY_TURN
+    )
 
 
-@pytest.mark.parametrize("retryable,expected", [(True, pb.NEXT_ACTION_RETRY_TURN),
-                                                (False, pb.NEXT_ACTION_HANDOFF)])
+@pytest.mark.parametrize(
+    "retryable,expected", [(True, pb.NEXT_ACTION_RETRY_TURN), (False, pb.NEXT_ACTION_HANDOFF)]
+)
 def test_provider_errors(connect: Connect, run_id: str, retryable: bool, expected: int) -> None:
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id)
-    out = c.submit_turn(run_id=run_id, turn_id="t1", provider_error=pb.ProviderError(
-        kind="rate_limit", message="slow down", retryable=retryable))
+    out = c.submit_turn(
+        run_id=run_id,
+        turn_id="t1",
+        provider_error=pb.ProviderError(
+            kind="rate_limit", message="slow down", retryable=retryable
+        ),
+    )
     assert out.next == expected
 
 
@@ -340,8 +406,9 @@ def test_paused_turn_continues(connect: Connect, run_id: str) -> None:
     assert out.next == pb.NEXT_ACTION_CONTINUE and list(out.results) == []
 
 
-def test_a_client_that_gives_up_does_not_cut_a_turn_short(connect: Connect, run_id: str,
-                                                          fresh_travel: TravelService) -> None:
+def test_a_client_that_gives_up_does_not_cut_a_turn_short(
+    connect: Connect, run_id: str, fresh_travel: TravelService
+) -> None:
     fresh_travel.control({"train_status": {"delay_s": 1.0, "times": 1}})
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id)

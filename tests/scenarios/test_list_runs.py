@@ -28,7 +28,8 @@ def test_a_callers_own_runs_newest_first_by_state_and_page(connect: Connect) -> 
     assert mine == ids[::-1]
     done = listed(mia, state=[pb.RUN_STATE_COMPLETED], page_size=500).runs
     assert ids[1] in {r.run_id for r in done} and all(
-        r.state == pb.RUN_STATE_COMPLETED and r.subject == "mia" for r in done)
+        r.state == pb.RUN_STATE_COMPLETED and r.subject == "mia" for r in done
+    )
     seen: list[str] = []
     token = ""
     while True:
@@ -58,14 +59,18 @@ def test_another_subjects_runs_need_the_policys_grant(connect: Connect) -> None:
     assert run_id not in {r.run_id for r in listed(gina, page_size=500).runs}
 
 
-@pytest.mark.parametrize("fields,code", [
-    ({"page_token": "garbage"}, "invalid_page_token"),
-    ({"page_size": -1}, "invalid_argument"),
-    ({"state": [42]}, "invalid_argument"),
-    ({"subject": "mia", "every_subject": True}, "invalid_argument"),
-])
-def test_a_bad_listing_request_is_invalid_argument(connect: Connect, fields: dict[str, object],
-                                                   code: str) -> None:
+@pytest.mark.parametrize(
+    "fields,code",
+    [
+        ({"page_token": "garbage"}, "invalid_page_token"),
+        ({"page_size": -1}, "invalid_argument"),
+        ({"state": [42]}, "invalid_argument"),
+        ({"subject": "mia", "every_subject": True}, "invalid_argument"),
+    ],
+)
+def test_a_bad_listing_request_is_invalid_argument(
+    connect: Connect, fields: dict[str, object], code: str
+) -> None:
     with pytest.raises(InvalidRequest) as err:
         listed(connect("mia-demo-token"), **fields)
     assert err.value.grpc_status == "INVALID_ARGUMENT"

@@ -31,16 +31,30 @@ async def test_cell(cells: Bench, case: str, provider: str) -> None:
 
 def test_a_result_under_another_call_id_breaks_correlation(cells: Bench) -> None:
     """The correlation fact is not vacuous: swapped results are caught."""
-    items = [{"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "call_train", "content": '{"city":"Berlin"}'},
-        {"type": "tool_result", "tool_use_id": "call_weather",
-         "content": '{"train_number":"ICE123"}'}]}]
-    assert set(results_by_call_id("anthropic.messages", items)) == {"call_train",
-                                                                   "call_weather"}
+    items = [
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "call_train",
+                    "content": '{"city":"Berlin"}',
+                },
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "call_weather",
+                    "content": '{"train_number":"ICE123"}',
+                },
+            ],
+        }
+    ]
+    assert set(results_by_call_id("anthropic.messages", items)) == {"call_train", "call_weather"}
     cell = Cell(cells, "anthropic.messages", "swapped", "alice-demo-token")
     model = ScriptedModel([])
     model.requests.append(ModelRequest("r", "anthropic.messages", items, [], 1))
     cell.models.append(model)
     markers = {"call_train": '"ICE123"', "call_weather": '"Berlin"'}
     assert correlation(cell, {"correlation_markers": markers}) == {
-        "call_train": False, "call_weather": False}
+        "call_train": False,
+        "call_weather": False,
+    }

@@ -39,10 +39,22 @@ def verdict_name(decision: pb.Decision) -> str:
 
 
 def test_opa_decides_with_the_pushed_revision_and_fails_closed_while_down(
-        tmp_path: Path, tools_dir: Path) -> None:
-    with FakeOpa() as opa, sidecar_over(tmp_path, tools_dir, POLICIES, "--engine", "opa",
-                                        "--opa-url", opa.url, "--opa-timeout", "2") as (
-            proc, client):
+    tmp_path: Path, tools_dir: Path
+) -> None:
+    with (
+        FakeOpa() as opa,
+        sidecar_over(
+            tmp_path,
+            tools_dir,
+            POLICIES,
+            "--engine",
+            "opa",
+            "--opa-url",
+            opa.url,
+            "--opa-timeout",
+            "2",
+        ) as (proc, client),
+    ):
         assert "callgate/callgate.rego" in opa.policies  # pushed at start
         decision = weather_decision(client)
         assert verdict_name(decision) == ALLOW
@@ -55,11 +67,15 @@ def test_opa_decides_with_the_pushed_revision_and_fails_closed_while_down(
         assert verdict_name(denied.decisions[0].decision) == "DENY"
         assert denied.decisions[0].error.code == "policy_error"
         assert "unreachable" in denied.decisions[0].error.message
-        eventually(lambda: health(proc.target, "callgate.policy") == NOT_SERVING or None,
-                   "callgate.policy NOT_SERVING while OPA is down")
+        eventually(
+            lambda: health(proc.target, "callgate.policy") == NOT_SERVING or None,
+            "callgate.policy NOT_SERVING while OPA is down",
+        )
         opa.start()
-        eventually(lambda: health(proc.target, "callgate.policy") == SERVING or None,
-                   "callgate.policy SERVING once OPA is back")
+        eventually(
+            lambda: health(proc.target, "callgate.policy") == SERVING or None,
+            "callgate.policy SERVING once OPA is back",
+        )
         assert verdict_name(weather_decision(client)) == ALLOW
 
 
@@ -67,25 +83,55 @@ def test_shadow_mode_counts_and_records_disagreements(tmp_path: Path, tools_dir:
     opa_policies = tmp_path / "opa-policies"
     shutil.copytree(POLICIES, opa_policies)
     rego = opa_policies / "callgate.rego"
-    rego.write_text(rego.read_text() + '\ndeny contains "OPA says no weather" if '
-                    'input.call.tool == "get_weather"\n')
+    rego.write_text(
+        rego.read_text() + '\ndeny contains "OPA says no weather" if '
+        'input.call.tool == "get_weather"\n'
+    )
     with FakeOpa() as opa:
         _load(opa, opa_policies)
-        with sidecar_over(tmp_path, tools_dir, POLICIES, "--engine", "shadow", "--opa-url",
-                          opa.url, "--opa-policies", "external") as (proc, client):
+        with sidecar_over(
+            tmp_path,
+            tools_dir,
+            POLICIES,
+            "--engine",
+            "shadow",
+            "--opa-url",
+            opa.url,
+            "--opa-policies",
+            "external",
+        ) as (proc, client):
             assert verdict_name(weather_decision(client)) == ALLOW  # embedded decided
             status = eventually(lambda: _with_disagreement(client), "a shadow disagreement")
             assert status.engine == "shadow" and status.shadow.opa_reachable
             assert status.shadow.dropped == 0 and status.shadow.failed == 0
-            out = subprocess.run([sys.executable, "-m", "gateway.cli", "policy", "status",
-                                  "--target", proc.target, "--token", "alice-demo-token"],
-                                 capture_output=True, text=True, cwd=ROOT, timeout=60)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "gateway.cli",
+                    "policy",
+                    "status",
+                    "--target",
+                    proc.target,
+                    "--token",
+                    "alice-demo-token",
+                ],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                timeout=60,
+            )
             assert out.returncode == 0, out.stderr
             assert f"{status.shadow.disagreed} disagreed" in out.stdout
             assert health(proc.target, "callgate.policy.shadow") == SERVING
-    rows = sqlite3.connect(tmp_path / "cg.db").execute(
-        "SELECT subject, tool, error_code, policy_revision, arguments_summary_json FROM audit "
-        "WHERE kind = 'shadow'").fetchall()
+    rows = (
+        sqlite3.connect(tmp_path / "cg.db")
+        .execute(
+            "SELECT subject, tool, error_code, policy_revision, arguments_summary_json FROM audit "
+            "WHERE kind = 'shadow'"
+        )
+        .fetchall()
+    )
     assert rows, "no shadow audit record"
     subject, tool, code, revision, summary = rows[0]
     assert (subject, tool, code) == ("alice", "get_weather", "shadow_disagreement")
@@ -104,9 +150,10 @@ def _load(opa: FakeOpa, directory: Path) -> None:
     """Put a policy directory on the stand-in as a team's own bundle would."""
     bundle = load_bundle(directory)
     host, port = opa.url.removeprefix("http://").split(":")
-    for path, body in [*(("/v1/data/" + k, json.dumps(v)) for k, v in bundle.data.items()),
-                       *(("/v1/policies/team/" + rel, text)
-                         for rel, text in bundle.sources.items())]:
+    for path, body in [
+        *(("/v1/data/" + k, json.dumps(v)) for k, v in bundle.data.items()),
+        *(("/v1/policies/team/" + rel, text) for rel, text in bundle.sources.items()),
+    ]:
         conn = http.client.HTTPConnection(host, int(port), timeout=10)
         conn.request("PUT", path, body=body)
         assert conn.getresponse().status in (200, 204), path

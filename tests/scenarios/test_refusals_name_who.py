@@ -39,38 +39,47 @@ def decide(client: GatewayClient, approval_id: str) -> object:
 
 
 def test_an_approval_refusal_names_the_rule_the_requester_and_who_may(
-        connect: Connect, pending: str) -> None:
+    connect: Connect, pending: str
+) -> None:
     said = refusal(decide(connect("mallory-demo-token"), pending))
     assert "the policy's may_approve refused" in said
     assert "requested by mia of tenant acme" in said
     assert "an owner of tenant acme" in said and "never the requester" in said
 
 
-def test_the_requester_is_told_someone_else_decides(connect: Connect, run_id: str,
-                                                    fresh_workshop: WorkshopService) -> None:
+def test_the_requester_is_told_someone_else_decides(
+    connect: Connect, run_id: str, fresh_workshop: WorkshopService
+) -> None:
     mona = connect("mona-demo-token")  # a member and an owner: still not of her own request
     mona.start_run(run_id=run_id)
-    (result,) = mona.submit_calls(run_id, "t1", tool_call("w1", "reserve_seat", {
-        **SEATS, "participant": "mona"})).results
+    (result,) = mona.submit_calls(
+        run_id, "t1", tool_call("w1", "reserve_seat", {**SEATS, "participant": "mona"})
+    ).results
     said = refusal(decide(mona, result.approval_id))
     assert "you requested it" in said and "may_approve" in said
 
 
 def test_a_resolve_refusal_names_the_rule_and_the_operator_role(
-        connect: Connect, run_id: str, fresh_workshop: WorkshopService) -> None:
-    fresh_workshop.control(reserve_seat={"apply_then_drop": True, "times": 1},
-                           lookup={"status": 500})
+    connect: Connect, run_id: str, fresh_workshop: WorkshopService
+) -> None:
+    fresh_workshop.control(
+        reserve_seat={"apply_then_drop": True, "times": 1}, lookup={"status": 500}
+    )
     mia = connect("mia-demo-token")
     mia.start_run(run_id=run_id)
     mia.submit_calls(run_id, "t1", tool_call("w1", "reserve_seat", {**SEATS, "seats": 1}))
-    said = refusal(lambda: connect("olga-demo-token").resolve_call(
-        run_id, "w1", pb.CALL_STATUS_SUCCEEDED, reason="seen it"))
+    said = refusal(
+        lambda: connect("olga-demo-token").resolve_call(
+            run_id, "w1", pb.CALL_STATUS_SUCCEEDED, reason="seen it"
+        )
+    )
     assert "the policy's may_resolve refused" in said
     assert "an operator of tenant acme" in said and "does not own the run" in said
 
 
-def test_an_audit_refusal_names_the_rule_and_the_auditor_role(connect: Connect,
-                                                              run_id: str) -> None:
+def test_an_audit_refusal_names_the_rule_and_the_auditor_role(
+    connect: Connect, run_id: str
+) -> None:
     connect("alice-demo-token").start_run(run_id=run_id)
     olga = connect("olga-demo-token")
     said = refusal(lambda: list(olga.query_audit(run_id=run_id, timeout_s=30)))
@@ -79,8 +88,9 @@ def test_an_audit_refusal_names_the_rule_and_the_auditor_role(connect: Connect,
     assert "may_read_audit" in said and "auditor" in said
 
 
-def test_approvals_list_marks_what_the_caller_may_decide(sidecar: object, connect: Connect,
-                                                        pending: str) -> None:
+def test_approvals_list_marks_what_the_caller_may_decide(
+    sidecar: object, connect: Connect, pending: str
+) -> None:
     target = sidecar.target  # type: ignore[attr-defined]
 
     def listed(token: str) -> list[str]:
@@ -95,8 +105,11 @@ def test_approvals_list_marks_what_the_caller_may_decide(sidecar: object, connec
     (own,) = [line for line in mia if line.startswith(pending)]
     assert own.split()[1:3] == ["PENDING", "asked"]  # her own request: someone else decides
     assert any("decide: you may approve or deny it" in line for line in olga)
-    answer = json.loads(callgate("approvals", "list", "--target", target, "--token",
-                                 "olga-demo-token", "--json").stdout)
+    answer = json.loads(
+        callgate(
+            "approvals", "list", "--target", target, "--token", "olga-demo-token", "--json"
+        ).stdout
+    )
     mine = next(a for a in answer["approvals"] if a["approval_id"] == pending)
     assert mine["caller_may_decide"] is True
     theirs = connect("mia-demo-token").list_approvals(approval_id=pending).approvals[0]

@@ -26,9 +26,12 @@ ROUNDS = 100
 
 
 def reserve_turn(client: GatewayClient, run_id: str) -> pb.TurnOutcome:
-    return client.submit_calls(run_id, "t1",
-                               tool_call("c1", "check_availability", {"event_id": "ws-acme-1"}),
-                               tool_call("w1", "reserve_seat", SEAT))
+    return client.submit_calls(
+        run_id,
+        "t1",
+        tool_call("c1", "check_availability", {"event_id": "ws-acme-1"}),
+        tool_call("w1", "reserve_seat", SEAT),
+    )
 
 
 def sent(workshop: WorkshopService, key: str) -> list[str]:
@@ -36,12 +39,19 @@ def sent(workshop: WorkshopService, key: str) -> list[str]:
 
 
 def test_two_replicas_receive_the_same_turn_at_the_same_moment(
-        db_kind: str, new_db: NewDb, travel: TravelService, tools_dir: Path,
-        effects_db: Path, fresh_workshop: WorkshopService) -> None:
-    with replicas(2, new_db(), travel, tools_dir, effects_db, fresh_workshop) as procs, \
-            GatewayClient(procs[0].target, "mia-demo-token") as a, \
-            GatewayClient(procs[1].target, "mia-demo-token") as b, \
-            ThreadPoolExecutor(2) as pool:
+    db_kind: str,
+    new_db: NewDb,
+    travel: TravelService,
+    tools_dir: Path,
+    effects_db: Path,
+    fresh_workshop: WorkshopService,
+) -> None:
+    with (
+        replicas(2, new_db(), travel, tools_dir, effects_db, fresh_workshop) as procs,
+        GatewayClient(procs[0].target, "mia-demo-token") as a,
+        GatewayClient(procs[1].target, "mia-demo-token") as b,
+        ThreadPoolExecutor(2) as pool,
+    ):
         start = threading.Barrier(2)
 
         def submit(client: GatewayClient, run_id: str) -> pb.TurnOutcome:
@@ -52,8 +62,10 @@ def test_two_replicas_receive_the_same_turn_at_the_same_moment(
             fresh_workshop.reset()
             run_id = f"race-{uuid.uuid4().hex[:10]}"
             a.start_run(run_id=run_id)
-            first, second = (f.result(timeout=60) for f in
-                             [pool.submit(submit, a, run_id), pool.submit(submit, b, run_id)])
+            first, second = (
+                f.result(timeout=60)
+                for f in [pool.submit(submit, a, run_id), pool.submit(submit, b, run_id)]
+            )
             assert first == second  # one identical outcome for both
             res = by_id(first)
             assert [r.call_id for r in first.results] == ["c1", "w1"]
@@ -69,8 +81,14 @@ def test_two_replicas_receive_the_same_turn_at_the_same_moment(
 
 @pytest.mark.parametrize("applied", [True, False], ids=["applied", "in-flight"])
 def test_a_replica_killed_mid_turn_is_finished_by_the_other(
-        db_kind: str, new_db: NewDb, travel: TravelService, tools_dir: Path,
-        effects_db: Path, fresh_workshop: WorkshopService, applied: bool) -> None:
+    db_kind: str,
+    new_db: NewDb,
+    travel: TravelService,
+    tools_dir: Path,
+    effects_db: Path,
+    fresh_workshop: WorkshopService,
+    applied: bool,
+) -> None:
     """The replica dies while the booking is on the wire: either already booked (its answer
     never came) or not yet. The other replica's ResumeRun finishes the turn with one booking:
     found by its key, or sent once more with the same key."""
@@ -78,10 +96,12 @@ def test_a_replica_killed_mid_turn_is_finished_by_the_other(
     key = f"{run_id}:w1"
     fault = {"apply_then_delay_s": 60} if applied else {"delay_s": 60}
     fresh_workshop.control(reserve_seat={**fault, "times": 1})
-    with replicas(2, new_db(), travel, tools_dir, effects_db, fresh_workshop) as procs, \
-            GatewayClient(procs[0].target, "mia-demo-token") as a, \
-            GatewayClient(procs[1].target, "mia-demo-token") as b, \
-            ThreadPoolExecutor(1) as pool:
+    with (
+        replicas(2, new_db(), travel, tools_dir, effects_db, fresh_workshop) as procs,
+        GatewayClient(procs[0].target, "mia-demo-token") as a,
+        GatewayClient(procs[1].target, "mia-demo-token") as b,
+        ThreadPoolExecutor(1) as pool,
+    ):
         a.start_run(run_id=run_id)
         pending = pool.submit(reserve_turn, a, run_id)
         assert fresh_workshop.wait_for("reserve_seat", 1, timeout_s=30)

@@ -30,21 +30,38 @@ def paused(connect: Connect, run_id: str, fresh_workshop: WorkshopService) -> st
     waiting for an owner's approval."""
     mia = connect("mia-demo-token")
     mia.start_run(run_id=run_id)
-    mia.submit_calls(run_id, "t1", tool_call("seen", "check_availability",
-                                             {"event_id": "ws-acme-1"}),
-                     tool_call("odd", "launch_rocket", {}))
-    mia.submit_calls(run_id, "t2", tool_call("book", "reserve_seat", {
-        "event_id": "ws-acme-1", "participant": "mia", "seats": 3}))
+    mia.submit_calls(
+        run_id,
+        "t1",
+        tool_call("seen", "check_availability", {"event_id": "ws-acme-1"}),
+        tool_call("odd", "launch_rocket", {}),
+    )
+    mia.submit_calls(
+        run_id,
+        "t2",
+        tool_call(
+            "book", "reserve_seat", {"event_id": "ws-acme-1", "participant": "mia", "seats": 3}
+        ),
+    )
     return run_id
 
 
 def test_runs_list_shows_the_callers_runs_with_what_they_wait_for(
-        sidecar: SidecarProcess, paused: str) -> None:
+    sidecar: SidecarProcess, paused: str
+) -> None:
     done = cli(sidecar, "mia-demo-token", "runs", "list", "--state", "paused_for_approval")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].split() == ["RUN", "STATE", "SUBJECT", "TURNS", "CALLS", "CREATED",
-                                "WAITING", "FOR"]
+    assert lines[0].split() == [
+        "RUN",
+        "STATE",
+        "SUBJECT",
+        "TURNS",
+        "CALLS",
+        "CREATED",
+        "WAITING",
+        "FOR",
+    ]
     (row,) = [line for line in lines if line.startswith(paused)]
     assert "PAUSED_FOR_APPROVAL" in row and " mia " in row
     as_json = json.loads(cli(sidecar, "mia-demo-token", "runs", "list", "--json").stdout)
@@ -54,7 +71,8 @@ def test_runs_list_shows_the_callers_runs_with_what_they_wait_for(
 
 
 def test_runs_show_has_every_turn_call_result_and_the_pending_approval(
-        sidecar: SidecarProcess, paused: str) -> None:
+    sidecar: SidecarProcess, paused: str
+) -> None:
     done = cli(sidecar, "mia-demo-token", "runs", "show", paused)
     assert done.returncode == 0, done.stderr
     text = done.stdout
@@ -72,12 +90,28 @@ def test_runs_show_has_every_turn_call_result_and_the_pending_approval(
     assert other.returncode == 1 and "permission_denied" in other.stderr
 
 
-def watching(sidecar: SidecarProcess, token: str, run_id: str) -> tuple[
-        subprocess.Popen[str], list[dict[str, object]], threading.Condition]:
+def watching(
+    sidecar: SidecarProcess, token: str, run_id: str
+) -> tuple[subprocess.Popen[str], list[dict[str, object]], threading.Condition]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "runs", "watch", run_id, "--json", "--target",
-         sidecar.target, "--token", token], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, cwd=ROOT)
+        [
+            sys.executable,
+            "-m",
+            "gateway.cli",
+            "runs",
+            "watch",
+            run_id,
+            "--json",
+            "--target",
+            sidecar.target,
+            "--token",
+            token,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     seen: list[dict[str, object]] = []
     arrived = threading.Condition()
 
@@ -106,8 +140,8 @@ def closing() -> Iterator[list[subprocess.Popen[str]]]:
 
 
 def test_runs_watch_follows_settlements_until_the_run_ends(
-        sidecar: SidecarProcess, connect: Connect, paused: str,
-        closing: list[subprocess.Popen[str]]) -> None:
+    sidecar: SidecarProcess, connect: Connect, paused: str, closing: list[subprocess.Popen[str]]
+) -> None:
     proc, seen, arrived = watching(sidecar, "mia-demo-token", paused)
     closing.append(proc)
     with arrived:
@@ -120,8 +154,9 @@ def test_runs_watch_follows_settlements_until_the_run_ends(
         assert arrived.wait_for(lambda: len(seen) >= 2, 30), seen
     assert seen[1]["next"] == "NEXT_ACTION_CONTINUE"
     assert [r["status"] for r in seen[1]["results"]] == ["CALL_STATUS_SUCCEEDED"]  # type: ignore[union-attr]
-    connect("mia-demo-token").submit_turn(run_id=paused, turn_id="t3",
-                                     final=pb.FinalAnswer(text="booked"))
+    connect("mia-demo-token").submit_turn(
+        run_id=paused, turn_id="t3", final=pb.FinalAnswer(text="booked")
+    )
     assert proc.wait(timeout=30) == 0  # the run ended: so does watching
     assert seen[-1]["run_state"] == "RUN_STATE_COMPLETED"
 
@@ -136,8 +171,17 @@ def test_tools_list_shows_the_callers_tools_and_their_schemas(sidecar: SidecarPr
     assert "get_weather" in traveler and "reserve_seat" not in traveler
     with_schema = cli(sidecar, "alice-demo-token", "tools", "list", "--schema").stdout
     assert "get_weather 1.0.0 input schema:" in with_schema and '"city"' in with_schema
-    answer = json.loads(cli(sidecar, "alice-demo-token", "tools", "list", "--json",
-                            "--provider", "anthropic.messages").stdout)
+    answer = json.loads(
+        cli(
+            sidecar,
+            "alice-demo-token",
+            "tools",
+            "list",
+            "--json",
+            "--provider",
+            "anthropic.messages",
+        ).stdout
+    )
     weather = next(t for t in answer["tools"] if t["name"] == "get_weather")
     assert weather["input_schema"]["required"] == ["city", "date"]
     assert {d["name"] for d in answer["declarations"]} == {t["name"] for t in answer["tools"]}
@@ -145,7 +189,8 @@ def test_tools_list_shows_the_callers_tools_and_their_schemas(sidecar: SidecarPr
 
 
 def test_a_read_of_a_completed_run_is_one_outcome_and_done(
-        sidecar: SidecarProcess, connect: Connect, run_id: str) -> None:
+    sidecar: SidecarProcess, connect: Connect, run_id: str
+) -> None:
     alice = connect("alice-demo-token")
     alice.start_run(run_id=run_id)
     alice.submit_calls(run_id, "t1", tool_call("w", "get_weather", WEATHER))

@@ -32,7 +32,8 @@ def wait_for_health(target: str, want: int, service: str = "callgate.store") -> 
     """Watch the health status until it is `want` (the server pushes every change)."""
     with grpc.insecure_channel(target) as ch:
         stream = health_pb2_grpc.HealthStub(ch).Watch(
-            health_pb2.HealthCheckRequest(service=service), timeout=60)
+            health_pb2.HealthCheckRequest(service=service), timeout=60
+        )
         for resp in stream:
             if resp.status == want:
                 stream.cancel()
@@ -48,18 +49,21 @@ def refused_turn(c: GatewayClient, run_id: str, turn_id: str) -> RequestError:
 
 
 def test_a_deleted_store_file_refuses_turns_and_is_not_serving(
-        tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path,
-        run_id: str) -> None:
+    tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path, run_id: str
+) -> None:
     travel.reset()
     db = tmp_path / "store" / "cg.db"
-    with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc, \
-            GatewayClient(proc.target, "alice-demo-token", timeout_s=30) as c:
+    with (
+        own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc,
+        GatewayClient(proc.target, "alice-demo-token", timeout_s=30) as c,
+    ):
         c.start_run(run_id=run_id)
         c.submit_calls(run_id, "t1", tool_call("c1", "get_weather", WEATHER))
         db.unlink()
         err = refused_turn(c, run_id, "t2")
-        assert (err.grpc_status, error_code(err)) == ("UNAVAILABLE", "store_unavailable"), \
+        assert (err.grpc_status, error_code(err)) == ("UNAVAILABLE", "store_unavailable"), (
             err.message
+        )
         assert "t2-c" not in str(travel.stats()["requests"])
         wait_for_health(proc.target, NOT_SERVING)
         wait_for_health(proc.target, NOT_SERVING, service="")
@@ -72,8 +76,11 @@ def test_a_deleted_store_file_refuses_turns_and_is_not_serving(
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
     try:
@@ -99,24 +106,32 @@ def fill(disk: Path) -> Path:
 
 
 @pytest.fixture
-def disk_sidecar(small_disk: Path, tmp_path: Path, travel: TravelService, tools_dir: Path,
-                 effects_db: Path) -> Iterator[SidecarProcess]:
-    with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=small_disk / "cg.db",
-                     extra=("--db-min-free-bytes", str(1024 * 1024))) as proc:
+def disk_sidecar(
+    small_disk: Path, tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path
+) -> Iterator[SidecarProcess]:
+    with own_sidecar(
+        tmp_path,
+        travel,
+        tools_dir,
+        effects_db,
+        db=small_disk / "cg.db",
+        extra=("--db-min-free-bytes", str(1024 * 1024)),
+    ) as proc:
         yield proc
 
 
-def test_a_full_disk_is_not_serving_and_refuses_turns(disk_sidecar: SidecarProcess,
-                                                      small_disk: Path, run_id: str,
-                                                      travel: TravelService) -> None:
+def test_a_full_disk_is_not_serving_and_refuses_turns(
+    disk_sidecar: SidecarProcess, small_disk: Path, run_id: str, travel: TravelService
+) -> None:
     travel.reset()
     with GatewayClient(disk_sidecar.target, "alice-demo-token", timeout_s=30) as c:
         c.start_run(run_id=run_id)
         wait_for_health(disk_sidecar.target, SERVING)
         filler = fill(small_disk)
         err = refused_turn(c, run_id, "t1")
-        assert (err.grpc_status, error_code(err)) == ("UNAVAILABLE", "store_unavailable"), \
+        assert (err.grpc_status, error_code(err)) == ("UNAVAILABLE", "store_unavailable"), (
             err.message
+        )
         assert travel.stats()["weather"] == 0
         wait_for_health(disk_sidecar.target, NOT_SERVING)
         filler.unlink()
@@ -125,9 +140,9 @@ def test_a_full_disk_is_not_serving_and_refuses_turns(disk_sidecar: SidecarProce
         assert [r.status for r in out.results] == [pb.CALL_STATUS_SUCCEEDED]
 
 
-def test_a_disk_that_fills_mid_turn_gets_a_truthful_answer(disk_sidecar: SidecarProcess,
-                                                           small_disk: Path, run_id: str,
-                                                           travel: TravelService) -> None:
+def test_a_disk_that_fills_mid_turn_gets_a_truthful_answer(
+    disk_sidecar: SidecarProcess, small_disk: Path, run_id: str, travel: TravelService
+) -> None:
     travel.reset()
     travel.control(weather={"delay_s": 3.0, "times": 1})
     answer: dict[str, object] = {}
@@ -137,7 +152,8 @@ def test_a_disk_that_fills_mid_turn_gets_a_truthful_answer(disk_sidecar: Sidecar
         def submit() -> None:
             try:
                 answer["outcome"] = c.submit_calls(
-                    run_id, "t1", tool_call("in-flight", "get_weather", WEATHER))
+                    run_id, "t1", tool_call("in-flight", "get_weather", WEATHER)
+                )
             except RequestError as err:
                 answer["error"] = err
 

@@ -39,8 +39,7 @@ class Pki:
     other_file: Path
     server: ServeTLS
 
-    def client(self, name: str, *, uri: str, ca: CertificateAuthority | None = None
-               ) -> ClientTLS:
+    def client(self, name: str, *, uri: str, ca: CertificateAuthority | None = None) -> ClientTLS:
         issued = (ca or self.ca).issue(name, uris=[uri])
         cert, key = issued.write(self.dir, name)
         return ClientTLS(ca=self.ca_file, cert=cert, key=key)
@@ -48,11 +47,16 @@ class Pki:
 
 def make_pki(directory: Path, *, mutual: bool) -> Pki:
     ca, other = CertificateAuthority("acme CA"), CertificateAuthority("other CA")
-    cert, key = ca.issue("sidecar", dns=["localhost"], ips=["127.0.0.1"]).write(directory,
-                                                                                 "server")
+    cert, key = ca.issue("sidecar", dns=["localhost"], ips=["127.0.0.1"]).write(directory, "server")
     ca_file = ca.write(directory, "ca")
-    return Pki(directory, ca, other, ca_file, other.write(directory, "other-ca"),
-               ServeTLS(cert, key, ca_file if mutual else None))
+    return Pki(
+        directory,
+        ca,
+        other,
+        ca_file,
+        other.write(directory, "other-ca"),
+        ServeTLS(cert, key, ca_file if mutual else None),
+    )
 
 
 def write_auth(directory: Path, **sections: object) -> Path:
@@ -62,21 +66,36 @@ def write_auth(directory: Path, **sections: object) -> Path:
 
 
 @pytest.fixture(scope="module")
-def mtls(tmp_path_factory: pytest.TempPathFactory, travel: TravelService, tools_dir: Path,
-         effects_db: Path) -> Iterator[tuple[SidecarProcess, Pki]]:
+def mtls(
+    tmp_path_factory: pytest.TempPathFactory,
+    travel: TravelService,
+    tools_dir: Path,
+    effects_db: Path,
+) -> Iterator[tuple[SidecarProcess, Pki]]:
     base = tmp_path_factory.mktemp("mtls")
     pki = make_pki(base, mutual=True)
-    auth = write_auth(base, tokens={"ops-token": {"subject": "oscar", "tenant": "acme",
-                                                  "roles": ["operator"]}},
-                      mtls={"subject_from": "san_uri",
-                            "identities": {AGENT: {"tenant": "acme", "roles": ["traveler"]}}})
-    with SidecarProcess(tools=tools_dir, policies=POLICIES, db=base / "cg.db", auth=auth,
-                        tls=pki.server, env=sidecar_env(travel, effects_db)) as proc:
+    auth = write_auth(
+        base,
+        tokens={"ops-token": {"subject": "oscar", "tenant": "acme", "roles": ["operator"]}},
+        mtls={
+            "subject_from": "san_uri",
+            "identities": {AGENT: {"tenant": "acme", "roles": ["traveler"]}},
+        },
+    )
+    with SidecarProcess(
+        tools=tools_dir,
+        policies=POLICIES,
+        db=base / "cg.db",
+        auth=auth,
+        tls=pki.server,
+        env=sidecar_env(travel, effects_db),
+    ) as proc:
         yield proc, pki
 
 
-def test_a_client_certificate_identifies_the_caller(mtls: tuple[SidecarProcess, Pki],
-                                                    run_id: str) -> None:
+def test_a_client_certificate_identifies_the_caller(
+    mtls: tuple[SidecarProcess, Pki], run_id: str
+) -> None:
     sidecar, pki = mtls
     with sidecar.client(tls=pki.client("agent-a", uri=AGENT), timeout_s=30) as agent:
         run = agent.start_run(run_id=run_id)
@@ -89,27 +108,38 @@ def test_a_client_certificate_identifies_the_caller(mtls: tuple[SidecarProcess, 
 
 
 def test_the_command_line_connects_with_a_client_certificate(
-        mtls: tuple[SidecarProcess, Pki]) -> None:
+    mtls: tuple[SidecarProcess, Pki],
+) -> None:
     sidecar, pki = mtls
     agent = pki.client("agent-cli", uri=AGENT)
     done = subprocess.run(
         [sys.executable, "-m", "gateway.cli", "policy", "status", "--target", sidecar.target],
-        capture_output=True, text=True, timeout=60,
-        env={**os.environ, "CALLGATE_TLS_CA": str(pki.ca_file),
-             "CALLGATE_TLS_CLIENT_CERT": str(agent.cert),
-             "CALLGATE_TLS_CLIENT_KEY": str(agent.key)})
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            **os.environ,
+            "CALLGATE_TLS_CA": str(pki.ca_file),
+            "CALLGATE_TLS_CLIENT_CERT": str(agent.cert),
+            "CALLGATE_TLS_CLIENT_KEY": str(agent.key),
+        },
+    )
     assert done.returncode == 0, done.stderr
     assert "engine:           embedded" in done.stdout
     plain = subprocess.run(
         [sys.executable, "-m", "gateway.cli", "policy", "status", "--target", sidecar.target],
-        capture_output=True, text=True, timeout=60)
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert plain.returncode == 1 and "cannot reach the sidecar at" in plain.stderr
     assert "--tls" in plain.stderr  # a plaintext client is told of the TLS options
     assert "Traceback" not in plain.stderr
 
 
 def test_a_certificate_of_the_ca_naming_no_listed_identity_is_unauthenticated(
-        mtls: tuple[SidecarProcess, Pki], run_id: str) -> None:
+    mtls: tuple[SidecarProcess, Pki], run_id: str
+) -> None:
     sidecar, pki = mtls
     with sidecar.client(tls=pki.client("stranger", uri=STRANGER)) as stranger:
         with pytest.raises(RequestError) as err:
@@ -120,7 +150,8 @@ def test_a_certificate_of_the_ca_naming_no_listed_identity_is_unauthenticated(
 
 
 def test_a_certificate_from_another_ca_never_completes_the_handshake(
-        mtls: tuple[SidecarProcess, Pki], run_id: str) -> None:
+    mtls: tuple[SidecarProcess, Pki], run_id: str
+) -> None:
     sidecar, pki = mtls
     forged = pki.client("forged", uri=AGENT, ca=pki.other)  # the right name, the wrong CA
     for tls in (forged, ClientTLS(ca=pki.ca_file)):  # and no certificate at all
@@ -132,7 +163,8 @@ def test_a_certificate_from_another_ca_never_completes_the_handshake(
 
 
 def test_a_plaintext_client_or_one_trusting_another_ca_cannot_connect(
-        mtls: tuple[SidecarProcess, Pki], run_id: str) -> None:
+    mtls: tuple[SidecarProcess, Pki], run_id: str
+) -> None:
     sidecar, pki = mtls
     agent = pki.client("agent-b", uri=AGENT)
     wrong_trust = ClientTLS(ca=pki.other_file, cert=agent.cert, key=agent.key)
@@ -143,11 +175,18 @@ def test_a_plaintext_client_or_one_trusting_another_ca_cannot_connect(
 
 
 def test_certificates_are_reloaded_when_their_files_change(
-        tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path) -> None:
+    tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path
+) -> None:
     pki = make_pki(tmp_path, mutual=False)
     auth = write_auth(tmp_path, tokens={"t": {"subject": "tina", "roles": ["tester"]}})
-    with SidecarProcess(tools=tools_dir, policies=POLICIES, db=tmp_path / "cg.db", auth=auth,
-                        tls=pki.server, env=sidecar_env(travel, effects_db)) as sidecar:
+    with SidecarProcess(
+        tools=tools_dir,
+        policies=POLICIES,
+        db=tmp_path / "cg.db",
+        auth=auth,
+        tls=pki.server,
+        env=sidecar_env(travel, effects_db),
+    ) as sidecar:
         trusts_old, trusts_new = ClientTLS(ca=pki.ca_file), ClientTLS(ca=pki.other_file)
         assert _connects(sidecar, trusts_old) and not _connects(sidecar, trusts_new)
 
@@ -164,11 +203,18 @@ def test_certificates_are_reloaded_when_their_files_change(
 
 
 def test_tls_without_client_certificates_identifies_by_token(
-        tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path) -> None:
+    tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path
+) -> None:
     pki = make_pki(tmp_path, mutual=False)
     auth = write_auth(tmp_path, tokens={"t": {"subject": "tina", "roles": ["tester"]}})
-    with SidecarProcess(tools=tools_dir, policies=POLICIES, db=tmp_path / "cg.db", auth=auth,
-                        tls=pki.server, env=sidecar_env(travel, effects_db)) as sidecar:
+    with SidecarProcess(
+        tools=tools_dir,
+        policies=POLICIES,
+        db=tmp_path / "cg.db",
+        auth=auth,
+        tls=pki.server,
+        env=sidecar_env(travel, effects_db),
+    ) as sidecar:
         with sidecar.client("t", tls=ClientTLS(ca=pki.ca_file)) as client:
             assert client.get_status().engine == "embedded"
         with sidecar.client("t", tls=ClientTLS(ca=pki.ca_file)) as client:

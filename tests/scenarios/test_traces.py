@@ -30,25 +30,41 @@ from tests.support.scenarios import TRAIN, WEATHER
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 CALLER_SPAN = "b7ad6b7169203331"
 BAGGAGE = "deployment.tier=canary-zq"  # the caller's, passed on to tools, on no span
-ARGUMENT_VALUES = [TRAIN["train_number"], TRAIN["date"], WEATHER["city"], "alice-demo-token",
-                   "canary-zq"]
+ARGUMENT_VALUES = [
+    TRAIN["train_number"],
+    TRAIN["date"],
+    WEATHER["city"],
+    "alice-demo-token",
+    "canary-zq",
+]
 
 
 def caller(token: str = "alice-demo-token") -> list[tuple[str, str]]:
-    return [("authorization", f"Bearer {token}"),
-            ("traceparent", f"00-{TRACE_ID}-{CALLER_SPAN}-01"), ("tracestate", "vendor=x1"),
-            ("baggage", BAGGAGE)]
+    return [
+        ("authorization", f"Bearer {token}"),
+        ("traceparent", f"00-{TRACE_ID}-{CALLER_SPAN}-01"),
+        ("tracestate", "vendor=x1"),
+        ("baggage", BAGGAGE),
+    ]
 
 
 @pytest.fixture
-async def traced(tmp_path: Path, tools_dir: Path, travel: TravelService,
-                 monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[Sidecar,
-                                                                         InMemorySpanExporter]]:
+async def traced(
+    tmp_path: Path, tools_dir: Path, travel: TravelService, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[Sidecar, InMemorySpanExporter]]:
     monkeypatch.setenv("CALLGATE_TRAVEL_URL", travel.url)
     exporter = InMemorySpanExporter()
     observe = Observe(tracer=sdk_tracer(exporter))
-    sidecar = Sidecar(ServeConfig(listen="127.0.0.1:0", tools=tools_dir, policies=POLICIES,
-                                  db=str(tmp_path / "cg.db"), auth=AUTH), observe=observe)
+    sidecar = Sidecar(
+        ServeConfig(
+            listen="127.0.0.1:0",
+            tools=tools_dir,
+            policies=POLICIES,
+            db=str(tmp_path / "cg.db"),
+            auth=AUTH,
+        ),
+        observe=observe,
+    )
     await sidecar.start()
     yield sidecar, exporter
     await sidecar.stop(0)
@@ -80,22 +96,41 @@ def tree(spans: tuple[ReadableSpan, ...]) -> dict[str, list[list[str]]]:
 
 
 def everything_said(spans: tuple[ReadableSpan, ...]) -> str:
-    return json.dumps([{"name": s.name, "attributes": dict(s.attributes or {}),
-                        "events": [e.name for e in s.events],
-                        "status": s.status.description} for s in spans], default=str)
+    return json.dumps(
+        [
+            {
+                "name": s.name,
+                "attributes": dict(s.attributes or {}),
+                "events": [e.name for e in s.events],
+                "status": s.status.description,
+            }
+            for s in spans
+        ],
+        default=str,
+    )
 
 
 async def test_a_turn_is_one_trace_continuing_the_callers(
-        traced: tuple[Sidecar, InMemorySpanExporter], fresh_travel: TravelService) -> None:
+    traced: tuple[Sidecar, InMemorySpanExporter], fresh_travel: TravelService
+) -> None:
     sidecar, exporter = traced
     async with grpc.aio.insecure_channel(sidecar.bound) as channel:
         stub = pb.ToolGatewayStub(channel)
         await stub.StartRun(pb.StartRunRequest(run_id="tr1"), metadata=caller())
         exporter.clear()
-        out = await stub.SubmitTurn(pb.SubmitTurnRequest(
-            run_id="tr1", turn_id="t1", tool_request=pb.ToolRequest(calls=[
-                tool_call("c1", "get_train_status", TRAIN),
-                tool_call("c2", "get_weather", WEATHER)])), metadata=caller())
+        out = await stub.SubmitTurn(
+            pb.SubmitTurnRequest(
+                run_id="tr1",
+                turn_id="t1",
+                tool_request=pb.ToolRequest(
+                    calls=[
+                        tool_call("c1", "get_train_status", TRAIN),
+                        tool_call("c2", "get_weather", WEATHER),
+                    ]
+                ),
+            ),
+            metadata=caller(),
+        )
     assert [r.status for r in out.results] == [pb.CALL_STATUS_SUCCEEDED] * 2
     spans = await finished(exporter, "SubmitTurn")
     assert {f"{s.context.trace_id:032x}" for s in spans} == {TRACE_ID}
@@ -104,16 +139,33 @@ async def test_a_turn_is_one_trace_continuing_the_callers(
     assert rpc.parent is not None and f"{rpc.parent.span_id:016x}" == CALLER_SPAN
     assert rpc.attributes is not None and rpc.attributes["rpc.grpc.status_code"] == 0
     assert tree(spans) == {
-        rpc.name: [["callgate.execute", "callgate.execute", "callgate.judge", "callgate.plan",
-                    "callgate.settle"]],
-        "callgate.judge": [["callgate.policy", "callgate.policy"]], "callgate.plan": [[]],
-        "callgate.policy": [[], []], "callgate.execute": [["callgate.tool"]] * 2,
-        "callgate.tool": [[], []], "callgate.settle": [[]]}
+        rpc.name: [
+            [
+                "callgate.execute",
+                "callgate.execute",
+                "callgate.judge",
+                "callgate.plan",
+                "callgate.settle",
+            ]
+        ],
+        "callgate.judge": [["callgate.policy", "callgate.policy"]],
+        "callgate.plan": [[]],
+        "callgate.policy": [[], []],
+        "callgate.execute": [["callgate.tool"]] * 2,
+        "callgate.tool": [[], []],
+        "callgate.settle": [[]],
+    }
     policies = [s for s in spans if s.name == "callgate.policy"]
     assert {s.attributes["callgate.tool"] for s in policies if s.attributes} == {
-        "get_train_status", "get_weather"}
-    assert all(s.attributes and s.attributes["callgate.verdict"] == "ALLOW"
-               and s.attributes["callgate.policy_revision"] for s in policies)
+        "get_train_status",
+        "get_weather",
+    }
+    assert all(
+        s.attributes
+        and s.attributes["callgate.verdict"] == "ALLOW"
+        and s.attributes["callgate.policy_revision"]
+        for s in policies
+    )
     tools = {s.context.span_id: s for s in spans if s.name == "callgate.tool"}
     assert all(s.kind == SpanKind.CLIENT for s in tools.values())
     # the tool service got each call's own tool span as its parent, in the caller's trace
@@ -133,8 +185,10 @@ async def test_authorize_and_a_refusal(traced: tuple[Sidecar, InMemorySpanExport
     sidecar, exporter = traced
     async with grpc.aio.insecure_channel(sidecar.bound) as channel:
         stub = pb.ToolGatewayStub(channel)
-        answer = await stub.Authorize(pb.AuthorizeRequest(calls=[
-            tool_call("c1", "get_train_status", TRAIN)]), metadata=caller())
+        answer = await stub.Authorize(
+            pb.AuthorizeRequest(calls=[tool_call("c1", "get_train_status", TRAIN)]),
+            metadata=caller(),
+        )
         assert answer.decisions[0].decision.verdict == pb.VERDICT_ALLOW
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await stub.GetStatus(pb.GetStatusRequest(), metadata=caller("nobody-token"))
@@ -142,31 +196,46 @@ async def test_authorize_and_a_refusal(traced: tuple[Sidecar, InMemorySpanExport
     spans = await finished(exporter, "Authorize", "GetStatus")
     assert tree(spans)["callgate.v1.ToolGateway/Authorize"] == [["callgate.policy"]]
     (status,) = [s for s in spans if s.name.endswith("/GetStatus")]
-    assert status.attributes is not None and status.attributes["callgate.code"] == \
-        "unauthenticated" and status.attributes["rpc.grpc.status_code"] == 16
+    assert (
+        status.attributes is not None
+        and status.attributes["callgate.code"] == "unauthenticated"
+        and status.attributes["rpc.grpc.status_code"] == 16
+    )
     assert not status.status.is_ok and status.status.description == "unauthenticated"
     assert "nobody-token" not in everything_said(spans)
 
 
 async def test_the_server_streams_have_spans_too(
-        traced: tuple[Sidecar, InMemorySpanExporter]) -> None:
+    traced: tuple[Sidecar, InMemorySpanExporter],
+) -> None:
     sidecar, exporter = traced
     async with grpc.aio.insecure_channel(sidecar.bound) as channel:
         stub = pb.ToolGatewayStub(channel)
         await stub.StartRun(pb.StartRunRequest(run_id="ws1"), metadata=caller())
-        await stub.SubmitTurn(pb.SubmitTurnRequest(run_id="ws1", turn_id="t1",
-                                                   final=pb.FinalAnswer(text="done")),
-                              metadata=caller())
-        await stub.Authorize(pb.AuthorizeRequest(calls=[  # a record for QueryAudit
-            tool_call("a1", "get_train_status", TRAIN)]), metadata=caller())
+        await stub.SubmitTurn(
+            pb.SubmitTurnRequest(run_id="ws1", turn_id="t1", final=pb.FinalAnswer(text="done")),
+            metadata=caller(),
+        )
+        await stub.Authorize(
+            pb.AuthorizeRequest(
+                calls=[  # a record for QueryAudit
+                    tool_call("a1", "get_train_status", TRAIN)
+                ]
+            ),
+            metadata=caller(),
+        )
         exporter.clear()
-        watched = [m async for m in stub.WatchRun(pb.WatchRunRequest(run_id="ws1"),
-                                                  metadata=caller())]
-        records = [r async for r in stub.QueryAudit(pb.QueryAuditRequest(),
-                                                    metadata=caller())]
+        watched = [
+            m async for m in stub.WatchRun(pb.WatchRunRequest(run_id="ws1"), metadata=caller())
+        ]
+        records = [r async for r in stub.QueryAudit(pb.QueryAuditRequest(), metadata=caller())]
         with pytest.raises(grpc.aio.AioRpcError) as refused:
-            _ = [m async for m in stub.WatchRun(pb.WatchRunRequest(run_id="ws1"),
-                                                metadata=caller("nobody-token"))]
+            _ = [
+                m
+                async for m in stub.WatchRun(
+                    pb.WatchRunRequest(run_id="ws1"), metadata=caller("nobody-token")
+                )
+            ]
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     assert len(watched) == 1 and records
     spans = await finished(exporter, "WatchRun", "QueryAudit", "WatchRun")

@@ -18,20 +18,31 @@ from tests.support.resolution import audit_of
 from tests.support.sidecars import own_sidecar
 
 
-def test_lost_response_is_reconciled_not_replayed(tmp_path: Path, travel: TravelService,
-                                                  tools_dir: Path, effects_db: Path,
-                                                  new_db: NewDb) -> None:
+def test_lost_response_is_reconciled_not_replayed(
+    tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path, new_db: NewDb
+) -> None:
     with running_target() as target:
         key = "r1:w1"
         target.script("/reserve", Reply(503, {"error": "gateway timeout upstream"}))
-        target.script("/by-key/r1%3Aw1", Reply(500, {"error": "index lagging"}),
-                      Reply(200, {"reservation": "R-17", "slot": "9am"}))
+        target.script(
+            "/by-key/r1%3Aw1",
+            Reply(500, {"error": "index lagging"}),
+            Reply(200, {"reservation": "R-17", "slot": "9am"}),
+        )
         env_dir = tmp_path / "env"
         env_dir.mkdir()
         db = new_db()
-        with own_sidecar(env_dir, travel, tools_dir, effects_db, db=db,
-                         env={"CALLGATE_TEST_TARGET_URL": target.url}) as proc, \
-                GatewayClient(proc.target, "walt-demo-token") as c:
+        with (
+            own_sidecar(
+                env_dir,
+                travel,
+                tools_dir,
+                effects_db,
+                db=db,
+                env={"CALLGATE_TEST_TARGET_URL": target.url},
+            ) as proc,
+            GatewayClient(proc.target, "walt-demo-token") as c,
+        ):
             c.start_run(run_id="r1")
             out = c.submit_calls("r1", "t1", tool_call("w1", "reserve_slot", {"slot": "9am"}))
             (res,) = out.results
@@ -51,24 +62,35 @@ def test_lost_response_is_reconciled_not_replayed(tmp_path: Path, travel: Travel
         assert len(posts) == 1  # the write was sent once, whatever happened after
         assert posts[0].headers.get("Idempotency-Key") == key
     # the trail: sent once with no answer known, then found by the look-up
-    trail = [(r["kind"], r["status"], r["execution_count"])
-             for r in asyncio.run(audit_of(db, "r1"))]
-    assert trail == [("decision", None, 0), ("execution", "UNKNOWN", 1),
-                     ("reconcile", "SUCCEEDED", 1)]
+    trail = [
+        (r["kind"], r["status"], r["execution_count"]) for r in asyncio.run(audit_of(db, "r1"))
+    ]
+    assert trail == [
+        ("decision", None, 0),
+        ("execution", "UNKNOWN", 1),
+        ("reconcile", "SUCCEEDED", 1),
+    ]
 
 
-def test_a_booking_applied_late_is_never_sent_twice(tmp_path: Path, travel: TravelService,
-                                                   tools_dir: Path, effects_db: Path,
-                                                   fresh_workshop: WorkshopService,
-                                                   new_db: NewDb) -> None:
+def test_a_booking_applied_late_is_never_sent_twice(
+    tmp_path: Path,
+    travel: TravelService,
+    tools_dir: Path,
+    effects_db: Path,
+    fresh_workshop: WorkshopService,
+    new_db: NewDb,
+) -> None:
     """The workshop accepts the booking, loses the answer and books it later: while its
     look-up says "pending" the call stays UNKNOWN (nothing is re-sent); once booked, ResumeRun
     finds it."""
     fresh_workshop.control(reserve_seat={"apply_late": True, "times": 1})
     seat = {"event_id": "ws-acme-1", "participant": "mia", "seats": 1}
-    with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=new_db(),
-                     workshop=fresh_workshop) as proc, \
-            GatewayClient(proc.target, "mia-demo-token") as c:
+    with (
+        own_sidecar(
+            tmp_path, travel, tools_dir, effects_db, db=new_db(), workshop=fresh_workshop
+        ) as proc,
+        GatewayClient(proc.target, "mia-demo-token") as c,
+    ):
         c.start_run(run_id="late")
         out = c.submit_calls("late", "t1", tool_call("w1", "reserve_seat", seat))
         assert out.next == pb.NEXT_ACTION_PAUSED_UNKNOWN_OUTCOME

@@ -114,16 +114,33 @@ class AuditFollower:
         self._thread.join(30)
 
 
-def start_workers(db: str, travel: TravelService, tools_dir: Path, effects_db: Path,
-                  workshop: WorkshopService, policies: Path = POLICIES) -> SidecarProcess:
-    return SidecarProcess(tools=tools_dir, policies=policies, db=db, auth=AUTH,
-                          audit_key=key_for(db), env=sidecar_env(travel, effects_db, workshop),
-                          workers=2)
+def start_workers(
+    db: str,
+    travel: TravelService,
+    tools_dir: Path,
+    effects_db: Path,
+    workshop: WorkshopService,
+    policies: Path = POLICIES,
+) -> SidecarProcess:
+    return SidecarProcess(
+        tools=tools_dir,
+        policies=policies,
+        db=db,
+        auth=AUTH,
+        audit_key=key_for(db),
+        env=sidecar_env(travel, effects_db, workshop),
+        workers=2,
+    )
 
 
 @pytest.fixture
-def workers(new_db: NewDb, travel: TravelService, tools_dir: Path, effects_db: Path,
-            fresh_workshop: WorkshopService) -> Iterator[Workers]:
+def workers(
+    new_db: NewDb,
+    travel: TravelService,
+    tools_dir: Path,
+    effects_db: Path,
+    fresh_workshop: WorkshopService,
+) -> Iterator[Workers]:
     with start_workers(new_db(), travel, tools_dir, effects_db, fresh_workshop) as proc:
         pool = Workers(proc)
         try:
@@ -134,12 +151,17 @@ def workers(new_db: NewDb, travel: TravelService, tools_dir: Path, effects_db: P
 
 def book(client: GatewayClient, run_id: str, turn_id: str, seats: int = 1) -> pb.TurnOutcome:
     return client.submit_calls(
-        run_id, turn_id, tool_call("w1", "reserve_seat", {
-            "event_id": "ws-acme-1", "participant": "mia", "seats": seats}))
+        run_id,
+        turn_id,
+        tool_call(
+            "w1", "reserve_seat", {"event_id": "ws-acme-1", "participant": "mia", "seats": seats}
+        ),
+    )
 
 
 def test_both_workers_serve_and_a_run_continues_on_either(
-        db_kind: str, workers: Workers, fresh_workshop: WorkshopService) -> None:
+    db_kind: str, workers: Workers, fresh_workshop: WorkshopService
+) -> None:
     first, second = workers.pids()
     assert first != second
     assert workers.proc.output.count(READY) == 1  # once, when both were ready
@@ -148,8 +170,10 @@ def test_both_workers_serve_and_a_run_continues_on_either(
     run_id = f"both-{uuid.uuid4().hex[:8]}"
     a.start_run(run_id=run_id)
     booked = book(b, run_id, "t1")  # started through one worker, continued through the other
-    assert (booked.next, by_id(booked)["w1"].status) == (pb.NEXT_ACTION_CONTINUE,
-                                                        pb.CALL_STATUS_SUCCEEDED)
+    assert (booked.next, by_id(booked)["w1"].status) == (
+        pb.NEXT_ACTION_CONTINUE,
+        pb.CALL_STATUS_SUCCEEDED,
+    )
     assert book(a, run_id, "t1") == booked  # the same turn again: answered, never re-run
     assert by_id(booked)["w1"].execution_count == 1
     (reservation,) = fresh_workshop.reservations(f"{run_id}:w1")
@@ -161,7 +185,8 @@ def test_both_workers_serve_and_a_run_continues_on_either(
 
 
 def test_watch_on_one_worker_sees_an_approval_decided_on_the_other(
-        db_kind: str, workers: Workers, fresh_workshop: WorkshopService) -> None:
+    db_kind: str, workers: Workers, fresh_workshop: WorkshopService
+) -> None:
     first, second = workers.pids()
     loop = workers.client_on(first, "mia-demo-token")
     owner = workers.client_on(second, "olga-demo-token")
@@ -174,14 +199,17 @@ def test_watch_on_one_worker_sees_an_approval_decided_on_the_other(
     try:
         assert watcher.wait_for(1) == [paused]
         follower.wait_for(lambda kinds: "approval" in kinds)  # the request, already there
-        answer = owner.decide_approval(by_id(paused)["w1"].approval_id, approve=True,
-                                       reason="checked")
+        answer = owner.decide_approval(
+            by_id(paused)["w1"].approval_id, approve=True, reason="checked"
+        )
         assert answer.result.status == pb.CALL_STATUS_SUCCEEDED
         settled = watcher.wait_for(2)[1]  # committed by the other worker, seen by this one
         # and the audit records the other worker appended reach a follower on this one
         follower.wait_for(lambda kinds: kinds.count("approval") == 2 and "execution" in kinds)
-        assert (settled.next, by_id(settled)["w1"].status) == (pb.NEXT_ACTION_CONTINUE,
-                                                              pb.CALL_STATUS_SUCCEEDED)
+        assert (settled.next, by_id(settled)["w1"].status) == (
+            pb.NEXT_ACTION_CONTINUE,
+            pb.CALL_STATUS_SUCCEEDED,
+        )
         assert len(fresh_workshop.reservations(f"{run_id}:w1")) == 1
         # the loop's own client on the other worker ends the run: the watch ends too
         workers.client_on(second, "mia-demo-token").cancel_run(run_id)
@@ -192,8 +220,12 @@ def test_watch_on_one_worker_sees_an_approval_decided_on_the_other(
 
 
 def test_a_killed_worker_is_started_again_and_sigterm_stops_them_all(
-        tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path,
-        fresh_workshop: WorkshopService) -> None:
+    tmp_path: Path,
+    travel: TravelService,
+    tools_dir: Path,
+    effects_db: Path,
+    fresh_workshop: WorkshopService,
+) -> None:
     db = tmp_path / "cg.db"
     with start_workers(str(db), travel, tools_dir, effects_db, fresh_workshop) as proc:
         pool = Workers(proc)
@@ -207,8 +239,9 @@ def test_a_killed_worker_is_started_again_and_sigterm_stops_them_all(
             assert third not in (first, second)
             # the dead worker's socket is gone, the living ones are there
             sockets = directory_of(db)
-            assert until(lambda: sorted(os.listdir(sockets)) == sorted(
-                [f"{second}.sock", f"{third}.sock"]))
+            assert until(
+                lambda: sorted(os.listdir(sockets)) == sorted([f"{second}.sock", f"{third}.sock"])
+            )
             # both workers serve: a run goes on through the new worker and the old one
             a = pool.client_on(third, "mia-demo-token")
             b = pool.client_on(second, "mia-demo-token")
@@ -227,8 +260,12 @@ def test_a_killed_worker_is_started_again_and_sigterm_stops_them_all(
 
 
 def test_an_approval_expires_once_though_its_worker_was_killed(
-        tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path,
-        fresh_workshop: WorkshopService) -> None:
+    tmp_path: Path,
+    travel: TravelService,
+    tools_dir: Path,
+    effects_db: Path,
+    fresh_workshop: WorkshopService,
+) -> None:
     """The worker that created the approval dies; the worker watching the run (it armed the
     expiry when it looked at the paused run) and the one started in its place (it arms every
     pending approval at start) may both try: exactly one expires it, and the watch hears."""
@@ -252,8 +289,11 @@ def test_an_approval_expires_once_though_its_worker_was_killed(
             w1 = by_id(expired)["w1"]
             assert (w1.status, w1.error.code) == (pb.CALL_STATUS_REJECTED, "approval_expired")
             auditor = pool.client_on(second, "audrey-demo-token")
-            ends = [r.error_code for r in auditor.query_audit(run_id=run_id, timeout_s=30)
-                    if r.kind == "approval"]
+            ends = [
+                r.error_code
+                for r in auditor.query_audit(run_id=run_id, timeout_s=30)
+                if r.kind == "approval"
+            ]
             assert ends == ["approval_required", "approval_expired"]
         finally:
             pool.close()
@@ -268,18 +308,41 @@ def broken_policies(into: Path) -> Path:
 
 def test_a_bad_configuration_is_reported_once(tmp_path: Path, tools_dir: Path) -> None:
     code, out = run_serve_expecting_failure(
-        ["--workers", "3", "--listen", "127.0.0.1:0", "--tools", str(tools_dir),
-         "--policies", str(broken_policies(tmp_path / "policies")),
-         "--db", str(tmp_path / "x.db"), "--auth", str(AUTH)])
+        [
+            "--workers",
+            "3",
+            "--listen",
+            "127.0.0.1:0",
+            "--tools",
+            str(tools_dir),
+            "--policies",
+            str(broken_policies(tmp_path / "policies")),
+            "--db",
+            str(tmp_path / "x.db"),
+            "--auth",
+            str(AUTH),
+        ]
+    )
     assert code == 2
     assert out.count("extra.rego:5") == 1 and out.count("callgate serve:") == 1
     assert "[worker 2" not in out and READY not in out
 
 
-def test_workers_need_a_port_of_their_own(tmp_path: Path, tools_dir: Path,
-                                          sidecar: SidecarProcess) -> None:
-    common = ["--workers", "2", "--tools", str(tools_dir), "--policies", str(POLICIES),
-              "--db", str(tmp_path / "x.db"), "--auth", str(AUTH)]
+def test_workers_need_a_port_of_their_own(
+    tmp_path: Path, tools_dir: Path, sidecar: SidecarProcess
+) -> None:
+    common = [
+        "--workers",
+        "2",
+        "--tools",
+        str(tools_dir),
+        "--policies",
+        str(POLICIES),
+        "--db",
+        str(tmp_path / "x.db"),
+        "--auth",
+        str(AUTH),
+    ]
     code, out = run_serve_expecting_failure([*common, "--listen", sidecar.target])
     assert code == 2 and f"--listen {sidecar.target}: cannot listen there" in out
     code, out = run_serve_expecting_failure([*common, "--listen", f"unix:{tmp_path}/s"])
@@ -297,13 +360,20 @@ sys.stdin.read()
 
 
 def test_a_worker_that_keeps_failing_ends_the_supervisor(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = ServeConfig(listen="127.0.0.1:0", tools=tmp_path, policies=tmp_path)
-    supervisor = Supervisor(config, 2, command=(sys.executable, "-c", FAKE_WORKER),
-                            backoff=Backoff(first_s=0.01, stable_s=30, attempts=3))
+    supervisor = Supervisor(
+        config,
+        2,
+        command=(sys.executable, "-c", FAKE_WORKER),
+        backoff=Backoff(first_s=0.01, stable_s=30, attempts=3),
+    )
     assert asyncio.run(supervisor.run()) == 1
     out, err = capsys.readouterr()
     assert out.startswith(READY)
-    assert ("callgate serve: worker 2 failed 3 times in a row soon after starting (the last "
-            "time with status 3); stopping") in err
+    assert (
+        "callgate serve: worker 2 failed 3 times in a row soon after starting (the last "
+        "time with status 3); stopping"
+    ) in err
     assert all(w.proc.returncode is not None for w in supervisor.workers.values())

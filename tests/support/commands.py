@@ -9,9 +9,16 @@ import sys
 from tests.support.paths import ROOT
 
 
-def callgate(*args: str, env: dict[str, str] | None = None,
-             stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+def callgate(
+    *args: str, env: dict[str, str] | None = None, stdout: int | None = subprocess.PIPE
+) -> subprocess.CompletedProcess[str]:
     """The command as a user runs it: its own process, the given variables added."""
-    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], stdout=stdout,
-                          stderr=subprocess.PIPE, text=True, timeout=120,
-                          env={**os.environ, **(env or {})}, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "gateway.cli", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+    )

@@ -49,8 +49,9 @@ def session_database() -> Iterator[str]:
         yield with_database(admin_url, name)
     finally:
         with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                sql.Identifier(name)))
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
 
 
 def new_schema(database_url: str) -> str:

@@ -23,8 +23,10 @@ def _db() -> sqlite3.Connection:
 
 def apply(tool: str, args: dict[str, Any], ctx: ExecutionContext) -> int:
     with _db() as conn:
-        cur = conn.execute("INSERT INTO effects VALUES (?, ?, ?)",
-                           (ctx.idempotency_key, tool, json.dumps(args, sort_keys=True)))
+        cur = conn.execute(
+            "INSERT INTO effects VALUES (?, ?, ?)",
+            (ctx.idempotency_key, tool, json.dumps(args, sort_keys=True)),
+        )
         return int(cur.lastrowid or 0)
 
 

@@ -12,7 +12,14 @@ ToolFactory = Callable[..., Tool]
 OBJECT = {"type": "object"}
 
 
-def manifest(name: str = "t", *, effect: str = "read", executor: dict[str, Any],
-             **extra: Any) -> dict[str, Any]:
-    return {"name": name, "version": "1", "effect": effect, "input_schema": OBJECT,
-            "executor": executor, **extra}
+def manifest(
+    name: str = "t", *, effect: str = "read", executor: dict[str, Any], **extra: Any
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "version": "1",
+        "effect": effect,
+        "input_schema": OBJECT,
+        "executor": executor,
+        **extra,
+    }

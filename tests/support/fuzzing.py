@@ -17,18 +17,37 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 FIXTURES = Path(__file__).resolve().parent.parent / "adapters" / "fixtures"
-FIXTURE_DIRS = {"openai.responses": "openai_responses", "openai.chat_completions": "openai_chat",
-                "anthropic.messages": "anthropic", "google.gemini": "gemini",
-                "aws.bedrock_converse": "bedrock"}
+FIXTURE_DIRS = {
+    "openai.responses": "openai_responses",
+    "openai.chat_completions": "openai_chat",
+    "anthropic.messages": "anthropic",
+    "google.gemini": "gemini",
+    "aws.bedrock_converse": "bedrock",
+}
 
 settings.register_profile(
-    "bounded", max_examples=60, deadline=None, derandomize=True, database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                           HealthCheck.data_too_large])
+    "bounded",
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.data_too_large,
+    ],
+)
 settings.register_profile(
-    "fuzz", max_examples=2000, deadline=None, database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                           HealthCheck.data_too_large])
+    "fuzz",
+    max_examples=2000,
+    deadline=None,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.data_too_large,
+    ],
+)
 
 # ---------------------------------------------------------------------- the recorded corpus
 
@@ -36,8 +55,9 @@ settings.register_profile(
 def _sse_payloads(text: str) -> list[dict[str, Any]]:
     out = []
     for frame in text.split("\n\n"):
-        data = "\n".join(line[len("data:"):].strip() for line in frame.splitlines()
-                         if line.startswith("data:"))
+        data = "\n".join(
+            line[len("data:") :].strip() for line in frame.splitlines() if line.startswith("data:")
+        )
         if data and data != "[DONE]":
             out.append(json.loads(data))
     return out
@@ -65,18 +85,43 @@ def streams(provider: str) -> list[list[dict[str, Any]]]:
 
 # ---------------------------------------------------------------------- values
 
-SCALARS = (st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1)
-           | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8))
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
 JSON_VALUES = st.recursive(
-    SCALARS, lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=6)
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 
 # texts no strict reader may accept, or that test its edges
-HOSTILE_TEXTS = st.sampled_from([
-    "NaN", "Infinity", "-Infinity", "1e400", "9" * 400, '"\\ud800"', '"\\udfff"',
-    "[" * 200 + "]" * 200, '{"a": 1, "a": 2}', "", "{", "[1,]", "nul", '"\\x00"',
-    "9007199254740993", "[" * 65 + "]" * 65, '{"a":' * 70 + "1" + "}" * 70,
-])
+HOSTILE_TEXTS = st.sampled_from(
+    [
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "1e400",
+        "9" * 400,
+        '"\\ud800"',
+        '"\\udfff"',
+        "[" * 200 + "]" * 200,
+        '{"a": 1, "a": 2}',
+        "",
+        "{",
+        "[1,]",
+        "nul",
+        '"\\x00"',
+        "9007199254740993",
+        "[" * 65 + "]" * 65,
+        '{"a":' * 70 + "1" + "}" * 70,
+    ]
+)
 
 
 def _strings_of(value: Any) -> list[str]:

@@ -16,8 +16,7 @@ ALICE = Identity("alice", "acme", ("traveler",))
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
-OBJECT = {"type": "object", "properties": {"train": {"type": "string"},
-                                           "seat": {"type": "string"}}}
+OBJECT = {"type": "object", "properties": {"train": {"type": "string"}, "seat": {"type": "string"}}}
 
 
 class FakeClock:
@@ -61,8 +60,12 @@ class ScriptedPolicy:
             return Decision(Verdict.DENY, ("policy_error: boom",), self.revision, error="boom")
         table = self.verdicts if input.get("approval") is None else self.approved
         verdict = table.get(tool, Verdict.ALLOW)
-        return Decision(verdict, (f"{verdict.value.lower()} by script",), self.revision,
-                        approval_ttl_s=600 if verdict == Verdict.APPROVAL_REQUIRED else None)
+        return Decision(
+            verdict,
+            (f"{verdict.value.lower()} by script",),
+            self.revision,
+            approval_ttl_s=600 if verdict == Verdict.APPROVAL_REQUIRED else None,
+        )
 
     async def allows(self, rule: str, input: dict[str, Any]) -> bool:
         self.inputs.append(input)
@@ -92,13 +95,28 @@ class ScriptedPolicy:
 def manifests() -> list[dict[str, Any]]:
     fn = "tests.gateway.run.tools"
     return [
-        {"name": "lookup_train", "version": "1", "effect": "read", "input_schema": OBJECT,
-         "executor": {"type": "python", "function": f"{fn}:lookup_train"}},
-        {"name": "book", "version": "2", "effect": "write", "input_schema": OBJECT,
-         "executor": {"type": "python", "function": f"{fn}:book"},
-         "reconcile": {"type": "python", "function": f"{fn}:find_booking"}},
-        {"name": "book_unreconciled", "version": "1", "effect": "write",
-         "input_schema": OBJECT, "executor": {"type": "python", "function": f"{fn}:book"}},
+        {
+            "name": "lookup_train",
+            "version": "1",
+            "effect": "read",
+            "input_schema": OBJECT,
+            "executor": {"type": "python", "function": f"{fn}:lookup_train"},
+        },
+        {
+            "name": "book",
+            "version": "2",
+            "effect": "write",
+            "input_schema": OBJECT,
+            "executor": {"type": "python", "function": f"{fn}:book"},
+            "reconcile": {"type": "python", "function": f"{fn}:find_booking"},
+        },
+        {
+            "name": "book_unreconciled",
+            "version": "1",
+            "effect": "write",
+            "input_schema": OBJECT,
+            "executor": {"type": "python", "function": f"{fn}:book"},
+        },
     ]
 
 

@@ -30,8 +30,9 @@ class BlockingModel:
         raise SystemExit("the parent was to kill this process")
 
 
-async def main(target: str, token: str, provider: str, run_id: str, conversation: str,
-               script: str) -> None:
+async def main(
+    target: str, token: str, provider: str, run_id: str, conversation: str, script: str
+) -> None:
     async with AsyncGatewayClient(target, token) as client:
         loop = AgentLoop(client, BlockingModel(json.loads(script)), provider=provider)
         await loop.run(json.loads(conversation), run_id=run_id)

@@ -15,7 +15,9 @@ from gateway.tools import Registry
 
 def base(**changes: Any) -> dict[str, Any]:
     tool: dict[str, Any] = {
-        "name": "reserve", "version": "1.0.0", "description": "Reserve a seat.",
+        "name": "reserve",
+        "version": "1.0.0",
+        "description": "Reserve a seat.",
         "effect": "write",
         "input_schema": {"type": "object"},
         "executor": {"type": "http", "url": "http://127.0.0.1:9/reserve"},
@@ -26,8 +28,15 @@ def base(**changes: Any) -> dict[str, Any]:
 
 def write(directory: Path, name: str, content: Any) -> Path:
     path = directory / name
-    text = content if isinstance(content, str) else (
-        json.dumps(content) if name.endswith(".json") else yaml.safe_dump(content, sort_keys=False))
+    text = (
+        content
+        if isinstance(content, str)
+        else (
+            json.dumps(content)
+            if name.endswith(".json")
+            else yaml.safe_dump(content, sort_keys=False)
+        )
+    )
     path.write_text(text, encoding="utf-8")
     return path
 

@@ -66,8 +66,10 @@ class CellReport:
 
     def explain(self) -> str:
         lines = [f"{self.case} × {self.provider}"]
-        lines += [f"  {'✓' if f.ok else '✗'} {f.name}: expected {f.expected!r}, "
-                  f"got {f.actual!r}" for f in self.facts]
+        lines += [
+            f"  {'✓' if f.ok else '✗'} {f.name}: expected {f.expected!r}, got {f.actual!r}"
+            for f in self.facts
+        ]
         if self.error:
             lines.append(f"  ✗ error: {self.error}")
         return "\n".join(lines)
@@ -84,7 +86,8 @@ class Bench:
         self.root = root
         self.travel: TravelService = stack.enter_context(start_travel_service())
         self.workshop: WorkshopService = stack.enter_context(
-            start_workshop_service(root / "workshop.db"))
+            start_workshop_service(root / "workshop.db")
+        )
         self.tools = example_tools(root / "tools", SUPPORT / "tools")
         self.effects = root / "effects.db"
         self.sidecars: dict[str, SidecarProcess] = {}
@@ -95,9 +98,14 @@ class Bench:
         return self.sidecars[provider]
 
     def _sidecar(self, provider: str, listen: str = "127.0.0.1:0") -> SidecarProcess:
-        return SidecarProcess(tools=self.tools, policies=POLICIES, auth=AUTH, listen=listen,
-                              db=self.root / f"{provider}.db",
-                              env=sidecar_env(self.travel, self.effects, self.workshop))
+        return SidecarProcess(
+            tools=self.tools,
+            policies=POLICIES,
+            auth=AUTH,
+            listen=listen,
+            db=self.root / f"{provider}.db",
+            env=sidecar_env(self.travel, self.effects, self.workshop),
+        )
 
     def restart(self, provider: str, *, kill: bool) -> SidecarProcess:
         """Stop the provider's sidecar (SIGKILL: a crash) and start it again on the same
@@ -139,18 +147,17 @@ class Cell:
     def target(self) -> str:
         return self.bench.sidecar(self.provider).target
 
-    def client(self, token: str = "", *, retry: RetryPolicy | None = None
-               ) -> AsyncGatewayClient:
-        return AsyncGatewayClient(self.target, token or self.token, timeout_s=30,
-                                  retry=retry or RetryPolicy())
+    def client(self, token: str = "", *, retry: RetryPolicy | None = None) -> AsyncGatewayClient:
+        return AsyncGatewayClient(
+            self.target, token or self.token, timeout_s=30, retry=retry or RetryPolicy()
+        )
 
     def model(self, script: Sequence[Any]) -> ScriptedModel:
         model = ScriptedModel(script)
         self.models.append(model)
         return model
 
-    def loop(self, client: AsyncGatewayClient, model: ScriptedModel, **options: Any
-             ) -> AgentLoop:
+    def loop(self, client: AsyncGatewayClient, model: ScriptedModel, **options: Any) -> AgentLoop:
         return AgentLoop(client, model, provider=self.provider, **options)
 
     def saw(self, result: LoopResult) -> LoopResult:
@@ -166,14 +173,20 @@ async def facts_of(cell: Cell, expected: Facts) -> list[Fact]:
     async with cell.client() as c:
         run = await c.whole_run(cell.run_id)
     sent = requests_sent(cell)
-    executions = {r.call_id: r.execution_count if r.execution_count == sent.get(r.call_id, 0)
-                  else f"{r.execution_count} (the target saw {sent.get(r.call_id, 0)})"
-                  for r in run.calls}
-    return [Fact("state", expected["state"], cell.statuses),
-            Fact("executions", expected["executions"], executions),
-            Fact("correlation", expected["correlation"], correlation(cell, expected)),
-            Fact("effect", expected["effect"], effects(cell, set(executions)
-                                                       | set(expected["effect"])))]
+    executions = {
+        r.call_id: r.execution_count
+        if r.execution_count == sent.get(r.call_id, 0)
+        else f"{r.execution_count} (the target saw {sent.get(r.call_id, 0)})"
+        for r in run.calls
+    }
+    return [
+        Fact("state", expected["state"], cell.statuses),
+        Fact("executions", expected["executions"], executions),
+        Fact("correlation", expected["correlation"], correlation(cell, expected)),
+        Fact(
+            "effect", expected["effect"], effects(cell, set(executions) | set(expected["effect"]))
+        ),
+    ]
 
 
 def correlation(cell: Cell, expected: Facts) -> dict[str, bool]:
@@ -186,8 +199,8 @@ def correlation(cell: Cell, expected: Facts) -> dict[str, bool]:
     for request in cell.requests():
         conversation = list(request.conversation)
         validate_request(cell.provider, conversation, request.tools)
-        extends = conversation[:len(before)] == before
-        added = conversation[len(before):] if extends else conversation
+        extends = conversation[: len(before)] == before
+        added = conversation[len(before) :] if extends else conversation
         for call_id, text in results_by_call_id(cell.provider, added).items():
             marker = expected["correlation_markers"].get(call_id)
             found[call_id] = marker is not None and marker in text
@@ -206,7 +219,7 @@ def requests_sent(cell: Cell) -> dict[str, int]:
     for r in cell.bench.workshop.stats()["requests"]:
         key = r.get("idempotency_key") or ""
         if key.startswith(prefix) and r["path"] != "/lookup":
-            counts[key[len(prefix):]] = counts.get(key[len(prefix):], 0) + 1
+            counts[key[len(prefix) :]] = counts.get(key[len(prefix) :], 0) + 1
     return counts
 
 
@@ -238,9 +251,13 @@ async def run_cell(b: Bench, case: str, provider: str, fn: CaseFn, token: str) -
 
 def table(reports: Sequence[CellReport], providers: Sequence[str]) -> str:
     """case × provider; each cell the four facts (state, executions, correlation, effect)."""
-    short = {"openai.responses": "responses", "openai.chat_completions": "chat",
-             "anthropic.messages": "anthropic", "google.gemini": "gemini",
-             "aws.bedrock_converse": "bedrock"}
+    short = {
+        "openai.responses": "responses",
+        "openai.chat_completions": "chat",
+        "anthropic.messages": "anthropic",
+        "google.gemini": "gemini",
+        "aws.bedrock_converse": "bedrock",
+    }
     cases = list(dict.fromkeys(r.case for r in reports))
     by = {(r.case, r.provider): r for r in reports}
     width = max(len(c) for c in cases) + 2
@@ -250,13 +267,23 @@ def table(reports: Sequence[CellReport], providers: Sequence[str]) -> str:
         row = case.ljust(width)
         for p in providers:
             r = by.get((case, p))
-            marks = ("".join("✓" if f.ok else "✗" for f in r.facts).ljust(4, "✗")
-                     if r and not r.error else "✗✗✗✗") if r else "    "
+            marks = (
+                (
+                    "".join("✓" if f.ok else "✗" for f in r.facts).ljust(4, "✗")
+                    if r and not r.error
+                    else "✗✗✗✗"
+                )
+                if r
+                else "    "
+            )
             row += marks.ljust(12)
         lines.append(row)
     ok = sum(r.ok for r in reports)
-    lines += ["", "each cell: state, executions, correlation, effect",
-              f"{ok} of {len(reports)} cells hold all four facts"]
+    lines += [
+        "",
+        "each cell: state, executions, correlation, effect",
+        f"{ok} of {len(reports)} cells hold all four facts",
+    ]
     lines += [r.explain() for r in reports if not r.ok]
     return "\n".join(lines)
 
@@ -272,8 +299,11 @@ def main(argv: Sequence[str] = ()) -> int:
                 if wanted and name not in wanted and provider not in wanted:
                     continue
                 reports.append(asyncio.run(run_cell(b, name, provider, fn, token)))
-                print(f"{'✓' if reports[-1].ok else '✗'} {name} × {provider}", flush=True,
-                      file=sys.stderr)
+                print(
+                    f"{'✓' if reports[-1].ok else '✗'} {name} × {provider}",
+                    flush=True,
+                    file=sys.stderr,
+                )
     print(table(reports, PROVIDERS))
     return 0 if all(r.ok for r in reports) else 1
 

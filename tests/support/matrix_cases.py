@@ -34,23 +34,28 @@ UNKNOWN = LoopStatus.PAUSED_UNKNOWN_OUTCOME.value
 
 
 def seat(seats: int) -> Call:
-    return Call("call_seat", "reserve_seat",
-                {"event_id": "ws-acme-1", "participant": "mia", "seats": seats})
+    return Call(
+        "call_seat", "reserve_seat", {"event_id": "ws-acme-1", "participant": "mia", "seats": seats}
+    )
 
 
-def expect(state: list[str], executions: dict[str, int], markers: dict[str, str],
-           effect: dict[str, int]) -> Facts:
-    return {"state": state, "executions": executions,
-            "correlation": {call_id: True for call_id in markers},
-            "correlation_markers": markers, "effect": effect}
+def expect(
+    state: list[str], executions: dict[str, int], markers: dict[str, str], effect: dict[str, int]
+) -> Facts:
+    return {
+        "state": state,
+        "executions": executions,
+        "correlation": {call_id: True for call_id in markers},
+        "correlation_markers": markers,
+        "effect": effect,
+    }
 
 
 def wire(cell: Cell) -> Wire:
     return WIRES[cell.provider]
 
 
-async def drive(cell: Cell, script: list[Any], question: str = QUESTION,
-                **options: Any) -> None:
+async def drive(cell: Cell, script: list[Any], question: str = QUESTION, **options: Any) -> None:
     """Run the loop to its end (or pause) with this script."""
     async with cell.client() as client:
         loop = cell.loop(client, cell.model(script), **options)
@@ -80,27 +85,31 @@ async def out_of_order(cell: Cell) -> Facts:
     async with cell.client() as c:
         calls = {r.call_id: r for r in (await c.get_run(cell.run_id)).calls}
     reversed_order = calls["call_weather"].finished_at < calls["call_train"].finished_at
-    return expect([DONE if reversed_order else "finished in model order"],
-                  {"call_train": 1, "call_weather": 1},
-                  {"call_train": '"ICE123"', "call_weather": '"Berlin"'},
-                  {"call_train": 1, "call_weather": 1})
+    return expect(
+        [DONE if reversed_order else "finished in model order"],
+        {"call_train": 1, "call_weather": 1},
+        {"call_train": '"ICE123"', "call_weather": '"Berlin"'},
+        {"call_train": 1, "call_weather": 1},
+    )
 
 
 async def unknown_tool(cell: Cell) -> Facts:
     w = wire(cell)
-    await drive(cell, [w.calls("r1", [Call("call_rocket", "launch_rocket", {"to": "moon"})]),
-                       w.final("r2", "I cannot launch rockets.")])
-    return expect([DONE], {"call_rocket": 0}, {"call_rocket": "unknown_tool"},
-                  {"call_rocket": 0})
+    await drive(
+        cell,
+        [
+            w.calls("r1", [Call("call_rocket", "launch_rocket", {"to": "moon"})]),
+            w.final("r2", "I cannot launch rockets."),
+        ],
+    )
+    return expect([DONE], {"call_rocket": 0}, {"call_rocket": "unknown_tool"}, {"call_rocket": 0})
 
 
 async def invalid_arguments(cell: Cell) -> Facts:
     w = wire(cell)
-    bad = Call("call_train", "get_train_status", {"train_number": "12-XYZ!",
-                                                  "date": "2026-12-01"})
+    bad = Call("call_train", "get_train_status", {"train_number": "12-XYZ!", "date": "2026-12-01"})
     await drive(cell, [w.calls("r1", [bad]), w.final("r2", "That train number is invalid.")])
-    return expect([DONE], {"call_train": 0}, {"call_train": "invalid_arguments"},
-                  {"call_train": 0})
+    return expect([DONE], {"call_train": 0}, {"call_train": "invalid_arguments"}, {"call_train": 0})
 
 
 async def truncated_stream(cell: Cell) -> Facts:
@@ -108,13 +117,18 @@ async def truncated_stream(cell: Cell) -> Facts:
     conversation), and the complete answer's call runs once."""
     w = wire(cell)
     cut = Call("call_cut", TRAIN_CALL.name, TRAIN_CALL.arguments)
-    await drive(cell, [w.truncated("r1", cut), w.calls("r2", [TRAIN_CALL]),
-                       w.final("r3", "ICE123 is on time.")])
+    await drive(
+        cell,
+        [w.truncated("r1", cut), w.calls("r2", [TRAIN_CALL]), w.final("r3", "ICE123 is on time.")],
+    )
     first, again = cell.requests()[:2]
     same = list(first.conversation) == list(again.conversation)
-    return expect([DONE if same else "the retry saw another conversation"],
-                  {"call_train": 1}, {"call_train": '"ICE123"'},
-                  {"call_train": 1, "call_cut": 0})
+    return expect(
+        [DONE if same else "the retry saw another conversation"],
+        {"call_train": 1},
+        {"call_train": '"ICE123"'},
+        {"call_train": 1, "call_cut": 0},
+    )
 
 
 async def truncated_until_handoff(cell: Cell) -> Facts:
@@ -128,45 +142,48 @@ async def truncated_until_handoff(cell: Cell) -> Facts:
 async def tool_error(cell: Cell) -> Facts:
     cell.bench.travel.control({"weather": {"status": 500, "times": 1}})
     w = wire(cell)
-    await drive(cell, [w.calls("r1", [TRAIN_CALL, WEATHER_CALL]),
-                       w.final("r2", "The weather service failed.")])
-    return expect([DONE], {"call_train": 1, "call_weather": 1},
-                  {"call_train": '"ICE123"', "call_weather": "tool_error"},
-                  {"call_train": 1, "call_weather": 1})
+    await drive(
+        cell,
+        [w.calls("r1", [TRAIN_CALL, WEATHER_CALL]), w.final("r2", "The weather service failed.")],
+    )
+    return expect(
+        [DONE],
+        {"call_train": 1, "call_weather": 1},
+        {"call_train": '"ICE123"', "call_weather": "tool_error"},
+        {"call_train": 1, "call_weather": 1},
+    )
 
 
 async def _booking_decided(cell: Cell, approve: bool) -> None:
     w = wire(cell)
     async with cell.client() as client, cell.client("olga-demo-token") as owner:
-        loop = cell.loop(client, cell.model([w.calls("r1", [seat(3)]),
-                                             w.final("r2", "Done.")]))
+        loop = cell.loop(client, cell.model([w.calls("r1", [seat(3)]), w.final("r2", "Done.")]))
         paused = cell.saw(await loop.run([w.user(BOOKING)], run_id=cell.run_id))
         (pending,) = [r for r in paused.outcome.results if r.approval_id]
-        await owner.decide_approval(pending.approval_id, approve=approve,
-                                    reason="an owner decided")
+        await owner.decide_approval(pending.approval_id, approve=approve, reason="an owner decided")
         cell.saw(await loop.resume(cell.run_id))
 
 
 async def approval_approved(cell: Cell) -> Facts:
     await _booking_decided(cell, approve=True)
-    return expect([APPROVAL, DONE], {"call_seat": 1}, {"call_seat": '"reservation_id"'},
-                  {"call_seat": 1})
+    return expect(
+        [APPROVAL, DONE], {"call_seat": 1}, {"call_seat": '"reservation_id"'}, {"call_seat": 1}
+    )
 
 
 async def approval_denied(cell: Cell) -> Facts:
     await _booking_decided(cell, approve=False)
-    return expect([APPROVAL, DONE], {"call_seat": 0}, {"call_seat": "approval_denied"},
-                  {"call_seat": 0})
+    return expect(
+        [APPROVAL, DONE], {"call_seat": 0}, {"call_seat": "approval_denied"}, {"call_seat": 0}
+    )
 
 
 async def policy_deny(cell: Cell) -> Facts:
     """TGV9 runs for another tenant: the executor's policy refuses it before anything runs."""
     w = wire(cell)
-    other = Call("call_train", "get_train_status", {"train_number": "TGV9",
-                                                    "date": "2026-12-01"})
+    other = Call("call_train", "get_train_status", {"train_number": "TGV9", "date": "2026-12-01"})
     await drive(cell, [w.calls("r1", [other]), w.final("r2", "I may not look that up.")])
-    return expect([DONE], {"call_train": 0}, {"call_train": "policy_denied"},
-                  {"call_train": 0})
+    return expect([DONE], {"call_train": 0}, {"call_train": "policy_denied"}, {"call_train": 0})
 
 
 async def lost_response(cell: Cell) -> Facts:
@@ -175,8 +192,7 @@ async def lost_response(cell: Cell) -> Facts:
     cell.bench.workshop.control(reserve_seat={"apply_then_drop": True, "times": 1})
     w = wire(cell)
     await drive(cell, [w.calls("r1", [seat(1)]), w.final("r2", "Booked.")], question=BOOKING)
-    return expect([DONE], {"call_seat": 1}, {"call_seat": '"reservation_id"'},
-                  {"call_seat": 1})
+    return expect([DONE], {"call_seat": 1}, {"call_seat": '"reservation_id"'}, {"call_seat": 1})
 
 
 async def unknown_outcome(cell: Cell) -> Facts:
@@ -190,8 +206,9 @@ async def unknown_outcome(cell: Cell) -> Facts:
         cell.saw(await loop.run([w.user(BOOKING)], run_id=cell.run_id))
         await asyncio.to_thread(cell.bench.workshop.apply_late)
         cell.saw(await loop.resume(cell.run_id))
-    return expect([UNKNOWN, DONE], {"call_seat": 1}, {"call_seat": '"reservation_id"'},
-                  {"call_seat": 1})
+    return expect(
+        [UNKNOWN, DONE], {"call_seat": 1}, {"call_seat": '"reservation_id"'}, {"call_seat": 1}
+    )
 
 
 async def sidecar_killed(cell: Cell) -> Facts:
@@ -203,8 +220,9 @@ async def sidecar_killed(cell: Cell) -> Facts:
     model = cell.model([w.calls("r1", [seat(1)]), w.final("r2", "Ok.")])
     # a client that does not wait out the restart by itself: the loop sees the sidecar go
     async with cell.client(retry=RetryPolicy(attempts=1)) as client:
-        running = asyncio.create_task(cell.loop(client, model).run([w.user(BOOKING)],
-                                                                   run_id=cell.run_id))
+        running = asyncio.create_task(
+            cell.loop(client, model).run([w.user(BOOKING)], run_id=cell.run_id)
+        )
         booked = await asyncio.to_thread(cell.bench.workshop.wait_booked, key, 30)
         await asyncio.to_thread(cell.bench.restart, cell.provider, kill=True)
         try:
@@ -216,8 +234,7 @@ async def sidecar_killed(cell: Cell) -> Facts:
         cell.saw(await cell.loop(client, model).resume(cell.run_id))
     if not booked or lost:
         cell.statuses.insert(0, lost or "never booked")
-    return expect([DONE], {"call_seat": 1}, {"call_seat": '"reservation_id"'},
-                  {"call_seat": 1})
+    return expect([DONE], {"call_seat": 1}, {"call_seat": '"reservation_id"'}, {"call_seat": 1})
 
 
 async def loop_killed(cell: Cell) -> Facts:
@@ -239,11 +256,24 @@ def _kill_a_loop(cell: Cell, script: list[Any]) -> list[Any]:
     """Run the loop in a child process until it asks the model a second time; kill it there.
     Answers the conversation it was about to send."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.loop_child", cell.target, cell.token,
-         cell.provider, cell.run_id, json.dumps([wire(cell).user(QUESTION)]),
-         json.dumps(script)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        [
+            sys.executable,
+            "-m",
+            "tests.support.loop_child",
+            cell.target,
+            cell.token,
+            cell.provider,
+            cell.run_id,
+            json.dumps([wire(cell).user(QUESTION)]),
+            json.dumps(script),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         assert child.stdout is not None
         line = child.stdout.readline()  # the child prints as it blocks in its second ask

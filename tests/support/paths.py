@@ -20,17 +20,24 @@ AUTH = ROOT / "examples" / "auth.yaml"  # the demo identities: one cast for demo
 def example_tools(into: Path, *extra: Path) -> Path:
     """The travel and workshop manifests (plus extra directories') in one --tools directory."""
     into.mkdir(parents=True, exist_ok=True)
-    for folder in (ROOT / "examples" / "travel" / "tools",
-                   ROOT / "examples" / "workshop" / "tools", *extra):
+    for folder in (
+        ROOT / "examples" / "travel" / "tools",
+        ROOT / "examples" / "workshop" / "tools",
+        *extra,
+    ):
         for src in folder.glob("*.yaml"):
             shutil.copy(src, into / src.name)
     return into
 
 
-def sidecar_env(travel: TravelService, effects_db: Path,
-                workshop: WorkshopService | None = None) -> dict[str, str]:
-    env = {"CALLGATE_TRAVEL_URL": travel.url, "CALLGATE_TEST_EFFECTS_DB": str(effects_db),
-           "PYTHONPATH": str(ROOT)}
+def sidecar_env(
+    travel: TravelService, effects_db: Path, workshop: WorkshopService | None = None
+) -> dict[str, str]:
+    env = {
+        "CALLGATE_TRAVEL_URL": travel.url,
+        "CALLGATE_TEST_EFFECTS_DB": str(effects_db),
+        "PYTHONPATH": str(ROOT),
+    }
     if workshop is not None:
         env["CALLGATE_WORKSHOP_URL"] = workshop.url
     return env

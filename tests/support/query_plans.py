@@ -19,7 +19,6 @@ class Steps:
         return 0
 
 
-
 async def sqlite_steps(store: SQLiteStore, read: Callable[[], Awaitable[object]]) -> int:
     """The steps of SQLite's virtual machine while `read` runs, on every connection."""
     steps = Steps()

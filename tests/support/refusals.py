@@ -34,6 +34,5 @@ def assert_run_usable(c: GatewayClient, run_id: str, turn_id: str = "valid-after
     c.get_run(run_id)
 
 
-def submit_stream(c: GatewayClient, run_id: str, texts: list[str], **first: Any
-                  ) -> pb.TurnOutcome:
+def submit_stream(c: GatewayClient, run_id: str, texts: list[str], **first: Any) -> pb.TurnOutcome:
     return c.submit_provider_stream(run_id, texts, timeout_s=30, **first)

@@ -22,7 +22,6 @@ T = TypeVar("T")
 DEADLINE_S = 20.0  # generous for a loaded machine; a change is normally picked up in < 1 s
 
 
-
 def eventually(probe: Callable[[], T | None], what: str, timeout_s: float = DEADLINE_S) -> T:
     """Poll probe until it answers something other than None, or fail after timeout_s."""
     deadline = time.monotonic() + timeout_s
@@ -36,11 +35,15 @@ def eventually(probe: Callable[[], T | None], what: str, timeout_s: float = DEAD
 
 
 @contextmanager
-def sidecar_over(tmp_path: Path, tools_dir: Path, policies: Path,
-                 *extra: str) -> Iterator[tuple[SidecarProcess, GatewayClient]]:
-    with SidecarProcess(tools=tools_dir, policies=policies, db=tmp_path / "cg.db", auth=AUTH,
-                        extra_args=extra) as proc, \
-            GatewayClient(proc.target, "alice-demo-token") as client:
+def sidecar_over(
+    tmp_path: Path, tools_dir: Path, policies: Path, *extra: str
+) -> Iterator[tuple[SidecarProcess, GatewayClient]]:
+    with (
+        SidecarProcess(
+            tools=tools_dir, policies=policies, db=tmp_path / "cg.db", auth=AUTH, extra_args=extra
+        ) as proc,
+        GatewayClient(proc.target, "alice-demo-token") as client,
+    ):
         yield proc, client
 
 
@@ -52,8 +55,7 @@ def weather_decision(client: GatewayClient) -> pb.Decision:
 def health(target: str, service: str) -> int:
     with grpc.insecure_channel(target) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
-        status: int = stub.Check(health_pb2.HealthCheckRequest(service=service),
-                                 timeout=10).status
+        status: int = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status
         return status
 
 

@@ -21,16 +21,17 @@ from tests.support.harness import ALICE, Harness
 TRAIN = {"train": "ICE 100"}
 
 
-def call(call_id: str, tool: str, args: dict[str, str] | str, complete: bool = True
-         ) -> ToolCall:
+def call(call_id: str, tool: str, args: dict[str, str] | str, complete: bool = True) -> ToolCall:
     text = args if isinstance(args, str) else json.dumps(args)
     return ToolCall(call_id, tool, text, complete)
 
 
-def calls_turn(run_id: str, turn_id: str, *calls: ToolCall, usage: Usage | None = None
-               ) -> TurnInput:
-    return TurnInput(run_id, turn_id, TurnEvent(EventKind.TOOL_REQUEST, calls=calls),
-                     usage=usage or Usage())
+def calls_turn(
+    run_id: str, turn_id: str, *calls: ToolCall, usage: Usage | None = None
+) -> TurnInput:
+    return TurnInput(
+        run_id, turn_id, TurnEvent(EventKind.TOOL_REQUEST, calls=calls), usage=usage or Usage()
+    )
 
 
 def by_id(outcome: TurnOutcome) -> dict[str, tuple[CallStatus, str, int]]:

@@ -37,8 +37,11 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 def samples(text: str) -> Samples:
     """Every sample by (name, labels)."""
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def value(found: Samples, name: str, **labels: str) -> float:

@@ -30,28 +30,58 @@ def key_for(db: Path | str) -> Path | None:
 
 
 @contextmanager
-def own_sidecar(tmp_path: Path, travel: TravelService, tools_dir: Path, effects_db: Path,
-                policies: Path = POLICIES, db: Path | str | None = None,
-                extra: tuple[str, ...] = (), listen: str = "127.0.0.1:0",
-                env: dict[str, str] | None = None,
-                workshop: WorkshopService | None = None) -> Iterator[SidecarProcess]:
+def own_sidecar(
+    tmp_path: Path,
+    travel: TravelService,
+    tools_dir: Path,
+    effects_db: Path,
+    policies: Path = POLICIES,
+    db: Path | str | None = None,
+    extra: tuple[str, ...] = (),
+    listen: str = "127.0.0.1:0",
+    env: dict[str, str] | None = None,
+    workshop: WorkshopService | None = None,
+) -> Iterator[SidecarProcess]:
     """A sidecar of the test's own: its own store (a SQLite file in tmp_path unless db names
     one; a PostgreSQL URL works too) against the example services."""
     store = db or tmp_path / "cg.db"
-    with SidecarProcess(tools=tools_dir, policies=policies, db=store, auth=AUTH,
-                        env={**sidecar_env(travel, effects_db, workshop), **(env or {})},
-                        extra_args=extra, listen=listen, audit_key=key_for(store)) as proc:
+    with SidecarProcess(
+        tools=tools_dir,
+        policies=policies,
+        db=store,
+        auth=AUTH,
+        env={**sidecar_env(travel, effects_db, workshop), **(env or {})},
+        extra_args=extra,
+        listen=listen,
+        audit_key=key_for(store),
+    ) as proc:
         yield proc
 
 
 @contextmanager
-def replicas(count: int, db: str, travel: TravelService, tools_dir: Path, effects_db: Path,
-             workshop: WorkshopService) -> Iterator[list[SidecarProcess]]:
+def replicas(
+    count: int,
+    db: str,
+    travel: TravelService,
+    tools_dir: Path,
+    effects_db: Path,
+    workshop: WorkshopService,
+) -> Iterator[list[SidecarProcess]]:
     """count sidecar processes sharing one store (a PostgreSQL URL or a SQLite file)."""
     with ExitStack() as stack:
-        yield [stack.enter_context(SidecarProcess(
-            tools=tools_dir, policies=POLICIES, db=db, auth=AUTH, audit_key=key_for(db),
-            env=sidecar_env(travel, effects_db, workshop))) for _ in range(count)]
+        yield [
+            stack.enter_context(
+                SidecarProcess(
+                    tools=tools_dir,
+                    policies=POLICIES,
+                    db=db,
+                    auth=AUTH,
+                    audit_key=key_for(db),
+                    env=sidecar_env(travel, effects_db, workshop),
+                )
+            )
+            for _ in range(count)
+        ]
 
 
 def by_id(outcome: pb.TurnOutcome) -> dict[str, pb.CallResult]:
@@ -86,8 +116,7 @@ class Watcher:
     def wait_for(self, count: int, timeout_s: float = 30) -> list[pb.TurnOutcome]:
         """The first count outcomes (fails when the stream ends or time runs out first)."""
         with self._changed:
-            self._changed.wait_for(lambda: len(self.outcomes) >= count or self.ended,
-                                   timeout_s)
+            self._changed.wait_for(lambda: len(self.outcomes) >= count or self.ended, timeout_s)
             assert len(self.outcomes) >= count, (self.outcomes, self.error)
             return list(self.outcomes)
 

@@ -33,11 +33,13 @@ Items = Sequence[dict[str, Any]]
 
 
 def validate_response(provider: str, body: dict[str, Any]) -> None:
-    {"openai.responses": lambda b: validate_model(Response, b),
-     "openai.chat_completions": lambda b: validate_model(ChatCompletion, b),
-     "anthropic.messages": lambda b: validate_anthropic(Message, b),
-     "google.gemini": validate_gemini,
-     "aws.bedrock_converse": validate_bedrock}[provider](body)
+    {
+        "openai.responses": lambda b: validate_model(Response, b),
+        "openai.chat_completions": lambda b: validate_model(ChatCompletion, b),
+        "anthropic.messages": lambda b: validate_anthropic(Message, b),
+        "google.gemini": validate_gemini,
+        "aws.bedrock_converse": validate_bedrock,
+    }[provider](body)
 
 
 def validate_request(provider: str, conversation: Items, tools: Items) -> None:
@@ -53,12 +55,18 @@ def validate_request(provider: str, conversation: Items, tools: Items) -> None:
 
 
 _REQUEST: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
-    "openai.responses": (lambda i: validate_param(ResponseInputItemParam, i),
-                         lambda t: validate_param(FunctionToolParam, t)),
-    "openai.chat_completions": (lambda i: validate_param(ChatCompletionMessageParam, i),
-                                lambda t: validate_param(ChatCompletionToolUnionParam, t)),
-    "anthropic.messages": (lambda i: validate_anthropic(MessageParam, i),
-                           lambda t: validate_anthropic(ToolParam, t)),
+    "openai.responses": (
+        lambda i: validate_param(ResponseInputItemParam, i),
+        lambda t: validate_param(FunctionToolParam, t),
+    ),
+    "openai.chat_completions": (
+        lambda i: validate_param(ChatCompletionMessageParam, i),
+        lambda t: validate_param(ChatCompletionToolUnionParam, t),
+    ),
+    "anthropic.messages": (
+        lambda i: validate_anthropic(MessageParam, i),
+        lambda t: validate_anthropic(ToolParam, t),
+    ),
     "google.gemini": (validate_content, validate_tool),
 }
 
@@ -72,14 +80,23 @@ def results_by_call_id(provider: str, items: Items) -> dict[str, str]:
         elif provider == "openai.chat_completions" and item.get("role") == "tool":
             found.append((item["tool_call_id"], item["content"]))
         elif provider == "anthropic.messages" and isinstance(item.get("content"), list):
-            found += [(b["tool_use_id"], b["content"]) for b in item["content"]
-                      if b.get("type") == "tool_result"]
+            found += [
+                (b["tool_use_id"], b["content"])
+                for b in item["content"]
+                if b.get("type") == "tool_result"
+            ]
         elif provider == "google.gemini":
-            found += [(p["functionResponse"]["id"], p["functionResponse"]["response"])
-                      for p in item.get("parts", []) if "functionResponse" in p]
+            found += [
+                (p["functionResponse"]["id"], p["functionResponse"]["response"])
+                for p in item.get("parts", [])
+                if "functionResponse" in p
+            ]
         elif provider == "aws.bedrock_converse":
-            found += [(b["toolResult"]["toolUseId"], b["toolResult"]["content"])
-                      for b in item.get("content", []) if "toolResult" in b]
+            found += [
+                (b["toolResult"]["toolUseId"], b["toolResult"]["content"])
+                for b in item.get("content", [])
+                if "toolResult" in b
+            ]
     ids = [call_id for call_id, _ in found]
     assert len(ids) == len(set(ids)), f"a call ID answered twice: {ids}"
     return {call_id: _text(value) for call_id, value in found}
@@ -90,6 +107,10 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "".join(_text(block.get("text", block.get("json", block)))
-                       if isinstance(block, dict) else _text(block) for block in value)
+        return "".join(
+            _text(block.get("text", block.get("json", block)))
+            if isinstance(block, dict)
+            else _text(block)
+            for block in value
+        )
     return json.dumps(value)

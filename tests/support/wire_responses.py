@@ -66,14 +66,25 @@ class Wire:
 
 # ---------------------------------------------------------------------- OpenAI Responses
 
+
 def _responses_calls(rid: str, calls: Sequence[Call]) -> Body:
     body = recorded("openai_responses", "one_call.json")
     reasoning, template = body["output"]
     body["id"] = rid
     reasoning["id"] = f"rs_{rid}"
-    body["output"] = [reasoning, *(
-        {**copy.deepcopy(template), "id": f"fc_{c.call_id}", "call_id": c.call_id,
-         "name": c.name, "arguments": c.json()} for c in calls)]
+    body["output"] = [
+        reasoning,
+        *(
+            {
+                **copy.deepcopy(template),
+                "id": f"fc_{c.call_id}",
+                "call_id": c.call_id,
+                "name": c.name,
+                "arguments": c.json(),
+            }
+            for c in calls
+        ),
+    ]
     return body
 
 
@@ -96,12 +107,12 @@ def _responses_truncated(rid: str, call: Call) -> Body:
     body = recorded("openai_responses", "incomplete_max_tokens.json")
     body["id"] = rid
     item = next(item for item in body["output"] if item["type"] == "function_call")
-    item.update(id=f"fc_{call.call_id}", call_id=call.call_id, name=call.name,
-                arguments=call.cut())
+    item.update(id=f"fc_{call.call_id}", call_id=call.call_id, name=call.name, arguments=call.cut())
     return body
 
 
 # ---------------------------------------------------------------------- OpenAI Chat Completions
+
 
 def _chat_calls(rid: str, calls: Sequence[Call]) -> Body:
     body = recorded("openai_chat", "one_call.json")
@@ -109,8 +120,13 @@ def _chat_calls(rid: str, calls: Sequence[Call]) -> Body:
     message = body["choices"][0]["message"]
     (template,) = message["tool_calls"]
     message["tool_calls"] = [
-        {**copy.deepcopy(template), "id": c.call_id,
-         "function": {"name": c.name, "arguments": c.json()}} for c in calls]
+        {
+            **copy.deepcopy(template),
+            "id": c.call_id,
+            "function": {"name": c.name, "arguments": c.json()},
+        }
+        for c in calls
+    ]
     return body
 
 
@@ -137,13 +153,19 @@ def _chat_truncated(rid: str, call: Call) -> Body:
 
 # ---------------------------------------------------------------------- Anthropic Messages
 
+
 def _anthropic_calls(rid: str, calls: Sequence[Call]) -> Body:
     body = recorded("anthropic", "message_tool_use.json")
     text, template = body["content"]
     body["id"] = rid
     text["text"] = "Let me look that up."
-    body["content"] = [text, *({**copy.deepcopy(template), "id": c.call_id, "name": c.name,
-                                "input": c.arguments} for c in calls)]
+    body["content"] = [
+        text,
+        *(
+            {**copy.deepcopy(template), "id": c.call_id, "name": c.name, "input": c.arguments}
+            for c in calls
+        ),
+    ]
     return body
 
 
@@ -172,15 +194,19 @@ def _anthropic_truncated(rid: str, call: Call) -> Body:
 
 # ---------------------------------------------------------------------- Gemini
 
+
 def _gemini_calls(rid: str, calls: Sequence[Call]) -> Body:
     body = recorded("gemini", "parallel_calls_with_ids.json")
     body["responseId"] = rid
     content = body["candidates"][0]["content"]
     signed = content["parts"][0]  # the first part carries the thought signature
     content["parts"] = [
-        {**({"thoughtSignature": signed["thoughtSignature"]} if i == 0 else {}),
-         "functionCall": {"id": c.call_id, "name": c.name, "args": c.arguments}}
-        for i, c in enumerate(calls)]
+        {
+            **({"thoughtSignature": signed["thoughtSignature"]} if i == 0 else {}),
+            "functionCall": {"id": c.call_id, "name": c.name, "args": c.arguments},
+        }
+        for i, c in enumerate(calls)
+    ]
     return body
 
 
@@ -201,19 +227,27 @@ def _gemini_truncated(rid: str, call: Call) -> Body:
     body = recorded("gemini", "max_tokens.json")
     body["responseId"] = rid
     part = body["candidates"][0]["content"]["parts"][1]
-    part["functionCall"] = {"id": call.call_id, "name": call.name,
-                            "args": dict(list(call.arguments.items())[:1])}
+    part["functionCall"] = {
+        "id": call.call_id,
+        "name": call.name,
+        "args": dict(list(call.arguments.items())[:1]),
+    }
     return body
 
 
 # ---------------------------------------------------------------------- Bedrock Converse
 
+
 def _bedrock_calls(rid: str, calls: Sequence[Call]) -> Body:
     body = recorded("bedrock", "one_call.json")
     text, _ = body["output"]["message"]["content"]
-    body["output"]["message"]["content"] = [text, *(
-        {"toolUse": {"toolUseId": c.call_id, "name": c.name, "input": c.arguments}}
-        for c in calls)]
+    body["output"]["message"]["content"] = [
+        text,
+        *(
+            {"toolUse": {"toolUseId": c.call_id, "name": c.name, "input": c.arguments}}
+            for c in calls
+        ),
+    ]
     return body
 
 
@@ -230,8 +264,9 @@ def _bedrock_refusal(rid: str) -> Body:
 def _bedrock_truncated(rid: str, call: Call) -> Body:
     body = recorded("bedrock", "max_tokens.json")
     block = body["output"]["message"]["content"][1]["toolUse"]
-    block.update(toolUseId=call.call_id, name=call.name,
-                 input=dict(list(call.arguments.items())[:1]))
+    block.update(
+        toolUseId=call.call_id, name=call.name, input=dict(list(call.arguments.items())[:1])
+    )
     return body
 
 
@@ -249,16 +284,46 @@ def _bedrock_user(text: str) -> Body:
 
 
 WIRES: dict[str, Wire] = {
-    "openai.responses": Wire("openai.responses", _role_content, _responses_calls,
-                             _responses_final, _responses_refusal, _responses_truncated),
-    "openai.chat_completions": Wire("openai.chat_completions", _role_content, _chat_calls,
-                                    _chat_final, _chat_refusal, _chat_truncated),
-    "anthropic.messages": Wire("anthropic.messages", _role_content, _anthropic_calls,
-                               _anthropic_final, _anthropic_refusal, _anthropic_truncated),
-    "google.gemini": Wire("google.gemini", _gemini_user, _gemini_calls, _gemini_final,
-                          _gemini_refusal, _gemini_truncated),
-    "aws.bedrock_converse": Wire("aws.bedrock_converse", _bedrock_user, _bedrock_calls,
-                                 _bedrock_final, _bedrock_refusal, _bedrock_truncated,
-                                 has_ids=False),
+    "openai.responses": Wire(
+        "openai.responses",
+        _role_content,
+        _responses_calls,
+        _responses_final,
+        _responses_refusal,
+        _responses_truncated,
+    ),
+    "openai.chat_completions": Wire(
+        "openai.chat_completions",
+        _role_content,
+        _chat_calls,
+        _chat_final,
+        _chat_refusal,
+        _chat_truncated,
+    ),
+    "anthropic.messages": Wire(
+        "anthropic.messages",
+        _role_content,
+        _anthropic_calls,
+        _anthropic_final,
+        _anthropic_refusal,
+        _anthropic_truncated,
+    ),
+    "google.gemini": Wire(
+        "google.gemini",
+        _gemini_user,
+        _gemini_calls,
+        _gemini_final,
+        _gemini_refusal,
+        _gemini_truncated,
+    ),
+    "aws.bedrock_converse": Wire(
+        "aws.bedrock_converse",
+        _bedrock_user,
+        _bedrock_calls,
+        _bedrock_final,
+        _bedrock_refusal,
+        _bedrock_truncated,
+        has_ids=False,
+    ),
 }
 PROVIDERS = tuple(WIRES)

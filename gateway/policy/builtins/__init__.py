@@ -27,9 +27,17 @@ from gateway.policy.builtins import (
 from gateway.policy.builtins.base import BuiltinError, Extension
 
 EXTENSIONS: tuple[Extension, ...] = (
-    *crypto.EXTENSIONS, *jwt.EXTENSIONS, *net.EXTENSIONS, *globs.EXTENSIONS,
-    *template.EXTENSIONS, *fixes.EXTENSIONS, *newer.EXTENSIONS, *located.EXTENSIONS,
-    *gofmt.EXTENSIONS, *casts.EXTENSIONS, *objects.EXTENSIONS,
+    *crypto.EXTENSIONS,
+    *jwt.EXTENSIONS,
+    *net.EXTENSIONS,
+    *globs.EXTENSIONS,
+    *template.EXTENSIONS,
+    *fixes.EXTENSIONS,
+    *newer.EXTENSIONS,
+    *located.EXTENSIONS,
+    *gofmt.EXTENSIONS,
+    *casts.EXTENSIONS,
+    *objects.EXTENSIONS,
 )
 SUPPLIED: frozenset[str] = frozenset(e.name for e in EXTENSIONS)
 ARITY: dict[str, int] = {e.name: e.nargs for e in EXTENSIONS}

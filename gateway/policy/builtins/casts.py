@@ -77,17 +77,23 @@ def _held(text: str, exact: Decimal) -> int | float:
             return int(exact)
         # a float would do for some (1e20), but a whole float of 2^64 or more cannot be handed
         # back from the engine intact (2^64 comes back as 2^64 - 1): refused as the others
-        raise BuiltinError(f'"{text}" is an integer beyond 64 bits: the embedded engine would '
-                           "not keep it, where OPA keeps it exact; use the OPA engine, or keep "
-                           "such numbers as strings")
+        raise BuiltinError(
+            f'"{text}" is an integer beyond 64 bits: the embedded engine would '
+            "not keep it, where OPA keeps it exact; use the OPA engine, or keep "
+            "such numbers as strings"
+        )
     if nearest == 0:
-        raise BuiltinError(f'"{text}" is too small for a 64-bit float: the embedded engine would '
-                           "make it 0, where OPA keeps it; use the OPA engine")
+        raise BuiltinError(
+            f'"{text}" is too small for a 64-bit float: the embedded engine would '
+            "make it 0, where OPA keeps it; use the OPA engine"
+        )
     if Decimal(nearest) == exact or Decimal(repr(nearest)) == exact:
         return nearest  # the float is that number, or that number is the float's shortest form
-    raise BuiltinError(f'"{text}" is a decimal with more digits than a 64-bit float holds: the '
-                       "embedded engine would round it, where OPA keeps it exact; use the OPA "
-                       "engine, or keep such numbers as strings")
+    raise BuiltinError(
+        f'"{text}" is a decimal with more digits than a 64-bit float holds: the '
+        "embedded engine would round it, where OPA keeps it exact; use the OPA "
+        "engine, or keep such numbers as strings"
+    )
 
 
 EXTENSIONS = (Extension("to_number", 1, to_number),)

@@ -10,7 +10,9 @@ from typing import Any
 from gateway.policy.builtins.base import Extension, string_operand
 
 _HASHES: dict[str, Callable[..., Any]] = {
-    "md5": hashlib.md5, "sha1": hashlib.sha1, "sha256": hashlib.sha256,
+    "md5": hashlib.md5,
+    "sha1": hashlib.sha1,
+    "sha256": hashlib.sha256,
     "sha512": hashlib.sha512,
 }
 
@@ -19,6 +21,7 @@ def _digest(algorithm: str) -> Callable[[Any], str]:
     def digest(x: Any) -> str:
         data = string_operand(x, 1).encode()
         return str(_HASHES[algorithm](data).hexdigest())
+
     return digest
 
 
@@ -26,6 +29,7 @@ def _hmac(algorithm: str) -> Callable[[Any, Any], str]:
     def mac(x: Any, key: Any) -> str:
         message, secret = string_operand(x, 1).encode(), string_operand(key, 2).encode()
         return hmac.new(secret, message, _HASHES[algorithm]).hexdigest()
+
     return mac
 
 

@@ -67,15 +67,18 @@ def _set(pattern: str, i: int) -> tuple[tuple[tuple[int, int], ...], int]:
             return tuple(ranges), i + 1
         if pattern[i] == "-":
             if previous is None:
-                raise BuiltinError(f"pos:{i}:range character '-' must be preceded by a "
-                                   "Unicode character")
+                raise BuiltinError(
+                    f"pos:{i}:range character '-' must be preceded by a Unicode character"
+                )
             if i + 1 >= len(pattern) or pattern[i + 1] in "]-":
-                raise BuiltinError(f"pos:{i}:range character '-' must be followed by a "
-                                   "Unicode character")
+                raise BuiltinError(
+                    f"pos:{i}:range character '-' must be followed by a Unicode character"
+                )
             end, i = _rune(pattern, i + 1)
             if end < previous:
-                raise BuiltinError(f"pos:{i}:range is out of order: '{end}' comes before "
-                                   f"'{previous}' in Unicode")
+                raise BuiltinError(
+                    f"pos:{i}:range is out of order: '{end}' comes before '{previous}' in Unicode"
+                )
             ranges[-1] = (ord(previous), ord(end))
             previous = None
             continue

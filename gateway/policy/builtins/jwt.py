@@ -37,8 +37,7 @@ from gateway.policy.builtins.base import (
 )
 
 _SHA = {"256": RSAAlgorithm.SHA256, "384": RSAAlgorithm.SHA384, "512": RSAAlgorithm.SHA512}
-_HMAC_SHA = {"256": HMACAlgorithm.SHA256, "384": HMACAlgorithm.SHA384,
-             "512": HMACAlgorithm.SHA512}
+_HMAC_SHA = {"256": HMACAlgorithm.SHA256, "384": HMACAlgorithm.SHA384, "512": HMACAlgorithm.SHA512}
 ALGORITHMS: dict[str, Any] = {
     **{f"RS{n}": RSAAlgorithm(h) for n, h in _SHA.items()},
     **{f"PS{n}": RSAPSSAlgorithm(h) for n, h in _SHA.items()},
@@ -96,8 +95,7 @@ def split_token(value: Any) -> Token:
 
 def json_object(data: bytes, what: str) -> dict[str, Any]:
     try:
-        value = json.loads(data.decode("utf-8", errors="replace"),
-                           parse_constant=_no_constant)
+        value = json.loads(data.decode("utf-8", errors="replace"), parse_constant=_no_constant)
     except ValueError as exc:
         raise BuiltinError(f"{what}invalid JSON: {exc}") from None
     if not isinstance(value, dict):
@@ -172,8 +170,9 @@ def parse_header(header: dict[str, Any]) -> Header:
         critical = set(crit)
     unknown = set(header) - {"alg", "kid", "typ", "cty", "crit"}
     valid = bool(fields.get("alg")) and not (unknown & critical)
-    return Header(alg=fields.get("alg", ""), kid=fields.get("kid", ""),
-                  cty=fields.get("cty", ""), valid=valid)
+    return Header(
+        alg=fields.get("alg", ""), kid=fields.get("kid", ""), cty=fields.get("cty", ""), valid=valid
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,14 +195,14 @@ def keys_from_text(text: str) -> list[Key]:
 
 def _pem_key(text: str) -> Any:
     start = text.index("-----BEGIN ")
-    kind = text[start + len("-----BEGIN "):].split("-----", 1)[0]
+    kind = text[start + len("-----BEGIN ") :].split("-----", 1)[0]
     end_marker = f"-----END {kind}-----"
     end = text.find(end_marker, start)
     if end < 0:
         raise BuiltinError("failed to parse a PEM block")
-    if text[end + len(end_marker):].strip():
+    if text[end + len(end_marker) :].strip():
         raise BuiltinError("extra data after a PEM certificate block")
-    block = text[start:end + len(end_marker)].encode()
+    block = text[start : end + len(end_marker)].encode()
     try:
         if kind == "CERTIFICATE":
             return x509.load_pem_x509_certificate(block).public_key()
@@ -226,8 +225,9 @@ def _jwk(entry: Any) -> Key | None:
     except (PyJWKError, ValueError, TypeError, KeyError) as exc:
         raise BuiltinError(f"failed to parse a JWK key (set): {exc}") from None
     kid = entry.get("kid", "")
-    return Key(jwk.key, alg=alg if isinstance(alg, str) else "",
-               kid=kid if isinstance(kid, str) else "")
+    return Key(
+        jwk.key, alg=alg if isinstance(alg, str) else "", kid=kid if isinstance(kid, str) else ""
+    )
 
 
 def verify_with(alg: str, key: Any, message: bytes, signature: bytes) -> bool:
@@ -241,15 +241,19 @@ def verify_with(alg: str, key: Any, message: bytes, signature: bytes) -> bool:
         return False
 
 
-def verify_with_keys(alg: str, header: Header, keys: list[Key], token: Token,
-                     signature: bytes) -> bool:
+def verify_with_keys(
+    alg: str, header: Header, keys: list[Key], token: Token, signature: bytes
+) -> bool:
     """OPA's key choice: the key whose kid matches, else any key whose alg fits."""
     if header.kid:
         for key in keys:
             if key.kid == header.kid:
                 return verify_with(alg, key.key, token.signed, signature)
-    return any(verify_with(alg, key.key, token.signed, signature)
-               for key in keys if not key.alg or key.alg == header.alg)
+    return any(
+        verify_with(alg, key.key, token.signed, signature)
+        for key in keys
+        if not key.alg or key.alg == header.alg
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,6 +267,7 @@ def _verify_asymmetric(alg: str) -> Callable[[Any, Any], bool]:
         signature = decode_signature(token)
         header = parse_header(decode_header(token))
         return verify_with_keys(alg, header, keys, token, signature)
+
     return verify
 
 
@@ -273,6 +278,7 @@ def _verify_hmac(alg: str) -> Callable[[Any, Any], bool]:
         token = split_token(jwt)
         expected = ALGORITHMS[alg].sign(token.signed, key)
         return hmac.compare_digest(decode_signature(token), expected)
+
     return verify
 
 
@@ -353,8 +359,11 @@ def _claims_ok(c: Constraints, claims: dict[str, Any]) -> bool:
         return False
     if "aud" in claims:
         aud = claims["aud"]
-        if not (aud == c.aud if isinstance(aud, str)
-                else isinstance(aud, list) and c.aud in [a for a in aud if isinstance(a, str)]):
+        if not (
+            aud == c.aud
+            if isinstance(aud, str)
+            else isinstance(aud, list) and c.aud in [a for a in aud if isinstance(a, str)]
+        ):
             return False
     elif c.aud:
         return False
@@ -384,8 +393,14 @@ def _not_before(claims: dict[str, Any], name: str, now_s: float) -> bool:
 EXTENSIONS = (
     Extension("io.jwt.decode", 1, jwt_decode),
     Extension("io.jwt.decode_verify", 2, jwt_decode_verify),
-    *(Extension(f"io.jwt.verify_{alg.lower()}", 2, _verify_asymmetric(alg))
-      for alg in ALGORITHMS if not alg.startswith("HS")),
-    *(Extension(f"io.jwt.verify_{alg.lower()}", 2, _verify_hmac(alg))
-      for alg in ALGORITHMS if alg.startswith("HS")),
+    *(
+        Extension(f"io.jwt.verify_{alg.lower()}", 2, _verify_asymmetric(alg))
+        for alg in ALGORITHMS
+        if not alg.startswith("HS")
+    ),
+    *(
+        Extension(f"io.jwt.verify_{alg.lower()}", 2, _verify_hmac(alg))
+        for alg in ALGORITHMS
+        if alg.startswith("HS")
+    ),
 )

@@ -15,8 +15,12 @@ from typing import Any
 from gateway.policy.builtins.base import BuiltinError, Extension
 
 UNLOCATED: tuple[tuple[str, int], ...] = (
-    ("json.unmarshal", 1), ("yaml.unmarshal", 1), ("units.parse", 1),
-    ("units.parse_bytes", 1), ("time.parse_duration_ns", 1), ("time.parse_ns", 2),
+    ("json.unmarshal", 1),
+    ("yaml.unmarshal", 1),
+    ("units.parse", 1),
+    ("units.parse_bytes", 1),
+    ("time.parse_duration_ns", 1),
+    ("time.parse_ns", 2),
     ("time.parse_rfc3339_ns", 1),
 )
 _local = threading.local()
@@ -53,8 +57,9 @@ def native(name: str, nargs: int) -> Callable[..., Any]:
 def _message(exc: RuntimeError) -> str:
     """The `error: ...` line of the engine's text (its location is the helper query's)."""
     text = str(exc).split("Stack backtrace:", 1)[0].strip()
-    errors = [line[len("error:"):].strip() for line in text.splitlines()
-              if line.startswith("error:")]
+    errors = [
+        line[len("error:") :].strip() for line in text.splitlines() if line.startswith("error:")
+    ]
     return errors[-1] if errors else (text.splitlines() or ["failed"])[0]
 
 

@@ -55,8 +55,9 @@ def cidr_contains(cidr: Any, cidr_or_ip: Any) -> bool:
     try:
         other = parse_cidr(text)
     except BuiltinError:
-        raise BuiltinError("not a valid textual representation of an IP address or CIDR: "
-                           f"{text}") from None
+        raise BuiltinError(
+            f"not a valid textual representation of an IP address or CIDR: {text}"
+        ) from None
     # subnet_of wants the same address family, which the version check just ensured
     return other.version == network.version and other.subnet_of(network)  # type: ignore[arg-type]
 
@@ -94,8 +95,10 @@ def _entries(value: Any, operand: int) -> list[tuple[str, Any]]:
         return [(_match_term(item, operand), _hashable(item)) for item in value]
     if isinstance(value, dict):
         return [(_match_term(item, operand), key) for key, item in value.items()]
-    raise BuiltinError(f"operand {operand} must be one of {{string, array, object, set}} but "
-                       f"got {type_name(value)}")
+    raise BuiltinError(
+        f"operand {operand} must be one of {{string, array, object, set}} but "
+        f"got {type_name(value)}"
+    )
 
 
 def cidr_contains_matches(cidrs: Any, cidrs_or_ips: Any) -> frozenset[tuple[Any, Any]]:
@@ -131,8 +134,7 @@ def _range_of(item: Any) -> _Range:
     ip = parse_ip(item)
     if ip is None:
         net = parse_cidr(item)
-        return _Range(net.version, int(net.network_address), int(net.broadcast_address),
-                      str(net))
+        return _Range(net.version, int(net.network_address), int(net.broadcast_address), str(net))
     if ip.version == 6:
         raise BuiltinError("IPv6 invalid: needs prefix length")
     prefix = _default_prefix(ip)

@@ -19,11 +19,14 @@ from typing import Any
 from gateway.policy.builtins.base import BuiltinError, Extension, object_operand, string_operand
 
 _ACTION = re.compile(r"\{\{(-\s)?(.*?)(\s-)?\}\}", re.DOTALL)
-_TOKEN = re.compile(r"""\s*(?:
+_TOKEN = re.compile(
+    r"""\s*(?:
     (?P<str>"(?:[^"\\]|\\.)*")|(?P<raw>`[^`]*`)|(?P<num>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)|
     (?P<decl>:=)|(?P<assign>=)|(?P<pipe>\|)|(?P<lp>\()|(?P<rp>\))|(?P<comma>,)|
     (?P<var>\$[A-Za-z0-9_]*)|(?P<field>(?:\.[A-Za-z_][A-Za-z0-9_]*)+)|(?P<dot>\.)|
-    (?P<ident>[A-Za-z_][A-Za-z0-9_]*))""", re.VERBOSE)
+    (?P<ident>[A-Za-z_][A-Za-z0-9_]*))""",
+    re.VERBOSE,
+)
 _MISSING = object()
 
 
@@ -48,7 +51,7 @@ def _split(template: str) -> Iterator[tuple[str, str]]:
     """("text", t) and ("action", a) pieces, with trim markers applied."""
     pos, trim_next = 0, False
     for match in _ACTION.finditer(template):
-        text = template[pos:match.start()]
+        text = template[pos : match.start()]
         if trim_next:
             text = text.lstrip()
         if match.group(1):
@@ -76,8 +79,7 @@ def parse(template: str) -> list[Node]:
     return nodes
 
 
-def _parse_list(pieces: list[tuple[str, str]], index: int
-                ) -> tuple[list[Node], int, str | None]:
+def _parse_list(pieces: list[tuple[str, str]], index: int) -> tuple[list[Node], int, str | None]:
     """Nodes until an `end`/`else` action; answers (nodes, next index, the stopping action)."""
     nodes: list[Node] = []
     while index < len(pieces):
@@ -90,7 +92,7 @@ def _parse_list(pieces: list[tuple[str, str]], index: int
         if word in ("end", "else"):
             return nodes, index, text
         if word in ("if", "range", "with"):
-            node, index = _parse_block(word, text[len(word):], pieces, index)
+            node, index = _parse_block(word, text[len(word) :], pieces, index)
             nodes.append(node)
         elif word in ("define", "template", "block", "break", "continue"):
             raise TemplateError(f"template: {{{{{word}}}}} is not supported")
@@ -99,17 +101,18 @@ def _parse_list(pieces: list[tuple[str, str]], index: int
     return nodes, index, None
 
 
-def _parse_block(word: str, rest: str, pieces: list[tuple[str, str]],
-                 index: int) -> tuple[Node, int]:
+def _parse_block(
+    word: str, rest: str, pieces: list[tuple[str, str]], index: int
+) -> tuple[Node, int]:
     node = Node(word, pipe=_tokens(rest))
     node.body, index, stop = _parse_list(pieces, index)
     if stop is None:
         raise TemplateError(f"template: unexpected EOF in {word}")
     if stop.startswith("else"):
-        tail = stop[len("else"):].strip()
+        tail = stop[len("else") :].strip()
         if tail.startswith(("if ", "with ")):
             inner_word = tail.split(None, 1)[0]
-            inner, index = _parse_block(inner_word, tail[len(inner_word):], pieces, index)
+            inner, index = _parse_block(inner_word, tail[len(inner_word) :], pieces, index)
             node.orelse = [inner]
             return node, index
         node.orelse, index, stop = _parse_list(pieces, index)
@@ -125,7 +128,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     while pos < len(text):
         match = _TOKEN.match(text, pos)
         if match is None or match.end() == pos:
-            raise TemplateError(f"template: unexpected {text[pos:pos + 10]!r} in action")
+            raise TemplateError(f"template: unexpected {text[pos : pos + 10]!r} in action")
         kind = match.lastgroup or ""
         out.append((kind, match.group(kind)))
         pos = match.end()
@@ -206,7 +209,7 @@ def _declared_names(pipe: list[tuple[str, str]]) -> tuple[list[str], list[tuple[
     for index, (kind, _) in enumerate(pipe):
         if kind in ("decl", "assign"):
             names = [text for k, text in pipe[:index] if k == "var"]
-            return names, pipe[index + 1:]
+            return names, pipe[index + 1 :]
     return [], pipe
 
 
@@ -259,7 +262,7 @@ def _operands(command: list[tuple[str, str]], scope: _Scope) -> list[Any]:
                     raise TemplateError("template: unclosed left paren")
                 depth += {"lp": 1, "rp": -1}.get(command[end][0], 0)
                 end += 1
-            values.append(_pipeline(command[index + 1:end - 1], scope)[0])
+            values.append(_pipeline(command[index + 1 : end - 1], scope)[0])
             index = end
             continue
         values.append(_operand(kind, text, scope))
@@ -292,10 +295,9 @@ def _operand(kind: str, text: str, scope: _Scope) -> Any:
 def _fields(value: Any, path: str) -> Any:
     for name in path.strip(".").split("."):
         if not isinstance(value, dict):
-            raise TemplateError(f"template: can't evaluate field {name} in type "
-                                f"{_go_type(value)}")
+            raise TemplateError(f"template: can't evaluate field {name} in type {_go_type(value)}")
         if name not in value:
-            raise TemplateError(f"template: map has no entry for key \"{name}\"")
+            raise TemplateError(f'template: map has no entry for key "{name}"')
         value = value[name]
     return value
 
@@ -333,6 +335,7 @@ def _compare(op: Callable[[Any, Any], bool]) -> Callable[..., bool]:
             return op(a, b)
         except TypeError:
             raise TemplateError("template: incompatible types for comparison") from None
+
     return compare
 
 
@@ -357,7 +360,7 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
 def _call(name: str, args: list[Any]) -> Any:
     fn = _FUNCTIONS.get(name)
     if fn is None:
-        raise TemplateError(f"template: function \"{name}\" not defined")
+        raise TemplateError(f'template: function "{name}" not defined')
     try:
         return fn(*args)
     except TypeError as exc:

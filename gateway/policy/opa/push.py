@@ -41,8 +41,9 @@ class Pushed:
         return frozenset(self.policies)
 
 
-async def push_bundle(conn: OpaConnection, bundle: Bundle, before: Pushed | None, *,
-                      id_prefix: str = ID_PREFIX) -> Pushed:
+async def push_bundle(
+    conn: OpaConnection, bundle: Bundle, before: Pushed | None, *, id_prefix: str = ID_PREFIX
+) -> Pushed:
     """Make OPA hold bundle; on failure OPA is put back to `before` and PolicyConfigError (or,
     when OPA cannot be reached, OpaError) is raised."""
     old_policies = dict(before.policies) if before else {}
@@ -61,8 +62,9 @@ async def push_bundle(conn: OpaConnection, bundle: Bundle, before: Pushed | None
     return Pushed(bundle=bundle, policies=policies, data=data)
 
 
-async def _data(conn: OpaConnection, old: dict[str, Any], new: dict[str, Any],
-                done: list[Step]) -> None:
+async def _data(
+    conn: OpaConnection, old: dict[str, Any], new: dict[str, Any], done: list[Step]
+) -> None:
     for key, value in sorted(new.items()):
         if key in old and old[key] == value:
             continue
@@ -80,8 +82,9 @@ def _restore_data(conn: OpaConnection, key: str, old: dict[str, Any]) -> Step:
     return lambda: conn.delete_data(key)
 
 
-async def _policies(conn: OpaConnection, old: dict[str, str], new: dict[str, str],
-                    done: list[Step]) -> None:
+async def _policies(
+    conn: OpaConnection, old: dict[str, str], new: dict[str, str], done: list[Step]
+) -> None:
     steps: dict[str, tuple[Step, Step]] = {}  # id → (change, undo)
     for pid, text in new.items():
         if old.get(pid) != text:
@@ -141,22 +144,27 @@ async def _undo(done: list[Step]) -> None:
 def _config_error(bundle: Bundle, exc: OpaError, id_prefix: str) -> PolicyConfigError:
     """OPA's errors (file = policy id, row) as problems naming the directory's files."""
     problems = [_problem(bundle, e, id_prefix) for e in exc.errors]
-    return PolicyConfigError.of(problems) if problems else PolicyConfigError(
-        f"{bundle.root.as_posix()}: {exc.message}", file=bundle.root.as_posix())
+    return (
+        PolicyConfigError.of(problems)
+        if problems
+        else PolicyConfigError(
+            f"{bundle.root.as_posix()}: {exc.message}", file=bundle.root.as_posix()
+        )
+    )
 
 
 def _problem(bundle: Bundle, error: dict[str, Any], id_prefix: str) -> PolicyConfigError:
     where = error.get("location") if isinstance(error.get("location"), dict) else {}
     assert isinstance(where, dict)
     opa_file = str(where.get("file") or "")
-    rel = opa_file[len(id_prefix):] if opa_file.startswith(id_prefix) else opa_file
-    file = bundle.source_name(rel) if rel in bundle.sources else (opa_file or
-                                                                   bundle.root.as_posix())
+    rel = opa_file[len(id_prefix) :] if opa_file.startswith(id_prefix) else opa_file
+    file = (
+        bundle.source_name(rel) if rel in bundle.sources else (opa_file or bundle.root.as_posix())
+    )
     row = where.get("row")
     line = row if isinstance(row, int) and row > 0 else None
     col = where.get("col")
     column = col if isinstance(col, int) and col > 0 else None
     detail = f"OPA: {error.get('code', 'error')}: {error.get('message', '')}"
     at = f"{file}:{line}" if line else file
-    return PolicyConfigError(f"{at}: {detail}", file=file, line=line, column=column,
-                             detail=detail)
+    return PolicyConfigError(f"{at}: {detail}", file=file, line=line, column=column, detail=detail)

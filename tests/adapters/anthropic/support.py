@@ -35,8 +35,9 @@ def sse_payloads(name: str) -> list[dict[str, Any]]:
     """Every `data:` JSON of an SSE fixture in order, `ping` included (the raw stream)."""
     payloads = []
     for frame in sse_text(name).split("\n\n"):
-        data = [line[len("data:"):].strip() for line in frame.splitlines()
-                if line.startswith("data:")]
+        data = [
+            line[len("data:") :].strip() for line in frame.splitlines() if line.startswith("data:")
+        ]
         if data:
             payloads.append(json.loads("\n".join(data)))
     return payloads
@@ -89,8 +90,12 @@ def as_tools(items: list[dict[str, Any]]) -> list[ToolParam]:
 def sdk_client(server: LoopbackServer) -> Iterator[anthropic.Anthropic]:
     """The official client against the loopback server, pinned to the adapter's API version
     (anthropic 2.14.0 sends a newer `anthropic-version` by default)."""
-    client = anthropic.Anthropic(api_key="test-key", base_url=server.url, max_retries=0,
-                                 default_headers={"anthropic-version": API_VERSION})
+    client = anthropic.Anthropic(
+        api_key="test-key",
+        base_url=server.url,
+        max_retries=0,
+        default_headers={"anthropic-version": API_VERSION},
+    )
     with client:
         yield client
 
@@ -102,8 +107,9 @@ def sdk_stream(server: LoopbackServer, body: Reply) -> list[dict[str, Any]]:
     server.queue(body)
     events: list[dict[str, Any]] = []
     with sdk_client(server) as client:
-        stream = client.messages.create(model=MODEL, max_tokens=1024, stream=True,
-                                        messages=[{"role": "user", "content": "hi"}])
+        stream = client.messages.create(
+            model=MODEL, max_tokens=1024, stream=True, messages=[{"role": "user", "content": "hi"}]
+        )
         with stream:
             try:
                 for event in stream:

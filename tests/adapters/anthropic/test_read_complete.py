@@ -49,9 +49,17 @@ def test_error_fixtures_are_sdk_error_responses(name: str) -> None:
 def test_final_text() -> None:
     event = ADAPTER.read_complete_event(load_json("message_basic.json"))
     assert event == FinalEvent(
-        ResponseMeta("anthropic.messages", "2023-06-01", "claude-3-opus-latest",
-                     "msg_4QpJur2dWWDjF6C758FbBw5vm12BaVipnK", 11, 6),
-        "Hello there!", load_json("message_basic.json"))
+        ResponseMeta(
+            "anthropic.messages",
+            "2023-06-01",
+            "claude-3-opus-latest",
+            "msg_4QpJur2dWWDjF6C758FbBw5vm12BaVipnK",
+            11,
+            6,
+        ),
+        "Hello there!",
+        load_json("message_basic.json"),
+    )
 
 
 def test_stop_sequence_is_final() -> None:
@@ -78,10 +86,14 @@ def test_parallel_calls_keep_model_order_and_thinking_out_of_text() -> None:
     assert isinstance(event, ToolRequestEvent)
     assert [(c.call_id, c.name) for c in event.calls] == [
         ("toolu_01TrainSearchA1b2C3", "search_trains"),
-        ("toolu_02HotelSearchD4e5F6", "search_hotels")]
+        ("toolu_02HotelSearchD4e5F6", "search_hotels"),
+    ]
     assert event.calls[0].arguments_json == '{"from":"Genève","to":"Zürich","date":"2025-07-01"}'
-    assert event.calls[1].arguments == {"city": "Zürich", "guests": 2,
-                                        "note": "🚄 near the station"}
+    assert event.calls[1].arguments == {
+        "city": "Zürich",
+        "guests": 2,
+        "note": "🚄 near the station",
+    }
     assert event.text == "Let me look up both."
     # input tokens count cache reads and writes too (SDK `Usage` docstring)
     assert (event.meta.input_tokens, event.meta.output_tokens) == (2000, 210)
@@ -123,12 +135,15 @@ def test_pause_turn() -> None:
     assert event.reason == "pause_turn"
 
 
-@pytest.mark.parametrize(("name", "kind", "retryable"), [
-    ("error_overloaded.json", ErrorKind.SERVER, True),
-    ("error_rate_limit.json", ErrorKind.RATE_LIMIT, True),
-    ("error_api.json", ErrorKind.SERVER, True),
-    ("error_invalid_request.json", ErrorKind.OTHER, False),
-])
+@pytest.mark.parametrize(
+    ("name", "kind", "retryable"),
+    [
+        ("error_overloaded.json", ErrorKind.SERVER, True),
+        ("error_rate_limit.json", ErrorKind.RATE_LIMIT, True),
+        ("error_api.json", ErrorKind.SERVER, True),
+        ("error_invalid_request.json", ErrorKind.OTHER, False),
+    ],
+)
 def test_error_bodies(name: str, kind: ErrorKind, retryable: bool) -> None:
     body = load_json(name)
     event = ADAPTER.read_complete_event(body)
@@ -138,18 +153,23 @@ def test_error_bodies(name: str, kind: ErrorKind, retryable: bool) -> None:
     assert event.meta.response_id == body["request_id"]
 
 
-@pytest.mark.parametrize(("name", "status", "sdk_error"), [
-    ("error_overloaded.json", 529, anthropic.InternalServerError),
-    ("error_rate_limit.json", 429, anthropic.RateLimitError),
-    ("error_api.json", 500, anthropic.InternalServerError),
-    ("error_invalid_request.json", 400, anthropic.BadRequestError),
-])
-def test_error_responses_through_the_sdk(server: LoopbackServer, name: str, status: int,
-                                         sdk_error: type[anthropic.APIStatusError]) -> None:
+@pytest.mark.parametrize(
+    ("name", "status", "sdk_error"),
+    [
+        ("error_overloaded.json", 529, anthropic.InternalServerError),
+        ("error_rate_limit.json", 429, anthropic.RateLimitError),
+        ("error_api.json", 500, anthropic.InternalServerError),
+        ("error_invalid_request.json", 400, anthropic.BadRequestError),
+    ],
+)
+def test_error_responses_through_the_sdk(
+    server: LoopbackServer, name: str, status: int, sdk_error: type[anthropic.APIStatusError]
+) -> None:
     server.queue(Reply.json(load_json(name), status))
     with sdk_client(server) as client, pytest.raises(sdk_error) as raised:
-        client.messages.create(model=MODEL, max_tokens=16,
-                               messages=[{"role": "user", "content": "hi"}])
+        client.messages.create(
+            model=MODEL, max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+        )
     assert isinstance(raised.value.body, dict)
     event = ADAPTER.read_complete_event(raised.value.body)
     assert event == ADAPTER.read_complete_event(load_json(name))
@@ -158,12 +178,14 @@ def test_error_responses_through_the_sdk(server: LoopbackServer, name: str, stat
 def test_sdk_parses_the_fixture_reply_the_same_way(server: LoopbackServer) -> None:
     server.queue(Reply.json(load_json("message_parallel_thinking.json")))
     with sdk_client(server) as client:
-        message = client.messages.create(model=MODEL, max_tokens=1024,
-                                         messages=[{"role": "user", "content": "trip"}])
+        message = client.messages.create(
+            model=MODEL, max_tokens=1024, messages=[{"role": "user", "content": "trip"}]
+        )
     assert isinstance(message, Message)
     parsed = message.model_dump(mode="json", exclude_unset=True)
     assert ADAPTER.read_complete_event(parsed) == ADAPTER.read_complete_event(
-        load_json("message_parallel_thinking.json"))
+        load_json("message_parallel_thinking.json")
+    )
 
 
 def test_non_object_input_gives_no_arguments() -> None:
@@ -193,25 +215,28 @@ def _with(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
     return response
 
 
-@pytest.mark.parametrize(("response", "says"), [
-    ([load_json("message_basic.json")], "not a JSON object"),
-    (_without(("type",)), "type None"),
-    (_with(("type",), "completion"), "type 'completion'"),
-    (_without(("id",)), "no id"),
-    (_without(("model",)), "no model"),
-    (_with(("role",), "user"), "role"),
-    (_without(("stop_reason",)), "no stop_reason"),
-    (_with(("stop_reason",), None), "no stop_reason"),
-    (_without(("content",)), "no content list"),
-    (_with(("content",), [{"text": "untyped"}]), "content[0]"),
-    (_without(("usage",)), "usage"),
-    (_with(("usage", "output_tokens"), "65"), "usage"),
-    (_with(("content",), [{"type": "text", "text": "no call"}]), "no tool_use block"),
-    (_without(("content", 1, "id")), "content[1] has no id"),
-    (_without(("content", 1, "name")), "content[1] has no name"),
-    (_without(("content", 1, "input")), "content[1] has no input"),
-    ({"type": "error", "error": "Overloaded"}, "error.type"),
-])
+@pytest.mark.parametrize(
+    ("response", "says"),
+    [
+        ([load_json("message_basic.json")], "not a JSON object"),
+        (_without(("type",)), "type None"),
+        (_with(("type",), "completion"), "type 'completion'"),
+        (_without(("id",)), "no id"),
+        (_without(("model",)), "no model"),
+        (_with(("role",), "user"), "role"),
+        (_without(("stop_reason",)), "no stop_reason"),
+        (_with(("stop_reason",), None), "no stop_reason"),
+        (_without(("content",)), "no content list"),
+        (_with(("content",), [{"text": "untyped"}]), "content[0]"),
+        (_without(("usage",)), "usage"),
+        (_with(("usage", "output_tokens"), "65"), "usage"),
+        (_with(("content",), [{"type": "text", "text": "no call"}]), "no tool_use block"),
+        (_without(("content", 1, "id")), "content[1] has no id"),
+        (_without(("content", 1, "name")), "content[1] has no name"),
+        (_without(("content", 1, "input")), "content[1] has no input"),
+        ({"type": "error", "error": "Overloaded"}, "error.type"),
+    ],
+)
 def test_malformed_response(response: Any, says: str) -> None:
     with pytest.raises(AdapterError, match=says.replace("[", r"\[").replace("]", r"\]")) as raised:
         ADAPTER.read_complete_event(copy.deepcopy(response))

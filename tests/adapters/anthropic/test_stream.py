@@ -38,8 +38,11 @@ PAIRS = [
     ("stream_parallel_interleaved.sse", "message_parallel_thinking.json"),
 ]
 STREAMS = [stream for stream, _ in PAIRS] + [
-    "stream_max_tokens_partial_tool.sse", "stream_invalid_json.sse", "stream_cut.sse",
-    "stream_error_overloaded.sse"]
+    "stream_max_tokens_partial_tool.sse",
+    "stream_invalid_json.sse",
+    "stream_cut.sse",
+    "stream_error_overloaded.sse",
+]
 
 
 @pytest.mark.parametrize("name", STREAMS)
@@ -52,15 +55,17 @@ def test_stream_fixture_events_are_sdk_events(name: str) -> None:
 
 
 @pytest.mark.parametrize(("stream", "message"), PAIRS)
-def test_stream_equals_the_non_streamed_response(server: LoopbackServer, stream: str,
-                                                 message: str) -> None:
+def test_stream_equals_the_non_streamed_response(
+    server: LoopbackServer, stream: str, message: str
+) -> None:
     streamed = feed_all(sdk_stream_fixture(server, stream))
     assert streamed == ADAPTER.read_complete_event(load_json(message))
 
 
 @pytest.mark.parametrize(("stream", "_message"), PAIRS)
-def test_raw_payloads_with_pings_give_the_same_event(server: LoopbackServer, stream: str,
-                                                     _message: str) -> None:
+def test_raw_payloads_with_pings_give_the_same_event(
+    server: LoopbackServer, stream: str, _message: str
+) -> None:
     assert feed_all(sse_payloads(stream)) == feed_all(sdk_stream_fixture(server, stream))
 
 
@@ -74,8 +79,10 @@ def test_one_call_stream(server: LoopbackServer) -> None:
     event = feed_all(sdk_stream_fixture(server, "stream_tool_use.sse"))
     assert isinstance(event, ToolRequestEvent)
     (call,) = event.calls
-    assert (call.call_id, call.arguments_json) == ("toolu_01NRLabsLyVHZPKxbKvkfSMn",
-                                                   '{"location":"Paris"}')
+    assert (call.call_id, call.arguments_json) == (
+        "toolu_01NRLabsLyVHZPKxbKvkfSMn",
+        '{"location":"Paris"}',
+    )
 
 
 def test_interleaved_fragments_split_mid_token_and_mid_escape(server: LoopbackServer) -> None:
@@ -83,7 +90,8 @@ def test_interleaved_fragments_split_mid_token_and_mid_escape(server: LoopbackSe
     assert isinstance(event, ToolRequestEvent)
     assert [c.arguments for c in event.calls] == [
         {"from": "Genève", "to": "Zürich", "date": "2025-07-01"},
-        {"city": "Zürich", "guests": 2, "note": "🚄 near the station"}]
+        {"city": "Zürich", "guests": 2, "note": "🚄 near the station"},
+    ]
     assert event.text == "Let me look up both."
     thinking = event.original["content"][0]
     assert thinking["thinking"].startswith("The user wants") and thinking["signature"]
@@ -127,8 +135,11 @@ def test_input_that_does_not_parse_is_an_incomplete_call(server: LoopbackServer)
 
 
 def test_tool_use_stop_with_an_unfinished_block_is_an_incomplete_call() -> None:
-    payloads = [p for p in sse_payloads("stream_tool_use.sse")
-                if not (p["type"] == "content_block_stop" and p["index"] == 1)]
+    payloads = [
+        p
+        for p in sse_payloads("stream_tool_use.sse")
+        if not (p["type"] == "content_block_stop" and p["index"] == 1)
+    ]
     event = feed_all(payloads)
     assert isinstance(event, ToolRequestEvent)
     assert event.calls[0].arguments is None
@@ -138,8 +149,11 @@ def test_tool_use_stop_with_an_unfinished_block_is_an_incomplete_call() -> None:
 def test_refusal_after_a_finished_tool_block_is_a_refusal(server: LoopbackServer) -> None:
     payloads = sse_payloads("stream_tool_use.sse")
     delta = next(p for p in payloads if p["type"] == "message_delta")
-    delta["delta"] = {"stop_reason": "refusal", "stop_sequence": None,
-                      "stop_details": {"type": "refusal", "category": None, "explanation": None}}
+    delta["delta"] = {
+        "stop_reason": "refusal",
+        "stop_sequence": None,
+        "stop_details": {"type": "refusal", "category": None, "explanation": None},
+    }
     event = feed_all(sdk_stream(server, sse_reply(payloads)))
     assert isinstance(event, RefusalEvent)
     assert event.text == "I'll check the current weather in Paris for you."
@@ -162,8 +176,14 @@ def test_out_of_order_sdk_fixture_is_rejected(server: LoopbackServer) -> None:
 def test_gap_in_block_indexes_is_rejected() -> None:
     payloads = sse_payloads("stream_out_of_order.sse")
     payloads.insert(-1, {"type": "content_block_stop", "index": 1})
-    payloads.insert(-1, {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                         "usage": {"output_tokens": 1}})
+    payloads.insert(
+        -1,
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 1},
+        },
+    )
     with pytest.raises(AdapterError, match="not 0..n-1"):
         feed_all(payloads)
 
@@ -176,26 +196,56 @@ def _start(payloads: list[dict[str, Any]]) -> dict[str, Any]:
     return payloads[0]
 
 
-@pytest.mark.parametrize(("events", "says"), [
-    ([_tool_stream()[1]], "before message_start"),
-    ([_start(_tool_stream()), _start(_tool_stream())], "second message_start"),
-    ([_start(_tool_stream()),
-      {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}],
-     "unstarted block 0"),
-    (_tool_stream()[:6] + [_tool_stream()[3]], "stopped block 0"),
-    (_tool_stream()[:2] + [{"type": "content_block_delta", "index": 0,
-                            "delta": {"type": "input_json_delta", "partial_json": "{"}}],
-     "input_json_delta for a text block"),
-    (_tool_stream()[:2] + [{"type": "content_block_delta", "index": 0,
-                            "delta": {"type": "text_delta"}}], "no text string"),
-    (_tool_stream()[:2] + [_tool_stream()[1]], "starts content block 0 twice"),
-    (_tool_stream() + [{"type": "message_delta", "delta": {}, "usage": {}}], "after the stream"),
-    ([_start(_tool_stream()), {"type": "content_block_start", "content_block": {"type": "text"}}],
-     "no block index"),
-    (["message_start"], "not a JSON object"),
-    ([{"index": 0}], "no type"),
-    ([{"type": "error", "error": "Overloaded"}], "error.type"),
-])
+@pytest.mark.parametrize(
+    ("events", "says"),
+    [
+        ([_tool_stream()[1]], "before message_start"),
+        ([_start(_tool_stream()), _start(_tool_stream())], "second message_start"),
+        (
+            [
+                _start(_tool_stream()),
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": "x"},
+                },
+            ],
+            "unstarted block 0",
+        ),
+        (_tool_stream()[:6] + [_tool_stream()[3]], "stopped block 0"),
+        (
+            _tool_stream()[:2]
+            + [
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": "{"},
+                }
+            ],
+            "input_json_delta for a text block",
+        ),
+        (
+            _tool_stream()[:2]
+            + [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta"}}],
+            "no text string",
+        ),
+        (_tool_stream()[:2] + [_tool_stream()[1]], "starts content block 0 twice"),
+        (
+            _tool_stream() + [{"type": "message_delta", "delta": {}, "usage": {}}],
+            "after the stream",
+        ),
+        (
+            [
+                _start(_tool_stream()),
+                {"type": "content_block_start", "content_block": {"type": "text"}},
+            ],
+            "no block index",
+        ),
+        (["message_start"], "not a JSON object"),
+        ([{"index": 0}], "no type"),
+        ([{"type": "error", "error": "Overloaded"}], "error.type"),
+    ],
+)
 def test_invalid_stream_events(events: list[Any], says: str) -> None:
     assembler = ADAPTER.new_stream_assembler()
     with pytest.raises(AdapterError, match=says) as raised:
@@ -207,8 +257,14 @@ def test_invalid_stream_events(events: list[Any], says: str) -> None:
 def test_unknown_event_and_delta_types_are_ignored() -> None:
     payloads = sse_payloads("stream_tool_use.sse")
     payloads.insert(2, {"type": "some_new_event", "detail": 1})
-    payloads.insert(3, {"type": "content_block_delta", "index": 0,
-                        "delta": {"type": "some_new_delta", "value": "x"}})
+    payloads.insert(
+        3,
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "some_new_delta", "value": "x"},
+        },
+    )
     assert feed_all(payloads) == ADAPTER.read_complete_event(load_json("message_tool_use.json"))
 
 

@@ -18,8 +18,13 @@ _STRING = 7
 
 def _header(name: str, value: str) -> bytes:
     raw_name, raw_value = name.encode(), value.encode()
-    return (bytes([len(raw_name)]) + raw_name + bytes([_STRING])
-            + struct.pack(">H", len(raw_value)) + raw_value)
+    return (
+        bytes([len(raw_name)])
+        + raw_name
+        + bytes([_STRING])
+        + struct.pack(">H", len(raw_value))
+        + raw_value
+    )
 
 
 def frame(headers: dict[str, str], payload: bytes) -> bytes:
@@ -32,14 +37,16 @@ def frame(headers: dict[str, str], payload: bytes) -> bytes:
 def event_frame(event: dict[str, Any]) -> bytes:
     """`{"contentBlockDelta": {...}}` → one `:message-type event` frame."""
     [(name, body)] = event.items()
-    headers = {":event-type": name, ":content-type": "application/json",
-               ":message-type": "event"}
+    headers = {":event-type": name, ":content-type": "application/json", ":message-type": "event"}
     return frame(headers, json.dumps(body).encode())
 
 
 def exception_frame(name: str, message: str) -> bytes:
-    headers = {":exception-type": name, ":content-type": "application/json",
-               ":message-type": "exception"}
+    headers = {
+        ":exception-type": name,
+        ":content-type": "application/json",
+        ":message-type": "exception",
+    }
     return frame(headers, json.dumps({"message": message}).encode())
 
 

@@ -65,16 +65,23 @@ def test_parallel_calls_in_model_order_without_reasoning_in_text() -> None:
     event = ADAPTER.read_complete_event(load("parallel_calls.json"))
     assert isinstance(event, ToolRequestEvent)
     assert [(c.call_id, c.name) for c in event.calls] == [
-        ("tooluse_Wk1", "get_weather"), ("tooluse_Wk2", "get_weather"),
-        ("tooluse_Wk3", "book_table")]
+        ("tooluse_Wk1", "get_weather"),
+        ("tooluse_Wk2", "get_weather"),
+        ("tooluse_Wk3", "book_table"),
+    ]
     assert event.calls[1].arguments_json == '{"city":"東京"}'
     assert event.text == "I'll check both cities and book the table."
     assert "user wants" not in event.text
 
 
 def test_botocore_response_metadata_is_ignored() -> None:
-    body = {**load("one_call.json"), "ResponseMetadata": {
-        "RequestId": "5e8e1b0c-3a1f-4d7e-9a51-8f0a1d1e2c3b", "HTTPStatusCode": 200}}
+    body = {
+        **load("one_call.json"),
+        "ResponseMetadata": {
+            "RequestId": "5e8e1b0c-3a1f-4d7e-9a51-8f0a1d1e2c3b",
+            "HTTPStatusCode": 200,
+        },
+    }
     event = ADAPTER.read_complete_event(body)
     assert isinstance(event, ToolRequestEvent)
     assert event.meta.response_id == ""
@@ -133,19 +140,37 @@ def test_unknown_stop_reason_is_a_non_retryable_error() -> None:
     assert event.retryable is False
 
 
-@pytest.mark.parametrize(("body", "kind", "retryable"), [
-    ({"__type": "ThrottlingException", "message": "Too many requests"},
-     ErrorKind.RATE_LIMIT, True),
-    ({"__type": "com.amazon.bedrock.runtime#ModelTimeoutException", "message": "slow"},
-     ErrorKind.TIMEOUT, True),
-    ({"Code": "ServiceUnavailableException", "Message": "try later"}, ErrorKind.SERVER, True),
-    ({"Code": "InternalServerException", "message": "oops"}, ErrorKind.SERVER, True),
-    ({"Error": {"Code": "ValidationException", "Message": "bad input"},
-      "ResponseMetadata": {"HTTPStatusCode": 400}}, ErrorKind.OTHER, False),
-    ({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, ErrorKind.OTHER, False),
-    ({"Error": {"Code": "modelStreamErrorException", "Message": "stream broke"}},
-     ErrorKind.SERVER, True),
-])
+@pytest.mark.parametrize(
+    ("body", "kind", "retryable"),
+    [
+        (
+            {"__type": "ThrottlingException", "message": "Too many requests"},
+            ErrorKind.RATE_LIMIT,
+            True,
+        ),
+        (
+            {"__type": "com.amazon.bedrock.runtime#ModelTimeoutException", "message": "slow"},
+            ErrorKind.TIMEOUT,
+            True,
+        ),
+        ({"Code": "ServiceUnavailableException", "Message": "try later"}, ErrorKind.SERVER, True),
+        ({"Code": "InternalServerException", "message": "oops"}, ErrorKind.SERVER, True),
+        (
+            {
+                "Error": {"Code": "ValidationException", "Message": "bad input"},
+                "ResponseMetadata": {"HTTPStatusCode": 400},
+            },
+            ErrorKind.OTHER,
+            False,
+        ),
+        ({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, ErrorKind.OTHER, False),
+        (
+            {"Error": {"Code": "modelStreamErrorException", "Message": "stream broke"}},
+            ErrorKind.SERVER,
+            True,
+        ),
+    ],
+)
 def test_error_bodies(body: dict[str, Any], kind: ErrorKind, retryable: bool) -> None:
     event = ADAPTER.read_complete_event(body)
     assert isinstance(event, ProviderErrorEvent)
@@ -154,8 +179,9 @@ def test_error_bodies(body: dict[str, Any], kind: ErrorKind, retryable: bool) ->
 
 
 def test_error_message_names_the_exception() -> None:
-    event = ADAPTER.read_complete_event({"__type": "ThrottlingException",
-                                         "message": "Too many requests"})
+    event = ADAPTER.read_complete_event(
+        {"__type": "ThrottlingException", "message": "Too many requests"}
+    )
     assert isinstance(event, ProviderErrorEvent)
     assert event.message == "ThrottlingException: Too many requests"
 
@@ -166,20 +192,29 @@ def _content_with(block: Any) -> dict[str, Any]:
     return body
 
 
-@pytest.mark.parametrize(("body", "missing"), [
-    ([], "response"),
-    ({}, "stopReason"),
-    ({"stopReason": "end_turn"}, "output"),
-    ({"stopReason": "end_turn", "output": {}}, "output.message"),
-    ({"stopReason": "end_turn", "output": {"message": {"content": "x"}}},
-     "output.message.content"),
-    (_content_with("text"), "output.message.content[0]"),
-    (_content_with({"toolUse": {"name": "get_weather", "input": {}}}),
-     "content[0].toolUse.toolUseId"),
-    (_content_with({"toolUse": {"toolUseId": "t1", "input": {}}}), "content[0].toolUse.name"),
-    (_content_with({"toolUse": {"toolUseId": "t1", "name": "get_weather"}}),
-     "content[0].toolUse.input"),
-])
+@pytest.mark.parametrize(
+    ("body", "missing"),
+    [
+        ([], "response"),
+        ({}, "stopReason"),
+        ({"stopReason": "end_turn"}, "output"),
+        ({"stopReason": "end_turn", "output": {}}, "output.message"),
+        (
+            {"stopReason": "end_turn", "output": {"message": {"content": "x"}}},
+            "output.message.content",
+        ),
+        (_content_with("text"), "output.message.content[0]"),
+        (
+            _content_with({"toolUse": {"name": "get_weather", "input": {}}}),
+            "content[0].toolUse.toolUseId",
+        ),
+        (_content_with({"toolUse": {"toolUseId": "t1", "input": {}}}), "content[0].toolUse.name"),
+        (
+            _content_with({"toolUse": {"toolUseId": "t1", "name": "get_weather"}}),
+            "content[0].toolUse.input",
+        ),
+    ],
+)
 def test_malformed_response(body: Any, missing: str) -> None:
     with pytest.raises(AdapterError) as info:
         ADAPTER.read_complete_event(body)
@@ -188,8 +223,9 @@ def test_malformed_response(body: Any, missing: str) -> None:
 
 
 def test_non_object_input_makes_an_incomplete_call() -> None:
-    body = _content_with({"toolUse": {"toolUseId": "t1", "name": "get_weather",
-                                      "input": ["Paris"]}})
+    body = _content_with(
+        {"toolUse": {"toolUseId": "t1", "name": "get_weather", "input": ["Paris"]}}
+    )
     event = ADAPTER.read_complete_event(body)
     assert isinstance(event, ToolRequestEvent)
     assert (event.calls[0].arguments, event.calls[0].arguments_json) == (None, '["Paris"]')

@@ -25,20 +25,38 @@ def test_append_results_answers_every_call_by_id_in_model_order() -> None:
     event = _event("parallel_calls.json")
     results = mixed_results()
     assistant, user = ADAPTER.append_results(event, results)
-    assert assistant == {"role": "assistant",
-                         "content": load("parallel_calls.json")["output"]["message"]["content"]}
+    assert assistant == {
+        "role": "assistant",
+        "content": load("parallel_calls.json")["output"]["message"]["content"],
+    }
     assert "reasoningContent" in assistant["content"][0]  # echoed, never dropped
     by_id = {r.call_id: r for r in results}
-    assert user == {"role": "user", "content": [
-        {"toolResult": {"toolUseId": "tooluse_Wk1", "content": [{"text": '{"temp_c":18}'}],
-                        "status": "success"}},
-        {"toolResult": {"toolUseId": "tooluse_Wk2",
-                        "content": [{"text": result_text(by_id["tooluse_Wk2"])}],
-                        "status": "error"}},
-        {"toolResult": {"toolUseId": "tooluse_Wk3",
-                        "content": [{"text": result_text(by_id["tooluse_Wk3"])}],
-                        "status": "error"}},
-    ]}
+    assert user == {
+        "role": "user",
+        "content": [
+            {
+                "toolResult": {
+                    "toolUseId": "tooluse_Wk1",
+                    "content": [{"text": '{"temp_c":18}'}],
+                    "status": "success",
+                }
+            },
+            {
+                "toolResult": {
+                    "toolUseId": "tooluse_Wk2",
+                    "content": [{"text": result_text(by_id["tooluse_Wk2"])}],
+                    "status": "error",
+                }
+            },
+            {
+                "toolResult": {
+                    "toolUseId": "tooluse_Wk3",
+                    "content": [{"text": result_text(by_id["tooluse_Wk3"])}],
+                    "status": "error",
+                }
+            },
+        ],
+    }
     assert '"code":"policy_denied"' in user["content"][1]["toolResult"]["content"][0]["text"]
     validate_converse_request([USER_TURN, assistant, user])
 
@@ -90,32 +108,62 @@ def test_extend_conversation() -> None:
         assert ADAPTER.extend_conversation([USER_TURN], event_, []) == [USER_TURN]
 
 
-CLOSED = {"type": "object",
-          "properties": {"city": {"type": "string"},
-                         "when": {"type": "object", "properties": {"day": {"type": "string"}},
-                                  "required": ["day"], "additionalProperties": False}},
-          "required": ["city", "when"], "additionalProperties": False}
-OPEN_NESTED = {"type": "object",
-               "properties": {"city": {"type": "string"},
-                              "tags": {"type": "array", "items": {
-                                  "type": "object", "properties": {"k": {"type": "string"}}}}},
-               "required": ["city", "tags"], "additionalProperties": False}
-OPTIONAL = {"type": "object", "properties": {"city": {"type": "string"},
-                                             "units": {"type": "string"}},
-            "required": ["city"], "additionalProperties": False}
+CLOSED = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "when": {
+            "type": "object",
+            "properties": {"day": {"type": "string"}},
+            "required": ["day"],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["city", "when"],
+    "additionalProperties": False,
+}
+OPEN_NESTED = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "tags": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"k": {"type": "string"}}},
+        },
+    },
+    "required": ["city", "tags"],
+    "additionalProperties": False,
+}
+OPTIONAL = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "units": {"type": "string"}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
 
 
 def test_tool_declarations_with_strict_only_when_the_schema_qualifies() -> None:
-    specs = [ToolSpec("get_weather", "Current weather.", CLOSED),
-             ToolSpec("tagger", "Tags.", OPEN_NESTED),
-             ToolSpec("forecast", "Forecast.", OPTIONAL),
-             ToolSpec("ping", "", {"type": "object", "properties": {}})]
+    specs = [
+        ToolSpec("get_weather", "Current weather.", CLOSED),
+        ToolSpec("tagger", "Tags.", OPEN_NESTED),
+        ToolSpec("forecast", "Forecast.", OPTIONAL),
+        ToolSpec("ping", "", {"type": "object", "properties": {}}),
+    ]
     tools = ADAPTER.tool_declarations(specs)
-    assert tools[0] == {"toolSpec": {"name": "get_weather", "description": "Current weather.",
-                                     "inputSchema": {"json": CLOSED}, "strict": True}}
+    assert tools[0] == {
+        "toolSpec": {
+            "name": "get_weather",
+            "description": "Current weather.",
+            "inputSchema": {"json": CLOSED},
+            "strict": True,
+        }
+    }
     assert "strict" not in tools[1]["toolSpec"]  # nested object without additionalProperties
     assert "strict" not in tools[2]["toolSpec"]  # optional property
-    assert tools[3] == {"toolSpec": {"name": "ping",  # empty description is left out
-                                     "inputSchema": {"json": {"type": "object",
-                                                              "properties": {}}}}}
+    assert tools[3] == {
+        "toolSpec": {
+            "name": "ping",  # empty description is left out
+            "inputSchema": {"json": {"type": "object", "properties": {}}},
+        }
+    }
     validate_converse_request([USER_TURN], tools)

@@ -32,8 +32,12 @@ from tests.adapters.bedrock._support import (
 from tests.adapters.loopback import LoopbackServer, Reply
 
 STREAM = "stream_parallel_calls.json"
-SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
-          "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
 
 
 def _stream_reply(body: bytes) -> Reply:
@@ -64,32 +68,40 @@ def test_botocore_parses_every_fixture(server: LoopbackServer, name: str) -> Non
         response = client.converse(modelId=MODEL_ID, messages=[USER_TURN])
     assert without_metadata(response) == load(name)
     assert type(ADAPTER.read_complete_event(response)) is type(
-        ADAPTER.read_complete_event(load(name)))
+        ADAPTER.read_complete_event(load(name))
+    )
 
 
 def test_next_request_carries_the_produced_items_verbatim(server: LoopbackServer) -> None:
     server.queue(Reply.json(load("parallel_calls.json")), Reply.json(load("final_text.json")))
-    tools = ADAPTER.tool_declarations([ToolSpec("get_weather", "Current weather.", SCHEMA),
-                                       ToolSpec("book_table", "Book a table.",
-                                                {"type": "object", "properties": {}})])
+    tools = ADAPTER.tool_declarations(
+        [
+            ToolSpec("get_weather", "Current weather.", SCHEMA),
+            ToolSpec("book_table", "Book a table.", {"type": "object", "properties": {}}),
+        ]
+    )
     with bedrock_client(server) as client:
-        first = client.converse(modelId=MODEL_ID, messages=[USER_TURN],
-                                toolConfig={"tools": tools})
+        first = client.converse(modelId=MODEL_ID, messages=[USER_TURN], toolConfig={"tools": tools})
         event = ADAPTER.read_complete_event(first)
         assert isinstance(event, ToolRequestEvent)
         conversation = ADAPTER.extend_conversation([USER_TURN], event, mixed_results())
-        second = client.converse(modelId=MODEL_ID, messages=conversation,
-                                 toolConfig={"tools": tools})
+        second = client.converse(
+            modelId=MODEL_ID, messages=conversation, toolConfig={"tools": tools}
+        )
     first_sent, second_sent = (r.json() for r in server.received)
-    assert server.received[1].path == (
-        "/model/anthropic.claude-sonnet-4-20250514-v1%3A0/converse")
+    assert server.received[1].path == ("/model/anthropic.claude-sonnet-4-20250514-v1%3A0/converse")
     assert first_sent["toolConfig"] == {"tools": tools}
     assert tools[0]["toolSpec"]["strict"] is True
     assert second_sent["messages"] == conversation
-    assert second_sent["messages"][1]["content"][0]["reasoningContent"]["reasoningText"][
-        "signature"] == "EqQBCkYIBxgCKkBsaWduYXR1cmUtZm9yLXRlc3Rz"
+    assert (
+        second_sent["messages"][1]["content"][0]["reasoningContent"]["reasoningText"]["signature"]
+        == "EqQBCkYIBxgCKkBsaWduYXR1cmUtZm9yLXRlc3Rz"
+    )
     assert [b["toolResult"]["status"] for b in second_sent["messages"][2]["content"]] == [
-        "success", "error", "error"]
+        "success",
+        "error",
+        "error",
+    ]
     final = ADAPTER.read_complete_event(second)
     assert isinstance(final, FinalEvent)
     assert final.text == "It is 18 °C and sunny in Paris."
@@ -102,8 +114,7 @@ def test_event_stream_replay_equals_the_complete_response(server: LoopbackServer
     streamed = _feed(events)
     complete = ADAPTER.read_complete_event(load("parallel_calls.json"))
     assert isinstance(streamed, ToolRequestEvent)
-    assert dataclasses.replace(streamed, original={}) == dataclasses.replace(complete,
-                                                                            original={})
+    assert dataclasses.replace(streamed, original={}) == dataclasses.replace(complete, original={})
 
 
 def test_event_stream_cut_before_message_stop(server: LoopbackServer) -> None:
@@ -144,4 +155,5 @@ def test_http_throttling_is_a_provider_error(server: LoopbackServer) -> None:
     assert isinstance(event, ProviderErrorEvent)
     assert (event.kind, event.retryable) == (ErrorKind.RATE_LIMIT, True)
     assert event.message == (
-        "ThrottlingException: Too many requests, please wait before trying again.")
+        "ThrottlingException: Too many requests, please wait before trying again."
+    )

@@ -39,10 +39,16 @@ def _without_original(event: ProviderEvent) -> dict[str, Any]:
 def _tool_stream(*fragments: str, stop: str = "tool_use") -> list[dict[str, Any]]:
     return [
         {"messageStart": {"role": "assistant"}},
-        {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {
-            "toolUseId": "tooluse_1", "name": "get_weather"}}}},
-        *[{"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": f}}}}
-          for f in fragments],
+        {
+            "contentBlockStart": {
+                "contentBlockIndex": 0,
+                "start": {"toolUse": {"toolUseId": "tooluse_1", "name": "get_weather"}},
+            }
+        },
+        *[
+            {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": f}}}}
+            for f in fragments
+        ],
         {"contentBlockStop": {"contentBlockIndex": 0}},
         {"messageStop": {"stopReason": stop}},
     ]
@@ -72,7 +78,7 @@ def test_interleaved_parallel_calls_equal_the_complete_response() -> None:
 
 
 def test_arguments_split_mid_token_and_mid_surrogate_escape() -> None:
-    event = _feed(_tool_stream('{"ci', 'ty": "Par', 'is \\ud83c', '\\udf63", "n": 1', "2}"))
+    event = _feed(_tool_stream('{"ci', 'ty": "Par', "is \\ud83c", '\\udf63", "n": 1', "2}"))
     assert isinstance(event, ToolRequestEvent)
     assert event.calls[0].arguments == {"city": "Paris 🍣", "n": 12}
     assert event.calls[0].arguments_json == '{"city":"Paris 🍣","n":12}'
@@ -134,15 +140,17 @@ def test_max_tokens_stream_never_emits_the_call() -> None:
     assert event.reason == "max_tokens"
 
 
-@pytest.mark.parametrize(("member", "kind", "retryable"), [
-    ("throttlingException", ErrorKind.RATE_LIMIT, True),
-    ("internalServerException", ErrorKind.SERVER, True),
-    ("modelStreamErrorException", ErrorKind.SERVER, True),
-    ("serviceUnavailableException", ErrorKind.SERVER, True),
-    ("validationException", ErrorKind.OTHER, False),
-])
-def test_exception_event_is_a_provider_error(member: str, kind: ErrorKind,
-                                             retryable: bool) -> None:
+@pytest.mark.parametrize(
+    ("member", "kind", "retryable"),
+    [
+        ("throttlingException", ErrorKind.RATE_LIMIT, True),
+        ("internalServerException", ErrorKind.SERVER, True),
+        ("modelStreamErrorException", ErrorKind.SERVER, True),
+        ("serviceUnavailableException", ErrorKind.SERVER, True),
+        ("validationException", ErrorKind.OTHER, False),
+    ],
+)
+def test_exception_event_is_a_provider_error(member: str, kind: ErrorKind, retryable: bool) -> None:
     events = [*load(STREAM)[:12], {member: {"message": "stream failed"}}]
     validate_stream_event(events[-1])
     event = _feed(events)
@@ -158,24 +166,39 @@ def test_event_stream_error_response_is_a_provider_error() -> None:
     assert event.kind is ErrorKind.RATE_LIMIT
 
 
-@pytest.mark.parametrize(("events", "message"), [
-    ([[]], "stream event"),
-    ([{}], "exactly one"),
-    ([{"messageStart": {}, "messageStop": {"stopReason": "end_turn"}}], "exactly one"),
-    ([{"contentBlockDelta": {"delta": {"text": "x"}}}], "contentBlockIndex"),
-    ([{"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": "{"}}}}],
-     "before its contentBlockStart"),
-    ([{"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"image": {}}}}],
-     "unsupported contentBlockDelta"),
-    ([{"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"name": "x"}}}}],
-     "toolUseId"),
-    ([{"contentBlockStop": {"contentBlockIndex": 4}}], "unknown block 4"),
-    (_tool_stream('{"a":1}')[:3] + [{"messageStop": {"stopReason": "tool_use"}}],
-     "before contentBlockStop"),
-    ([*_text_stream("hi", stop="end_turn"),
-      {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"text": "late"}}}],
-     "after messageStop"),
-])
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        ([[]], "stream event"),
+        ([{}], "exactly one"),
+        ([{"messageStart": {}, "messageStop": {"stopReason": "end_turn"}}], "exactly one"),
+        ([{"contentBlockDelta": {"delta": {"text": "x"}}}], "contentBlockIndex"),
+        (
+            [{"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": "{"}}}}],
+            "before its contentBlockStart",
+        ),
+        (
+            [{"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"image": {}}}}],
+            "unsupported contentBlockDelta",
+        ),
+        (
+            [{"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"name": "x"}}}}],
+            "toolUseId",
+        ),
+        ([{"contentBlockStop": {"contentBlockIndex": 4}}], "unknown block 4"),
+        (
+            _tool_stream('{"a":1}')[:3] + [{"messageStop": {"stopReason": "tool_use"}}],
+            "before contentBlockStop",
+        ),
+        (
+            [
+                *_text_stream("hi", stop="end_turn"),
+                {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"text": "late"}}},
+            ],
+            "after messageStop",
+        ),
+    ],
+)
 def test_malformed_events_are_rejected(events: list[Any], message: str) -> None:
     assembler = ADAPTER.new_stream_assembler()
     with pytest.raises(AdapterError) as info:

@@ -55,8 +55,9 @@ def validate_tool(item: dict[str, Any]) -> types.Tool:
 
 def sdk_chunk_json(chunk: types.GenerateContentResponse) -> dict[str, Any]:
     """An SDK stream chunk back as the REST JSON chunk (without the SDK's HTTP envelope)."""
-    dumped: dict[str, Any] = chunk.model_dump(mode="json", by_alias=True, exclude_none=True,
-                                              exclude={"sdk_http_response"})
+    dumped: dict[str, Any] = chunk.model_dump(
+        mode="json", by_alias=True, exclude_none=True, exclude={"sdk_http_response"}
+    )
     return dumped
 
 

@@ -65,11 +65,15 @@ def test_parallel_calls_without_ids_in_model_order() -> None:
     event = ADAPTER.read_complete_event(load("parallel_calls.json"))
     assert isinstance(event, ToolRequestEvent)
     assert [(c.call_id, c.name) for c in event.calls] == [
-        ("", "get_weather"), ("", "get_weather"), ("", "book_table")]
+        ("", "get_weather"),
+        ("", "get_weather"),
+        ("", "book_table"),
+    ]
     assert event.calls[1].arguments == {"city": "東京"}
     assert json.loads(event.calls[1].arguments_json) == {"city": "東京"}
     assert event.calls[2].arguments_json == (
-        '{"restaurant":"Chez Anna","party_size":4,"time":"19:30"}')
+        '{"restaurant":"Chez Anna","party_size":4,"time":"19:30"}'
+    )
     # the thought part stays in the original but never reaches the visible text
     assert event.text == "I'll check both cities and book the table."
     assert "Checking both cities" not in event.text
@@ -90,8 +94,10 @@ def test_prompt_blocked_is_a_refusal() -> None:
     assert event.meta.response_id == "qV3tZ-block-0005"
 
 
-@pytest.mark.parametrize("reason", ["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT",
-                                    "SPII", "LANGUAGE", "IMAGE_SAFETY"])
+@pytest.mark.parametrize(
+    "reason",
+    ["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "LANGUAGE", "IMAGE_SAFETY"],
+)
 def test_content_filter_is_a_refusal(reason: str) -> None:
     body = load("safety_stop.json")
     body["candidates"][0]["finishReason"] = reason
@@ -131,8 +137,9 @@ def test_malformed_function_call_is_a_retryable_error() -> None:
     assert "Malformed function call" in event.message
 
 
-@pytest.mark.parametrize("reason", ["OTHER", "TOO_MANY_TOOL_CALLS", "FINISH_REASON_UNSPECIFIED",
-                                    "SOMETHING_NEW"])
+@pytest.mark.parametrize(
+    "reason", ["OTHER", "TOO_MANY_TOOL_CALLS", "FINISH_REASON_UNSPECIFIED", "SOMETHING_NEW"]
+)
 def test_other_finish_reasons_are_non_retryable_errors(reason: str) -> None:
     body = load("final_text.json")
     body["candidates"][0]["finishReason"] = reason
@@ -142,14 +149,17 @@ def test_other_finish_reasons_are_non_retryable_errors(reason: str) -> None:
     assert reason in event.message
 
 
-@pytest.mark.parametrize(("status", "code", "kind", "retryable"), [
-    ("RESOURCE_EXHAUSTED", 429, ErrorKind.RATE_LIMIT, True),
-    ("UNAVAILABLE", 503, ErrorKind.SERVER, True),
-    ("INTERNAL", 500, ErrorKind.SERVER, True),
-    ("DEADLINE_EXCEEDED", 504, ErrorKind.TIMEOUT, True),
-    ("INVALID_ARGUMENT", 400, ErrorKind.OTHER, False),
-    ("PERMISSION_DENIED", 403, ErrorKind.OTHER, False),
-])
+@pytest.mark.parametrize(
+    ("status", "code", "kind", "retryable"),
+    [
+        ("RESOURCE_EXHAUSTED", 429, ErrorKind.RATE_LIMIT, True),
+        ("UNAVAILABLE", 503, ErrorKind.SERVER, True),
+        ("INTERNAL", 500, ErrorKind.SERVER, True),
+        ("DEADLINE_EXCEEDED", 504, ErrorKind.TIMEOUT, True),
+        ("INVALID_ARGUMENT", 400, ErrorKind.OTHER, False),
+        ("PERMISSION_DENIED", 403, ErrorKind.OTHER, False),
+    ],
+)
 def test_api_error_body(status: str, code: int, kind: ErrorKind, retryable: bool) -> None:
     body = {"error": {"code": code, "message": "boom", "status": status}}
     event = ADAPTER.read_complete_event(body)
@@ -170,18 +180,29 @@ def _without_call_name(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-@pytest.mark.parametrize(("body", "missing"), [
-    ("not a dict", "response"),
-    ({}, "no candidates and no promptFeedback.blockReason"),
-    ({"candidates": "x"}, "candidates"),
-    ({"candidates": [7]}, "candidates[0]"),
-    ({"candidates": [{"content": {"parts": {}}, "finishReason": "STOP"}]},
-     "candidates[0].content.parts"),
-    ({"candidates": [{"content": {"parts": [{"functionCall": "x"}]}, "finishReason": "STOP"}]},
-     "parts[0].functionCall"),
-    (_without_call_name(load("one_call.json")), "parts[1].functionCall.name"),
-    ({"error": "quota"}, "error"),
-])
+@pytest.mark.parametrize(
+    ("body", "missing"),
+    [
+        ("not a dict", "response"),
+        ({}, "no candidates and no promptFeedback.blockReason"),
+        ({"candidates": "x"}, "candidates"),
+        ({"candidates": [7]}, "candidates[0]"),
+        (
+            {"candidates": [{"content": {"parts": {}}, "finishReason": "STOP"}]},
+            "candidates[0].content.parts",
+        ),
+        (
+            {
+                "candidates": [
+                    {"content": {"parts": [{"functionCall": "x"}]}, "finishReason": "STOP"}
+                ]
+            },
+            "parts[0].functionCall",
+        ),
+        (_without_call_name(load("one_call.json")), "parts[1].functionCall.name"),
+        ({"error": "quota"}, "error"),
+    ],
+)
 def test_malformed_response(body: Any, missing: str) -> None:
     with pytest.raises(AdapterError) as info:
         ADAPTER.read_complete_event(body)

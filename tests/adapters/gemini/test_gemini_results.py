@@ -21,10 +21,16 @@ def _event(name: str) -> ToolRequestEvent:
 def _mixed(ids: list[str]) -> list[ToolResult]:
     """SUCCEEDED, REJECTED, FAILED for the three calls, listed out of the model's order."""
     ok = ToolResult(ids[0], "get_weather", "SUCCEEDED", output_json='{"temp_c":18}')
-    rejected = ToolResult(ids[1], "get_weather", "REJECTED", error_code="policy_denied",
-                          error_message="Tokyo is outside your region.")
-    failed = ToolResult(ids[2], "book_table", "FAILED", error_code="tool_error",
-                        error_message="restaurant closed")
+    rejected = ToolResult(
+        ids[1],
+        "get_weather",
+        "REJECTED",
+        error_code="policy_denied",
+        error_message="Tokyo is outside your region.",
+    )
+    failed = ToolResult(
+        ids[2], "book_table", "FAILED", error_code="tool_error", error_message="restaurant closed"
+    )
     return [failed, ok, rejected]
 
 
@@ -43,7 +49,9 @@ def test_append_results_with_ids_matches_by_id_in_model_order() -> None:
         {"id": "fc-c", "name": "book_table", "response": result_object(by_id["fc-c"])},
     ]
     assert answers["parts"][1]["functionResponse"]["response"]["error"] == {
-        "code": "policy_denied", "message": "Tokyo is outside your region."}
+        "code": "policy_denied",
+        "message": "Tokyo is outside your region.",
+    }
     assert answers["parts"][2]["functionResponse"]["response"]["status"] == "failed"
     for item in items:
         validate_content(item)
@@ -104,7 +112,8 @@ def test_extend_conversation_after_tool_request() -> None:
     conversation = ADAPTER.extend_conversation([USER_TURN], event, results)
     assert conversation == [USER_TURN, *ADAPTER.append_results(event, results)]
     assert conversation[1]["parts"][1]["thoughtSignature"] == (
-        "Q2lZQkhiM2pvaVZ2c2lnbmF0dXJlLW9uZQ==")
+        "Q2lZQkhiM2pvaVZ2c2lnbmF0dXJlLW9uZQ=="
+    )
     for item in conversation:
         validate_content(item)
 
@@ -112,7 +121,9 @@ def test_extend_conversation_after_tool_request() -> None:
 def test_extend_conversation_after_final_and_refusal() -> None:
     final = ADAPTER.read_complete_event(load("final_text.json"))
     assert ADAPTER.extend_conversation([USER_TURN], final, []) == [
-        USER_TURN, load("final_text.json")["candidates"][0]["content"]]
+        USER_TURN,
+        load("final_text.json")["candidates"][0]["content"],
+    ]
     refusal = ADAPTER.read_complete_event(load("prompt_blocked.json"))
     assert ADAPTER.extend_conversation([USER_TURN], refusal, []) == [USER_TURN]
     truncated = ADAPTER.read_complete_event(load("max_tokens.json"))
@@ -124,25 +135,42 @@ def test_append_results_does_not_alias_the_response() -> None:
     event = ADAPTER.read_complete_event(body)
     assert isinstance(event, ToolRequestEvent)
     model, _ = ADAPTER.append_results(
-        event, [ToolResult("fc-weather-1", "get_weather", "SUCCEEDED", "{}")])
+        event, [ToolResult("fc-weather-1", "get_weather", "SUCCEEDED", "{}")]
+    )
     model["parts"].clear()
     assert len(body["candidates"][0]["content"]["parts"]) == 2
 
 
-SCHEMA = {"type": "object", "properties": {"city": {"type": "string", "minLength": 1}},
-          "required": ["city"], "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "minLength": 1}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
 
 
 def test_tool_declarations() -> None:
-    tools = [ToolSpec("get_weather", "Current weather for a city.", SCHEMA),
-             ToolSpec("ping", "No arguments.", {"type": "object", "properties": {}})]
+    tools = [
+        ToolSpec("get_weather", "Current weather for a city.", SCHEMA),
+        ToolSpec("ping", "No arguments.", {"type": "object", "properties": {}}),
+    ]
     declarations = ADAPTER.tool_declarations(tools)
-    assert declarations == [{"functionDeclarations": [
-        {"name": "get_weather", "description": "Current weather for a city.",
-         "parametersJsonSchema": SCHEMA},
-        {"name": "ping", "description": "No arguments.",
-         "parametersJsonSchema": {"type": "object", "properties": {}}},
-    ]}]
+    assert declarations == [
+        {
+            "functionDeclarations": [
+                {
+                    "name": "get_weather",
+                    "description": "Current weather for a city.",
+                    "parametersJsonSchema": SCHEMA,
+                },
+                {
+                    "name": "ping",
+                    "description": "No arguments.",
+                    "parametersJsonSchema": {"type": "object", "properties": {}},
+                },
+            ]
+        }
+    ]
     assert declarations[0]["functionDeclarations"][0]["parametersJsonSchema"] is not SCHEMA
     validate_tool(declarations[0])
     assert ADAPTER.tool_declarations([]) == []

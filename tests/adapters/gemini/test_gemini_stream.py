@@ -77,21 +77,30 @@ def test_stream_fixture_chunks_are_valid_sdk_responses(chunk: dict[str, Any]) ->
 def test_sdk_stream_replay_assembles_the_parallel_calls(server: LoopbackServer) -> None:
     server.queue(Reply.sse(sse_text(STREAM)))
     with genai_client(server) as client:
-        chunks = [sdk_chunk_json(c) for c in client.models.generate_content_stream(
-            model="gemini-2.5-pro", contents="Weather in Paris and Tokyo, then book.")]
+        chunks = [
+            sdk_chunk_json(c)
+            for c in client.models.generate_content_stream(
+                model="gemini-2.5-pro", contents="Weather in Paris and Tokyo, then book."
+            )
+        ]
     assert server.received[0].path == (
-        "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse")
+        "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+    )
     assert chunks == sse_chunks(STREAM)
     streamed = _feed(chunks)
     complete = ADAPTER.read_complete_event(load("parallel_calls.json"))
     assert isinstance(streamed, ToolRequestEvent)
     _assert_equivalent(streamed, complete)
     assert [c.arguments for c in streamed.calls] == [
-        {"city": "Paris"}, {"city": "東京"},
-        {"restaurant": "Chez Anna", "party_size": 4, "time": "19:30"}]
+        {"city": "Paris"},
+        {"city": "東京"},
+        {"restaurant": "Chez Anna", "party_size": 4, "time": "19:30"},
+    ]
     # thought text is joined into one thought part and never reaches the visible text
-    assert streamed.original["candidates"][0]["content"] == (
-        load("parallel_calls.json")["candidates"][0]["content"])
+    assert (
+        streamed.original["candidates"][0]["content"]
+        == (load("parallel_calls.json")["candidates"][0]["content"])
+    )
     assert streamed.text == "I'll check both cities and book the table."
     validate_response(streamed.original)
 
@@ -100,8 +109,10 @@ def test_sdk_stream_cut_before_finish_reason_is_incomplete(server: LoopbackServe
     cut = sse_chunks(STREAM)[:-1]  # drops the chunk with finishReason
     server.queue(Reply.sse([(None, chunk) for chunk in cut]))
     with genai_client(server) as client:
-        chunks = [sdk_chunk_json(c) for c in client.models.generate_content_stream(
-            model="gemini-2.5-pro", contents="hi")]
+        chunks = [
+            sdk_chunk_json(c)
+            for c in client.models.generate_content_stream(model="gemini-2.5-pro", contents="hi")
+        ]
     assert len(chunks) == 6
     event = _feed(chunks)
     assert isinstance(event, IncompleteEvent)
@@ -134,8 +145,9 @@ def test_one_call_in_a_single_chunk() -> None:
 
 def test_usage_only_chunk_after_finish_is_accepted() -> None:
     body = load("final_text.json")
-    usage = {"usageMetadata": {"promptTokenCount": 61, "candidatesTokenCount": 14,
-                               "totalTokenCount": 75}}
+    usage = {
+        "usageMetadata": {"promptTokenCount": 61, "candidatesTokenCount": 14, "totalTokenCount": 75}
+    }
     event = _feed([body, usage])
     assert isinstance(event, FinalEvent)
     assert event.meta.output_tokens == 14
@@ -169,8 +181,15 @@ def test_max_tokens_in_stream_is_incomplete_not_a_tool_request() -> None:
     body = load("max_tokens.json")
     first = copy.deepcopy(body)
     del first["candidates"][0]["finishReason"]
-    last = {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]},
-                            "finishReason": "MAX_TOKENS", "index": 0}]}
+    last = {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": ""}]},
+                "finishReason": "MAX_TOKENS",
+                "index": 0,
+            }
+        ]
+    }
     event = _feed([first, last])
     assert isinstance(event, IncompleteEvent)
     assert event.reason == "MAX_TOKENS"
@@ -178,8 +197,7 @@ def test_max_tokens_in_stream_is_incomplete_not_a_tool_request() -> None:
 
 def test_error_chunk_is_a_provider_error() -> None:
     chunks = sse_chunks(STREAM)[:3]
-    error = {"error": {"code": 503, "message": "The model is overloaded.",
-                       "status": "UNAVAILABLE"}}
+    error = {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}
     event = _feed([*chunks, error])
     assert isinstance(event, ProviderErrorEvent)
     assert (event.kind, event.retryable) == (ErrorKind.SERVER, True)
@@ -198,18 +216,47 @@ def test_second_candidate_is_ignored() -> None:
 
 
 def test_partial_args_chunk_is_rejected() -> None:
-    chunk = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
-        "name": "get_weather", "partialArgs": [{"jsonPath": "$.city", "stringValue": "Par",
-                                                "willContinue": True}],
-        "willContinue": True}}]}, "index": 0}]}
+    chunk = {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [
+                        {
+                            "functionCall": {
+                                "name": "get_weather",
+                                "partialArgs": [
+                                    {
+                                        "jsonPath": "$.city",
+                                        "stringValue": "Par",
+                                        "willContinue": True,
+                                    }
+                                ],
+                                "willContinue": True,
+                            }
+                        }
+                    ],
+                },
+                "index": 0,
+            }
+        ]
+    }
     assembler = ADAPTER.new_stream_assembler()
     with pytest.raises(AdapterError) as info:
         assembler.feed(chunk)
     assert "partialArgs" in str(info.value)
 
 
-@pytest.mark.parametrize("chunk", [[], {"foo": 1}, {"candidates": "x"}, {"error": "boom"},
-                                   {"candidates": [{"content": {"parts": [3]}, "index": 0}]}])
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        [],
+        {"foo": 1},
+        {"candidates": "x"},
+        {"error": "boom"},
+        {"candidates": [{"content": {"parts": [3]}, "index": 0}]},
+    ],
+)
 def test_malformed_chunk_is_rejected(chunk: Any) -> None:
     with pytest.raises(AdapterError) as info:
         ADAPTER.new_stream_assembler().feed(chunk)

@@ -32,7 +32,7 @@ def sse_payloads(body: str) -> list[dict[str, Any]]:
     payloads = []
     for line in body.splitlines():
         if line.startswith("data: "):
-            data = line[len("data: "):]
+            data = line[len("data: ") :]
             payloads.append(DONE if data.strip() == "[DONE]" else json.loads(data))
     return payloads
 
@@ -88,6 +88,7 @@ def validate_param(sdk_type: Any, obj: Any) -> None:
 
 @contextmanager
 def sdk_client(server: LoopbackServer) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(api_key="sk-test-dummy", base_url=f"{server.url}/v1",
-                       max_retries=0) as client:
+    with openai.OpenAI(
+        api_key="sk-test-dummy", base_url=f"{server.url}/v1", max_retries=0
+    ) as client:
         yield client

@@ -26,8 +26,15 @@ from tests.adapters.loopback import LoopbackServer, Reply
 from tests.adapters.openai.sdk_checks import load_json, sdk_client, validate_model
 
 DIR = "openai_chat"
-COMPLETIONS = ["final_text.json", "one_call.json", "parallel_calls.json", "length.json",
-               "content_filter.json", "chat_parallel_tools.json", "chat_refusal.json"]
+COMPLETIONS = [
+    "final_text.json",
+    "one_call.json",
+    "parallel_calls.json",
+    "length.json",
+    "content_filter.json",
+    "chat_parallel_tools.json",
+    "chat_refusal.json",
+]
 
 
 def fixture(name: str) -> dict[str, Any]:
@@ -60,7 +67,11 @@ def test_final_text() -> None:
     assert event.text == "The IC 2 is on time and Zürich will be sunny, 21 °C."
     meta = event.meta
     assert (meta.provider, meta.api_version, meta.model, meta.response_id) == (
-        "openai.chat_completions", "v1", "gpt-4o-mini-2024-07-18", "chatcmpl-fin01")
+        "openai.chat_completions",
+        "v1",
+        "gpt-4o-mini-2024-07-18",
+        "chatcmpl-fin01",
+    )
     assert (meta.input_tokens, meta.output_tokens) == (60, 20)
 
 
@@ -70,7 +81,10 @@ def test_one_call() -> None:
     assert isinstance(event, ToolRequestEvent)
     (call,) = event.calls
     assert (call.call_id, call.name, call.arguments_json) == (
-        "call_abc", "get_weather", '{"city":"Paris"}')
+        "call_abc",
+        "get_weather",
+        '{"city":"Paris"}',
+    )
     assert call.arguments == {"city": "Paris"}
     assert call.original == message_of(completion)["tool_calls"][0]
 
@@ -78,8 +92,7 @@ def test_one_call() -> None:
 def test_parallel_calls_in_model_order_with_text() -> None:
     event = ADAPTER.read_complete_event(fixture("parallel_calls.json"))
     assert isinstance(event, ToolRequestEvent)
-    assert [c.call_id for c in event.calls] == ["call_train_1", "call_weather_2",
-                                                "call_weather_3"]
+    assert [c.call_id for c in event.calls] == ["call_train_1", "call_weather_2", "call_weather_3"]
     assert event.calls[1].arguments == {"city": "Zürich", "note": "🏔 trip"}
     assert event.text == "Checking the train and the weather."
 
@@ -88,10 +101,17 @@ def test_recorded_parallel_calls() -> None:
     event = ADAPTER.read_complete_event(fixture("chat_parallel_tools.json"))
     assert isinstance(event, ToolRequestEvent)
     assert [(c.call_id, c.name, c.arguments) for c in event.calls] == [
-        ("call_JMW1whyEaYG438VE1OIflxA2", "GetWeatherArgs",
-         {"city": "Edinburgh", "country": "GB", "units": "c"}),
-        ("call_DNYTawLBoN8fj3KN6qU9N1Ou", "get_stock_price",
-         {"ticker": "AAPL", "exchange": "NASDAQ"})]
+        (
+            "call_JMW1whyEaYG438VE1OIflxA2",
+            "GetWeatherArgs",
+            {"city": "Edinburgh", "country": "GB", "units": "c"},
+        ),
+        (
+            "call_DNYTawLBoN8fj3KN6qU9N1Ou",
+            "get_stock_price",
+            {"ticker": "AAPL", "exchange": "NASDAQ"},
+        ),
+    ]
     assert (event.meta.input_tokens, event.meta.output_tokens) == (149, 60)
 
 
@@ -159,25 +179,33 @@ def _edited(name: str, path: list[Any], value: Any = KeyError) -> dict[str, Any]
 TOOL_CALL_0 = ["choices", 0, "message", "tool_calls", 0]
 
 
-@pytest.mark.parametrize(("response", "fragment"), [
-    ("not json", "response must be a JSON object"),
-    (_edited("one_call.json", ["id"]), "response.id"),
-    (_edited("one_call.json", ["choices"]), "response.choices must be a JSON array"),
-    (_edited("one_call.json", ["choices"], []), "exactly one"),
-    ({**fixture("one_call.json"), "choices": [fixture("one_call.json")["choices"][0]] * 2},
-     "exactly one"),
-    (_edited("one_call.json", ["choices", 0, "message"]), "message must be a JSON object"),
-    (_edited("one_call.json", ["choices", 0, "finish_reason"]), "finish_reason"),
-    (_edited("one_call.json", [*TOOL_CALL_0, "id"]), "tool_calls[0].id"),
-    (_edited("one_call.json", [*TOOL_CALL_0, "function", "name"]), "function.name"),
-    (_edited("one_call.json", [*TOOL_CALL_0, "type"], "custom"), "only function tool calls"),
-    (_edited("one_call.json", ["choices", 0, "message", "tool_calls"], []),
-     "message.tool_calls is empty"),
-    (_edited("final_text.json", ["choices", 0, "message", "content"], [{"type": "text"}]),
-     "content must be a string"),
-    (_edited("final_text.json", ["choices", 0, "finish_reason"], "function_call"),
-     "legacy"),
-])
+@pytest.mark.parametrize(
+    ("response", "fragment"),
+    [
+        ("not json", "response must be a JSON object"),
+        (_edited("one_call.json", ["id"]), "response.id"),
+        (_edited("one_call.json", ["choices"]), "response.choices must be a JSON array"),
+        (_edited("one_call.json", ["choices"], []), "exactly one"),
+        (
+            {**fixture("one_call.json"), "choices": [fixture("one_call.json")["choices"][0]] * 2},
+            "exactly one",
+        ),
+        (_edited("one_call.json", ["choices", 0, "message"]), "message must be a JSON object"),
+        (_edited("one_call.json", ["choices", 0, "finish_reason"]), "finish_reason"),
+        (_edited("one_call.json", [*TOOL_CALL_0, "id"]), "tool_calls[0].id"),
+        (_edited("one_call.json", [*TOOL_CALL_0, "function", "name"]), "function.name"),
+        (_edited("one_call.json", [*TOOL_CALL_0, "type"], "custom"), "only function tool calls"),
+        (
+            _edited("one_call.json", ["choices", 0, "message", "tool_calls"], []),
+            "message.tool_calls is empty",
+        ),
+        (
+            _edited("final_text.json", ["choices", 0, "message", "content"], [{"type": "text"}]),
+            "content must be a string",
+        ),
+        (_edited("final_text.json", ["choices", 0, "finish_reason"], "function_call"), "legacy"),
+    ],
+)
 def test_malformed_response_names_what_is_missing(response: Any, fragment: str) -> None:
     with pytest.raises(AdapterError) as caught:
         ADAPTER.read_complete_event(response)
@@ -187,12 +215,14 @@ def test_malformed_response_names_what_is_missing(response: Any, fragment: str) 
 
 @pytest.mark.parametrize("name", COMPLETIONS)
 def test_sdk_parses_the_fixture_and_its_dump_classifies_the_same(
-        name: str, server: LoopbackServer) -> None:
+    name: str, server: LoopbackServer
+) -> None:
     raw = fixture(name)
     server.queue(Reply.json(raw))
     with sdk_client(server) as client:
         parsed = client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": "Weather in Paris?"}])
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "Weather in Paris?"}]
+        )
     assert isinstance(parsed, ChatCompletion)
     assert server.received[0].path == "/v1/chat/completions"
     dumped = parsed.model_dump(mode="json", exclude_unset=True, by_alias=True)
@@ -203,8 +233,9 @@ def test_sdk_raises_on_the_error_body_the_adapter_classifies(server: LoopbackSer
     body = fixture("error_body.json")
     server.queue(Reply.json(body, status=500))
     with sdk_client(server) as client, pytest.raises(openai.InternalServerError) as caught:
-        client.chat.completions.create(model="gpt-4o-mini",
-                                       messages=[{"role": "user", "content": "hi"}])
+        client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
+        )
     assert caught.value.code == "server_error"
     event = ADAPTER.read_complete_event({"error": caught.value.body})
     assert isinstance(event, ProviderErrorEvent)

@@ -32,10 +32,18 @@ from tests.adapters.openai.sdk_checks import (
 from tests.adapters.openai.streams import chat_chunks, has_split_surrogate
 
 DIR = "openai_chat"
-COMPLETIONS = ["final_text.json", "one_call.json", "parallel_calls.json", "length.json",
-               "content_filter.json", "chat_parallel_tools.json", "chat_refusal.json"]
+COMPLETIONS = [
+    "final_text.json",
+    "one_call.json",
+    "parallel_calls.json",
+    "length.json",
+    "content_filter.json",
+    "chat_parallel_tools.json",
+    "chat_refusal.json",
+]
 MESSAGES: list[ChatCompletionMessageParam] = [
-    {"role": "user", "content": "Weather in Edinburgh and the AAPL price?"}]
+    {"role": "user", "content": "Weather in Edinburgh and the AAPL price?"}
+]
 
 
 def data_sse(chunks: list[dict[str, Any]], done: bool = True) -> Reply:
@@ -47,9 +55,12 @@ def replay(server: LoopbackServer, reply: Reply) -> tuple[ProviderEvent, list[di
     server.queue(reply)
     assembler = ADAPTER.new_stream_assembler()
     fed = []
-    with sdk_client(server) as client, client.chat.completions.create(
-            model="gpt-4o", messages=MESSAGES, stream=True,
-            stream_options={"include_usage": True}) as stream:
+    with (
+        sdk_client(server) as client,
+        client.chat.completions.create(
+            model="gpt-4o", messages=MESSAGES, stream=True, stream_options={"include_usage": True}
+        ) as stream,
+    ):
         for chunk in stream:
             payload = chunk.model_dump(mode="json", exclude_unset=True, by_alias=True)
             fed.append(payload)
@@ -59,8 +70,12 @@ def replay(server: LoopbackServer, reply: Reply) -> tuple[ProviderEvent, list[di
 
 
 def tool_fragments(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [fragment for chunk in chunks for choice in chunk["choices"]
-            for fragment in choice["delta"].get("tool_calls") or []]
+    return [
+        fragment
+        for chunk in chunks
+        for choice in chunk["choices"]
+        for fragment in choice["delta"].get("tool_calls") or []
+    ]
 
 
 def feed_all(chunks: list[dict[str, Any]]) -> ProviderEvent:
@@ -85,18 +100,25 @@ def test_recorded_parallel_calls_through_sdk(server: LoopbackServer) -> None:
     expected = ADAPTER.read_complete_event(load_json(DIR, "chat_parallel_tools.json"))
     assert isinstance(streamed, ToolRequestEvent) and isinstance(expected, ToolRequestEvent)
     assert (streamed.meta, streamed.calls, streamed.text) == (
-        expected.meta, expected.calls, expected.text)
+        expected.meta,
+        expected.calls,
+        expected.text,
+    )
 
 
 def test_recorded_parallel_calls_match_the_sdk_helper(server: LoopbackServer) -> None:
     body = load_text(DIR, "chat_parallel_tools.sse")
     server.queue(Reply.sse(body))
-    with sdk_client(server) as client, client.chat.completions.stream(
-            model="gpt-4o", messages=MESSAGES) as stream:
+    with (
+        sdk_client(server) as client,
+        client.chat.completions.stream(model="gpt-4o", messages=MESSAGES) as stream,
+    ):
         final = stream.get_final_completion()
-    sdk_calls = [(c.id, c.function.name, c.function.arguments)
-                 for c in final.choices[0].message.tool_calls or []
-                 if c.type == "function"]
+    sdk_calls = [
+        (c.id, c.function.name, c.function.arguments)
+        for c in final.choices[0].message.tool_calls or []
+        if c.type == "function"
+    ]
     streamed = feed_all(sse_payloads(body))
     assert isinstance(streamed, ToolRequestEvent)
     assert [(c.call_id, c.name, c.arguments_json) for c in streamed.calls] == sdk_calls
@@ -118,8 +140,9 @@ def _same(streamed: ProviderEvent, expected: ProviderEvent) -> None:
 
 @pytest.mark.parametrize("interleave", [False, True], ids=["sequential", "interleaved"])
 @pytest.mark.parametrize("name", COMPLETIONS)
-def test_stream_equals_complete_response(name: str, interleave: bool,
-                                         server: LoopbackServer) -> None:
+def test_stream_equals_complete_response(
+    name: str, interleave: bool, server: LoopbackServer
+) -> None:
     completion = load_json(DIR, name)
     chunks = chat_chunks(completion, size=3, interleave=interleave)
     for chunk in chunks:
@@ -137,8 +160,10 @@ def test_interleaved_fragments_are_kept_apart() -> None:
     event = feed_all(chunks)
     assert isinstance(event, ToolRequestEvent)
     assert [c.arguments for c in event.calls] == [
-        {"train": "IC 2", "date": "2026-01-01"}, {"city": "Zürich", "note": "🏔 trip"},
-        {"city": "Bern"}]
+        {"train": "IC 2", "date": "2026-01-01"},
+        {"city": "Zürich", "note": "🏔 trip"},
+        {"city": "Bern"},
+    ]
 
 
 def test_arguments_split_mid_token_and_mid_character(server: LoopbackServer) -> None:
@@ -187,8 +212,14 @@ def test_stream_cut_emits_nothing(keep: int) -> None:
 
 def test_mid_stream_error_chunk() -> None:
     chunks = chat_chunks(load_json(DIR, "one_call.json"), finish=False)
-    error = {"error": {"message": "Rate limit reached", "type": "requests",
-                       "code": "rate_limit_exceeded", "param": None}}
+    error = {
+        "error": {
+            "message": "Rate limit reached",
+            "type": "requests",
+            "code": "rate_limit_exceeded",
+            "param": None,
+        }
+    }
     event = feed_all([*chunks, error])
     assert isinstance(event, ProviderErrorEvent)
     assert (event.kind, event.retryable) == (ErrorKind.RATE_LIMIT, True)
@@ -197,8 +228,9 @@ def test_mid_stream_error_chunk() -> None:
 
 def test_sdk_raises_on_the_mid_stream_error_chunk(server: LoopbackServer) -> None:
     chunks = chat_chunks(load_json(DIR, "one_call.json"), finish=False)
-    error = {"error": {"message": "boom", "type": "server_error", "code": "server_error",
-                       "param": None}}
+    error = {
+        "error": {"message": "boom", "type": "server_error", "code": "server_error", "param": None}
+    }
     with pytest.raises(openai.APIError, match="boom"):
         replay(server, data_sse([*chunks, error], done=False))
 
@@ -221,20 +253,34 @@ def _one_call_chunks() -> list[dict[str, Any]]:
     return chat_chunks(load_json(DIR, "one_call.json"), size=3)
 
 
-@pytest.mark.parametrize(("chunks", "fragment"), [
-    (_chunk_with(_one_call_chunks(), 3, id="call_other"), "different call_id"),
-    (_chunk_with(_one_call_chunks(), 3, function={"name": "rm_rf", "arguments": "x"}),
-     "different name"),
-    (_chunk_with(_one_call_chunks(), 1, type="custom"), "only function tool calls"),
-    ([*_one_call_chunks()[:2], DONE, _one_call_chunks()[2]], "after [DONE]"),
-    ([_one_call_chunks()[0], {**_one_call_chunks()[1], "id": "chatcmpl-other"}],
-     "chatcmpl-other"),
-    ([{**_one_call_chunks()[0], "choices": [{**_one_call_chunks()[0]["choices"][0],
-                                             "index": 1}]}], "index other than 0"),
-    (["chunk"], "stream chunk must be a JSON object"),
-    ([{"id": "chatcmpl-x", "object": "chat.completion.chunk"}], "chunk.choices"),
-    ([{"choices": []}], "chunk.id"),
-])
+@pytest.mark.parametrize(
+    ("chunks", "fragment"),
+    [
+        (_chunk_with(_one_call_chunks(), 3, id="call_other"), "different call_id"),
+        (
+            _chunk_with(_one_call_chunks(), 3, function={"name": "rm_rf", "arguments": "x"}),
+            "different name",
+        ),
+        (_chunk_with(_one_call_chunks(), 1, type="custom"), "only function tool calls"),
+        ([*_one_call_chunks()[:2], DONE, _one_call_chunks()[2]], "after [DONE]"),
+        (
+            [_one_call_chunks()[0], {**_one_call_chunks()[1], "id": "chatcmpl-other"}],
+            "chatcmpl-other",
+        ),
+        (
+            [
+                {
+                    **_one_call_chunks()[0],
+                    "choices": [{**_one_call_chunks()[0]["choices"][0], "index": 1}],
+                }
+            ],
+            "index other than 0",
+        ),
+        (["chunk"], "stream chunk must be a JSON object"),
+        ([{"id": "chatcmpl-x", "object": "chat.completion.chunk"}], "chunk.choices"),
+        ([{"choices": []}], "chunk.id"),
+    ],
+)
 def test_malformed_stream(chunks: list[Any], fragment: str) -> None:
     assembler = ADAPTER.new_stream_assembler()
     with pytest.raises(AdapterError) as caught:

@@ -26,8 +26,15 @@ from tests.adapters.loopback import LoopbackServer, Reply
 from tests.adapters.openai.sdk_checks import load_json, sdk_client, validate_model
 
 DIR = "openai_responses"
-RESPONSES = ["final_text.json", "one_call.json", "parallel_calls.json", "refusal.json",
-             "incomplete_max_tokens.json", "incomplete_content_filter.json", "failed.json"]
+RESPONSES = [
+    "final_text.json",
+    "one_call.json",
+    "parallel_calls.json",
+    "refusal.json",
+    "incomplete_max_tokens.json",
+    "incomplete_content_filter.json",
+    "failed.json",
+]
 
 
 def fixture(name: str) -> dict[str, Any]:
@@ -56,7 +63,11 @@ def test_final_text_without_reasoning() -> None:
     assert "opaque" not in event.text  # the reasoning item never leaks into text
     meta = event.meta
     assert (meta.provider, meta.api_version, meta.model, meta.response_id) == (
-        "openai.responses", "v1", "gpt-5-2025-08-07", "resp_final01")
+        "openai.responses",
+        "v1",
+        "gpt-5-2025-08-07",
+        "resp_final01",
+    )
     assert (meta.input_tokens, meta.output_tokens) == (120, 48)
 
 
@@ -78,8 +89,10 @@ def test_parallel_calls_in_model_order_with_text() -> None:
     event = ADAPTER.read_complete_event(fixture("parallel_calls.json"))
     assert isinstance(event, ToolRequestEvent)
     assert [(c.call_id, c.name) for c in event.calls] == [
-        ("call_train01", "get_train_status"), ("call_weather02", "get_weather"),
-        ("call_weather03", "get_weather")]
+        ("call_train01", "get_train_status"),
+        ("call_weather02", "get_weather"),
+        ("call_weather03", "get_weather"),
+    ]
     assert event.calls[1].arguments == {"city": "Zürich", "note": "🏔 trip"}
     assert event.text == "Checking the train and the weather."
 
@@ -174,20 +187,28 @@ def _without(path: list[Any]) -> dict[str, Any]:
     return response
 
 
-@pytest.mark.parametrize(("response", "fragment"), [
-    ([], "response must be a JSON object"),
-    (None, "response must be a JSON object"),
-    (_without(["id"]), "response.id"),
-    (_without(["status"]), "response.status"),
-    (_without(["output"]), "response.output must be a JSON array"),
-    (_without(["output", 1, "call_id"]), "response.output[1].call_id"),
-    (_without(["output", 1, "arguments"]), "response.output[1].arguments"),
-    ({**fixture("one_call.json"), "status": "done"}, "not a Responses API status"),
-    ({**fixture("failed.json"), "error": None}, "response.error is missing"),
-    ({**fixture("one_call.json"), "output": ["fc"]}, "response.output[0] must be a JSON object"),
-    ({**fixture("one_call.json"), "output": [{"type": "computer_call", "id": "cu_1"}]},
-     "computer_call"),
-])
+@pytest.mark.parametrize(
+    ("response", "fragment"),
+    [
+        ([], "response must be a JSON object"),
+        (None, "response must be a JSON object"),
+        (_without(["id"]), "response.id"),
+        (_without(["status"]), "response.status"),
+        (_without(["output"]), "response.output must be a JSON array"),
+        (_without(["output", 1, "call_id"]), "response.output[1].call_id"),
+        (_without(["output", 1, "arguments"]), "response.output[1].arguments"),
+        ({**fixture("one_call.json"), "status": "done"}, "not a Responses API status"),
+        ({**fixture("failed.json"), "error": None}, "response.error is missing"),
+        (
+            {**fixture("one_call.json"), "output": ["fc"]},
+            "response.output[0] must be a JSON object",
+        ),
+        (
+            {**fixture("one_call.json"), "output": [{"type": "computer_call", "id": "cu_1"}]},
+            "computer_call",
+        ),
+    ],
+)
 def test_malformed_response_names_what_is_missing(response: Any, fragment: str) -> None:
     with pytest.raises(AdapterError) as caught:
         ADAPTER.read_complete_event(response)
@@ -197,7 +218,8 @@ def test_malformed_response_names_what_is_missing(response: Any, fragment: str) 
 
 @pytest.mark.parametrize("name", RESPONSES)
 def test_sdk_parses_the_fixture_and_its_dump_classifies_the_same(
-        name: str, server: LoopbackServer) -> None:
+    name: str, server: LoopbackServer
+) -> None:
     raw = fixture(name)
     with sdk_client(server) as client:
         server.queue(Reply.json(raw))

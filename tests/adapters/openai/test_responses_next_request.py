@@ -18,20 +18,40 @@ from tests.adapters.openai.sdk_checks import load_json, sdk_client, validate_par
 from tests.adapters.openai.streams import response_events
 
 DIR = "openai_responses"
-USER = {"role": "user",
-        "content": "Is the IC 2 on time, and what's the weather in Zürich and Bern?"}
+USER = {
+    "role": "user",
+    "content": "Is the IC 2 on time, and what's the weather in Zürich and Bern?",
+}
 
-WEATHER = ToolSpec("get_weather", "Current weather for a city.", {
-    "type": "object", "properties": {"city": {"type": "string"},
-                                     "note": {"type": ["string", "null"]}},
-    "required": ["city", "note"], "additionalProperties": False})
-TRAIN = ToolSpec("get_train_status", "Delay status of a train on a date.", {
-    "type": "object", "properties": {"train": {"type": "string"}, "date": {"type": "string"}},
-    "required": ["train", "date"], "additionalProperties": False})
-BOOK = ToolSpec("reserve_seat", "Reserve a workshop seat.", {
-    "type": "object", "properties": {"event": {"type": "string"},
-                                     "participant": {"type": "string"}},
-    "required": ["event"]})
+WEATHER = ToolSpec(
+    "get_weather",
+    "Current weather for a city.",
+    {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "note": {"type": ["string", "null"]}},
+        "required": ["city", "note"],
+        "additionalProperties": False,
+    },
+)
+TRAIN = ToolSpec(
+    "get_train_status",
+    "Delay status of a train on a date.",
+    {
+        "type": "object",
+        "properties": {"train": {"type": "string"}, "date": {"type": "string"}},
+        "required": ["train", "date"],
+        "additionalProperties": False,
+    },
+)
+BOOK = ToolSpec(
+    "reserve_seat",
+    "Reserve a workshop seat.",
+    {
+        "type": "object",
+        "properties": {"event": {"type": "string"}, "participant": {"type": "string"}},
+        "required": ["event"],
+    },
+)
 
 
 def parallel_event() -> ToolRequestEvent:
@@ -43,12 +63,26 @@ def parallel_event() -> ToolRequestEvent:
 def mixed_results() -> list[ToolResult]:
     """Out of the model's order, one of each status."""
     return [
-        ToolResult("call_weather03", "get_weather", "FAILED", error_code="tool_error",
-                   error_message="weather service answered 503"),
-        ToolResult("call_train01", "get_train_status", "SUCCEEDED",
-                   output_json='{"train":"IC 2","delay_minutes":0}'),
-        ToolResult("call_weather02", "get_weather", "REJECTED", error_code="policy_denied",
-                   error_message="Zürich is outside the caller's region"),
+        ToolResult(
+            "call_weather03",
+            "get_weather",
+            "FAILED",
+            error_code="tool_error",
+            error_message="weather service answered 503",
+        ),
+        ToolResult(
+            "call_train01",
+            "get_train_status",
+            "SUCCEEDED",
+            output_json='{"train":"IC 2","delay_minutes":0}',
+        ),
+        ToolResult(
+            "call_weather02",
+            "get_weather",
+            "REJECTED",
+            error_code="policy_denied",
+            error_message="Zürich is outside the caller's region",
+        ),
     ]
 
 
@@ -57,12 +91,18 @@ def test_results_answer_every_call_by_id_in_model_order() -> None:
     results = mixed_results()
     items = ADAPTER.append_results(event, results)
     by_id = {r.call_id: r for r in results}
-    assert [item["call_id"] for item in items] == ["call_train01", "call_weather02",
-                                                   "call_weather03"]
+    assert [item["call_id"] for item in items] == [
+        "call_train01",
+        "call_weather02",
+        "call_weather03",
+    ]
     for item in items:
         validate_param(ResponseInputItemParam, item)
-        assert item == {"type": "function_call_output", "call_id": item["call_id"],
-                        "output": result_text(by_id[item["call_id"]])}
+        assert item == {
+            "type": "function_call_output",
+            "call_id": item["call_id"],
+            "output": result_text(by_id[item["call_id"]]),
+        }
     assert json.loads(items[0]["output"]) == {"train": "IC 2", "delay_minutes": 0}
     assert json.loads(items[1]["output"])["status"] == "rejected"
     assert json.loads(items[2]["output"])["error"]["code"] == "tool_error"
@@ -90,7 +130,8 @@ def test_results_for_a_streamed_turn_are_the_same() -> None:
     streamed = assembler.finish()
     assert isinstance(streamed, ToolRequestEvent)
     assert ADAPTER.append_results(streamed, mixed_results()) == ADAPTER.append_results(
-        parallel_event(), mixed_results())
+        parallel_event(), mixed_results()
+    )
 
 
 def test_conversation_keeps_reasoning_and_output_then_results() -> None:
@@ -100,8 +141,16 @@ def test_conversation_keeps_reasoning_and_output_then_results() -> None:
     extended = ADAPTER.extend_conversation(conversation, parallel_event(), mixed_results())
     assert conversation == before
     assert [item.get("type") for item in extended] == [
-        None, "reasoning", "message", "function_call", "function_call", "function_call",
-        "function_call_output", "function_call_output", "function_call_output"]
+        None,
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call",
+        "function_call",
+        "function_call_output",
+        "function_call_output",
+        "function_call_output",
+    ]
     reasoning = extended[1]
     assert reasoning == response["output"][0]
     assert reasoning["encrypted_content"] == "gAAAAABo-opaque-reasoning-state=="
@@ -114,17 +163,27 @@ def test_null_fields_of_output_items_are_left_out_when_resent() -> None:
     response = load_json(DIR, "one_call.json")
     response["output"][0]["content"] = None
     response["output"][0]["status"] = None
-    response["output"].append({"id": "msg_n1", "type": "message", "status": "completed",
-                               "role": "assistant", "content": [
-                                   {"type": "output_text", "annotations": [], "text": "On it.",
-                                    "logprobs": None}]})
+    response["output"].append(
+        {
+            "id": "msg_n1",
+            "type": "message",
+            "status": "completed",
+            "role": "assistant",
+            "content": [
+                {"type": "output_text", "annotations": [], "text": "On it.", "logprobs": None}
+            ],
+        }
+    )
     event = ADAPTER.read_complete_event(response)
     results = [ToolResult("call_one01", "get_weather", "SUCCEEDED", output_json='{"c":18}')]
     extended = ADAPTER.extend_conversation([USER], event, results)
-    assert extended[1] == {"id": "rs_one01", "type": "reasoning", "summary": [],
-                           "encrypted_content": "gAAAAABo-opaque-reasoning-state=="}
-    assert extended[3]["content"][0] == {"type": "output_text", "annotations": [],
-                                         "text": "On it."}
+    assert extended[1] == {
+        "id": "rs_one01",
+        "type": "reasoning",
+        "summary": [],
+        "encrypted_content": "gAAAAABo-opaque-reasoning-state==",
+    }
+    assert extended[3]["content"][0] == {"type": "output_text", "annotations": [], "text": "On it."}
     for item in extended:
         validate_param(ResponseInputItemParam, item)
 
@@ -135,8 +194,9 @@ def test_final_answer_is_kept_in_the_conversation() -> None:
     assert ADAPTER.extend_conversation([USER], event, []) == [USER, *response["output"]]
 
 
-@pytest.mark.parametrize("name", ["incomplete_max_tokens.json", "incomplete_content_filter.json",
-                                  "failed.json"])
+@pytest.mark.parametrize(
+    "name", ["incomplete_max_tokens.json", "incomplete_content_filter.json", "failed.json"]
+)
 def test_unfinished_turn_adds_nothing(name: str) -> None:
     event = ADAPTER.read_complete_event(load_json(DIR, name))
     assert ADAPTER.extend_conversation([USER], event, []) == [USER]
@@ -145,37 +205,63 @@ def test_unfinished_turn_adds_nothing(name: str) -> None:
 def test_tool_declarations_strict_only_when_the_schema_qualifies() -> None:
     declarations = ADAPTER.tool_declarations([WEATHER, TRAIN, BOOK])
     assert [(d["name"], d["strict"]) for d in declarations] == [
-        ("get_weather", True), ("get_train_status", True), ("reserve_seat", False)]
-    assert declarations[0] == {"type": "function", "name": "get_weather",
-                               "description": "Current weather for a city.",
-                               "parameters": WEATHER.input_schema, "strict": True}
+        ("get_weather", True),
+        ("get_train_status", True),
+        ("reserve_seat", False),
+    ]
+    assert declarations[0] == {
+        "type": "function",
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": WEATHER.input_schema,
+        "strict": True,
+    }
     for declaration in declarations:
         validate_param(FunctionToolParam, declaration)
 
 
 def _nested(inner: dict[str, Any]) -> ToolSpec:
-    return ToolSpec("t", "", {"type": "object", "properties": {"inner": inner},
-                              "required": ["inner"], "additionalProperties": False})
+    return ToolSpec(
+        "t",
+        "",
+        {
+            "type": "object",
+            "properties": {"inner": inner},
+            "required": ["inner"],
+            "additionalProperties": False,
+        },
+    )
 
 
-STRICT_OBJECT = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
-                 "additionalProperties": False}
+STRICT_OBJECT = {
+    "type": "object",
+    "properties": {"a": {"type": "string"}},
+    "required": ["a"],
+    "additionalProperties": False,
+}
 
 
-@pytest.mark.parametrize(("spec", "strict"), [
-    (_nested(STRICT_OBJECT), True),
-    (_nested({"type": "array", "items": STRICT_OBJECT}), True),
-    (_nested({"anyOf": [STRICT_OBJECT, {"type": "null"}]}), True),
-    (_nested({**STRICT_OBJECT, "additionalProperties": True}), False),
-    (_nested({**STRICT_OBJECT, "required": []}), False),
-    (_nested({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}),
-     False),
-    (_nested({"type": "array", "items": {**STRICT_OBJECT, "required": []}}), False),
-    (_nested({"oneOf": [{"type": "string"}, {"type": "integer"}]}), False),
-    (ToolSpec("t", "", {"type": "string"}), False),
-    (ToolSpec("t", "", {"type": "object", "properties": {}, "additionalProperties": False}),
-     True),
-])
+@pytest.mark.parametrize(
+    ("spec", "strict"),
+    [
+        (_nested(STRICT_OBJECT), True),
+        (_nested({"type": "array", "items": STRICT_OBJECT}), True),
+        (_nested({"anyOf": [STRICT_OBJECT, {"type": "null"}]}), True),
+        (_nested({**STRICT_OBJECT, "additionalProperties": True}), False),
+        (_nested({**STRICT_OBJECT, "required": []}), False),
+        (
+            _nested({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}),
+            False,
+        ),
+        (_nested({"type": "array", "items": {**STRICT_OBJECT, "required": []}}), False),
+        (_nested({"oneOf": [{"type": "string"}, {"type": "integer"}]}), False),
+        (ToolSpec("t", "", {"type": "string"}), False),
+        (
+            ToolSpec("t", "", {"type": "object", "properties": {}, "additionalProperties": False}),
+            True,
+        ),
+    ],
+)
 def test_strict_mode_qualification(spec: ToolSpec, strict: bool) -> None:
     (declaration,) = ADAPTER.tool_declarations([spec])
     assert declaration["strict"] is strict
@@ -187,8 +273,11 @@ def test_next_request_goes_through_the_sdk_verbatim(server: LoopbackServer) -> N
     final = load_json(DIR, "final_text.json")
     server.queue(Reply.json(final))
     with sdk_client(server) as client:
-        reply = client.responses.create(model="gpt-5", input=extended,  # type: ignore[arg-type]
-                                        tools=tools)  # type: ignore[arg-type]
+        reply = client.responses.create(
+            model="gpt-5",
+            input=extended,  # type: ignore[arg-type]
+            tools=tools,
+        )  # type: ignore[arg-type]
     body = server.received[0].json()
     assert body["input"] == extended
     assert body["tools"] == tools
@@ -196,14 +285,16 @@ def test_next_request_goes_through_the_sdk_verbatim(server: LoopbackServer) -> N
     assert reply.output_text == "The IC 2 is on time and Zürich will be sunny, 21 °C."
 
 
-def test_results_alone_go_through_the_sdk_with_previous_response_id(
-        server: LoopbackServer) -> None:
+def test_results_alone_go_through_the_sdk_with_previous_response_id(server: LoopbackServer) -> None:
     event = parallel_event()
     items = ADAPTER.append_results(event, mixed_results())
     server.queue(Reply.json(load_json(DIR, "final_text.json")))
     with sdk_client(server) as client:
-        client.responses.create(model="gpt-5", input=items,  # type: ignore[arg-type]
-                                previous_response_id=event.meta.response_id)
+        client.responses.create(
+            model="gpt-5",
+            input=items,  # type: ignore[arg-type]
+            previous_response_id=event.meta.response_id,
+        )
     body = server.received[0].json()
     assert body["input"] == items
     assert body["previous_response_id"] == "resp_par01"

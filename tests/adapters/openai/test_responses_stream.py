@@ -30,8 +30,15 @@ from tests.adapters.openai.sdk_checks import (
 from tests.adapters.openai.streams import has_split_surrogate, response_events, utf16_pieces
 
 DIR = "openai_responses"
-RESPONSES = ["final_text.json", "one_call.json", "parallel_calls.json", "refusal.json",
-             "incomplete_max_tokens.json", "incomplete_content_filter.json", "failed.json"]
+RESPONSES = [
+    "final_text.json",
+    "one_call.json",
+    "parallel_calls.json",
+    "refusal.json",
+    "incomplete_max_tokens.json",
+    "incomplete_content_filter.json",
+    "failed.json",
+]
 
 
 def named_sse(events: list[dict[str, Any]]) -> Reply:
@@ -43,8 +50,12 @@ def replay(server: LoopbackServer, reply: Reply) -> tuple[ProviderEvent, list[di
     server.queue(reply)
     assembler = ADAPTER.new_stream_assembler()
     fed = []
-    with sdk_client(server) as client, client.responses.create(
-            model="gpt-5", input="What's the weather in Paris?", stream=True) as stream:
+    with (
+        sdk_client(server) as client,
+        client.responses.create(
+            model="gpt-5", input="What's the weather in Paris?", stream=True
+        ) as stream,
+    ):
         for sdk_event in stream:
             payload = sdk_event.model_dump(mode="json", exclude_unset=True, by_alias=True)
             fed.append(payload)
@@ -62,8 +73,9 @@ def feed_all(events: list[dict[str, Any]]) -> ProviderEvent:
 
 @pytest.mark.parametrize("interleave", [False, True], ids=["sequential", "interleaved"])
 @pytest.mark.parametrize("name", RESPONSES)
-def test_stream_equals_complete_response(name: str, interleave: bool,
-                                         server: LoopbackServer) -> None:
+def test_stream_equals_complete_response(
+    name: str, interleave: bool, server: LoopbackServer
+) -> None:
     response = load_json(DIR, name)
     events = response_events(response, size=3, interleave=interleave)
     for event in events:
@@ -82,11 +94,14 @@ def test_documented_transcript_through_sdk_matches_sdk_helper(server: LoopbackSe
     assert isinstance(streamed, ToolRequestEvent)
     assert streamed == ADAPTER.read_complete_event(events[-1]["response"])
     server.queue(Reply.sse(body))
-    with sdk_client(server) as client, client.responses.stream(
-            model="gpt-5", input="What's the weather in Paris?") as stream:
+    with (
+        sdk_client(server) as client,
+        client.responses.stream(model="gpt-5", input="What's the weather in Paris?") as stream,
+    ):
         final = stream.get_final_response()
-    sdk_calls = [(i.call_id, i.name, i.arguments) for i in final.output
-                 if i.type == "function_call"]
+    sdk_calls = [
+        (i.call_id, i.name, i.arguments) for i in final.output if i.type == "function_call"
+    ]
     assert [(c.call_id, c.name, c.arguments_json) for c in streamed.calls] == sdk_calls
     assert streamed.calls[0].arguments == {"city": "Paris"}
 
@@ -99,8 +114,10 @@ def test_interleaved_parallel_fragments_are_kept_apart(server: LoopbackServer) -
     streamed, _ = replay(server, named_sse(events))
     assert isinstance(streamed, ToolRequestEvent)
     assert [c.arguments for c in streamed.calls] == [
-        {"train": "IC 2", "date": "2026-01-01"}, {"city": "Zürich", "note": "🏔 trip"},
-        {"city": "Bern", "note": None}]
+        {"train": "IC 2", "date": "2026-01-01"},
+        {"city": "Zürich", "note": "🏔 trip"},
+        {"city": "Bern", "note": None},
+    ]
 
 
 def test_arguments_split_mid_token_and_mid_character(server: LoopbackServer) -> None:
@@ -122,8 +139,11 @@ def test_slim_terminal_event_uses_the_items_finished_in_the_stream() -> None:
 
 def test_call_never_finished_in_the_stream_is_not_runnable() -> None:
     response = load_json(DIR, "parallel_calls.json")
-    events = [e for e in response_events(response, size=1)
-              if not (e["type"] == "response.output_item.done" and e["output_index"] == 3)]
+    events = [
+        e
+        for e in response_events(response, size=1)
+        if not (e["type"] == "response.output_item.done" and e["output_index"] == 3)
+    ]
     events[-1] = {**events[-1], "response": {**response, "output": []}}
     event = feed_all(events)
     assert isinstance(event, ToolRequestEvent)
@@ -134,13 +154,13 @@ def test_call_never_finished_in_the_stream_is_not_runnable() -> None:
     assert [c.complete for c in event.calls] == [True, False, True]
 
 
-@pytest.mark.parametrize("cut_after", ["response.in_progress", "arguments.delta",
-                                       "response.output_item.done"])
-def test_stream_cut_before_completion_emits_nothing(cut_after: str,
-                                                    server: LoopbackServer) -> None:
+@pytest.mark.parametrize(
+    "cut_after", ["response.in_progress", "arguments.delta", "response.output_item.done"]
+)
+def test_stream_cut_before_completion_emits_nothing(cut_after: str, server: LoopbackServer) -> None:
     events = response_events(load_json(DIR, "one_call.json"), size=3)
     last = max(i for i, e in enumerate(events) if e["type"].endswith(cut_after))
-    streamed, fed = replay(server, named_sse(events[:last + 1]))
+    streamed, fed = replay(server, named_sse(events[: last + 1]))
     assert len(fed) == last + 1
     assert isinstance(streamed, IncompleteEvent)
     assert streamed.reason == "stream_cut"
@@ -157,12 +177,18 @@ def test_error_event_through_sdk(server: LoopbackServer) -> None:
 
 def test_error_event_after_call_items_emits_no_call() -> None:
     events = response_events(load_json(DIR, "one_call.json"), terminal=False)
-    events.append({"type": "error", "code": None, "message": "stream broke", "param": None,
-                   "sequence_number": len(events)})
+    events.append(
+        {
+            "type": "error",
+            "code": None,
+            "message": "stream broke",
+            "param": None,
+            "sequence_number": len(events),
+        }
+    )
     event = feed_all(events)
     assert isinstance(event, ProviderErrorEvent)
-    assert (event.kind, event.retryable, event.message) == (ErrorKind.OTHER, False,
-                                                            "stream broke")
+    assert (event.kind, event.retryable, event.message) == (ErrorKind.OTHER, False, "stream broke")
 
 
 def test_streamed_refusal_and_truncation() -> None:
@@ -196,14 +222,22 @@ def test_final_response_that_disagrees_with_the_stream_is_refused() -> None:
         feed_all(events)
 
 
-@pytest.mark.parametrize("event", [
-    [],
-    {"sequence_number": 1},
-    {"type": "response.function_call_arguments.delta", "item_id": "fc_x", "output_index": 7,
-     "delta": "{", "sequence_number": 1},
-    {"type": "response.output_item.added", "output_index": 0, "sequence_number": 1},
-    {"type": "response.completed", "response": None, "sequence_number": 1},
-])
+@pytest.mark.parametrize(
+    "event",
+    [
+        [],
+        {"sequence_number": 1},
+        {
+            "type": "response.function_call_arguments.delta",
+            "item_id": "fc_x",
+            "output_index": 7,
+            "delta": "{",
+            "sequence_number": 1,
+        },
+        {"type": "response.output_item.added", "output_index": 0, "sequence_number": 1},
+        {"type": "response.completed", "response": None, "sequence_number": 1},
+    ],
+)
 def test_malformed_stream_event(event: Any) -> None:
     assembler = ADAPTER.new_stream_assembler()
     with pytest.raises(AdapterError) as caught:

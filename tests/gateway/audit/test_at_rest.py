@@ -21,34 +21,57 @@ ARGS = {"email": "ann@example.com", "amount": 12}
 
 
 def tool(name: str, stored: bool) -> dict[str, object]:
-    return {"name": name, "version": "1", "effect": "write",
-            "input_schema": {"type": "object"}, "redact": ["/email"], "redact_stored": stored,
-            "executor": {"type": "http", "url": "http://127.0.0.1:9/x"}}
+    return {
+        "name": name,
+        "version": "1",
+        "effect": "write",
+        "input_schema": {"type": "object"},
+        "redact": ["/email"],
+        "redact_stored": stored,
+        "executor": {"type": "http", "url": "http://127.0.0.1:9/x"},
+    }
 
 
-FORM = RedactStored(Registry.from_manifests([tool("pay", True), tool("note", False)], env={},
-                                            audit_key=KEY))
+FORM = RedactStored(
+    Registry.from_manifests([tool("pay", True), tool("note", False)], env={}, audit_key=KEY)
+)
 
 
 def call(status: CallStatus, name: str = "pay") -> CallRecord:
-    return CallRecord("r1", "t1", "c1", 0, name, status, json.dumps(ARGS),
-                      arguments_sha256=canonical_sha256(ARGS),
-                      error_message="ann@example.com was refused")
+    return CallRecord(
+        "r1",
+        "t1",
+        "c1",
+        0,
+        name,
+        status,
+        json.dumps(ARGS),
+        arguments_sha256=canonical_sha256(ARGS),
+        error_message="ann@example.com was refused",
+    )
 
 
-@pytest.mark.parametrize("status", [CallStatus.PROPOSED, CallStatus.PENDING_APPROVAL,
-                                    CallStatus.HELD, CallStatus.EXECUTING, CallStatus.UNKNOWN])
+@pytest.mark.parametrize(
+    "status",
+    [
+        CallStatus.PROPOSED,
+        CallStatus.PENDING_APPROVAL,
+        CallStatus.HELD,
+        CallStatus.EXECUTING,
+        CallStatus.UNKNOWN,
+    ],
+)
 def test_a_call_that_may_still_run_keeps_its_arguments(status: CallStatus) -> None:
     rec = call(status)
     assert FORM.call(rec) == rec
 
 
-@pytest.mark.parametrize("status", [CallStatus.SUCCEEDED, CallStatus.FAILED,
-                                    CallStatus.REJECTED, CallStatus.NOT_RUN])
+@pytest.mark.parametrize(
+    "status", [CallStatus.SUCCEEDED, CallStatus.FAILED, CallStatus.REJECTED, CallStatus.NOT_RUN]
+)
 def test_a_terminal_call_is_kept_masked_with_its_hash(status: CallStatus) -> None:
     kept = FORM.call(call(status))
-    assert json.loads(kept.arguments_json) == {"email": KEY.mask("ann@example.com"),
-                                               "amount": 12}
+    assert json.loads(kept.arguments_json) == {"email": KEY.mask("ann@example.com"), "amount": 12}
     assert kept.arguments_sha256 == canonical_sha256(ARGS)  # still binds the approval
     assert "ann@example.com" not in kept.error_message
     assert FORM.call(kept) == kept
@@ -60,9 +83,21 @@ def test_a_tool_without_redact_stored_is_kept_as_given() -> None:
 
 
 def test_an_approval_is_masked_once_it_is_no_longer_pending() -> None:
-    pending = ApprovalRecord("apr_1", "r1", "t1", "c1", "pay", "1", json.dumps(ARGS),
-                             canonical_sha256(ARGS), ApprovalStatus.PENDING, "tina", "acme",
-                             NOW, NOW)
+    pending = ApprovalRecord(
+        "apr_1",
+        "r1",
+        "t1",
+        "c1",
+        "pay",
+        "1",
+        json.dumps(ARGS),
+        canonical_sha256(ARGS),
+        ApprovalStatus.PENDING,
+        "tina",
+        "acme",
+        NOW,
+        NOW,
+    )
     assert FORM.approval(pending) == pending  # the approver sees what they approve
     decided = FORM.approval(replace(pending, status=ApprovalStatus.APPROVED))
     assert json.loads(decided.arguments_json)["email"] == KEY.mask("ann@example.com")

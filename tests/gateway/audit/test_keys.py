@@ -18,8 +18,9 @@ def create(path: Path) -> AuditKey:
     return key if secret is None else AuditKey.write_new(path, secret)
 
 
-def test_created_once_private_and_read_back_the_same(tmp_path: Path,
-                                                     caplog: pytest.LogCaptureFixture) -> None:
+def test_created_once_private_and_read_back_the_same(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "state" / "audit.key"
     with caplog.at_level(logging.INFO, logger="callgate.audit"):
         first, secret_bytes = AuditKey.load_or_new(path)
@@ -28,7 +29,10 @@ def test_created_once_private_and_read_back_the_same(tmp_path: Path,
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     again = create(path)
     assert (first.key_id, first.mask("x"), first.seal("h")) == (
-        again.key_id, again.mask("x"), again.seal("h"))
+        again.key_id,
+        again.mask("x"),
+        again.seal("h"),
+    )
     secret = path.read_text().strip()
     assert len(bytes.fromhex(secret)) == 32
     assert first.key_id in caplog.text and secret not in caplog.text
@@ -44,9 +48,14 @@ def test_a_key_written_first_by_another_process_is_the_one_kept(tmp_path: Path) 
     assert AuditKey.write_new(path, my_secret).key_id == theirs.key_id != mine.key_id
 
 
-@pytest.mark.parametrize("content,problem", [("", "expected at least 32 bytes"),
-                                             ("not hex at all", "expected at least 32 bytes"),
-                                             ("ab" * 8, "expected at least 32 bytes")])
+@pytest.mark.parametrize(
+    "content,problem",
+    [
+        ("", "expected at least 32 bytes"),
+        ("not hex at all", "expected at least 32 bytes"),
+        ("ab" * 8, "expected at least 32 bytes"),
+    ],
+)
 def test_a_file_that_is_not_a_key_is_refused(tmp_path: Path, content: str, problem: str) -> None:
     path = tmp_path / "audit.key"
     path.write_text(content)
@@ -59,9 +68,9 @@ def test_a_missing_key_is_refused_where_it_must_exist(tmp_path: Path) -> None:
         AuditKey.load(tmp_path / "nope.key")
 
 
-def test_a_key_readable_by_others_is_used_with_a_warning(tmp_path: Path,
-                                                         caplog: pytest.LogCaptureFixture
-                                                         ) -> None:
+def test_a_key_readable_by_others_is_used_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "audit.key"
     path.write_text("ab" * 32)
     path.chmod(0o644)

@@ -25,62 +25,140 @@ def mask(args: dict[str, Any], *pointers: str) -> Any:
 
 
 def test_nested_and_wildcard_pointers() -> None:
-    args = {"trip": {"travellers": [{"name": "Ann", "passport": "X123"},
-                                    {"name": "Bo", "passport": "Y456"}]},
-            "seats": {"a": "12A", "b": "12B"}, "~odd/key": "v"}
-    out = mask(args, "/trip/travellers/*/passport", "/seats/*", "/~0odd~1key", "/nope/x",
-               "/trip/travellers/7/name")
+    args = {
+        "trip": {
+            "travellers": [{"name": "Ann", "passport": "X123"}, {"name": "Bo", "passport": "Y456"}]
+        },
+        "seats": {"a": "12A", "b": "12B"},
+        "~odd/key": "v",
+    }
+    out = mask(
+        args,
+        "/trip/travellers/*/passport",
+        "/seats/*",
+        "/~0odd~1key",
+        "/nope/x",
+        "/trip/travellers/7/name",
+    )
     assert out.value == {
-        "trip": {"travellers": [{"name": "Ann", "passport": M("X123")},
-                                {"name": "Bo", "passport": M("Y456")}]},
-        "seats": {"a": M("12A"), "b": M("12B")}, "~odd/key": M("v")}
-    assert out.pointers == ("/trip/travellers/0/passport", "/trip/travellers/1/passport",
-                            "/seats/a", "/seats/b", "/~0odd~1key")
+        "trip": {
+            "travellers": [
+                {"name": "Ann", "passport": M("X123")},
+                {"name": "Bo", "passport": M("Y456")},
+            ]
+        },
+        "seats": {"a": M("12A"), "b": M("12B")},
+        "~odd/key": M("v"),
+    }
+    assert out.pointers == (
+        "/trip/travellers/0/passport",
+        "/trip/travellers/1/passport",
+        "/seats/a",
+        "/seats/b",
+        "/~0odd~1key",
+    )
 
 
-@pytest.mark.parametrize("name", ["password", "db_password", "passwd", "client_secret",
-                                  "accessToken", "refresh_token", "X-Api-Key", "apiKey",
-                                  "api_key", "authorization", "Authorization", "cookie",
-                                  "privateKey", "aws_secret_access_key", "pin", "cvv"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "password",
+        "db_password",
+        "passwd",
+        "client_secret",
+        "accessToken",
+        "refresh_token",
+        "X-Api-Key",
+        "apiKey",
+        "api_key",
+        "authorization",
+        "Authorization",
+        "cookie",
+        "privateKey",
+        "aws_secret_access_key",
+        "pin",
+        "cvv",
+    ],
+)
 def test_credential_names(name: str) -> None:
     assert credential_name(name)
 
 
-@pytest.mark.parametrize("name", ["max_tokens", "username", "email", "city", "keyboard",
-                                  "secretary", "passport", "date", "tokens_used"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "max_tokens",
+        "username",
+        "email",
+        "city",
+        "keyboard",
+        "secretary",
+        "passport",
+        "date",
+        "tokens_used",
+    ],
+)
 def test_names_that_are_not_credentials(name: str) -> None:
     assert not credential_name(name)
 
 
-@pytest.mark.parametrize("text", [
-    "Bearer eyJhbGciOiJSUzI1NiJ9abcdef", "bearer abcdefgh12345678",
-    "sk-proj-abcdefghijklmnop1234", "sk-ant-api03-abcdefghijklmnopqrst",
-    "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "xoxb-1234567890-abcdefghij",
-    "AKIAIOSFODNN7EXAMPLE", "AIzaSyA1234567890abcdefghijklmnopqrstuv",
-    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl",
-    "-----BEGIN RSA PRIVATE KEY-----\nMIIB...", "postgresql://app:hunter2@db/prod",
-    "please use sk_live_abcdefghijklmnop12 for this", "glpat-abcdefghijklmnopqrst"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Bearer eyJhbGciOiJSUzI1NiJ9abcdef",
+        "bearer abcdefgh12345678",
+        "sk-proj-abcdefghijklmnop1234",
+        "sk-ant-api03-abcdefghijklmnopqrst",
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "xoxb-1234567890-abcdefghij",
+        "AKIAIOSFODNN7EXAMPLE",
+        "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIB...",
+        "postgresql://app:hunter2@db/prod",
+        "please use sk_live_abcdefghijklmnop12 for this",
+        "glpat-abcdefghijklmnopqrst",
+    ],
+)
 def test_credential_shapes(text: str) -> None:
     assert credential_shaped(text)
 
 
-@pytest.mark.parametrize("text", ["ICE123", "2026-12-01", "Berlin", "skip-this-one",
-                                  "https://example.com/a:b", "ask-me-anything-really-long"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ICE123",
+        "2026-12-01",
+        "Berlin",
+        "skip-this-one",
+        "https://example.com/a:b",
+        "ask-me-anything-really-long",
+    ],
+)
 def test_ordinary_text_is_not_a_credential(text: str) -> None:
     assert not credential_shaped(text)
 
 
 def test_credentials_are_masked_wherever_they_are() -> None:
-    args = {"city": "Berlin", "auth": {"password": "hunter2", "user": "ann"},
-            "headers": [{"name": "x", "value": "Bearer abcdefgh12345678"}],
-            "credentials": {"user": "ann", "key": "k"}, "max_tokens": 50,
-            "password_set": True, "api_key": None}
+    args = {
+        "city": "Berlin",
+        "auth": {"password": "hunter2", "user": "ann"},
+        "headers": [{"name": "x", "value": "Bearer abcdefgh12345678"}],
+        "credentials": {"user": "ann", "key": "k"},
+        "max_tokens": 50,
+        "password_set": True,
+        "api_key": None,
+    }
     out = mask(args)
     assert out.value == {
-        "city": "Berlin", "auth": {"password": M("hunter2"), "user": "ann"},
+        "city": "Berlin",
+        "auth": {"password": M("hunter2"), "user": "ann"},
         "headers": [{"name": "x", "value": M("Bearer abcdefgh12345678")}],
-        "credentials": M({"user": "ann", "key": "k"}), "max_tokens": 50,
-        "password_set": True, "api_key": None}
+        "credentials": M({"user": "ann", "key": "k"}),
+        "max_tokens": 50,
+        "password_set": True,
+        "api_key": None,
+    }
     assert set(out.pointers) == {"/auth/password", "/headers/0/value", "/credentials"}
 
 
@@ -104,8 +182,10 @@ def test_a_mask_is_a_keyed_digest_of_the_value() -> None:
 
 def test_text_quoting_a_masked_value_is_scrubbed() -> None:
     out = mask({"email": "ann@example.com", "n": "12"}, "/email", "/n")
-    text = ("/email: 'ann@example.com' does not match; n is 12; call with "
-            "Bearer abcdefgh12345678 failed")
+    text = (
+        "/email: 'ann@example.com' does not match; n is 12; call with "
+        "Bearer abcdefgh12345678 failed"
+    )
     scrubbed = out.scrub(text, M)
     assert "ann@example.com" not in scrubbed and M("ann@example.com") in scrubbed
     assert "n is 12" in scrubbed  # too short to search for: it would match anywhere

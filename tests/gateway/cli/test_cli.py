@@ -286,12 +286,14 @@ def test_no_token_names_the_flag_the_variable_and_the_auth_file(sidecar: Sidecar
 
 
 def test_a_wrong_token_names_the_flag_the_variable_and_the_auth_file(
-        sidecar: SidecarProcess) -> None:
+    sidecar: SidecarProcess,
+) -> None:
     done = callgate("approvals", "list", "--target", sidecar.target, "--token", "no-such-token")
     assert done.returncode == 1
     line = one_line(done.stderr)
-    assert line.startswith("callgate approvals: UNAUTHENTICATED unauthenticated: the sidecar "
-                           "refused the token"), line
+    assert line.startswith(
+        "callgate approvals: UNAUTHENTICATED unauthenticated: the sidecar refused the token"
+    ), line
     assert "--token" in line and "CALLGATE_TOKEN" in line and "--auth file" in line
     assert "metadata" not in line
 

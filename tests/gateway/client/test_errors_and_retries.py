@@ -39,19 +39,32 @@ from gateway.client._errors import from_rpc_error, request_error
 
 C = RequestCode
 CLASS_OF: dict[RequestCode, type[RequestError]] = {
-    C.UNAUTHENTICATED: Unauthenticated, C.PERMISSION_DENIED: PermissionDenied,
-    C.RUN_NOT_FOUND: NotFound, C.APPROVAL_NOT_FOUND: NotFound, C.CALL_NOT_FOUND: NotFound,
+    C.UNAUTHENTICATED: Unauthenticated,
+    C.PERMISSION_DENIED: PermissionDenied,
+    C.RUN_NOT_FOUND: NotFound,
+    C.APPROVAL_NOT_FOUND: NotFound,
+    C.CALL_NOT_FOUND: NotFound,
     C.QUOTA_NOT_FOUND: NotFound,
-    C.RUN_PAUSED: RunPaused, C.RUN_FINISHED: RunFinished,
-    C.ALREADY_DECIDED: FailedPrecondition, C.APPROVAL_EXPIRED: FailedPrecondition,
-    C.NOT_UNKNOWN: FailedPrecondition, C.TURN_CONFLICT: TurnConflict,
-    C.RUN_CONFLICT: RunConflict, C.UNKNOWN_PROVIDER: InvalidRequest,
-    C.MALFORMED_RESPONSE: InvalidRequest, C.DUPLICATE_CALL_ID: InvalidRequest,
-    C.INVALID_ARGUMENT: InvalidRequest, C.INVALID_PAGE_TOKEN: InvalidRequest,
-    C.LIMIT_EXCEEDED: InvalidRequest, C.UNIMPLEMENTED: Unimplemented,
-    C.STORE_UNAVAILABLE: StoreUnavailable, C.SHUTTING_DOWN: Unavailable,
-    C.RESULTS_NOT_RECORDED: Unavailable, C.INTERNAL: InternalError,
-    C.UNAVAILABLE: Unavailable, C.DEADLINE_EXCEEDED: DeadlineExceeded,
+    C.RUN_PAUSED: RunPaused,
+    C.RUN_FINISHED: RunFinished,
+    C.ALREADY_DECIDED: FailedPrecondition,
+    C.APPROVAL_EXPIRED: FailedPrecondition,
+    C.NOT_UNKNOWN: FailedPrecondition,
+    C.TURN_CONFLICT: TurnConflict,
+    C.RUN_CONFLICT: RunConflict,
+    C.UNKNOWN_PROVIDER: InvalidRequest,
+    C.MALFORMED_RESPONSE: InvalidRequest,
+    C.DUPLICATE_CALL_ID: InvalidRequest,
+    C.INVALID_ARGUMENT: InvalidRequest,
+    C.INVALID_PAGE_TOKEN: InvalidRequest,
+    C.LIMIT_EXCEEDED: InvalidRequest,
+    C.UNIMPLEMENTED: Unimplemented,
+    C.STORE_UNAVAILABLE: StoreUnavailable,
+    C.SHUTTING_DOWN: Unavailable,
+    C.RESULTS_NOT_RECORDED: Unavailable,
+    C.INTERNAL: InternalError,
+    C.UNAVAILABLE: Unavailable,
+    C.DEADLINE_EXCEEDED: DeadlineExceeded,
 }
 
 
@@ -86,30 +99,39 @@ def test_every_code_raises_its_own_class() -> None:
 
 
 def test_the_sidecars_code_and_status_reach_the_caller() -> None:
-    err = from_rpc_error(FakeRpcError(grpc.StatusCode.FAILED_PRECONDITION, "waits for w1",
-                                      reason="run_paused"))
+    err = from_rpc_error(
+        FakeRpcError(grpc.StatusCode.FAILED_PRECONDITION, "waits for w1", reason="run_paused")
+    )
     assert isinstance(err, RunPaused) and isinstance(err, FailedPrecondition)
-    assert (err.code, err.grpc_status, err.message) == (C.RUN_PAUSED, "FAILED_PRECONDITION",
-                                                        "waits for w1")
+    assert (err.code, err.grpc_status, err.message) == (
+        C.RUN_PAUSED,
+        "FAILED_PRECONDITION",
+        "waits for w1",
+    )
 
 
-@pytest.mark.parametrize(("status", "cls", "code"), [
-    (grpc.StatusCode.UNAVAILABLE, Unavailable, C.UNAVAILABLE),
-    (grpc.StatusCode.DEADLINE_EXCEEDED, DeadlineExceeded, C.DEADLINE_EXCEEDED),
-    (grpc.StatusCode.RESOURCE_EXHAUSTED, InvalidRequest, C.LIMIT_EXCEEDED),
-    (grpc.StatusCode.UNAUTHENTICATED, Unauthenticated, C.UNAUTHENTICATED),
-    (grpc.StatusCode.DATA_LOSS, InternalError, C.INTERNAL),
-])
+@pytest.mark.parametrize(
+    ("status", "cls", "code"),
+    [
+        (grpc.StatusCode.UNAVAILABLE, Unavailable, C.UNAVAILABLE),
+        (grpc.StatusCode.DEADLINE_EXCEEDED, DeadlineExceeded, C.DEADLINE_EXCEEDED),
+        (grpc.StatusCode.RESOURCE_EXHAUSTED, InvalidRequest, C.LIMIT_EXCEEDED),
+        (grpc.StatusCode.UNAUTHENTICATED, Unauthenticated, C.UNAUTHENTICATED),
+        (grpc.StatusCode.DATA_LOSS, InternalError, C.INTERNAL),
+    ],
+)
 def test_an_answer_without_a_code_raises_the_class_its_status_stands_for(
-        status: grpc.StatusCode, cls: type[RequestError], code: RequestCode) -> None:
+    status: grpc.StatusCode, cls: type[RequestError], code: RequestCode
+) -> None:
     err = from_rpc_error(FakeRpcError(status, "from a proxy"))
     assert isinstance(err, cls) and err.code == code and err.grpc_status == status.name
     assert "from a proxy" in err.message
 
 
 def test_a_code_this_client_does_not_know_keeps_its_name_in_the_message() -> None:
-    err = from_rpc_error(FakeRpcError(grpc.StatusCode.FAILED_PRECONDITION, "newer",
-                                      reason="run_frozen"))
+    err = from_rpc_error(
+        FakeRpcError(grpc.StatusCode.FAILED_PRECONDITION, "newer", reason="run_frozen")
+    )
     assert isinstance(err, InternalError) and "run_frozen" in err.message
 
 
@@ -133,6 +155,7 @@ class FakeStub:
             if len(self.calls) <= self.fail:
                 raise self.error
             return pb.TurnOutcome(turn_id="t1") if rpc == "SubmitTurn" else pb.Run()
+
         return method
 
 
@@ -147,8 +170,12 @@ class ReadyChannel:
 
 
 def client_with(stub: FakeStub, attempts: int = 4) -> AsyncGatewayClient:
-    client = AsyncGatewayClient("127.0.0.1:1", "t", timeout_s=30,
-                                retry=RetryPolicy(attempts=attempts, first_backoff_s=0.001))
+    client = AsyncGatewayClient(
+        "127.0.0.1:1",
+        "t",
+        timeout_s=30,
+        retry=RetryPolicy(attempts=attempts, first_backoff_s=0.001),
+    )
     client._stub_ = stub  # type: ignore[assignment]
     client._channel = ReadyChannel()  # type: ignore[assignment]
     return client
@@ -170,13 +197,17 @@ async def test_repeats_stop_at_the_policys_attempts() -> None:
     assert len(stub.calls) == 3 and err.value.__cause__ is UNAVAILABLE
 
 
-@pytest.mark.parametrize("call", [
-    lambda c: c.decide_approval("apr_1", approve=True, reason="ok"),
-    lambda c: c.resolve_call("r1", "c1", pb.CALL_STATUS_SUCCEEDED, reason="checked"),
-    lambda c: c.start_run(),  # without a run_id, each attempt would create a run
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: c.decide_approval("apr_1", approve=True, reason="ok"),
+        lambda c: c.resolve_call("r1", "c1", pb.CALL_STATUS_SUCCEEDED, reason="checked"),
+        lambda c: c.start_run(),  # without a run_id, each attempt would create a run
+    ],
+)
 async def test_what_is_not_safe_to_repeat_is_tried_once(
-        call: Callable[[AsyncGatewayClient], Any]) -> None:
+    call: Callable[[AsyncGatewayClient], Any],
+) -> None:
     stub = FakeStub(UNAVAILABLE)
     with pytest.raises(Unavailable):
         await call(client_with(stub))
@@ -184,8 +215,9 @@ async def test_what_is_not_safe_to_repeat_is_tried_once(
 
 
 async def test_a_refusal_is_never_repeated() -> None:
-    stub = FakeStub(FakeRpcError(grpc.StatusCode.ALREADY_EXISTS, "other content",
-                                 reason="turn_conflict"))
+    stub = FakeStub(
+        FakeRpcError(grpc.StatusCode.ALREADY_EXISTS, "other content", reason="turn_conflict")
+    )
     with pytest.raises(TurnConflict):
         await client_with(stub).submit_turn("r1", "t1", final=pb.FinalAnswer(text="x"))
     assert len(stub.calls) == 1
@@ -204,15 +236,18 @@ async def test_every_attempt_shares_the_calls_deadline() -> None:
         await client.get_run("r1", timeout_s=5)
     timeouts = [t for _, t in stub.calls]
     assert timeouts[0] is not None and timeouts[0] <= 5
-    assert all(later is not None and later <= earlier
-               for earlier, later in zip(timeouts, timeouts[1:], strict=False))
+    assert all(
+        later is not None and later <= earlier
+        for earlier, later in zip(timeouts, timeouts[1:], strict=False)
+    )
 
 
 async def test_a_turn_with_two_events_is_refused_before_it_is_sent() -> None:
     stub = FakeStub(UNAVAILABLE)
     with pytest.raises(InvalidRequest) as err:
-        await client_with(stub).submit_turn("r1", "t1", final=pb.FinalAnswer(text="a"),
-                                            refusal=pb.Refusal(text="b"))
+        await client_with(stub).submit_turn(
+            "r1", "t1", final=pb.FinalAnswer(text="a"), refusal=pb.Refusal(text="b")
+        )
     assert "final, refusal" in err.value.message and stub.calls == []
 
 

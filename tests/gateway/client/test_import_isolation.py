@@ -79,15 +79,21 @@ CLIENT_ROUND_TRIP = textwrap.dedent("""
 
 def run_guarded(code: str, *args: str, path: Path = ROOT) -> str:
     """Run code in a fresh interpreter that finds only `path`'s modules of ours."""
-    done = subprocess.run([sys.executable, "-c", GUARD + code, *args], capture_output=True,
-                          text=True, timeout=120, cwd=path,
-                          env={"PYTHONPATH": str(path), "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-c", GUARD + code, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=path,
+        env={"PYTHONPATH": str(path), "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
 def test_the_guard_blocks_what_the_sidecar_needs() -> None:
-    out = run_guarded(textwrap.dedent("""
+    out = run_guarded(
+        textwrap.dedent("""
         for name in ("yaml", "pydantic", "gateway.store", "gateway.model", "sqlite3",
                      "google.genai", "gateway.run"):
             try:
@@ -95,33 +101,43 @@ def test_the_guard_blocks_what_the_sidecar_needs() -> None:
                 print("imported", name)
             except ImportError:
                 pass
-    """))
+    """)
+    )
     assert "imported" not in out
 
 
 def test_the_client_distribution_works_with_nothing_but_its_own_dependencies(
-        sidecar: SidecarProcess, run_id: str, tmp_path: Path) -> None:
+    sidecar: SidecarProcess, run_id: str, tmp_path: Path
+) -> None:
     staged = importlib.import_module("scripts.build_client").stage(tmp_path)
     wire = WIRES["anthropic.messages"]
-    script = [wire.calls("msg_1", [Call("toolu_1", "get_weather",
-                                        {"city": "Berlin", "date": "2026-12-01"})]),
-              wire.final("msg_2", "Mild in Berlin.")]
-    out = run_guarded(CLIENT_ROUND_TRIP, sidecar.target, run_id, json.dumps(script),
-                      path=staged)
+    script = [
+        wire.calls(
+            "msg_1", [Call("toolu_1", "get_weather", {"city": "Berlin", "date": "2026-12-01"})]
+        ),
+        wire.final("msg_2", "Mild in Berlin."),
+    ]
+    out = run_guarded(CLIENT_ROUND_TRIP, sidecar.target, run_id, json.dumps(script), path=staged)
     assert json.loads(out) == {
-        "status": "CALL_STATUS_SUCCEEDED", "tools": ["get_train_status", "get_weather"],
-        "watched": "t1", "missing": "run_not_found", "loop": "completed",
-        "ran": [["toolu_1", 1]]}
+        "status": "CALL_STATUS_SUCCEEDED",
+        "tools": ["get_train_status", "get_weather"],
+        "watched": "t1",
+        "missing": "run_not_found",
+        "loop": "completed",
+        "ran": [["toolu_1", 1]],
+    }
 
 
 def test_the_client_distribution_declares_the_three_dependencies_only() -> None:
     build = importlib.import_module("scripts.build_client")
     assert [d.split(">")[0] for d in build.requirements()] == [
-        "grpcio", "grpcio-status", "protobuf"]
+        "grpcio",
+        "grpcio-status",
+        "protobuf",
+    ]
 
 
-def test_the_client_distribution_carries_the_frameworks_behind_their_extras(
-        tmp_path: Path) -> None:
+def test_the_client_distribution_carries_the_frameworks_behind_their_extras(tmp_path: Path) -> None:
     staged = importlib.import_module("scripts.build_client").stage(tmp_path)
     project = tomllib.loads((staged / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert (staged / "gateway" / "frameworks" / "langgraph.py").exists()

@@ -1,4 +1,3 @@
-
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
@@ -16,8 +15,12 @@ from tests.support.executor_tools import ToolFactory, manifest
 
 @pytest.fixture
 def ctx() -> ExecutionContext:
-    return ExecutionContext(run_id="run-1", call_id="call-1", idempotency_key="run-1:call-1",
-                            identity=Identity(subject="alice", tenant="acme"))
+    return ExecutionContext(
+        run_id="run-1",
+        call_id="call-1",
+        idempotency_key="run-1:call-1",
+        identity=Identity(subject="alice", tenant="acme"),
+    )
 
 
 @pytest.fixture

@@ -15,9 +15,13 @@ NOT_CALLABLE = 42
 
 def echo(args: dict[str, Any], ctx: ExecutionContext) -> dict[str, Any]:
     args["mutated"] = True  # the executor hands over a private copy
-    return {"args": args, "call_id": ctx.call_id, "key": ctx.idempotency_key,
-            "subject": ctx.identity.subject,
-            "in_worker_thread": threading.current_thread() is not threading.main_thread()}
+    return {
+        "args": args,
+        "call_id": ctx.call_id,
+        "key": ctx.idempotency_key,
+        "subject": ctx.identity.subject,
+        "in_worker_thread": threading.current_thread() is not threading.main_thread(),
+    }
 
 
 async def async_echo(args: dict[str, Any], ctx: ExecutionContext) -> dict[str, Any]:

@@ -18,18 +18,21 @@ def ca() -> CertificateAuthority:
 
 
 def mapping(subject_from: str, *subjects: str) -> CertificateIdentities:
-    return CertificateIdentities(MtlsConfig.model_validate({
-        "subject_from": subject_from,
-        "identities": {s: {"tenant": "acme", "roles": ["traveler"]} for s in subjects}}))
+    return CertificateIdentities(
+        MtlsConfig.model_validate(
+            {
+                "subject_from": subject_from,
+                "identities": {s: {"tenant": "acme", "roles": ["traveler"]} for s in subjects},
+            }
+        )
+    )
 
 
-def test_a_spiffe_id_names_the_caller_and_the_names_become_claims(
-        ca: CertificateAuthority) -> None:
+def test_a_spiffe_id_names_the_caller_and_the_names_become_claims(ca: CertificateAuthority) -> None:
     pem = ca.issue("agent-a", uris=[SPIFFE], dns=["agent-a.acme.test"]).cert_pem
     who = mapping("san_uri", SPIFFE).identify(pem)
     assert (who.subject, who.tenant, who.roles) == (SPIFFE, "acme", ("traveler",))
-    assert who.claims == {"san_uri": [SPIFFE], "san_dns": ["agent-a.acme.test"],
-                          "cn": "agent-a"}
+    assert who.claims == {"san_uri": [SPIFFE], "san_dns": ["agent-a.acme.test"], "cn": "agent-a"}
 
 
 def test_dns_names_and_common_names(ca: CertificateAuthority) -> None:
@@ -38,15 +41,26 @@ def test_dns_names_and_common_names(ca: CertificateAuthority) -> None:
     assert mapping("cn", "agent-b").identify(pem).subject == "agent-b"
 
 
-@pytest.mark.parametrize("subject_from,listed,reason", [
-    ("san_uri", [SPIFFE], "no URI subject alternative name, which the auth file's "
-                          "mtls.subject_from (san_uri) needs"),
-    ("san_dns", ["x.acme.test"], "DNS subject alternative name is not listed under "
-                                 "mtls.identities"),
-    ("san_dns", ["b.acme.test", "other.acme.test"], "several"),
-])
+@pytest.mark.parametrize(
+    "subject_from,listed,reason",
+    [
+        (
+            "san_uri",
+            [SPIFFE],
+            "no URI subject alternative name, which the auth file's "
+            "mtls.subject_from (san_uri) needs",
+        ),
+        (
+            "san_dns",
+            ["x.acme.test"],
+            "DNS subject alternative name is not listed under mtls.identities",
+        ),
+        ("san_dns", ["b.acme.test", "other.acme.test"], "several"),
+    ],
+)
 def test_certificates_that_name_no_listed_identity_are_refused(
-        ca: CertificateAuthority, subject_from: str, listed: list[str], reason: str) -> None:
+    ca: CertificateAuthority, subject_from: str, listed: list[str], reason: str
+) -> None:
     pem = ca.issue("agent-b", dns=["b.acme.test", "other.acme.test"]).cert_pem
     with pytest.raises(Unauthenticated) as err:
         mapping(subject_from, *listed).identify(pem)

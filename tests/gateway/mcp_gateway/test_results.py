@@ -8,10 +8,14 @@ from gateway.model import CallResult, CallStatus
 
 
 def test_a_withheld_result_is_a_tool_error_that_says_the_call_ran() -> None:
-    withheld = CallResult(call_id="c1", tool="get_note", status=CallStatus.SUCCEEDED,
-                          output_json='{"result_withheld": {"reasons": ["secret"]}}',
-                          error_code=CallCode.RESULT_WITHHELD,
-                          error_message="the result policy withheld the result: secret")
+    withheld = CallResult(
+        call_id="c1",
+        tool="get_note",
+        status=CallStatus.SUCCEEDED,
+        output_json='{"result_withheld": {"reasons": ["secret"]}}',
+        error_code=CallCode.RESULT_WITHHELD,
+        error_message="the result policy withheld the result: secret",
+    )
     answer = call_result(withheld)
     assert answer.is_error
     (text,) = answer.content
@@ -21,7 +25,10 @@ def test_a_withheld_result_is_a_tool_error_that_says_the_call_ran() -> None:
 
 
 def test_a_delivered_result_is_its_output() -> None:
-    answer = call_result(CallResult(call_id="c1", tool="get_note", status=CallStatus.SUCCEEDED,
-                                    output_json='{"note": "x"}'))
+    answer = call_result(
+        CallResult(
+            call_id="c1", tool="get_note", status=CallStatus.SUCCEEDED, output_json='{"note": "x"}'
+        )
+    )
     assert not answer.is_error
     assert answer.structured_content == {"note": "x"}

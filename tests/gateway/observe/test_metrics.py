@@ -10,10 +10,15 @@ from prometheus_client import CollectorRegistry, generate_latest
 from gateway.observe.hooks import OFF, Observe
 from gateway.observe.metrics import Labels, PrometheusMetrics
 
-LABELS = Labels(tools=frozenset({"get_weather"}), statuses=frozenset({"REJECTED"}),
-                codes=frozenset({"unknown_tool"}), next_actions=frozenset({"CONTINUE"}),
-                providers=frozenset({"openai.responses"}), methods=frozenset({"SubmitTurn"}),
-                grpc_codes=frozenset({"OK"}))
+LABELS = Labels(
+    tools=frozenset({"get_weather"}),
+    statuses=frozenset({"REJECTED"}),
+    codes=frozenset({"unknown_tool"}),
+    next_actions=frozenset({"CONTINUE"}),
+    providers=frozenset({"openai.responses"}),
+    methods=frozenset({"SubmitTurn"}),
+    grpc_codes=frozenset({"OK"}),
+)
 
 
 def test_unknown_names_share_one_series_and_are_not_remembered() -> None:
@@ -25,8 +30,9 @@ def test_unknown_names_share_one_series_and_are_not_remembered() -> None:
         metrics.rpc(f"NoSuchMethod{i}", "WEIRD", 0.01)
     text = generate_latest(registry).decode()
     assert "invented_tool" not in text and "NoSuchMethod" not in text
-    assert ('callgate_call_results_total{code="unknown_tool",status="REJECTED",'
-            'tool="(unknown)"} 500.0') in text
+    assert (
+        'callgate_call_results_total{code="unknown_tool",status="REJECTED",tool="(unknown)"} 500.0'
+    ) in text
     assert 'callgate_grpc_server_handled_total{code="(other)",method="(other)"} 500.0' in text
     assert len(metrics._results._by_values) == 1  # only the bounded key
 
@@ -45,7 +51,8 @@ def test_every_metric_is_documented() -> None:
     registry = CollectorRegistry()
     PrometheusMetrics(LABELS, registry)
     names = {m.name for m in registry.collect()} | {
-        m.name for m in StoreGauges(lambda: (0, 0)).collect()}
+        m.name for m in StoreGauges(lambda: (0, 0)).collect()
+    }
     page = (Path(__file__).parents[3] / "docs" / "operations.md").read_text()
     # (a counter's family is named without _total; the page names the series)
     missing = sorted(n for n in names if f"`{n}`" not in page and f"`{n}_total`" not in page)

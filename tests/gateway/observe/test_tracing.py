@@ -39,8 +39,10 @@ def test_a_callers_trace_is_continued_and_forwarded() -> None:
     kept = Kept()
     tracer = LeanTracer(kept, Sampler(0.0))  # roots never sampled: the caller's flag decides
     carrier = {"traceparent": f"00-{TRACE}-{PARENT}-01", "tracestate": "v=1"}
-    with tracer.server_span("rpc", carrier, {"rpc.method": "M"}), \
-            tracer.span("tool", client=True) as tool:
+    with (
+        tracer.server_span("rpc", carrier, {"rpc.method": "M"}),
+        tracer.span("tool", client=True) as tool,
+    ):
         sent = dict(tracer.headers())
     assert isinstance(tool, LeanSpan)
     assert sent == {"traceparent": f"00-{TRACE}-{tool.span_id:016x}-01", "tracestate": "v=1"}
@@ -52,15 +54,26 @@ def test_a_callers_trace_is_continued_and_forwarded() -> None:
 def test_an_unsampled_trace_is_forwarded_unsampled_and_not_kept() -> None:
     kept = Kept()
     tracer = LeanTracer(kept, Sampler(1.0))
-    with tracer.server_span("rpc", {"traceparent": f"00-{TRACE}-{PARENT}-00"}), \
-            tracer.span("tool", client=True):
+    with (
+        tracer.server_span("rpc", {"traceparent": f"00-{TRACE}-{PARENT}-00"}),
+        tracer.span("tool", client=True),
+    ):
         assert tracer.headers()["traceparent"].endswith("-00")
     assert kept.spans == [] and tracer.headers() == {}
 
 
-@pytest.mark.parametrize("traceparent", [
-    "", "junk", f"00-{'0' * 32}-{PARENT}-01", f"00-{TRACE}-{'0' * 16}-01",
-    f"ff-{TRACE}-{PARENT}-01", f"00-{TRACE[:-1]}-{PARENT}-01", "00-" + "z" * 32 + f"-{PARENT}-01"])
+@pytest.mark.parametrize(
+    "traceparent",
+    [
+        "",
+        "junk",
+        f"00-{'0' * 32}-{PARENT}-01",
+        f"00-{TRACE}-{'0' * 16}-01",
+        f"ff-{TRACE}-{PARENT}-01",
+        f"00-{TRACE[:-1]}-{PARENT}-01",
+        "00-" + "z" * 32 + f"-{PARENT}-01",
+    ],
+)
 def test_a_bad_traceparent_starts_a_new_trace(traceparent: str) -> None:
     assert parent_of({"traceparent": traceparent}) is None
     kept = Kept()
@@ -78,12 +91,15 @@ def test_a_tracestate_that_is_too_long_is_dropped() -> None:
 def test_samplers_from_the_environment() -> None:
     assert Sampler.of({}) == Sampler(1.0, True)
     assert Sampler.of({"OTEL_TRACES_SAMPLER": "always_off"}) == Sampler(0.0, False)
-    ratio = Sampler.of({"OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
-                        "OTEL_TRACES_SAMPLER_ARG": "0.25"})
+    ratio = Sampler.of(
+        {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25"}
+    )
     assert ratio == Sampler(0.25, True) and ratio.sampled(1, parent=False) is False
     assert ratio.sampled(1, None) and not ratio.sampled(2**63, None)
-    for bad in ({"OTEL_TRACES_SAMPLER": "sometimes"},
-                {"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "2"}):
+    for bad in (
+        {"OTEL_TRACES_SAMPLER": "sometimes"},
+        {"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "2"},
+    ):
         with pytest.raises(ConfigError):
             Sampler.of(bad)
 
@@ -102,9 +118,15 @@ def test_baggage_is_passed_on_and_the_propagators_say_what_is() -> None:
         assert isinstance(rpc, LeanSpan) and rpc.baggage == ""  # not printable, too long
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ("", Propagation(True, True)), ("tracecontext, baggage", Propagation(True, True)),
-    ("tracecontext", Propagation(True, False)), ("none", Propagation(False, False))])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("", Propagation(True, True)),
+        ("tracecontext, baggage", Propagation(True, True)),
+        ("tracecontext", Propagation(True, False)),
+        ("none", Propagation(False, False)),
+    ],
+)
 def test_otel_propagators(value: str, expected: Propagation) -> None:
     assert Propagation.of({"OTEL_PROPAGATORS": value}) == expected
 
@@ -115,12 +137,21 @@ def test_otel_propagators_callgate_cannot_honour_stop_start_up(value: str) -> No
         Propagation.of({"OTEL_PROPAGATORS": value})
 
 
-@pytest.mark.parametrize(("variables", "refused"), [
-    ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "OTEL_EXPORTER_OTLP_PROTOCOL"),
-    ({"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
-    ({"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
-      "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, None),  # the traces variable decides
-    ({"OTEL_EXPORTER_OTLP_PROTOCOL": "HTTP/protobuf"}, None)])
+@pytest.mark.parametrize(
+    ("variables", "refused"),
+    [
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "OTEL_EXPORTER_OTLP_PROTOCOL"),
+        ({"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
+        (
+            {
+                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            },
+            None,
+        ),  # the traces variable decides
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "HTTP/protobuf"}, None),
+    ],
+)
 def test_only_otlp_over_http_protobuf(variables: dict[str, str], refused: str | None) -> None:
     if refused is None:
         check_protocol(variables)
@@ -145,14 +176,16 @@ def test_where_spans_go_and_what_the_process_is_called(monkeypatch: pytest.Monke
 
 
 def test_the_sdks_exporter_sends_what_the_otel_variables_say(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-tenant-key=k1,authorization=Basic%20eA")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
     monkeypatch.setenv("OTEL_SERVICE_NAME", "edge-gw")
     with otlp_collector() as collector:
         tracer = otlp_tracer(collector.url, {"rpc.system": "grpc"})
-        with tracer.server_span("rpc", {"traceparent": f"00-{TRACE}-{PARENT}-01"},
-                                {"rpc.method": "Authorize"}) as rpc:
+        with tracer.server_span(
+            "rpc", {"traceparent": f"00-{TRACE}-{PARENT}-01"}, {"rpc.method": "Authorize"}
+        ) as rpc:
             with tracer.span("callgate.policy", {"callgate.tool": "t"}) as policy:
                 policy.set_attribute("callgate.verdict", "DENY")
             tracer.failed(rpc, "unauthenticated")
@@ -168,7 +201,9 @@ def test_the_sdks_exporter_sends_what_the_otel_variables_say(
     assert rpc_msg.trace_id.hex() == TRACE and rpc_msg.parent_span_id.hex() == PARENT
     assert policy_msg.parent_span_id == rpc_msg.span_id and policy_msg.name == "callgate.policy"
     assert {a.key: a.value.string_value for a in policy_msg.attributes} == {
-        "callgate.tool": "t", "callgate.verdict": "DENY"}
+        "callgate.tool": "t",
+        "callgate.verdict": "DENY",
+    }
     assert rpc_msg.status.code == 2 and rpc_msg.status.message == "unauthenticated"
     assert rpc_msg.kind == 2 and rpc_msg.end_time_unix_nano >= rpc_msg.start_time_unix_nano
 
@@ -185,11 +220,16 @@ def test_a_collector_that_is_down_costs_the_spans_only(monkeypatch: pytest.Monke
     tracer.shutdown()  # within the export timeout, and no exception
 
 
-@pytest.mark.parametrize(("variable", "suffix", "path"), [
-    ("OTEL_EXPORTER_OTLP_ENDPOINT", "", "/v1/traces"),
-    ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "/custom/traces", "/custom/traces")])
+@pytest.mark.parametrize(
+    ("variable", "suffix", "path"),
+    [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "", "/v1/traces"),
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "/custom/traces", "/custom/traces"),
+    ],
+)
 def test_without_the_flag_the_sdk_finds_the_collector_in_the_environment(
-        monkeypatch: pytest.MonkeyPatch, variable: str, suffix: str, path: str) -> None:
+    monkeypatch: pytest.MonkeyPatch, variable: str, suffix: str, path: str
+) -> None:
     with otlp_collector() as collector:
         monkeypatch.setenv(variable, collector.url + suffix)
         tracer = otlp_tracer("")

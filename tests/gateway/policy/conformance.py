@@ -90,10 +90,17 @@ def _case(file: str, raw: dict[str, Any], rego_v0: bool) -> Case:
         input_value = json.loads(raw["input_term"])
     else:
         input_value = raw.get("input", _UNSET)
-    return Case(file=file, note=raw["note"], query=raw["query"],
-                modules=tuple(raw.get("modules") or ()), data=raw.get("data"),
-                input=input_value, want=None if wants_error else raw.get("want_result") or [],
-                sort_bindings=bool(raw.get("sort_bindings")), rego_v0=rego_v0)
+    return Case(
+        file=file,
+        note=raw["note"],
+        query=raw["query"],
+        modules=tuple(raw.get("modules") or ()),
+        data=raw.get("data"),
+        input=input_value,
+        want=None if wants_error else raw.get("want_result") or [],
+        sort_bindings=bool(raw.get("sort_bindings")),
+        rego_v0=rego_v0,
+    )
 
 
 EngineFactory = Callable[..., Any]
@@ -184,8 +191,7 @@ def _first_line(exc: BaseException) -> str:
     return (errors or lines or [repr(exc)])[0][:200]
 
 
-def run_all(factory: EngineFactory = new_engine,
-            cases: list[Case] | None = None) -> list[Outcome]:
+def run_all(factory: EngineFactory = new_engine, cases: list[Case] | None = None) -> list[Outcome]:
     return [run_case(case, factory) for case in (cases or all_cases())]
 
 

@@ -17,10 +17,16 @@ POLICY = "package callgate\n\nallow if input.x == 1\n"
 def test_default_bundle_loads() -> None:
     bundle = load_bundle(DEFAULT_POLICIES)
     assert set(bundle.sources) == {"callgate.rego", "detect.rego", "results.rego"}
-    assert set(bundle.test_sources) == {"callgate_test.rego", "detect_test.rego",
-                                        "results_test.rego"}
+    assert set(bundle.test_sources) == {
+        "callgate_test.rego",
+        "detect_test.rego",
+        "results_test.rego",
+    }
     assert bundle.data["callgate"]["config"]["tenants"]["acme"]["trains"] == [
-        "ICE123", "ICE456", "RE7"]
+        "ICE123",
+        "ICE456",
+        "RE7",
+    ]
     assert bundle.packages == ("data.callgate", "data.callgate.detect")
     assert {"decision", "result"} <= {r.name for r in bundle.rules}
     assert bundle.revision.startswith("sha256:") and len(bundle.revision) == 7 + 16
@@ -32,8 +38,13 @@ def test_revision_is_stable(write_bundle: WriteBundle) -> None:
 
 
 def test_revision_changes_with_policy_and_data_not_tests(write_bundle: WriteBundle) -> None:
-    root = write_bundle({"p.rego": POLICY, "data.json": {"a": 1},
-                         "p_test.rego": "package callgate\n\ntest_a if true\n"})
+    root = write_bundle(
+        {
+            "p.rego": POLICY,
+            "data.json": {"a": 1},
+            "p_test.rego": "package callgate\n\ntest_a if true\n",
+        }
+    )
     first = load_bundle(root).revision
 
     (root / "p_test.rego").write_text("package callgate\n\ntest_b if true\n")
@@ -52,46 +63,56 @@ def test_revision_changes_with_policy_and_data_not_tests(write_bundle: WriteBund
 
 
 def test_test_files_are_not_served(write_bundle: WriteBundle) -> None:
-    bundle = load_bundle(write_bundle({"p.rego": POLICY,
-                                       "sub/p_test.rego": "package t\n\ntest_a if true\n"}))
+    bundle = load_bundle(
+        write_bundle({"p.rego": POLICY, "sub/p_test.rego": "package t\n\ntest_a if true\n"})
+    )
     assert list(bundle.sources) == ["p.rego"]
     assert list(bundle.test_sources) == ["sub/p_test.rego"]
     assert [n for n, _ in bundle.named_sources()] == [(bundle.root / "p.rego").as_posix()]
 
 
 def test_data_files_mount_at_their_directory(write_bundle: WriteBundle) -> None:
-    root = write_bundle({
-        "p.rego": POLICY,
-        "data.json": {"callgate": {"config": {"ttl": 5}}},
-        "a/b/data.json": {"x": 1},
-        "a/b/data.yaml": "y: [1, 2]\nwhen: 2026-01-01\n",
-        "a/c/data.yml": "- one\n- two\n",
-        ".hidden/data.json": "not even json",
-    })
+    root = write_bundle(
+        {
+            "p.rego": POLICY,
+            "data.json": {"callgate": {"config": {"ttl": 5}}},
+            "a/b/data.json": {"x": 1},
+            "a/b/data.yaml": "y: [1, 2]\nwhen: 2026-01-01\n",
+            "a/c/data.yml": "- one\n- two\n",
+            ".hidden/data.json": "not even json",
+        }
+    )
     data = load_bundle(root).data
-    assert data == {"callgate": {"config": {"ttl": 5}},
-                    "a": {"b": {"x": 1, "y": [1, 2], "when": "2026-01-01"},
-                          "c": ["one", "two"]}}
+    assert data == {
+        "callgate": {"config": {"ttl": 5}},
+        "a": {"b": {"x": 1, "y": [1, 2], "when": "2026-01-01"}, "c": ["one", "two"]},
+    }
 
 
 def test_conflicting_data_keys_rejected(write_bundle: WriteBundle) -> None:
-    root = write_bundle({"p.rego": POLICY, "data.json": {"a": {"b": 1}},
-                         "a/data.json": {"b": 2}})
-    with pytest.raises(ConfigError, match=r"bundle/data\.json: data\.a\.b conflicts with "
-                                          r"a value from .*/a/data\.json"):
+    root = write_bundle({"p.rego": POLICY, "data.json": {"a": {"b": 1}}, "a/data.json": {"b": 2}})
+    with pytest.raises(
+        ConfigError,
+        match=r"bundle/data\.json: data\.a\.b conflicts with "
+        r"a value from .*/a/data\.json",
+    ):
         load_bundle(root)
 
 
 def test_data_shadowing_a_rule_rejected(write_bundle: WriteBundle) -> None:
     root = write_bundle({"p.rego": POLICY, "data.json": {"callgate": {"allow": True}}})
-    with pytest.raises(ConfigError, match=r"data\.callgate\.allow conflicts with rule "
-                                          r"data\.callgate\.allow defined at .*p\.rego:3"):
+    with pytest.raises(
+        ConfigError,
+        match=r"data\.callgate\.allow conflicts with rule "
+        r"data\.callgate\.allow defined at .*p\.rego:3",
+    ):
         load_bundle(root)
 
 
 def test_bad_policy_names_file_and_line(write_bundle: WriteBundle) -> None:
-    root = write_bundle({"good.rego": POLICY,
-                         "bad.rego": "package callgate\n\nallow if {\n  input.a ==\n}\n"})
+    root = write_bundle(
+        {"good.rego": POLICY, "bad.rego": "package callgate\n\nallow if {\n  input.a ==\n}\n"}
+    )
     with pytest.raises(PolicyConfigError) as info:
         load_bundle(root)
     err = info.value
@@ -147,8 +168,7 @@ def test_non_finite_numbers_rejected(write_bundle: WriteBundle) -> None:
         load_bundle(root)
 
 
-def test_a_data_key_written_twice_is_refused_naming_the_line(
-        write_bundle: WriteBundle) -> None:
+def test_a_data_key_written_twice_is_refused_naming_the_line(write_bundle: WriteBundle) -> None:
     root = write_bundle({"p.rego": POLICY, "data.yaml": "limits:\n  max: 1\n  max: 1000\n"})
     with pytest.raises(PolicyConfigError, match=r"data\.yaml:3: .*duplicate key 'max'") as info:
         load_bundle(root)

@@ -307,8 +307,18 @@ def test_usage_errors_exit_2(capsys: Capture) -> None:
         ("test", ["--verbose", "--run", "--format"]),
         ("eval", ["--input", "--rule", "--prefix", "--explain", "--format"]),
         ("coverage", ["--verbose", "--format"]),
-        ("replay", ["--inputs", "--baseline", "--allow-changes", "--allow-bad-lines",
-                    "--rego-version", "--builtin-errors", "--format"]),
+        (
+            "replay",
+            [
+                "--inputs",
+                "--baseline",
+                "--allow-changes",
+                "--allow-bad-lines",
+                "--rego-version",
+                "--builtin-errors",
+                "--format",
+            ],
+        ),
     ],
 )
 def test_help_lists_options(command: str, options: list[str], capsys: Capture) -> None:

@@ -22,8 +22,10 @@ from typing import Any
 from tests.gateway.policy.conformance import CASES_DIR, Case, Outcome, all_cases, run_all, run_case
 
 _WITH_BUILTIN = "a builtin as the replacement in `with` is refused at load (clear message)"
-_WITH_NESTED = ("nested replacements of builtins under one another's `with`: the engine fails "
-                "(and denies) where OPA 1.9 strict errors too")
+_WITH_NESTED = (
+    "nested replacements of builtins under one another's `with`: the engine fails "
+    "(and denies) where OPA 1.9 strict errors too"
+)
 _WITH_SUPPLIED = "replacing a builtin callgate supplies with `with` is refused at load"
 _BIG = "a number of 2^64 or more cannot be handed to callgate's sprintf (clear error)"
 _NOT_STRICT = "a builtin error fails the evaluation, where OPA without strict errors is undefined"
@@ -46,21 +48,21 @@ EXPECTED_FAILURES: dict[str, str] = {
     "functionerrors/test-functionerrors-undefined-builtin-result.yaml :: functionerrors/"
     "undefined builtin result": _NOT_STRICT,
     "regexmatch/test-regexmatch-0861.yaml :: regexmatch/regex.match bad RE": _NOT_STRICT,
-    "regexreplace/test-regexreplace-0001.yaml :: regex.replace: bad regex pattern: Syntax error":
-        _NOT_STRICT,
-    "strings/test-anyprefixmatch.yaml :: strings/any_prefix_match/type_error_nostrict #1":
-        _NOT_STRICT,
-    "strings/test-anyprefixmatch.yaml :: strings/any_prefix_match/type_error_nostrict #3":
-        _NOT_STRICT,
+    "regexreplace/test-regexreplace-0001.yaml :: "
+    "regex.replace: bad regex pattern: Syntax error": _NOT_STRICT,
+    "strings/test-anyprefixmatch.yaml :: "
+    "strings/any_prefix_match/type_error_nostrict #1": _NOT_STRICT,
+    "strings/test-anyprefixmatch.yaml :: "
+    "strings/any_prefix_match/type_error_nostrict #3": _NOT_STRICT,
     "globmatch/test-globmatch-wildcards.yaml :: globmatch/empty pattern alternative": _LATER,
     "jsonbuiltins/test-is-valid.yaml :: jsonbuiltins/yaml is_valid unreachable content": _LATER,
     "walkbuiltin/test-walkbuiltin-0972.yaml :: walkbuiltin/objects no path": _LATER,
-    "withkeyword/test-with-builtin-mock.yaml :: withkeyword/builtin: nested, multiple mocks":
-        _WITH_SUPPLIED,
+    "withkeyword/test-with-builtin-mock.yaml :: "
+    "withkeyword/builtin: nested, multiple mocks": _WITH_SUPPLIED,
     "withkeyword/test-with-builtin-mock.yaml :: withkeyword/builtin: nested, mock function calls "
     "original": _WITH_NESTED,
-    "withkeyword/test-with-builtin-mock.yaml :: withkeyword/builtin-builtin: arity 0":
-        _WITH_BUILTIN,
+    "withkeyword/test-with-builtin-mock.yaml :: "
+    "withkeyword/builtin-builtin: arity 0": _WITH_BUILTIN,
     "withkeyword/test-with-builtin-mock.yaml :: withkeyword/builtin-builtin: arity 1, replacement "
     "is compound": _WITH_BUILTIN,
     "withkeyword/test-with-builtin-mock.yaml :: withkeyword/builtin-builtin: arity 1, replacement "
@@ -71,12 +73,16 @@ EXPECTED_FAILURES: dict[str, str] = {
     "replacement, arity 1, result captured": _WITH_BUILTIN,
 }
 
-_BEYOND_64 = ("numbers beyond 64 bits: OPA 1.9 rounds them to a 64-bit mantissa in arithmetic "
-              "(and refuses a modulo of them); the engine computes exactly, and cannot hand "
-              "them to callgate's sprintf")
+_BEYOND_64 = (
+    "numbers beyond 64 bits: OPA 1.9 rounds them to a 64-bit mantissa in arithmetic "
+    "(and refuses a modulo of them); the engine computes exactly, and cannot hand "
+    "them to callgate's sprintf"
+)
 _LATER_BUILTIN = "a builtin of a later OPA, supplied by callgate; OPA 1.9 has no such function"
-_LATER_FIX = ("OPA 1.9 answers otherwise here, a behaviour later OPA releases changed; the "
-              "engine answers as they do")
+_LATER_FIX = (
+    "OPA 1.9 answers otherwise here, a behaviour later OPA releases changed; the "
+    "engine answers as they do"
+)
 
 
 def _keys(reason: str, file: str, *notes: str) -> dict[str, str]:
@@ -85,73 +91,141 @@ def _keys(reason: str, file: str, *notes: str) -> dict[str, str]:
 
 # Cases where the engine's answer is not OPA 1.9's, and why.
 DIFFERENCES_FROM_OPA_19: dict[str, str] = {
-    **_keys(_BEYOND_64, "aggregates/test-aggregates-bignum.yaml",
-            "aggregates/bignum exact (>64-bit integers through sum and product)",
-            "aggregates/sum integer fast-path overflow (elements fit int64, sum does not)"),
-    **_keys(_BEYOND_64, "arithmetic/test-arithmetic-bignum.yaml",
-            "arithmetic/bignum exact (>64-bit integers through plus, minus, multiply)",
-            "arithmetic/bignum modulo (divisor a nonzero multiple of 2^64)"),
-    **_keys(_BEYOND_64, "arithmetic/test-arithmetic-edges.yaml",
-            "arithmetic/int32 window edges (results crossing into wider integers)"),
-    **_keys(_BIG, "sprintf/test-sprintf.yaml", "sprintf/big_int",
-            "sprintf/big_int/max_cert_serial_number"),
-    **_keys("a literal beyond a 64-bit float (1e400) is refused at load",
-            "comparisonexpr/test-comparisonexpr-decimals.yaml",
-            "comparisonexpr/decimals order like the numbers they denote"),
-    **_keys(_LATER_BUILTIN, "array/flatten.yaml", "array/flatten empty array",
-            "array/flatten has nesting depth 1", "array/flatten mixed types",
-            "array/flatten only arrays"),
-    **_keys(_LATER_BUILTIN, "strings/test-splitn.yaml", *(
-        f"strings/split_n/{name}" for name in (
-            "empty_delimiter_negative", "empty_delimiter_positive", "empty_string",
-            "negative_basic", "negative_exact", "negative_more_than_parts", "negative_one",
-            "no_delimiter_found_negative", "no_delimiter_found_positive", "positive_basic",
-            "positive_exact", "positive_more_than_parts", "positive_one", "usecase_negative",
-            "usecase_positive", "zero"))),
-    **_keys("`import future.keywords.not` is OPA 1.17's (OPA 1.9 does not parse it); callgate "
-            "gives it 1.17's meaning", "negation/test-not-body.yaml",
-            "negation/not-body: negated call with vars, call evaluates",
-            "negation/not-body: negated call with vars, call fails",
-            "negation/not-body: negated call with vars, undefined operands"),
-    **_keys(_LATER_FIX + " (a key in both a base and a virtual document is yielded twice by "
-            "OPA 1.9)", "baseandvirtualdocs/test-baseandvirtualdocs-enumerate-collision.yaml",
-            "baseandvirtualdocs/enumerate/key in base and virtual doc yielded once",
-            "baseandvirtualdocs/enumerate/key in base and virtual doc yielded once at data root",
-            "baseandvirtualdocs/enumerate/key in base and virtual doc yielded once with values",
-            "baseandvirtualdocs/enumerate/keys only in virtual doc still yielded"),
-    **_keys(_LATER_FIX + " (glob matching)", "globmatch/test-globmatch-wildcards.yaml",
-            "globmatch/a run of wildcards matches the empty string",
-            "globmatch/negated character-list requires exactly one character",
-            "globmatch/single wildcard requires exactly one character",
-            "globmatch/super wildcard does not consume a literal of the pattern",
-            "globmatch/wildcard does not consume a literal of the pattern",
-            "globmatch/wildcards do not cross any of multiple delimiters"),
-    **_keys(_LATER_FIX + " (OPA 1.9 takes versions SemVer 2.0.0 forbids)",
-            "semvercompare/test-semvercompare-strict.yaml",
-            "semvercompare/empty pre-release section in operand 1",
-            "semvercompare/leading zero in a numeric pre-release identifier of operand 2",
-            "semvercompare/leading zero in operand 1"),
-    **_keys(_LATER_FIX + " (OPA 1.9 takes versions SemVer 2.0.0 forbids)",
-            "semverisvalid/test-semverisvalid-strict.yaml",
-            "semverisvalid/empty build metadata section", "semverisvalid/empty pre-release section",
-            "semverisvalid/leading zero in major version",
-            "semverisvalid/leading zero in minor version",
-            "semverisvalid/leading zero in numeric pre-release identifier",
-            "semverisvalid/leading zero in patch version",
-            "semverisvalid/leading zero in trailing numeric pre-release identifier"),
-    **_keys(_WITH_BUILTIN, "withkeyword/test-with-builtin-mock.yaml",
-            "withkeyword/builtin-builtin: arity 0",
-            "withkeyword/builtin-builtin: arity 1, replacement is compound",
-            "withkeyword/builtin-builtin: arity 1, replacement is simple"),
-    **_keys(_WITH_SUPPLIED, "withkeyword/test-with-builtin-mock.yaml",
-            "withkeyword/builtin: nested, multiple mocks"),
-    **_keys(_WITH_BUILTIN, "withkeyword/test-with-function-mock.yaml",
-            "withkeyword/function: direct call, built-in replacement, arity 1",
-            "withkeyword/function: direct call, built-in replacement, arity 1, result captured"),
+    **_keys(
+        _BEYOND_64,
+        "aggregates/test-aggregates-bignum.yaml",
+        "aggregates/bignum exact (>64-bit integers through sum and product)",
+        "aggregates/sum integer fast-path overflow (elements fit int64, sum does not)",
+    ),
+    **_keys(
+        _BEYOND_64,
+        "arithmetic/test-arithmetic-bignum.yaml",
+        "arithmetic/bignum exact (>64-bit integers through plus, minus, multiply)",
+        "arithmetic/bignum modulo (divisor a nonzero multiple of 2^64)",
+    ),
+    **_keys(
+        _BEYOND_64,
+        "arithmetic/test-arithmetic-edges.yaml",
+        "arithmetic/int32 window edges (results crossing into wider integers)",
+    ),
+    **_keys(
+        _BIG,
+        "sprintf/test-sprintf.yaml",
+        "sprintf/big_int",
+        "sprintf/big_int/max_cert_serial_number",
+    ),
+    **_keys(
+        "a literal beyond a 64-bit float (1e400) is refused at load",
+        "comparisonexpr/test-comparisonexpr-decimals.yaml",
+        "comparisonexpr/decimals order like the numbers they denote",
+    ),
+    **_keys(
+        _LATER_BUILTIN,
+        "array/flatten.yaml",
+        "array/flatten empty array",
+        "array/flatten has nesting depth 1",
+        "array/flatten mixed types",
+        "array/flatten only arrays",
+    ),
+    **_keys(
+        _LATER_BUILTIN,
+        "strings/test-splitn.yaml",
+        *(
+            f"strings/split_n/{name}"
+            for name in (
+                "empty_delimiter_negative",
+                "empty_delimiter_positive",
+                "empty_string",
+                "negative_basic",
+                "negative_exact",
+                "negative_more_than_parts",
+                "negative_one",
+                "no_delimiter_found_negative",
+                "no_delimiter_found_positive",
+                "positive_basic",
+                "positive_exact",
+                "positive_more_than_parts",
+                "positive_one",
+                "usecase_negative",
+                "usecase_positive",
+                "zero",
+            )
+        ),
+    ),
+    **_keys(
+        "`import future.keywords.not` is OPA 1.17's (OPA 1.9 does not parse it); callgate "
+        "gives it 1.17's meaning",
+        "negation/test-not-body.yaml",
+        "negation/not-body: negated call with vars, call evaluates",
+        "negation/not-body: negated call with vars, call fails",
+        "negation/not-body: negated call with vars, undefined operands",
+    ),
+    **_keys(
+        _LATER_FIX + " (a key in both a base and a virtual document is yielded twice by OPA 1.9)",
+        "baseandvirtualdocs/test-baseandvirtualdocs-enumerate-collision.yaml",
+        "baseandvirtualdocs/enumerate/key in base and virtual doc yielded once",
+        "baseandvirtualdocs/enumerate/key in base and virtual doc yielded once at data root",
+        "baseandvirtualdocs/enumerate/key in base and virtual doc yielded once with values",
+        "baseandvirtualdocs/enumerate/keys only in virtual doc still yielded",
+    ),
+    **_keys(
+        _LATER_FIX + " (glob matching)",
+        "globmatch/test-globmatch-wildcards.yaml",
+        "globmatch/a run of wildcards matches the empty string",
+        "globmatch/negated character-list requires exactly one character",
+        "globmatch/single wildcard requires exactly one character",
+        "globmatch/super wildcard does not consume a literal of the pattern",
+        "globmatch/wildcard does not consume a literal of the pattern",
+        "globmatch/wildcards do not cross any of multiple delimiters",
+    ),
+    **_keys(
+        _LATER_FIX + " (OPA 1.9 takes versions SemVer 2.0.0 forbids)",
+        "semvercompare/test-semvercompare-strict.yaml",
+        "semvercompare/empty pre-release section in operand 1",
+        "semvercompare/leading zero in a numeric pre-release identifier of operand 2",
+        "semvercompare/leading zero in operand 1",
+    ),
+    **_keys(
+        _LATER_FIX + " (OPA 1.9 takes versions SemVer 2.0.0 forbids)",
+        "semverisvalid/test-semverisvalid-strict.yaml",
+        "semverisvalid/empty build metadata section",
+        "semverisvalid/empty pre-release section",
+        "semverisvalid/leading zero in major version",
+        "semverisvalid/leading zero in minor version",
+        "semverisvalid/leading zero in numeric pre-release identifier",
+        "semverisvalid/leading zero in patch version",
+        "semverisvalid/leading zero in trailing numeric pre-release identifier",
+    ),
+    **_keys(
+        _WITH_BUILTIN,
+        "withkeyword/test-with-builtin-mock.yaml",
+        "withkeyword/builtin-builtin: arity 0",
+        "withkeyword/builtin-builtin: arity 1, replacement is compound",
+        "withkeyword/builtin-builtin: arity 1, replacement is simple",
+    ),
+    **_keys(
+        _WITH_SUPPLIED,
+        "withkeyword/test-with-builtin-mock.yaml",
+        "withkeyword/builtin: nested, multiple mocks",
+    ),
+    **_keys(
+        _WITH_BUILTIN,
+        "withkeyword/test-with-function-mock.yaml",
+        "withkeyword/function: direct call, built-in replacement, arity 1",
+        "withkeyword/function: direct call, built-in replacement, arity 1, result captured",
+    ),
 }
 
-SUPPLIED_TOPICS = ("cryptohmacsha256", "jwtbuiltins", "jwtdecodeverify", "jwtverifyhs256",
-                   "netcidrcontainsmatches", "netcidrintersects", "netcidrmerge", "array")
+SUPPLIED_TOPICS = (
+    "cryptohmacsha256",
+    "jwtbuiltins",
+    "jwtdecodeverify",
+    "jwtverifyhs256",
+    "netcidrcontainsmatches",
+    "netcidrintersects",
+    "netcidrmerge",
+    "array",
+)
 
 
 @cache
@@ -189,7 +263,8 @@ def test_the_answers_differing_from_opa_19_are_exactly_the_known_ones() -> None:
     new = {k: v for k, v in differing.items() if k not in DIFFERENCES_FROM_OPA_19}
     agreeing = sorted(set(DIFFERENCES_FROM_OPA_19) - set(differing))
     assert not new, "differing from OPA 1.9:\n" + "\n".join(
-        f"{k}: {v}" for k, v in sorted(new.items()))
+        f"{k}: {v}" for k, v in sorted(new.items())
+    )
     assert not agreeing, f"agree with OPA 1.9 now, take them off the list: {agreeing}"
 
 
@@ -199,8 +274,11 @@ def test_no_case_panics_the_engine() -> None:
 
 
 def test_every_case_of_a_supplied_builtin_passes() -> None:
-    outcomes = run_all(cases=[c for c in all_cases() if c.file.split("/")[0] in SUPPLIED_TOPICS
-                              or "split_n" in c.note])
+    outcomes = run_all(
+        cases=[
+            c for c in all_cases() if c.file.split("/")[0] in SUPPLIED_TOPICS or "split_n" in c.note
+        ]
+    )
     topics = Counter(o.case.file.split("/")[0] for o in outcomes)
     assert set(topics) >= set(SUPPLIED_TOPICS)
     assert [f"{o.case.note}: {o.detail}" for o in outcomes if not o.passed] == []

@@ -8,17 +8,21 @@ from gateway.policy import load_bundle
 from gateway.policy.bundle import PolicyConfigError
 from tests.gateway.policy.inputs import WriteBundle
 
-POLICY = "package callgate\n\ndecision := {\"allow\": true}\n"
+POLICY = 'package callgate\n\ndecision := {"allow": true}\n'
 
 
-@pytest.mark.parametrize("text, why", [
-    ('{"a": 1, "a": 2}', "duplicate"),
-    ('{"a": "\\ud800"}', "surrogate"),
-    ('{"a": 1e400}', "range"),
-    ('{"a": ' + "[" * 2000 + "]" * 2000 + "}", "deeper"),
-])
-def test_json_data_breaking_a_rule_is_refused_naming_the_file(write_bundle: WriteBundle,
-                                                              text: str, why: str) -> None:
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ('{"a": 1, "a": 2}', "duplicate"),
+        ('{"a": "\\ud800"}', "surrogate"),
+        ('{"a": 1e400}', "range"),
+        ('{"a": ' + "[" * 2000 + "]" * 2000 + "}", "deeper"),
+    ],
+)
+def test_json_data_breaking_a_rule_is_refused_naming_the_file(
+    write_bundle: WriteBundle, text: str, why: str
+) -> None:
     root = write_bundle({"p.rego": POLICY, "data.json": text})
     with pytest.raises(PolicyConfigError) as info:
         load_bundle(root)

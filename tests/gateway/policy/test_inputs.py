@@ -11,16 +11,22 @@ RUN = RunRecord(run_id="r1", state=RunState.ACTIVE, subject="alice", tenant="acm
 
 
 def call(i: int, arguments_json: str, status: CallStatus = CallStatus.SUCCEEDED) -> CallRecord:
-    return CallRecord(run_id="r1", turn_id=f"t{i}", call_id=f"c{i}", index=0,
-                      tool="get_weather", status=status, arguments_json=arguments_json,
-                      effect="read")
+    return CallRecord(
+        run_id="r1",
+        turn_id=f"t{i}",
+        call_id=f"c{i}",
+        index=0,
+        tool="get_weather",
+        status=status,
+        arguments_json=arguments_json,
+        effect="read",
+    )
 
 
 def test_earlier_arguments_are_bounded_most_recent_first() -> None:
     big = json.dumps({"city": "x" * 50_000})
     recent = [call(i, big) for i in range(10)] + [call(10, '{"city": "Berlin"}')]
-    ctx = RunContext(run=RUN, turn_seq=12, turn_id="t12", recent=recent,
-                     history_bytes=120_000)
+    ctx = RunContext(run=RUN, turn_seq=12, turn_id="t12", recent=recent, history_bytes=120_000)
     calls = ctx.as_input()["calls"]
     assert len(json.dumps(ctx.as_input())) < 130_000
     assert calls[-1]["args"] == {"city": "Berlin"}
@@ -31,9 +37,11 @@ def test_earlier_arguments_are_bounded_most_recent_first() -> None:
 
 
 def test_unreadable_stored_arguments_are_skipped_and_flagged() -> None:
-    recent = [call(0, '{"city": NaN}'),                          # an older writer's record
-              call(1, "[" * 5000 + "]" * 5000, CallStatus.REJECTED),
-              call(2, '{"city": "Berlin"}')]
+    recent = [
+        call(0, '{"city": NaN}'),  # an older writer's record
+        call(1, "[" * 5000 + "]" * 5000, CallStatus.REJECTED),
+        call(2, '{"city": "Berlin"}'),
+    ]
     ctx = RunContext(run=RUN, turn_seq=4, turn_id="t4", recent=recent)
     out = ctx.as_input()
     assert [c["args"] for c in out["calls"]] == [None, None, {"city": "Berlin"}]

@@ -57,10 +57,12 @@ async def replay() -> AsyncIterator[Any]:
         server = ReplayOpa(items, lenient=LENIENT)
         server.__enter__()
         servers.append(server)
-        engine = OpaEngine(OpaConnection(OpaSettings(server.url, timeout_s=5)),
-                           "data.callgate", mode=mode)  # type: ignore[arg-type]
+        engine = OpaEngine(
+            OpaConnection(OpaSettings(server.url, timeout_s=5)), "data.callgate", mode=mode
+        )  # type: ignore[arg-type]
         engines.append(engine)
         return engine
+
     yield make
     for engine in engines:
         await engine.close()
@@ -78,15 +80,22 @@ def inp(title: str) -> dict[str, Any]:
 # decisions as OPA answered them
 
 
-@pytest.mark.parametrize(("title", "verdict", "reasons"), [
-    ("decision: read allowed", Verdict.ALLOW, ()),
-    ("decision: tool not allowed", Verdict.DENY,
-     ('tool "rm_rf" is not allowed for role set ["member"]',)),
-    ("decision: write needs approval", Verdict.APPROVAL_REQUIRED, ("writes need approval",)),
-    ("decision: write approved", Verdict.ALLOW, ("approved",)),
-])
-async def test_decisions_map_as_recorded(replay: Any, title: str, verdict: Verdict,
-                                         reasons: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("title", "verdict", "reasons"),
+    [
+        ("decision: read allowed", Verdict.ALLOW, ()),
+        (
+            "decision: tool not allowed",
+            Verdict.DENY,
+            ('tool "rm_rf" is not allowed for role set ["member"]',),
+        ),
+        ("decision: write needs approval", Verdict.APPROVAL_REQUIRED, ("writes need approval",)),
+        ("decision: write approved", Verdict.ALLOW, ("approved",)),
+    ],
+)
+async def test_decisions_map_as_recorded(
+    replay: Any, title: str, verdict: Verdict, reasons: tuple[str, ...]
+) -> None:
     engine = await replay(lenient(title))
     decision = await engine.decide(inp(title))
     assert (decision.verdict, decision.reasons, decision.error) == (verdict, reasons, "")
@@ -97,12 +106,12 @@ async def test_decisions_map_as_recorded(replay: Any, title: str, verdict: Verdi
 
 async def test_every_query_asks_for_strict_builtin_errors() -> None:
     with ReplayOpa(lenient("decision: read allowed"), lenient=LENIENT) as server:
-        engine = OpaEngine(OpaConnection(OpaSettings(server.url)), "data.callgate",
-                           mode="push")
+        engine = OpaEngine(OpaConnection(OpaSettings(server.url)), "data.callgate", mode="push")
         await engine.decide(inp("decision: read allowed"))
         await engine.close()
     assert [r[1] for r in server.requests] == [
-        "/v1/data/callgate/decision?strict-builtin-errors=true"]
+        "/v1/data/callgate/decision?strict-builtin-errors=true"
+    ]
 
 
 async def test_a_grant_is_a_boolean_result(replay: Any) -> None:
@@ -111,10 +120,12 @@ async def test_a_grant_is_a_boolean_result(replay: Any) -> None:
 
 
 async def test_an_undefined_document_is_undefined_and_denies(replay: Any) -> None:
-    engine = await replay(lenient("undefined document (no such rule)",
-                                  "decision after delete (undefined)"))
-    value, _ = await engine.value("no_such_rule",
-                                  json.dumps(inp("undefined document (no such rule)")))
+    engine = await replay(
+        lenient("undefined document (no such rule)", "decision after delete (undefined)")
+    )
+    value, _ = await engine.value(
+        "no_such_rule", json.dumps(inp("undefined document (no such rule)"))
+    )
     assert value is UNDEFINED
     decision = await engine.decide(inp("decision after delete (undefined)"))
     assert decision.verdict is Verdict.DENY and decision.is_policy_error
@@ -149,8 +160,9 @@ async def test_provenance_without_bundles_is_recorded_as_no_bundle(replay: Any) 
 
 def test_bundle_revision_from_provenance() -> None:
     assert bundle_revision({"bundles": {"authz": {"revision": "r42"}}}) == "r42"
-    assert bundle_revision({"bundles": {"b": {"revision": "2"}, "a": {"revision": "1"}}}) \
-        == "a@1,b@2"
+    assert (
+        bundle_revision({"bundles": {"b": {"revision": "2"}, "a": {"revision": "1"}}}) == "a@1,b@2"
+    )
     assert bundle_revision({"bundles": {"authz": {}}}) == "authz@unrevisioned"
     assert bundle_revision({"version": "1.9.0"}) == NO_BUNDLE
 
@@ -164,14 +176,22 @@ async def test_health_as_recorded(replay: Any) -> None:
 # pushing a policy directory, as OPA answered it
 
 
-def bundle(sources: dict[str, str], data: dict[str, Any] | None = None,
-           revision: str = "sha256:test") -> Bundle:
-    return Bundle(root=Path("policies"), sources=sources, test_sources={}, data=data or {},
-                  data_files=("data.json",) if data else (), revision=revision)
+def bundle(
+    sources: dict[str, str], data: dict[str, Any] | None = None, revision: str = "sha256:test"
+) -> Bundle:
+    return Bundle(
+        root=Path("policies"),
+        sources=sources,
+        test_sources={},
+        data=data or {},
+        data_files=("data.json",) if data else (),
+        revision=revision,
+    )
 
 
-EXAMPLE_BUNDLE = bundle({"example.rego": EXAMPLE.read_text(encoding="utf-8")},
-                        {"roles": body_of("put data")})
+EXAMPLE_BUNDLE = bundle(
+    {"example.rego": EXAMPLE.read_text(encoding="utf-8")}, {"roles": body_of("put data")}
+)
 
 
 async def test_push_uploads_policy_and_data_then_deletes(replay: Any) -> None:
@@ -217,8 +237,14 @@ def comparable(title: str, body: Any) -> Any:
     out = dict(body)
     out.pop("metrics", None)
     if "errors" in out:
-        out["errors"] = [{"code": e["code"], "file": e.get("location", {}).get("file"),
-                          "row": e.get("location", {}).get("row")} for e in out["errors"]]
+        out["errors"] = [
+            {
+                "code": e["code"],
+                "file": e.get("location", {}).get("file"),
+                "row": e.get("location", {}).get("row"),
+            }
+            for e in out["errors"]
+        ]
         out["errors"] = out["errors"][:1]
     if title == "builtin error with strict-builtin-errors":
         out["errors"] = [{"code": e["code"]} for e in out["errors"]]

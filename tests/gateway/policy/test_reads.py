@@ -17,8 +17,9 @@ from gateway.policy.rego import add_policy, new_engine
 from gateway.policy.reload import ReloadingEngine
 from tests.gateway.policy.inputs import WriteBundle, call_input, identity
 
-READ = call_input("get_train_status", "read", {"train_number": "ICE123"},
-                  identity("olga", "acme", "organizer"))
+READ = call_input(
+    "get_train_status", "read", {"train_number": "ICE123"}, identity("olga", "acme", "organizer")
+)
 ALLOW = 'decision := {"allow": true, "reasons": ["ok"]}'
 # Denies while the run has any recent call: an engine handed no history would allow.
 NEEDS_EMPTY_HISTORY = """
@@ -37,54 +38,59 @@ def reads(body: str) -> bool:
     return view(body).reads("run", "calls")
 
 
-@pytest.mark.parametrize("body", [
-    "x if input.run.calls[_].status == \"SUCCEEDED\"",
-    "x if count(input.run.calls) > 2",
-    "x if input[\"run\"][\"calls\"]",
-    "x if input.run[`calls`]",
-    "x if { r := input.run; r.calls }",
-    "x if { k := \"calls\"; input.run[k] }",
-    "x if { some k; input[k] }",
-    "x if walk(input, _)",
-    "x := json.marshal(input)",
-    "x := object.get(input.run, \"calls\", [])",
-    "f(doc) := doc.calls\nx := f(input.run)",
-    "x if { some c in input.run.calls; c.tool == \"a\" }",
-    "x if every c in input.run.calls { c.status == \"SUCCEEDED\" }",
-    "x := [c | some c in input.run.calls]",
-    "import input.run as r\nx if r.calls",
-    "import input.run\nx if run.turn > 1",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        'x if input.run.calls[_].status == "SUCCEEDED"',
+        "x if count(input.run.calls) > 2",
+        'x if input["run"]["calls"]',
+        "x if input.run[`calls`]",
+        "x if { r := input.run; r.calls }",
+        'x if { k := "calls"; input.run[k] }',
+        "x if { some k; input[k] }",
+        "x if walk(input, _)",
+        "x := json.marshal(input)",
+        'x := object.get(input.run, "calls", [])',
+        "f(doc) := doc.calls\nx := f(input.run)",
+        'x if { some c in input.run.calls; c.tool == "a" }',
+        'x if every c in input.run.calls { c.status == "SUCCEEDED" }',
+        "x := [c | some c in input.run.calls]",
+        "import input.run as r\nx if r.calls",
+        "import input.run\nx if run.turn > 1",
+    ],
+)
 def test_what_can_reach_the_history_counts_as_reading_it(body: str) -> None:
     assert reads(body)
 
 
-@pytest.mark.parametrize("body", [
-    ALLOW,
-    "x if input.call.args.seats > input.run.turn",
-    "x if input[\"call\"].tool == \"a\"",
-    "x := input.run.labels[k] if k := \"team\"",
-    "x if { some k; input.call.args[k] }",
-    "import input.call as c\nx if c.tool == \"a\"",
-    "x if data.callgate.config.tenants[input.identity.tenant]",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        ALLOW,
+        "x if input.call.args.seats > input.run.turn",
+        'x if input["call"].tool == "a"',
+        'x := input.run.labels[k] if k := "team"',
+        "x if { some k; input.call.args[k] }",
+        'import input.call as c\nx if c.tool == "a"',
+        "x if data.callgate.config.tenants[input.identity.tenant]",
+    ],
+)
 def test_references_elsewhere_do_not(body: str) -> None:
     assert not reads(body)
 
 
 def test_the_default_bundle_sees_the_call_the_caller_and_the_approval(
-        default_engine: EmbeddedEngine) -> None:
+    default_engine: EmbeddedEngine,
+) -> None:
     seen = default_engine.visible(READ)
     assert set(seen) == {"call", "tool", "identity", "approval"}
-    assert seen["call"] == {k: READ["call"][k] for k in ("tool", "effect", "args",
-                                                        "args_sha256")}
+    assert seen["call"] == {k: READ["call"][k] for k in ("tool", "effect", "args", "args_sha256")}
     assert seen["identity"] == {k: READ["identity"][k] for k in ("subject", "roles", "tenant")}
     assert READ["run"]["calls"] and READ["now"], "the caller's input itself is left alone"
 
 
 def test_paths_end_where_a_reference_stops_being_static() -> None:
-    seen = view("x if input.run.labels[k] == \"a\"\ny := input.call.tool\n"
-                "z := input.call").paths
+    seen = view('x if input.run.labels[k] == "a"\ny := input.call.tool\nz := input.call').paths
     assert seen == {("run", "labels"), ("call", "tool"), ("call",)}
     projected = view("x if input.call.args[k]\ny := input.now").project(READ)
     assert projected == {"call": {"args": READ["call"]["args"]}, "now": READ["now"]}
@@ -92,20 +98,27 @@ def test_paths_end_where_a_reference_stops_being_static() -> None:
 
 
 def test_only_what_looks_at_the_clock_or_the_world_is_impure() -> None:
-    assert view("x := sprintf(\"%v\", [input.call.tool])").pure
+    assert view('x := sprintf("%v", [input.call.tool])').pure
     assert view("f(v) := v + 1\nx := f(2)").pure
-    for body in ("x := time.now_ns()", "x := http.send({\"method\": \"get\", \"url\": "
-                 "\"http://127.0.0.1:1\"})", "x := uuid.rfc4122(\"a\")",
-                 "x := rand.intn(\"a\", 3)"):
+    for body in (
+        "x := time.now_ns()",
+        'x := http.send({"method": "get", "url": "http://127.0.0.1:1"})',
+        'x := uuid.rfc4122("a")',
+        'x := rand.intn("a", 3)',
+    ):
         assert not view(body).pure, body
 
 
-@pytest.mark.parametrize("ref", ["input.run.calls", "object.get(input.run, \"calls\", [])",
-                                 "[c | some c in input[\"run\"][\"calls\"]]"])
-def test_a_policy_that_reads_the_history_is_given_it(write_bundle: WriteBundle,
-                                                     ref: str) -> None:
-    engine = load_engine(write_bundle({"p.rego": "package callgate\n"
-                                       + NEEDS_EMPTY_HISTORY % ref}))
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "input.run.calls",
+        'object.get(input.run, "calls", [])',
+        '[c | some c in input["run"]["calls"]]',
+    ],
+)
+def test_a_policy_that_reads_the_history_is_given_it(write_bundle: WriteBundle, ref: str) -> None:
+    engine = load_engine(write_bundle({"p.rego": "package callgate\n" + NEEDS_EMPTY_HISTORY % ref}))
     assert engine.visible(READ)["run"]["calls"] == READ["run"]["calls"]
     decision = engine.decide(READ)
     assert decision.verdict is Verdict.DENY and decision.reasons == ("history seen",)
@@ -114,7 +127,8 @@ def test_a_policy_that_reads_the_history_is_given_it(write_bundle: WriteBundle,
 
 
 async def test_the_digest_and_log_name_the_input_as_evaluated(
-        write_bundle: WriteBundle, caplog: pytest.LogCaptureFixture) -> None:
+    write_bundle: WriteBundle, caplog: pytest.LogCaptureFixture
+) -> None:
     engine = load_engine(write_bundle({"p.rego": f"package callgate\n{ALLOW}\n"}))
     serving = ReloadingEngine(engine, log_inputs=True)
     with caplog.at_level(logging.INFO, logger="callgate.decision_input"):
@@ -126,40 +140,60 @@ async def test_the_digest_and_log_name_the_input_as_evaluated(
 
 
 async def test_a_reload_to_a_reading_revision_gets_the_history_at_once(
-        write_bundle: WriteBundle) -> None:
+    write_bundle: WriteBundle,
+) -> None:
     blind = load_engine(write_bundle({"p.rego": f"package callgate\n{ALLOW}\n"}))
     serving = ReloadingEngine(blind)
     assert (await serving.decide(READ)).verdict is Verdict.ALLOW
-    serving.install(load_engine(write_bundle(
-        {"p.rego": "package callgate\n" + NEEDS_EMPTY_HISTORY % "input.run.calls"},
-        name="second")))
+    serving.install(
+        load_engine(
+            write_bundle(
+                {"p.rego": "package callgate\n" + NEEDS_EMPTY_HISTORY % "input.run.calls"},
+                name="second",
+            )
+        )
+    )
     assert (await serving.decide(READ)).reasons == ("history seen",)
 
 
 def test_a_pure_revision_decides_an_input_seen_before_from_its_memo(
-        default_engine: EmbeddedEngine) -> None:
+    default_engine: EmbeddedEngine,
+) -> None:
     first = default_engine.decide(READ)
-    again = default_engine.decide({**READ, "now": "2026-12-01T00:00:00Z",
-                                   "call": {**READ["call"], "id": "call-2"}})
+    again = default_engine.decide(
+        {**READ, "now": "2026-12-01T00:00:00Z", "call": {**READ["call"], "id": "call-2"}}
+    )
     assert again is first, "what the policy cannot observe did not make a new input"
-    other = default_engine.decide({**READ, "call": {**READ["call"],
-                                                    "args": {"train_number": "TGV9"}}})
+    other = default_engine.decide(
+        {**READ, "call": {**READ["call"], "args": {"train_number": "TGV9"}}}
+    )
     assert other is not first and other.verdict is Verdict.DENY
 
 
-def test_a_revision_that_reads_the_clock_is_evaluated_every_time(
-        write_bundle: WriteBundle) -> None:
-    engine = load_engine(write_bundle({"p.rego": "package callgate\n"
-                                       "decision := {\"allow\": true, \"reasons\": "
-                                       "[sprintf(\"%d\", [time.now_ns()])]}\n"}))
+def test_a_revision_that_reads_the_clock_is_evaluated_every_time(write_bundle: WriteBundle) -> None:
+    engine = load_engine(
+        write_bundle(
+            {
+                "p.rego": "package callgate\n"
+                'decision := {"allow": true, "reasons": '
+                '[sprintf("%d", [time.now_ns()])]}\n'
+            }
+        )
+    )
     decisions = {engine.decide(READ).reasons for _ in range(3)}
     assert len(decisions) == 3
 
 
 def test_errors_are_not_remembered(write_bundle: WriteBundle) -> None:
-    engine = load_engine(write_bundle({"p.rego": "package callgate\n"
-                                       "decision := {\"allow\": true, \"reasons\": "
-                                       "[sprintf(\"%d\", [1 / input.call.args.n])]}\n"}))
+    engine = load_engine(
+        write_bundle(
+            {
+                "p.rego": "package callgate\n"
+                'decision := {"allow": true, "reasons": '
+                '[sprintf("%d", [1 / input.call.args.n])]}\n'
+            }
+        )
+    )
     zero = call_input("t", "read", {"n": 0}, READ["identity"])
     first = engine.decide(zero)
     assert first.is_policy_error

@@ -21,8 +21,10 @@ CALL = call_input("get_weather", "read", {"city": "Berlin"}, identity("ann", "ac
 
 
 def policy(reason: str, allow: bool = True) -> str:
-    return (f'package callgate\n\ndecision := {{"allow": {str(allow).lower()}, '
-            f'"reasons": ["{reason}"]}}\n')
+    return (
+        f'package callgate\n\ndecision := {{"allow": {str(allow).lower()}, '
+        f'"reasons": ["{reason}"]}}\n'
+    )
 
 
 class Clock:
@@ -39,8 +41,7 @@ class Clock:
 def serving(root: Path, **options: object) -> tuple[ReloadingEngine, PolicyReloader, Clock]:
     engine = ReloadingEngine(EmbeddedEngine(prepare(root, "data.callgate"), checked=True))
     clock = Clock()
-    reloader = PolicyReloader(engine, root, "data.callgate", quiet_s=0.25, clock=clock,
-                              **options)  # type: ignore[arg-type]
+    reloader = PolicyReloader(engine, root, "data.callgate", quiet_s=0.25, clock=clock, **options)  # type: ignore[arg-type]
     return engine, reloader, clock
 
 
@@ -81,8 +82,15 @@ def test_detector_restarts_when_a_save_is_still_going_on() -> None:
 
 
 def test_the_directory_state_sees_policy_and_data_files_only(write_bundle: WriteBundle) -> None:
-    root = write_bundle({"p.rego": policy("a"), "sub/data.json": {"x": 1}, "notes.txt": "x",
-                         ".p.rego.swp": "x", "p.rego~": "x"})
+    root = write_bundle(
+        {
+            "p.rego": policy("a"),
+            "sub/data.json": {"x": 1},
+            "notes.txt": "x",
+            ".p.rego.swp": "x",
+            "p.rego~": "x",
+        }
+    )
     names = [Path(f[0]).relative_to(root).as_posix() for f in directory_state(root).files]
     assert names == ["p.rego", "sub/data.json"]
     assert directory_state(root / "missing") == DirectoryState((), exists=False)
@@ -106,7 +114,8 @@ async def test_an_edit_is_installed_and_decisions_move_to_it(write_bundle: Write
 
 
 async def test_a_broken_file_is_rejected_and_the_old_revision_serves(
-        write_bundle: WriteBundle, caplog: pytest.LogCaptureFixture) -> None:
+    write_bundle: WriteBundle, caplog: pytest.LogCaptureFixture
+) -> None:
     root = write_bundle({"p.rego": policy("rev-a")})
     engine, reloader, clock = serving(root)
     old = engine.revision
@@ -130,7 +139,7 @@ async def test_a_broken_file_is_rejected_and_the_old_revision_serves(
 async def test_removing_decision_is_rejected(write_bundle: WriteBundle) -> None:
     root = write_bundle({"p.rego": policy("rev-a")})
     engine, reloader, clock = serving(root)
-    (root / "p.rego").write_text('package callgate\n\nmay_approve := true\n')
+    (root / "p.rego").write_text("package callgate\n\nmay_approve := true\n")
     result = await settle(reloader, clock)
     assert result.outcome == "rejected"  # type: ignore[attr-defined]
     assert engine.last_rejected is not None
@@ -141,8 +150,9 @@ async def test_removing_decision_is_rejected(write_bundle: WriteBundle) -> None:
 async def test_a_type_error_is_rejected_too(write_bundle: WriteBundle) -> None:
     root = write_bundle({"p.rego": policy("rev-a")})
     engine, reloader, clock = serving(root)
-    (root / "p.rego").write_text('package callgate\n\ndecision := {"allow": true, '
-                                 '"reasons": [concat(", ", 42)]}\n')
+    (root / "p.rego").write_text(
+        'package callgate\n\ndecision := {"allow": true, "reasons": [concat(", ", 42)]}\n'
+    )
     await settle(reloader, clock)
     assert engine.last_rejected is not None
     assert "rego_type_error: concat" in engine.last_rejected.message
@@ -150,10 +160,14 @@ async def test_a_type_error_is_rejected_too(write_bundle: WriteBundle) -> None:
 
 
 async def test_deleting_a_data_file_reloads(write_bundle: WriteBundle) -> None:
-    root = write_bundle({"p.rego": 'package callgate\n\ndefault decision := {"allow": true}\n\n'
-                                   'decision := {"allow": false, "reasons": ["blocked"]} if '
-                                   'input.call.tool in data.blocklist.tools\n',
-                         "blocklist/data.json": {"tools": ["get_weather"]}})
+    root = write_bundle(
+        {
+            "p.rego": 'package callgate\n\ndefault decision := {"allow": true}\n\n'
+            'decision := {"allow": false, "reasons": ["blocked"]} if '
+            "input.call.tool in data.blocklist.tools\n",
+            "blocklist/data.json": {"tools": ["get_weather"]},
+        }
+    )
     engine, reloader, clock = serving(root)
     assert (await engine.decide(CALL)).verdict is Verdict.DENY
     (root / "blocklist" / "data.json").unlink()
@@ -163,9 +177,13 @@ async def test_deleting_a_data_file_reloads(write_bundle: WriteBundle) -> None:
 
 
 async def test_a_new_file_is_picked_up(write_bundle: WriteBundle) -> None:
-    root = write_bundle({"p.rego": 'package callgate\n\ndefault decision := {"allow": true}\n\n'
-                                   'decision := {"allow": false} if count(deny) > 0\n\n'
-                                   'deny contains "never" if false\n'})
+    root = write_bundle(
+        {
+            "p.rego": 'package callgate\n\ndefault decision := {"allow": true}\n\n'
+            'decision := {"allow": false} if count(deny) > 0\n\n'
+            'deny contains "never" if false\n'
+        }
+    )
     engine, reloader, clock = serving(root)
     (root / "more.rego").write_text('package callgate\n\ndeny contains "no" if true\n')
     await settle(reloader, clock)
@@ -193,11 +211,11 @@ async def test_truncate_then_write_never_serves_the_half_file(write_bundle: Writ
     path = root / "p.rego"
     with path.open("w") as handle:  # truncate, then write in two parts with scans between
         assert await reloader.check() is None
-        handle.write(full[:len(full) // 2])
+        handle.write(full[: len(full) // 2])
         handle.flush()
         assert await reloader.check() is None  # changed since the last scan: not settled
         clock.advance(0.1)
-        handle.write(full[len(full) // 2:])
+        handle.write(full[len(full) // 2 :])
     assert await reloader.check() is None
     clock.advance(0.3)
     result = await reloader.check()
@@ -206,8 +224,7 @@ async def test_truncate_then_write_never_serves_the_half_file(write_bundle: Writ
     assert engine.last_rejected is None
 
 
-async def test_a_rejection_from_a_stalled_writer_does_not_stick(
-        write_bundle: WriteBundle) -> None:
+async def test_a_rejection_from_a_stalled_writer_does_not_stick(write_bundle: WriteBundle) -> None:
     root = write_bundle({"p.rego": policy("rev-a")})
     engine, reloader, clock = serving(root)
     path = root / "p.rego"
@@ -230,8 +247,10 @@ async def test_files_changed_while_read_are_read_again(write_bundle: WriteBundle
 
 
 async def test_reload_requires_tests(write_bundle: WriteBundle) -> None:
-    tests = ("package callgate_test\n\nimport data.callgate\n\n"
-             "test_allows if callgate.decision.allow with input as {}\n")
+    tests = (
+        "package callgate_test\n\nimport data.callgate\n\n"
+        "test_allows if callgate.decision.allow with input as {}\n"
+    )
     root = write_bundle({"p.rego": policy("rev-a"), "p_test.rego": tests})
     engine, reloader, clock = serving(root, require_tests=True)
     (root / "p.rego").write_text(policy("rev-b", allow=False))
@@ -247,11 +266,13 @@ async def test_reload_requires_tests(write_bundle: WriteBundle) -> None:
 # -- the serving engine -----------------------------------------------------------------------
 
 
-async def test_decision_inputs_are_logged_for_replay(write_bundle: WriteBundle,
-                                               caplog: pytest.LogCaptureFixture) -> None:
+async def test_decision_inputs_are_logged_for_replay(
+    write_bundle: WriteBundle, caplog: pytest.LogCaptureFixture
+) -> None:
     root = write_bundle({"p.rego": policy("rev-a") + "tool := input.call.tool\n"})
-    engine = ReloadingEngine(EmbeddedEngine(prepare(root, "data.callgate"), checked=True),
-                             log_inputs=True)
+    engine = ReloadingEngine(
+        EmbeddedEngine(prepare(root, "data.callgate"), checked=True), log_inputs=True
+    )
     with caplog.at_level(logging.INFO, logger="callgate.decision_input"):
         decision = await engine.decide(CALL)
     line = json.loads(caplog.records[-1].getMessage())
@@ -261,12 +282,14 @@ async def test_decision_inputs_are_logged_for_replay(write_bundle: WriteBundle,
     assert line["policy_revision"] == decision.policy_revision and line["verdict"] == "ALLOW"
     assert line["reasons"] == list(decision.reasons) and "approval_ttl_s" not in line
     text = json.dumps(evaluated, sort_keys=True, separators=(",", ":"))
-    assert line["input_sha256"] == decision.input_sha256 == hashlib.sha256(
-        text.encode()).hexdigest()
+    assert (
+        line["input_sha256"] == decision.input_sha256 == hashlib.sha256(text.encode()).hexdigest()
+    )
 
 
-async def test_inputs_are_not_logged_by_default(write_bundle: WriteBundle,
-                                          caplog: pytest.LogCaptureFixture) -> None:
+async def test_inputs_are_not_logged_by_default(
+    write_bundle: WriteBundle, caplog: pytest.LogCaptureFixture
+) -> None:
     root = write_bundle({"p.rego": policy("rev-a")})
     engine = ReloadingEngine(EmbeddedEngine(prepare(root, "data.callgate"), checked=True))
     with caplog.at_level(logging.INFO, logger="callgate.decision_input"):

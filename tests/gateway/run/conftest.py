@@ -27,7 +27,8 @@ async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
     store = await SQLiteStore.open(tmp_path / "runs.db")
     registry = Registry.from_manifests(manifests(), env={})
     policy, clock = ScriptedPolicy(), FakeClock()
-    yield Harness(Runner(store=store, registry=registry, policy=policy, clock=clock), store,
-                  policy, clock)
+    yield Harness(
+        Runner(store=store, registry=registry, policy=policy, clock=clock), store, policy, clock
+    )
     await registry.aclose()
     await store.close()

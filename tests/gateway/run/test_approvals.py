@@ -48,25 +48,31 @@ def deny(approval_id: str, reason: str = "no") -> DecideRequest:
     return DecideRequest(approval_id, approve=False, reason=reason)
 
 
-async def pending(h: Harness, *calls: tuple[str, str, dict[str, str]],
-                  needing: tuple[str, ...] = ("book",)) -> dict[str, ApprovalRecord]:
+async def pending(
+    h: Harness, *calls: tuple[str, str, dict[str, str]], needing: tuple[str, ...] = ("book",)
+) -> dict[str, ApprovalRecord]:
     """A run r1 whose turn t1 carries these calls, the tools in `needing` requiring approval;
     answers the approvals by call ID."""
     h.policy.verdicts.update({tool: Verdict.APPROVAL_REQUIRED for tool in needing})
     h.policy.grants["may_approve"] = True
     await start(h)
-    out = await h.runner.submit_turn(ALICE, calls_turn(
-        "r1", "t1", *(call(cid, tool, args) for cid, tool, args in calls)))
+    out = await h.runner.submit_turn(
+        ALICE, calls_turn("r1", "t1", *(call(cid, tool, args) for cid, tool, args in calls))
+    )
     assert out.next == NextAction.PAUSED_FOR_APPROVAL
     return {a.call_id: a for a in await h.store.approvals_for_run("r1")}
 
 
-async def settled(h: Harness) -> tuple[NextAction | None, RunState,
-                                       dict[str, tuple[CallStatus, str, int]]]:
+async def settled(
+    h: Harness,
+) -> tuple[NextAction | None, RunState, dict[str, tuple[CallStatus, str, int]]]:
     snap = await h.store.snapshot("r1")
     assert snap is not None and snap.turn is not None
-    return snap.turn.next, snap.run.state, {
-        c.call_id: (c.status, c.error_code, c.execution_count) for c in snap.calls}
+    return (
+        snap.turn.next,
+        snap.run.state,
+        {c.call_id: (c.status, c.error_code, c.execution_count) for c in snap.calls},
+    )
 
 
 # ---------------------------------------------------------------------- one approval
@@ -82,23 +88,39 @@ async def test_an_approved_write_is_checked_again_and_runs_once(harness: Harness
     h.policy.inputs.clear()
     done, result = await h.runner.decide_approval(OLGA, approve(a.approval_id, "looks right"))
     assert (done.status, done.decided_by, done.decided_by_roles) == (
-        ApprovalStatus.APPROVED, "olga", ("owner",))
+        ApprovalStatus.APPROVED,
+        "olga",
+        ("owner",),
+    )
     assert (result.call_id, result.status, result.execution_count) == (
-        "w1", CallStatus.SUCCEEDED, 1)
+        "w1",
+        CallStatus.SUCCEEDED,
+        1,
+    )
     assert result.decision is not None and result.decision.verdict == Verdict.ALLOW
     assert tools.SENT == [("lookup_train", "r1:c1"), ("book", "r1:w1")]
-    assert await settled(h) == (NextAction.CONTINUE, RunState.ACTIVE, {
-        "c1": (CallStatus.SUCCEEDED, "", 1), "w1": (CallStatus.SUCCEEDED, "", 1)})
+    assert await settled(h) == (
+        NextAction.CONTINUE,
+        RunState.ACTIVE,
+        {"c1": (CallStatus.SUCCEEDED, "", 1), "w1": (CallStatus.SUCCEEDED, "", 1)},
+    )
     grant, recheck = h.policy.inputs[0], h.policy.inputs[-1]
     assert grant["action"] == "approve" and grant["approver"]["subject"] == "olga"
-    assert grant["requester"] == {"subject": "alice", "tenant": "acme", "roles": ["traveler"],
-                                  "claims": {}}
+    assert grant["requester"] == {
+        "subject": "alice",
+        "tenant": "acme",
+        "roles": ["traveler"],
+        "claims": {},
+    }
     assert grant["call"]["args"] == SEAT and grant["call"]["approval_id"] == a.approval_id
     assert recheck["identity"]["subject"] == "alice"  # decided as the requester's call
     assert recheck["approval"] == {
-        "id": a.approval_id, "args_sha256": a.arguments_sha256,
+        "id": a.approval_id,
+        "args_sha256": a.arguments_sha256,
         "approved_by": {"subject": "olga", "tenant": "acme", "roles": ["owner"], "claims": {}},
-        "decided_at": "2026-12-01T09:00:30Z", "expires_at": "2026-12-01T09:10:00Z"}
+        "decided_at": "2026-12-01T09:00:30Z",
+        "expires_at": "2026-12-01T09:10:00Z",
+    }
     kinds = [(r["kind"], r["call_id"], r["error_code"]) for r in await h.store.audit_rows("r1")]
     assert ("approval", "w1", "approval_required") in kinds and ("approval", "w1", "") in kinds
 
@@ -111,8 +133,11 @@ async def test_a_denied_write_never_runs_and_the_model_is_told(harness: Harness)
     assert (result.status, result.error_code) == (CallStatus.REJECTED, "approval_denied")
     assert "denied by olga: too expensive" in result.error_message
     assert tools.SENT == []
-    assert await settled(h) == (NextAction.CONTINUE, RunState.ACTIVE,
-                                {"w1": (CallStatus.REJECTED, "approval_denied", 0)})
+    assert await settled(h) == (
+        NextAction.CONTINUE,
+        RunState.ACTIVE,
+        {"w1": (CallStatus.REJECTED, "approval_denied", 0)},
+    )
 
 
 async def test_deciding_needs_the_grant_and_a_reason(harness: Harness) -> None:
@@ -146,9 +171,11 @@ async def test_the_same_approval_decided_twice_at_once_runs_once(harness: Harnes
     h = harness
     a = (await pending(h, ("w1", "book", SEAT)))["w1"]
     owen = Identity("owen", "acme", ("owner",))
-    outcomes = await asyncio.gather(h.runner.decide_approval(OLGA, approve(a.approval_id)),
-                                    h.runner.decide_approval(owen, deny(a.approval_id)),
-                                    return_exceptions=True)
+    outcomes = await asyncio.gather(
+        h.runner.decide_approval(OLGA, approve(a.approval_id)),
+        h.runner.decide_approval(owen, deny(a.approval_id)),
+        return_exceptions=True,
+    )
     won = [o for o in outcomes if not isinstance(o, BaseException)]
     lost = [o for o in outcomes if isinstance(o, RequestError)]
     assert len(won) == 1 and [e.code for e in lost] == [RequestCode.ALREADY_DECIDED]
@@ -169,16 +196,18 @@ async def test_an_approval_expires_and_its_turn_settles(harness: Harness) -> Non
     await h.runner.expire_approvals("r1")
     stored = await h.store.get_approval(a.approval_id)
     assert stored is not None and stored.status == ApprovalStatus.EXPIRED
-    assert await settled(h) == (NextAction.CONTINUE, RunState.ACTIVE,
-                                {"w1": (CallStatus.REJECTED, "approval_expired", 0)})
+    assert await settled(h) == (
+        NextAction.CONTINUE,
+        RunState.ACTIVE,
+        {"w1": (CallStatus.REJECTED, "approval_expired", 0)},
+    )
     with pytest.raises(RequestError) as err:
         await h.runner.decide_approval(OLGA, approve(a.approval_id))
     assert err.value.code == RequestCode.APPROVAL_EXPIRED
     assert tools.SENT == []
 
 
-async def test_deciding_an_approval_past_its_expiry_settles_it_as_expired(
-        harness: Harness) -> None:
+async def test_deciding_an_approval_past_its_expiry_settles_it_as_expired(harness: Harness) -> None:
     h = harness
     a = (await pending(h, ("w1", "book", SEAT)))["w1"]
     h.clock.advance(601)  # nobody expired it yet
@@ -200,8 +229,9 @@ async def test_resume_settles_an_expired_approval(harness: Harness) -> None:
 
 async def test_the_default_ttl_applies_when_the_policy_names_none(harness: Harness) -> None:
     h = harness
-    runner = Runner(store=h.store, registry=h.runner.registry, policy=h.policy, clock=h.clock,
-                    approval_ttl_s=45)
+    runner = Runner(
+        store=h.store, registry=h.runner.registry, policy=h.policy, clock=h.clock, approval_ttl_s=45
+    )
     h.policy.verdicts["book"] = Verdict.APPROVAL_REQUIRED
     original = h.policy.decide
 
@@ -222,25 +252,30 @@ async def test_writes_of_one_turn_run_together_once_all_are_approved(harness: Ha
     h = harness
     approvals = await pending(h, ("w1", "book", SEAT), ("w2", "book", OTHER))
     _, first = await h.runner.decide_approval(OLGA, approve(approvals["w1"].approval_id))
-    assert first.status == CallStatus.PENDING_APPROVAL and "approved by olga" in \
-        first.error_message
+    assert first.status == CallStatus.PENDING_APPROVAL and "approved by olga" in first.error_message
     assert tools.SENT == []
-    assert (await settled(h))[:2] == (NextAction.PAUSED_FOR_APPROVAL,
-                                      RunState.PAUSED_FOR_APPROVAL)
+    assert (await settled(h))[:2] == (NextAction.PAUSED_FOR_APPROVAL, RunState.PAUSED_FOR_APPROVAL)
     _, second = await h.runner.decide_approval(OLGA, approve(approvals["w2"].approval_id))
     assert second.status == CallStatus.SUCCEEDED
     assert tools.SENT == [("book", "r1:w1"), ("book", "r1:w2")]  # in the model's order
-    assert (await settled(h))[2] == {"w1": (CallStatus.SUCCEEDED, "", 1),
-                                     "w2": (CallStatus.SUCCEEDED, "", 1)}
+    assert (await settled(h))[2] == {
+        "w1": (CallStatus.SUCCEEDED, "", 1),
+        "w2": (CallStatus.SUCCEEDED, "", 1),
+    }
 
 
 async def test_one_write_denied_leaves_the_other_not_run(harness: Harness) -> None:
     h = harness
     approvals = await pending(h, ("w1", "book", SEAT), ("w2", "book", OTHER))
     await h.runner.decide_approval(OLGA, deny(approvals["w2"].approval_id))
-    assert await settled(h) == (NextAction.CONTINUE, RunState.ACTIVE, {
-        "w1": (CallStatus.NOT_RUN, "held_by_batch", 0),
-        "w2": (CallStatus.REJECTED, "approval_denied", 0)})
+    assert await settled(h) == (
+        NextAction.CONTINUE,
+        RunState.ACTIVE,
+        {
+            "w1": (CallStatus.NOT_RUN, "held_by_batch", 0),
+            "w2": (CallStatus.REJECTED, "approval_denied", 0),
+        },
+    )
     other = await h.store.get_approval(approvals["w1"].approval_id)
     assert other is not None and other.status == ApprovalStatus.CANCELLED
     assert "w2" in other.reason
@@ -258,8 +293,9 @@ async def test_a_held_write_runs_after_its_sibling_is_approved(harness: Harness)
 
 async def test_an_approved_read_runs_while_a_write_still_waits(harness: Harness) -> None:
     h = harness
-    approvals = await pending(h, ("c1", "lookup_train", SEAT), ("w1", "book", SEAT),
-                              needing=("book", "lookup_train"))
+    approvals = await pending(
+        h, ("c1", "lookup_train", SEAT), ("w1", "book", SEAT), needing=("book", "lookup_train")
+    )
     _, read = await h.runner.decide_approval(OLGA, approve(approvals["c1"].approval_id))
     assert read.status == CallStatus.SUCCEEDED and tools.SENT == [("lookup_train", "r1:c1")]
     assert (await settled(h))[0] == NextAction.PAUSED_FOR_APPROVAL
@@ -272,8 +308,9 @@ def tamper(h: Harness, call_id: str, arguments_json: str) -> None:
     """Change a call's stored arguments behind callgate's back."""
     conn = sqlite3.connect(h.store.path)
     with conn:
-        conn.execute("UPDATE calls SET arguments_json = ? WHERE call_id = ?",
-                     (arguments_json, call_id))
+        conn.execute(
+            "UPDATE calls SET arguments_json = ? WHERE call_id = ?", (arguments_json, call_id)
+        )
     conn.close()
 
 
@@ -283,9 +320,14 @@ async def test_arguments_changed_after_approval_are_refused(harness: Harness) ->
     await h.runner.decide_approval(OLGA, approve(approvals["w1"].approval_id))
     tamper(h, "w1", '{"train": "ICE 100", "seat": "1A"}')
     await h.runner.decide_approval(OLGA, approve(approvals["w2"].approval_id))
-    assert await settled(h) == (NextAction.CONTINUE, RunState.ACTIVE, {
-        "w1": (CallStatus.REJECTED, "approval_mismatch", 0),
-        "w2": (CallStatus.NOT_RUN, "held_by_batch", 0)})
+    assert await settled(h) == (
+        NextAction.CONTINUE,
+        RunState.ACTIVE,
+        {
+            "w1": (CallStatus.REJECTED, "approval_mismatch", 0),
+            "w2": (CallStatus.NOT_RUN, "held_by_batch", 0),
+        },
+    )
     assert tools.SENT == []
 
 
@@ -298,8 +340,7 @@ async def test_the_policy_refusing_the_approved_call_rejects_it(harness: Harness
     assert tools.SENT == [] and h.policy.inputs[-1]["approval"]["id"] == a.approval_id
 
 
-async def test_an_approval_that_lapses_while_siblings_wait_runs_nothing(
-        harness: Harness) -> None:
+async def test_an_approval_that_lapses_while_siblings_wait_runs_nothing(harness: Harness) -> None:
     h = harness
     approvals = await pending(h, ("w1", "book", SEAT), ("w2", "book", OTHER))
     await h.runner.decide_approval(OLGA, approve(approvals["w1"].approval_id))
@@ -307,8 +348,10 @@ async def test_an_approval_that_lapses_while_siblings_wait_runs_nothing(
     with pytest.raises(RequestError) as err:
         await h.runner.decide_approval(OLGA, approve(approvals["w2"].approval_id))
     assert err.value.code == RequestCode.APPROVAL_EXPIRED
-    assert (await settled(h))[2] == {"w1": (CallStatus.NOT_RUN, "held_by_batch", 0),
-                                     "w2": (CallStatus.REJECTED, "approval_expired", 0)}
+    assert (await settled(h))[2] == {
+        "w1": (CallStatus.NOT_RUN, "held_by_batch", 0),
+        "w2": (CallStatus.REJECTED, "approval_expired", 0),
+    }
     assert tools.SENT == []
 
 
@@ -327,8 +370,7 @@ async def test_another_tool_version_is_not_what_was_approved(harness: Harness) -
 # ---------------------------------------------------------------------- listing
 
 
-async def test_listing_shows_own_and_decidable_approvals_a_page_at_a_time(
-        harness: Harness) -> None:
+async def test_listing_shows_own_and_decidable_approvals_a_page_at_a_time(harness: Harness) -> None:
     h = harness
     approvals = await pending(h, ("w1", "book", SEAT), ("w2", "book", OTHER))
     desk = ApprovalDesk(h.runner)
@@ -340,15 +382,12 @@ async def test_listing_shows_own_and_decidable_approvals_a_page_at_a_time(
     h.policy.grants["may_approve"] = True
     first = await desk.list_page(OLGA, ListRequest(page_size=1))
     assert [a.call_id for a in first.approvals] == ["w1"] and first.next_page_token
-    second = await desk.list_page(OLGA, ListRequest(page_size=1,
-                                                    page_token=first.next_page_token))
+    second = await desk.list_page(OLGA, ListRequest(page_size=1, page_token=first.next_page_token))
     assert [a.call_id for a in second.approvals] == ["w2"]
-    rest = await desk.list_page(OLGA, ListRequest(page_size=1,
-                                                  page_token=second.next_page_token))
+    rest = await desk.list_page(OLGA, ListRequest(page_size=1, page_token=second.next_page_token))
     assert rest == type(rest)((), "")
     one = ApprovalFilter(approval_id=approvals["w2"].approval_id)
-    assert [a.call_id for a in (await desk.list_page(OLGA, ListRequest(one))).approvals] == [
-        "w2"]
+    assert [a.call_id for a in (await desk.list_page(OLGA, ListRequest(one))).approvals] == ["w2"]
     with pytest.raises(RequestError) as err:
         await desk.list_page(OLGA, ListRequest(page_token="nonsense"))
     assert err.value.code == RequestCode.INVALID_ARGUMENT
@@ -366,8 +405,7 @@ async def test_listing_settles_what_has_expired(harness: Harness) -> None:
     assert (await settled(h))[2] == {"w1": (CallStatus.REJECTED, "approval_expired", 0)}
 
 
-async def test_the_desk_expires_what_is_due_and_names_the_next_expiry(
-        harness: Harness) -> None:
+async def test_the_desk_expires_what_is_due_and_names_the_next_expiry(harness: Harness) -> None:
     h = harness
     await pending(h, ("w1", "book", SEAT))
     desk = ApprovalDesk(h.runner)
@@ -391,7 +429,8 @@ async def test_cancel_cancels_pending_approvals_with_an_audit_record(harness: Ha
 
 
 async def test_a_store_failure_while_expiring_is_tried_again_soon(
-        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
     h = harness
     await pending(h, ("w1", "book", SEAT))
     desk = ApprovalDesk(h.runner)

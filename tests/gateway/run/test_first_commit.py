@@ -27,25 +27,34 @@ def durable(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 
 async def test_a_turn_of_reads_only_leaves_its_first_commit_to_the_settling_one(
-        harness: Harness, durable: list[bool]) -> None:
+    harness: Harness, durable: list[bool]
+) -> None:
     await start(harness)
-    out = await harness.runner.submit_turn(ALICE, calls_turn(
-        "r1", "t1", call("a", "lookup_train", TRAIN), call("b", "nope", TRAIN)))
+    out = await harness.runner.submit_turn(
+        ALICE, calls_turn("r1", "t1", call("a", "lookup_train", TRAIN), call("b", "nope", TRAIN))
+    )
     assert by_id(out)["a"][0] == CallStatus.SUCCEEDED
     assert by_id(out)["b"][0] == CallStatus.REJECTED
     assert durable == [False]
 
 
-@pytest.mark.parametrize("verdicts, calls", [
-    ({}, [("a", "lookup_train"), ("w", "book")]),  # a write follows the reads
-    ({"lookup_train": Verdict.APPROVAL_REQUIRED}, [("a", "lookup_train")]),  # an approval
-    ({"lookup_train": Verdict.DENY}, [("a", "lookup_train")]),  # nothing goes out
-])
+@pytest.mark.parametrize(
+    "verdicts, calls",
+    [
+        ({}, [("a", "lookup_train"), ("w", "book")]),  # a write follows the reads
+        ({"lookup_train": Verdict.APPROVAL_REQUIRED}, [("a", "lookup_train")]),  # an approval
+        ({"lookup_train": Verdict.DENY}, [("a", "lookup_train")]),  # nothing goes out
+    ],
+)
 async def test_any_other_turn_syncs_its_first_commit(
-        harness: Harness, durable: list[bool], verdicts: dict[str, Verdict],
-        calls: list[tuple[str, str]]) -> None:
+    harness: Harness,
+    durable: list[bool],
+    verdicts: dict[str, Verdict],
+    calls: list[tuple[str, str]],
+) -> None:
     harness.policy.verdicts.update(verdicts)
     await start(harness)
-    await harness.runner.submit_turn(ALICE, calls_turn(
-        "r1", "t1", *(call(i, tool, TRAIN) for i, tool in calls)))
+    await harness.runner.submit_turn(
+        ALICE, calls_turn("r1", "t1", *(call(i, tool, TRAIN) for i, tool in calls))
+    )
     assert durable == [True]

@@ -23,8 +23,16 @@ ALICE = [("authorization", "Bearer alice-demo-token")]
 
 @pytest.fixture
 async def sidecar(new_db: NewDb, tools_dir: Path, tmp_path: Path) -> AsyncIterator[Sidecar]:
-    running = Sidecar(ServeConfig(listen="127.0.0.1:0", tools=tools_dir, policies=POLICIES,
-                                  db=new_db(), auth=AUTH, audit_key_file=tmp_path / "a.key"))
+    running = Sidecar(
+        ServeConfig(
+            listen="127.0.0.1:0",
+            tools=tools_dir,
+            policies=POLICIES,
+            db=new_db(),
+            auth=AUTH,
+            audit_key_file=tmp_path / "a.key",
+        )
+    )
     await running.start()
     yield running
     await running.stop(0)
@@ -44,8 +52,9 @@ async def test_a_watcher_that_disconnects_leaves_nothing_behind(sidecar: Sidecar
         await stub.StartRun(pb.StartRunRequest(run_id="r1"), metadata=ALICE)
         idle = len(asyncio.all_tasks())
         for _ in range(3):
-            calls = [stub.WatchRun(pb.WatchRunRequest(run_id="r1"), metadata=ALICE)
-                     for _ in range(4)]
+            calls = [
+                stub.WatchRun(pb.WatchRunRequest(run_id="r1"), metadata=ALICE) for _ in range(4)
+            ]
             for call in calls:
                 first = await call.read()
                 assert first.run_id == "r1" and first.next == pb.NEXT_ACTION_CONTINUE

@@ -35,8 +35,9 @@ class CountingStore(SQLiteStore):
     asked: list[int]
     after_read: Any = None
 
-    async def turn_context(self, run_id: str, turn_id: str, call_ids: Sequence[str],
-                           recent: int) -> Any:
+    async def turn_context(
+        self, run_id: str, turn_id: str, call_ids: Sequence[str], recent: int
+    ) -> Any:
         self.asked.append(recent)
         found = await super().turn_context(run_id, turn_id, call_ids, recent)
         if self.after_read is not None:
@@ -80,7 +81,8 @@ def read(call_id: str) -> ToolCall:
 
 
 async def test_a_policy_blind_to_the_history_reads_none(
-        tmp_path: Path, store: CountingStore, registry: Registry) -> None:
+    tmp_path: Path, store: CountingStore, registry: Registry
+) -> None:
     policy = ReloadingEngine(load_engine(write(tmp_path, "blind", BLIND)))
     r = runner(store, registry, policy)
     await r.start_run(ALICE, StartRunParams(run_id="r1"))
@@ -93,7 +95,8 @@ async def test_a_policy_blind_to_the_history_reads_none(
 
 
 async def test_a_policy_that_reads_the_history_is_given_it(
-        tmp_path: Path, store: CountingStore, registry: Registry) -> None:
+    tmp_path: Path, store: CountingStore, registry: Registry
+) -> None:
     policy = ReloadingEngine(load_engine(write(tmp_path, "first", FIRST_ONLY)))
     r = runner(store, registry, policy)
     await r.start_run(ALICE, StartRunParams(run_id="r1"))
@@ -107,7 +110,8 @@ async def test_a_policy_that_reads_the_history_is_given_it(
 
 
 async def test_a_reload_between_the_read_and_the_decision_is_given_the_history(
-        tmp_path: Path, store: CountingStore, registry: Registry) -> None:
+    tmp_path: Path, store: CountingStore, registry: Registry
+) -> None:
     """The context is read for a revision that cannot see the history; a reload to one that
     decides on it lands before the decisions: they are made again with the history read."""
     policy = ReloadingEngine(load_engine(write(tmp_path, "blind", BLIND)))

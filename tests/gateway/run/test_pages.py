@@ -34,10 +34,18 @@ def refused(run_id: str, token: str) -> RequestError:
 
 
 def a_page(run_id: str, seqs: range, count: int) -> RunPage:
-    run = RunRecord(run_id=run_id, state=RunState.ACTIVE, subject="alice", tenant="acme",
-                    created_at=NOW, updated_at=NOW)
-    turns = tuple(TurnRecord(run_id=run_id, turn_id=f"t{n}", seq=n, event=EventKind.FINAL,
-                             content_hash="h") for n in seqs)
+    run = RunRecord(
+        run_id=run_id,
+        state=RunState.ACTIVE,
+        subject="alice",
+        tenant="acme",
+        created_at=NOW,
+        updated_at=NOW,
+    )
+    turns = tuple(
+        TurnRecord(run_id=run_id, turn_id=f"t{n}", seq=n, event=EventKind.FINAL, content_hash="h")
+        for n in seqs
+    )
     return RunPage(RunView(run, turns, ()), count, older=bool(turns) and turns[0].seq > 1)
 
 
@@ -71,10 +79,20 @@ def test_another_runs_token_is_refused() -> None:
     assert "was not given out for this run" in err.message
 
 
-@pytest.mark.parametrize("token", [
-    "x", "not a token", "after:50", "A" * 28, "A" * 29, "====", "Zm9v",
-    "\u00e9" * 28, "AQAAAAAAAAAz" + "A" * 15 + "!",
-])
+@pytest.mark.parametrize(
+    "token",
+    [
+        "x",
+        "not a token",
+        "after:50",
+        "A" * 28,
+        "A" * 29,
+        "====",
+        "Zm9v",
+        "\u00e9" * 28,
+        "AQAAAAAAAAAz" + "A" * 15 + "!",
+    ],
+)
 def test_garbage_is_refused(token: str) -> None:
     refused("r1", token)
 
@@ -110,12 +128,29 @@ def test_boundaries_no_page_gives_out_are_refused() -> None:
 def sized_page(sizes: list[int], count: int | None = None) -> RunPage:
     """A page of turns 1..len(sizes) whose raw responses have these sizes, one call each."""
     run = RunRecord(run_id="r1", state=RunState.ACTIVE, subject="alice", tenant="acme")
-    turns = tuple(TurnRecord(run_id="r1", turn_id=f"t{n}", seq=n, event=EventKind.TOOL_REQUEST,
-                             content_hash="h", raw_response_json="x" * size)
-                  for n, size in enumerate(sizes, 1))
-    calls = tuple(CallRecord(run_id="r1", turn_id=t.turn_id, call_id=f"c{t.seq}", index=0,
-                             tool="t", status=CallStatus.SUCCEEDED, arguments_json="{}")
-                  for t in turns)
+    turns = tuple(
+        TurnRecord(
+            run_id="r1",
+            turn_id=f"t{n}",
+            seq=n,
+            event=EventKind.TOOL_REQUEST,
+            content_hash="h",
+            raw_response_json="x" * size,
+        )
+        for n, size in enumerate(sizes, 1)
+    )
+    calls = tuple(
+        CallRecord(
+            run_id="r1",
+            turn_id=t.turn_id,
+            call_id=f"c{t.seq}",
+            index=0,
+            tool="t",
+            status=CallStatus.SUCCEEDED,
+            arguments_json="{}",
+        )
+        for t in turns
+    )
     return RunPage(RunView(run, turns, calls), count or len(sizes), older=False)
 
 
@@ -136,8 +171,10 @@ def test_a_turn_larger_than_the_bytes_still_makes_a_page() -> None:
     page = sized_page([50, 2_000_000, 50])
     one = run_pages.within_bytes(page, 1000)
     assert [t.seq for t in one.view.turns] == [3] and one.older
-    big = run_pages.within_bytes(RunPage(RunView(page.view.run, page.view.turns[:2],
-                                                 page.view.calls[:2]), 3, older=True), 1000)
+    big = run_pages.within_bytes(
+        RunPage(RunView(page.view.run, page.view.turns[:2], page.view.calls[:2]), 3, older=True),
+        1000,
+    )
     assert [t.seq for t in big.view.turns] == [2]
     assert [c.call_id for c in big.view.calls] == ["c2"]
 

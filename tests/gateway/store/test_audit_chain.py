@@ -25,9 +25,17 @@ OTHER_KEY = AuditKey(b"b" * 32)
 
 def event(i: int, **changes: Any) -> AuditEvent:
     fields: dict[str, Any] = dict(
-        kind="decision", subject="alice", tenant="acme", run_id="r1", call_id=f"c{i}",
-        tool="get_weather", decision=Decision(Verdict.ALLOW, ("ok",), "sha256:rev"),
-        status=CallStatus.SUCCEEDED, time=T0 + timedelta(hours=i), actor="alice")
+        kind="decision",
+        subject="alice",
+        tenant="acme",
+        run_id="r1",
+        call_id=f"c{i}",
+        tool="get_weather",
+        decision=Decision(Verdict.ALLOW, ("ok",), "sha256:rev"),
+        status=CallStatus.SUCCEEDED,
+        time=T0 + timedelta(hours=i),
+        actor="alice",
+    )
     fields.update(changes)
     return AuditEvent(**fields)
 
@@ -66,12 +74,21 @@ async def broken(store: RunStore, key: AuditKey | None = KEY) -> str:
 
 
 async def test_queries_filter_page_and_take_the_newest(store: RunStore) -> None:
-    await store.append_audit([
-        event(0), event(1, kind="execution", status=CallStatus.FAILED, error_code="tool_error"),
-        event(2, tool="book", decision=Decision(Verdict.DENY, ("no",), "sha256:rev"),
-              status=CallStatus.REJECTED),
-        event(3, subject="mallory", run_id="r2"), event(4, tenant="globex", subject="gina"),
-        event(5, kind="policy", subject="", tenant="", run_id="", call_id="", tool="")])
+    await store.append_audit(
+        [
+            event(0),
+            event(1, kind="execution", status=CallStatus.FAILED, error_code="tool_error"),
+            event(
+                2,
+                tool="book",
+                decision=Decision(Verdict.DENY, ("no",), "sha256:rev"),
+                status=CallStatus.REJECTED,
+            ),
+            event(3, subject="mallory", run_id="r2"),
+            event(4, tenant="globex", subject="gina"),
+            event(5, kind="policy", subject="", tenant="", run_id="", call_id="", tool=""),
+        ]
+    )
 
     async def calls(**f: Any) -> list[str]:
         found = await store.query_audit(AuditFilter(**f), after=0, limit=100)
@@ -85,8 +102,9 @@ async def test_queries_filter_page_and_take_the_newest(store: RunStore) -> None:
     assert await calls(call_id="c1") == ["c1"]
     assert await calls(verdicts=(Verdict.DENY,)) == ["c2"]
     assert await calls(statuses=(CallStatus.FAILED, CallStatus.REJECTED)) == ["c1", "c2"]
-    assert await calls(since=audit_time(T0 + timedelta(hours=2)),
-                       until=audit_time(T0 + timedelta(hours=4))) == ["c2", "c3"]
+    assert await calls(
+        since=audit_time(T0 + timedelta(hours=2)), until=audit_time(T0 + timedelta(hours=4))
+    ) == ["c2", "c3"]
     page = await store.query_audit(AuditFilter(), after=0, limit=2)
     after = await store.query_audit(AuditFilter(), after=page[-1].seq, limit=2)
     assert [r.call_id for r in page + after] == ["c0", "c1", "c2", "c3"]
@@ -105,13 +123,13 @@ async def test_every_record_is_chained_and_sealed_with_the_stores_key(store: Run
     assert "record 1 was sealed with key" in await broken(store, OTHER_KEY)
 
 
-async def test_followers_are_woken_by_appends_from_any_instance(store: RunStore,
-                                                               db_url: str) -> None:
+async def test_followers_are_woken_by_appends_from_any_instance(
+    store: RunStore, db_url: str
+) -> None:
     other = await open_store(db_url)
     try:
         async with store.watch_audit() as changes:
-            await (other if db_url.startswith("postgresql") else store).append_audit(
-                [event(0)])
+            await (other if db_url.startswith("postgresql") else store).append_audit([event(0)])
             await asyncio.wait_for(changes.wait(), 10)
     finally:
         await other.close()
@@ -139,8 +157,9 @@ async def test_a_removed_record_is_named(store: RunStore, db_url: str) -> None:
     assert problem.startswith("record 4 does not follow record 2") and "removed" in problem
 
 
-async def test_the_oldest_records_removed_without_a_prune_are_named(store: RunStore,
-                                                                    db_url: str) -> None:
+async def test_the_oldest_records_removed_without_a_prune_are_named(
+    store: RunStore, db_url: str
+) -> None:
     await five(store)
     sql(db_url, "DELETE FROM audit WHERE call_id IN ('c0', 'c1')")
     assert (await broken(store)).startswith("record 3 does not follow the start of the chain")
@@ -153,8 +172,9 @@ async def test_reordered_records_are_named(store: RunStore, db_url: str) -> None
     assert (await broken(store)).startswith("record 2 does not follow record 1")
 
 
-async def test_a_chain_recomputed_after_an_edit_is_caught_by_the_seals(store: RunStore,
-                                                                       db_url: str) -> None:
+async def test_a_chain_recomputed_after_an_edit_is_caught_by_the_seals(
+    store: RunStore, db_url: str
+) -> None:
     """Someone with database access but without the key edits a record and recomputes every
     hash after it: the chain links again, the seals do not."""
     await five(store)
@@ -166,16 +186,21 @@ async def test_a_chain_recomputed_after_an_edit_is_caught_by_the_seals(store: Ru
         if r.seq == found[2].seq:
             values[hashing.AUDIT_COLUMNS.index("message")] = "nothing happened"
         digest = hashing.chain_hash(prev, hashing.hashed_body(values, r.layout))
-        sql(db_url, "UPDATE audit SET message = ?, prev_hash = ?, hash = ? WHERE seq = ?",
-            values[hashing.AUDIT_COLUMNS.index("message")], prev, digest, r.seq)
+        sql(
+            db_url,
+            "UPDATE audit SET message = ?, prev_hash = ?, hash = ? WHERE seq = ?",
+            values[hashing.AUDIT_COLUMNS.index("message")],
+            prev,
+            digest,
+            r.seq,
+        )
         prev = digest
     assert (await offline.verify(store, None)).broken is None  # the links hold
     problem = await broken(store, KEY)
     assert problem.startswith("record 3's seal does not match its hash under this key")
 
 
-async def test_a_record_rewritten_in_the_old_layout_is_named(store: RunStore,
-                                                             db_url: str) -> None:
+async def test_a_record_rewritten_in_the_old_layout_is_named(store: RunStore, db_url: str) -> None:
     await five(store)
     sql(db_url, "UPDATE audit SET layout = NULL WHERE call_id = 'c4'")
     assert "layout of records written before schema 4" in await broken(store)
@@ -210,12 +235,18 @@ async def test_prune_removes_the_oldest_and_verify_passes_on_the_rest(store: Run
     assert report.kinds == {"prune": 2, "decision": 1}
 
 
-async def test_a_checkpoint_no_prune_record_confirms_is_named(store: RunStore,
-                                                              db_url: str) -> None:
+async def test_a_checkpoint_no_prune_record_confirms_is_named(store: RunStore, db_url: str) -> None:
     await five(store)
     found = await store.query_audit(AuditFilter(), after=0, limit=10)
     sql(db_url, "DELETE FROM audit WHERE seq <= ?", found[1].seq)
-    sql(db_url, "INSERT INTO audit_checkpoints (seq, hash, time, removed, before) "
-                "VALUES (?, ?, ?, ?, ?)", found[1].seq, found[1].hash, "t", 2, "t")
+    sql(
+        db_url,
+        "INSERT INTO audit_checkpoints (seq, hash, time, removed, before) VALUES (?, ?, ?, ?, ?)",
+        found[1].seq,
+        found[1].hash,
+        "t",
+        2,
+        "t",
+    )
     problem = await broken(store, None)
     assert "no prune record in the chain confirms that checkpoint" in problem

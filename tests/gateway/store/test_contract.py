@@ -65,8 +65,12 @@ async def test_round_trip(store: RunStore) -> None:
     assert run == a_run()
     assert await store.create_run(replace(a_run(), subject="x")) == run  # stored run answers
     first = a_call("t1", "c1")
-    second = replace(a_call("t1", "c2", index=1), resolved_by="oscar", resolved_at=NOW,
-                     resolution_reason="checked")
+    second = replace(
+        a_call("t1", "c2", index=1),
+        resolved_by="oscar",
+        resolved_at=NOW,
+        resolution_reason="checked",
+    )
     await store.begin_turn(run, a_turn("t1", 1), [first, second])
     assert await store.turn_calls("r1", "t1") == [first, second]
     assert await store.find_call("r1", "c2") == second
@@ -143,8 +147,7 @@ async def test_a_guarded_update_applies_only_to_the_expected_row(store: RunStore
     assert await store.turn_calls("r1", "t1") == [executing]
 
 
-async def test_one_stale_guard_among_several_calls_changes_none_of_them(
-        store: RunStore) -> None:
+async def test_one_stale_guard_among_several_calls_changes_none_of_them(store: RunStore) -> None:
     """The calls of one save are written together (one statement on both stores): a guard
     that no longer holds rolls every one of them back."""
     await with_turn(store, a_call("t1", "c1"), a_call("t1", "c2"), a_call("t1", "c3"))
@@ -172,8 +175,7 @@ async def test_the_claim_to_execute_is_won_once(store: RunStore, other: RunStore
         await s.save(run=counted, calls=[mine], expect=[proposed])
         return who
 
-    results = await asyncio.gather(claim(store, "a"), claim(other, "b"),
-                                   return_exceptions=True)
+    results = await asyncio.gather(claim(store, "a"), claim(other, "b"), return_exceptions=True)
     winners = [r for r in results if isinstance(r, str)]
     assert len(winners) == 1
     assert [type(r) for r in results if not isinstance(r, str)] == [StoreConflict]
@@ -182,8 +184,7 @@ async def test_the_claim_to_execute_is_won_once(store: RunStore, other: RunStore
     assert (await store.get_run("r1")) == counted
 
 
-async def test_a_run_is_driven_by_one_holder_at_a_time(store: RunStore,
-                                                       other: RunStore) -> None:
+async def test_a_run_is_driven_by_one_holder_at_a_time(store: RunStore, other: RunStore) -> None:
     """Holders on two instances, each doing store I/O while holding: never interleaved."""
     await with_turn(store)
     trace: list[str] = []
@@ -201,8 +202,7 @@ async def test_a_run_is_driven_by_one_holder_at_a_time(store: RunStore,
         assert enter.startswith("+") and leave == "-" + enter[1:], trace
 
 
-async def test_drive_locks_of_different_runs_do_not_wait(store: RunStore,
-                                                         other: RunStore) -> None:
+async def test_drive_locks_of_different_runs_do_not_wait(store: RunStore, other: RunStore) -> None:
     async with store.drive_lock("r1"):
         async with other.drive_lock("r2"):
             pass
@@ -221,8 +221,10 @@ async def test_an_abandoned_wait_leaves_the_lock_free(store: RunStore, other: Ru
 
 
 async def test_audit_records_form_a_hash_chain(store: RunStore) -> None:
-    events = [AuditEvent(kind="decision", subject="alice", run_id="r1", call_id=f"c{i}",
-                         time=NOW) for i in range(3)]
+    events = [
+        AuditEvent(kind="decision", subject="alice", run_id="r1", call_id=f"c{i}", time=NOW)
+        for i in range(3)
+    ]
     await store.append_audit(events[:2])
     await store.append_audit(events[2:])
     recs = await store.audit_rows("r1")
@@ -231,25 +233,35 @@ async def test_audit_records_form_a_hash_chain(store: RunStore) -> None:
     for r in recs:
         assert r["prev_hash"] == prev and r["layout"] == 4
         # the hash covers the layout, every column but the chain's own and the seal
-        body = [4, *(r[c] for c in hashing.AUDIT_COLUMNS if c not in (
-            "prev_hash", "hash", "layout", "seal"))]
+        body = [
+            4,
+            *(
+                r[c]
+                for c in hashing.AUDIT_COLUMNS
+                if c not in ("prev_hash", "hash", "layout", "seal")
+            ),
+        ]
         assert r["hash"] == hashlib.sha256((prev + json.dumps(body)).encode()).hexdigest()
         prev = r["hash"]
 
 
-async def test_replicas_appending_at_once_keep_one_chain(store: RunStore,
-                                                         other: RunStore) -> None:
-    await asyncio.gather(*(s.append_audit([AuditEvent(kind="authorize", subject="a",
-                                                      run_id="r1", call_id=f"c{i}",
-                                                      time=NOW)])
-                           for i, s in enumerate([store, other] * 10)))
+async def test_replicas_appending_at_once_keep_one_chain(store: RunStore, other: RunStore) -> None:
+    await asyncio.gather(
+        *(
+            s.append_audit(
+                [AuditEvent(kind="authorize", subject="a", run_id="r1", call_id=f"c{i}", time=NOW)]
+            )
+            for i, s in enumerate([store, other] * 10)
+        )
+    )
     recs = await store.audit_rows("r1")
     assert sorted(r["call_id"] for r in recs) == sorted(f"c{i}" for i in range(20))
     assert_one_chain(recs)
 
 
 async def test_appends_arriving_together_share_one_commit(
-        store: RunStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Concurrent Authorize calls do not each pay a transaction (and, on PostgreSQL, a turn
     of the chain's lock): their appends go in together, in the order they arrived."""
     commits: list[list[str]] = []
@@ -258,9 +270,9 @@ async def test_appends_arriving_together_share_one_commit(
     async def counted(events: list[AuditEvent]) -> None:
         commits.append([e.call_id for e in events])
         await commit(events)
+
     monkeypatch.setattr(store._audits, "_commit", counted)  # type: ignore[attr-defined]
-    await asyncio.gather(*(store.append_audit([audit("authorize", f"c{i}")])
-                           for i in range(8)))
+    await asyncio.gather(*(store.append_audit([audit("authorize", f"c{i}")]) for i in range(8)))
     assert commits == [[f"c{i}" for i in range(8)]]
     recs = await store.audit_rows("r1")
     assert [r["call_id"] for r in recs] == [f"c{i}" for i in range(8)]
@@ -276,8 +288,9 @@ def audit(kind: str, call_id: str) -> AuditEvent:
     return AuditEvent(kind=kind, subject="alice", run_id="r1", call_id=call_id, time=NOW)
 
 
-async def test_turns_written_by_replicas_in_turn_keep_one_chain(store: RunStore,
-                                                                other: RunStore) -> None:
+async def test_turns_written_by_replicas_in_turn_keep_one_chain(
+    store: RunStore, other: RunStore
+) -> None:
     """Each instance chains its records after the head it last committed; when the other
     appended since, its insert finds another head, adds nothing, and it reads the head: no
     fork in the chain, no record lost."""
@@ -285,15 +298,20 @@ async def test_turns_written_by_replicas_in_turn_keep_one_chain(store: RunStore,
     for i in range(4):
         writer = (store, other)[i % 2]
         turn = a_turn(f"t{i}", i + 1)
-        await writer.begin_turn(run, turn, [a_call(f"t{i}", f"c{i}")],
-                                audit=[audit("decision", f"c{i}")])
+        await writer.begin_turn(
+            run, turn, [a_call(f"t{i}", f"c{i}")], audit=[audit("decision", f"c{i}")]
+        )
         (call,) = await writer.turn_calls("r1", f"t{i}")
-        await writer.save(turn=replace(turn, next=NextAction.CONTINUE),
-                          calls=[call.moved(CallStatus.EXECUTING, started_at=NOW)],
-                          expect=[call], audit=[audit("result", f"c{i}")])
+        await writer.save(
+            turn=replace(turn, next=NextAction.CONTINUE),
+            calls=[call.moved(CallStatus.EXECUTING, started_at=NOW)],
+            expect=[call],
+            audit=[audit("result", f"c{i}")],
+        )
     recs = await store.audit_rows("r1")
     assert [(r["kind"], r["call_id"]) for r in recs] == [
-        (kind, f"c{i}") for i in range(4) for kind in ("decision", "result")]
+        (kind, f"c{i}") for i in range(4) for kind in ("decision", "result")
+    ]
     assert_one_chain(recs)
 
 
@@ -313,7 +331,8 @@ async def test_records_of_a_commit_rolled_back_are_not_chained_after(store: RunS
 
 
 async def test_a_phase_too_large_for_one_statement_is_written_one_by_one(
-        store: RunStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """PostgreSQL writes a phase in one statement while it fits in the parameters a statement
     may have; past that, each write alone and the records in pieces, in the same order."""
     if store.name != "postgresql":
@@ -321,24 +340,24 @@ async def test_a_phase_too_large_for_one_statement_is_written_one_by_one(
     monkeypatch.setattr(pg_writes, "MAX_PARAMETERS", 60)  # 3 calls or 2 records a statement
     run = await store.create_run(a_run())
     calls = [a_call("t1", f"c{i}", index=i) for i in range(7)]
-    await store.begin_turn(run, a_turn("t1", 1), calls,
-                           audit=[audit("decision", c.call_id) for c in calls])
+    await store.begin_turn(
+        run, a_turn("t1", 1), calls, audit=[audit("decision", c.call_id) for c in calls]
+    )
     stored = await store.turn_calls("r1", "t1")
     assert [c.call_id for c in stored] == [c.call_id for c in calls]
     done = [c.moved(CallStatus.EXECUTING, started_at=NOW) for c in stored]
-    await store.save(calls=done, expect=stored,
-                     audit=[audit("result", c.call_id) for c in calls])
+    await store.save(calls=done, expect=stored, audit=[audit("result", c.call_id) for c in calls])
     with pytest.raises(StoreConflict):  # the guard still holds the whole phase back
         await store.save(calls=done, expect=stored, audit=[audit("again", "c0")])
     assert await store.turn_calls("r1", "t1") == done
     recs = await store.audit_rows("r1")
     assert [(r["kind"], r["call_id"]) for r in recs] == [
-        (kind, c.call_id) for kind in ("decision", "result") for c in calls]
+        (kind, c.call_id) for kind in ("decision", "result") for c in calls
+    ]
     assert_one_chain(recs)
 
 
-async def test_a_settlement_wakes_the_watchers_of_its_run(store: RunStore,
-                                                          other: RunStore) -> None:
+async def test_a_settlement_wakes_the_watchers_of_its_run(store: RunStore, other: RunStore) -> None:
     """On PostgreSQL the settlement comes from another replica; SQLite notifies within its
     own process only, so there it comes from the same store."""
     await with_turn(store)
@@ -368,13 +387,29 @@ async def test_closing_watches_ends_every_wait(store: RunStore) -> None:
             await sub.wait()
 
 
-def an_approval(approval_id: str, call_id: str = "c1", tool: str = "t",
-                status: ApprovalStatus = ApprovalStatus.PENDING) -> ApprovalRecord:
+def an_approval(
+    approval_id: str,
+    call_id: str = "c1",
+    tool: str = "t",
+    status: ApprovalStatus = ApprovalStatus.PENDING,
+) -> ApprovalRecord:
     return ApprovalRecord(
-        approval_id=approval_id, run_id="r1", turn_id="t1", call_id=call_id, tool=tool,
-        tool_version="1", arguments_json="{}", arguments_sha256="h", status=status,
-        requested_by="alice", tenant="acme", created_at=NOW, expires_at=NOW,
-        requester_roles=("member",), policy_reasons=("needs an owner",))
+        approval_id=approval_id,
+        run_id="r1",
+        turn_id="t1",
+        call_id=call_id,
+        tool=tool,
+        tool_version="1",
+        arguments_json="{}",
+        arguments_sha256="h",
+        status=status,
+        requested_by="alice",
+        tenant="acme",
+        created_at=NOW,
+        expires_at=NOW,
+        requester_roles=("member",),
+        policy_reasons=("needs an owner",),
+    )
 
 
 async def test_approvals_round_trip_and_keep_their_place(store: RunStore) -> None:
@@ -382,8 +417,14 @@ async def test_approvals_round_trip_and_keep_their_place(store: RunStore) -> Non
     first, second = an_approval("a1"), an_approval("a2", "c2", tool="u")
     await store.save(approvals=[first, second])
     assert await store.get_approval("a1") == first and await store.get_approval("x") is None
-    decided = replace(first, status=ApprovalStatus.APPROVED, decided_by="olga",
-                      decided_by_tenant="acme", decided_by_roles=("owner",), decided_at=NOW)
+    decided = replace(
+        first,
+        status=ApprovalStatus.APPROVED,
+        decided_by="olga",
+        decided_by_tenant="acme",
+        decided_by_roles=("owner",),
+        decided_at=NOW,
+    )
     await store.save(approvals=[decided])  # an update keeps the approval's place
     listed = await store.list_approvals(ApprovalFilter(), after=0, limit=10)
     assert [a for _, a in listed] == [decided, second]
@@ -391,10 +432,12 @@ async def test_approvals_round_trip_and_keep_their_place(store: RunStore) -> Non
     assert positions == sorted(positions)
     page = await store.list_approvals(ApprovalFilter(), after=positions[0], limit=10)
     assert [a.approval_id for _, a in page] == ["a2"]
-    for which, expected in [(ApprovalFilter(statuses=(ApprovalStatus.PENDING,)), ["a2"]),
-                            (ApprovalFilter(tool="t"), ["a1"]),
-                            (ApprovalFilter(run_id="r2"), []),
-                            (ApprovalFilter(approval_id="a2"), ["a2"])]:
+    for which, expected in [
+        (ApprovalFilter(statuses=(ApprovalStatus.PENDING,)), ["a2"]),
+        (ApprovalFilter(tool="t"), ["a1"]),
+        (ApprovalFilter(run_id="r2"), []),
+        (ApprovalFilter(approval_id="a2"), ["a2"]),
+    ]:
         found = await store.list_approvals(which, after=0, limit=10)
         assert [a.approval_id for _, a in found] == expected, which
 
@@ -408,13 +451,16 @@ async def test_an_approval_leaves_pending_once(store: RunStore, other: RunStore)
 
     async def decide(s: RunStore, status: ApprovalStatus) -> ApprovalStatus:
         event = AuditEvent(kind="approval", subject="x", run_id="r1", time=NOW)
-        await s.save(approvals=[replace(asked, status=status)], audit=[event],
-                     expect_approvals=[asked])
+        await s.save(
+            approvals=[replace(asked, status=status)], audit=[event], expect_approvals=[asked]
+        )
         return status
 
-    results = await asyncio.gather(decide(store, ApprovalStatus.APPROVED),
-                                   decide(other, ApprovalStatus.DENIED),
-                                   return_exceptions=True)
+    results = await asyncio.gather(
+        decide(store, ApprovalStatus.APPROVED),
+        decide(other, ApprovalStatus.DENIED),
+        return_exceptions=True,
+    )
     winners = [r for r in results if isinstance(r, ApprovalStatus)]
     assert len(winners) == 1
     assert [type(r) for r in results if not isinstance(r, ApprovalStatus)] == [StoreConflict]
@@ -426,10 +472,14 @@ async def test_an_approval_leaves_pending_once(store: RunStore, other: RunStore)
 async def test_unsettled_counts_pending_approvals_and_unknown_calls(store: RunStore) -> None:
     assert await store.unsettled() == (0, 0)
     await with_turn(store, a_call("t1", "c1"), a_call("t1", "c2", index=1))
-    await store.save(approvals=[an_approval("a1"), an_approval(
-        "a2", "c2", status=ApprovalStatus.APPROVED)])
+    await store.save(
+        approvals=[an_approval("a1"), an_approval("a2", "c2", status=ApprovalStatus.APPROVED)]
+    )
     calls = await store.turn_calls("r1", "t1")
-    unknown = calls[0].moved(CallStatus.EXECUTING, started_at=NOW).moved(
-        CallStatus.UNKNOWN, error_code="outcome_unknown")
+    unknown = (
+        calls[0]
+        .moved(CallStatus.EXECUTING, started_at=NOW)
+        .moved(CallStatus.UNKNOWN, error_code="outcome_unknown")
+    )
     await store.save(calls=[unknown], expect=[calls[0]])
     assert await store.unsettled() == (1, 1)

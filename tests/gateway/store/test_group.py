@@ -121,8 +121,9 @@ async def test_a_failed_commit_fails_each_of_its_callers_and_the_next_goes_on() 
     rec = Recorder()
     group = GroupCommit(rec.commit, hold_s=HOUR)
     rec.fail_next = StoreUnavailable("the disk is full")
-    results = await asyncio.gather(*(group.add([f"c{i}"]) for i in range(3)),
-                                   return_exceptions=True)
+    results = await asyncio.gather(
+        *(group.add([f"c{i}"]) for i in range(3)), return_exceptions=True
+    )
     assert all(isinstance(r, StoreUnavailable) for r in results)
     await asyncio.gather(*(group.add([f"d{i}"]) for i in range(3)))
     assert rec.commits == [["d0", "d1", "d2"]]

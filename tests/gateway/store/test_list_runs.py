@@ -13,18 +13,24 @@ from gateway.store import RunStore, sqlite_path
 from tests.support.records import NOW, a_run
 
 
-def run(run_id: str, subject: str, minutes: int, state: RunState = RunState.ACTIVE,
-        tenant: str = "acme") -> RunRecord:
+def run(
+    run_id: str, subject: str, minutes: int, state: RunState = RunState.ACTIVE, tenant: str = "acme"
+) -> RunRecord:
     at = NOW + timedelta(minutes=minutes)
-    return replace(a_run(run_id), subject=subject, tenant=tenant, state=state, created_at=at,
-                   updated_at=at)
+    return replace(
+        a_run(run_id), subject=subject, tenant=tenant, state=state, created_at=at, updated_at=at
+    )
 
 
 async def fill(store: RunStore) -> None:
-    for r in (run("a1", "alice", 1), run("b1", "bob", 2), run("a2", "alice", 3,
-                                                               RunState.COMPLETED),
-              run("a3", "alice", 3), run("g1", "gina", 4, tenant="globex"),
-              run("a4", "alice", 5, RunState.PAUSED_FOR_APPROVAL)):
+    for r in (
+        run("a1", "alice", 1),
+        run("b1", "bob", 2),
+        run("a2", "alice", 3, RunState.COMPLETED),
+        run("a3", "alice", 3),
+        run("g1", "gina", 4, tenant="globex"),
+        run("a4", "alice", 5, RunState.PAUSED_FOR_APPROVAL),
+    ):
         await store.create_run(r)
 
 
@@ -34,8 +40,7 @@ async def test_one_subjects_runs_newest_first_and_by_state(store: RunStore) -> N
     found = await store.list_runs(alice, before=None, limit=10)
     assert [r.run_id for r in found] == ["a4", "a3", "a2", "a1"]  # a2, a3: same time, by ID
     paused = RunFilter("acme", "alice", (RunState.PAUSED_FOR_APPROVAL, RunState.COMPLETED))
-    assert [r.run_id for r in await store.list_runs(paused, before=None, limit=10)] == [
-        "a4", "a2"]
+    assert [r.run_id for r in await store.list_runs(paused, before=None, limit=10)] == ["a4", "a2"]
     tenant = await store.list_runs(RunFilter("acme", None), before=None, limit=10)
     assert [r.run_id for r in tenant] == ["a4", "a3", "a2", "b1", "a1"]  # never globex's
     assert await store.list_runs(RunFilter("acme", "gina"), before=None, limit=10) == []
@@ -63,9 +68,13 @@ async def test_a_listing_reads_an_index(store: RunStore, db_url: str) -> None:
     conn = sqlite3.connect(str(sqlite_path(db_url)))
     try:
         for where in ("tenant = 'acme' AND subject = 'alice'", "tenant = 'acme'"):
-            plan = " ".join(str(row[-1]) for row in conn.execute(
-                f"EXPLAIN QUERY PLAN SELECT * FROM runs WHERE {where} "
-                "ORDER BY created_at DESC, run_id DESC LIMIT 5"))
+            plan = " ".join(
+                str(row[-1])
+                for row in conn.execute(
+                    f"EXPLAIN QUERY PLAN SELECT * FROM runs WHERE {where} "
+                    "ORDER BY created_at DESC, run_id DESC LIMIT 5"
+                )
+            )
             assert "INDEX runs_" in plan and "TEMP B-TREE" not in plan, plan
     finally:
         conn.close()

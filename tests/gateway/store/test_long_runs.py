@@ -19,12 +19,14 @@ async def run_of(store: RunStore, run_id: str, turns: int) -> None:
     run = await store.create_run(a_run(run_id))
     for n in range(1, turns + 1):
         run = replace(run, turns_used=n)
-        await store.begin_turn(run, a_turn(f"t{n}", n, run_id=run_id),
-                               [a_call(f"t{n}", f"c{n}", run_id=run_id)])
+        await store.begin_turn(
+            run, a_turn(f"t{n}", n, run_id=run_id), [a_call(f"t{n}", f"c{n}", run_id=run_id)]
+        )
 
 
 async def test_a_turns_context_costs_the_same_however_long_the_run(
-        store: RunStore, db_url: str) -> None:
+    store: RunStore, db_url: str
+) -> None:
     """SQLite: the steps of its virtual machine for the whole context read (a retried turn
     ID, so both the turn and the last turn are found). PostgreSQL: the rows its plan for the
     run-and-turns statement produced."""
@@ -41,8 +43,10 @@ async def test_a_turns_context_costs_the_same_however_long_the_run(
     else:
         with psycopg.connect(db_url, autocommit=True) as conn:
             conn.execute("ANALYZE turns")
-            row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + fragments.run_and_turns("%s"),
-                               ("t3", "long", "long")).fetchone()
+            row = conn.execute(
+                "EXPLAIN (ANALYZE, FORMAT JSON) " + fragments.run_and_turns("%s"),
+                ("t3", "long", "long"),
+            ).fetchone()
         assert row is not None
         plan = row[0][0]["Plan"]
         assert explain_rows(plan) <= 10, plan

@@ -66,15 +66,17 @@ async def test_keys_published_while_the_peer_is_full_arrive_later(tmp_path: Path
 
 
 async def test_what_a_peer_sends_wakes_the_watchers_here_and_nothing_is_relayed_back(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     db = tmp_path / "x.db"
     with other_worker(db) as peer:
         hub = SettleHub()
         link = PeerLink.open(db, hub)
         try:
             async with hub.subscribe("run-1") as sub:
-                peer.sendto(json.dumps(["run-1"]).encode(),
-                            str(directory_of(db) / f"{os.getpid()}.sock"))
+                peer.sendto(
+                    json.dumps(["run-1"]).encode(), str(directory_of(db) / f"{os.getpid()}.sock")
+                )
                 await asyncio.wait_for(sub.wait(), 10)
             assert received(peer) == set()  # woken here only
         finally:
@@ -85,8 +87,12 @@ async def test_a_dead_workers_socket_is_removed(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     directory = directory_of(db)
     directory.mkdir()
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     stale = directory / f"{gone.stdout.strip()}.sock"
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
         sock.bind(str(stale))  # left behind, as by a worker killed with SIGKILL

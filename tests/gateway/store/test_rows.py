@@ -10,8 +10,12 @@ from gateway.store import codecs
 
 
 def test_budgets_and_event_details_are_stored_as_they_always_were() -> None:
-    for value in (Budget(), Budget(3, 10, 5000, 1), EventDetail(),
-                  EventDetail("said \"hé\"", "rate_limit", True)):
+    for value in (
+        Budget(),
+        Budget(3, 10, 5000, 1),
+        EventDetail(),
+        EventDetail('said "hé"', "rate_limit", True),
+    ):
         text = codecs._flat_json(value)
         assert text == json.dumps(asdict(value))
         assert type(value)(**json.loads(text)) == value

@@ -30,8 +30,7 @@ async def record_turns(store: RunStore, first: int, last: int, run_id: str = "r1
         await store.begin_turn(run, a_turn(f"t{n}", n, run_id=run_id), calls)
 
 
-async def page(store: RunStore, before: int | None, limit: int,
-               run_id: str = "r1") -> RunPage:
+async def page(store: RunStore, before: int | None, limit: int, run_id: str = "r1") -> RunPage:
     found = await store.run_page(run_id, before=before, limit=limit)
     assert found is not None
     return found
@@ -52,13 +51,19 @@ async def test_paging_backwards_returns_every_turn_and_call_once(store: RunStore
     await record_turns(store, 1, 23)
     await record_turns(store, 1, 4, run_id="r2")  # another run's turns never show
     pages = await every_page(store, 5)
-    assert [seqs(p) for p in pages] == [[19, 20, 21, 22, 23], [14, 15, 16, 17, 18],
-                                        [9, 10, 11, 12, 13], [4, 5, 6, 7, 8], [1, 2, 3]]
+    assert [seqs(p) for p in pages] == [
+        [19, 20, 21, 22, 23],
+        [14, 15, 16, 17, 18],
+        [9, 10, 11, 12, 13],
+        [4, 5, 6, 7, 8],
+        [1, 2, 3],
+    ]
     assert [p.older for p in pages] == [True, True, True, True, False]
     assert {p.turn_count for p in pages} == {23}
     for p in pages:  # a page's calls are those of its turns, in the order they were recorded
         assert [c.call_id for c in p.view.calls] == [
-            f"c{t.seq}-{i}" for t in p.view.turns for i in range(t.seq % 4)]
+            f"c{t.seq}-{i}" for t in p.view.turns for i in range(t.seq % 4)
+        ]
         assert {c.run_id for c in p.view.calls} == {"r1"}
     turns = sorted(t.turn_id for p in pages for t in p.view.turns)
     calls = sorted(c.call_id for p in pages for c in p.view.calls)
@@ -67,7 +72,8 @@ async def test_paging_backwards_returns_every_turn_and_call_once(store: RunStore
     whole = await store.get_view("r1")
     assert whole is not None
     assert sorted(whole.calls, key=lambda c: c.call_id) == sorted(
-        (c for p in pages for c in p.view.calls), key=lambda c: c.call_id)
+        (c for p in pages for c in p.view.calls), key=lambda c: c.call_id
+    )
     assert not any(p.whole for p in pages)
 
 
@@ -92,8 +98,7 @@ async def test_no_such_run(store: RunStore) -> None:
     assert await store.run_page("none", before=None, limit=5) is None
 
 
-async def test_turns_recorded_between_pages_leave_older_pages_as_they_were(
-        store: RunStore) -> None:
+async def test_turns_recorded_between_pages_leave_older_pages_as_they_were(store: RunStore) -> None:
     await record_turns(store, 1, 12)
     first = await page(store, None, 5)
     assert seqs(first) == [8, 9, 10, 11, 12]
@@ -123,12 +128,18 @@ async def test_a_duplicate_call_id_shows_with_its_own_turn(store: RunStore) -> N
     await record_turns(store, 1, 2)
     run = await store.get_run("r1")
     assert run is not None
-    dup = replace(a_call("t3", "c1-0"), status=CallStatus.REJECTED,
-                  error_code=CallCode.DUPLICATE_CALL_ID.value)
+    dup = replace(
+        a_call("t3", "c1-0"),
+        status=CallStatus.REJECTED,
+        error_code=CallCode.DUPLICATE_CALL_ID.value,
+    )
     await store.begin_turn(run, a_turn("t3", 3), [dup])
     newest, oldest = await every_page(store, 2)
     assert [(c.turn_id, c.call_id) for c in newest.view.calls] == [
-        ("t2", "c2-0"), ("t2", "c2-1"), ("t3", "c1-0")]
+        ("t2", "c2-0"),
+        ("t2", "c2-1"),
+        ("t3", "c1-0"),
+    ]
     assert [(c.turn_id, c.call_id) for c in oldest.view.calls] == [("t1", "c1-0")]
 
 
@@ -136,6 +147,7 @@ async def page_steps(store: SQLiteStore, run_id: str) -> int:
     async def read() -> None:
         p = await page(store, None, 50, run_id)
         assert len(p.view.turns) == 50
+
     return await sqlite_steps(store, read)
 
 
@@ -148,7 +160,8 @@ def sqlite_plan(path: str, statement: str, args: tuple[Any, ...]) -> str:
 
 
 async def test_a_page_of_a_long_run_reads_no_more_than_one_of_a_short_run(
-        store: RunStore, db_url: str) -> None:
+    store: RunStore, db_url: str
+) -> None:
     """The latest 50 turns of a 600-turn run cost what those of a 60-turn run cost: the read
     walks the (run_id, seq) index from the newest turn, stops after the page, and finds each
     of its turns' calls by the calls' primary key.
@@ -164,18 +177,24 @@ async def test_a_page_of_a_long_run_reads_no_more_than_one_of_a_short_run(
         assert long <= short * 1.1, (short, long)
         path = sqlite_path(db_url)
         assert path is not None
-        turns = sqlite_plan(path, fragments.page_turns("?"),
-                            ("long", fragments.ABOVE_EVERY_SEQ, 50))
+        turns = sqlite_plan(
+            path, fragments.page_turns("?"), ("long", fragments.ABOVE_EVERY_SEQ, 50)
+        )
         assert "INDEX turns_seq" in turns and "TEMP B-TREE" not in turns, turns
-        calls = sqlite_plan(path, fragments.page_calls("?", "calls.rowid"),
-                            ("long", fragments.ABOVE_EVERY_SEQ, 50, "long"))
+        calls = sqlite_plan(
+            path,
+            fragments.page_calls("?", "calls.rowid"),
+            ("long", fragments.ABOVE_EVERY_SEQ, 50, "long"),
+        )
         assert "calls USING INDEX sqlite_autoindex_calls_1 (run_id=? AND turn_id=?)" in calls
         assert "calls_run" not in calls, calls
     else:
         with psycopg.connect(db_url, autocommit=True) as conn:
             conn.execute("ANALYZE turns")
-            row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + fragments.page_turns("%s"),
-                               ("long", fragments.ABOVE_EVERY_SEQ, 50)).fetchone()
+            row = conn.execute(
+                "EXPLAIN (ANALYZE, FORMAT JSON) " + fragments.page_turns("%s"),
+                ("long", fragments.ABOVE_EVERY_SEQ, 50),
+            ).fetchone()
         assert row is not None
         plan = row[0][0]["Plan"]
         assert "turns_seq" in json.dumps(plan) and explain_rows(plan) <= 2 * 50, plan

@@ -68,14 +68,15 @@ def test_there_is_a_fixture_for_the_current_version(prefix: str) -> None:
 
 
 @pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
-async def test_fixture_loads_and_migrates(fixture: Path, tmp_path: Path,
-                                          pg_database: str) -> None:
+async def test_fixture_loads_and_migrates(fixture: Path, tmp_path: Path, pg_database: str) -> None:
     db = restore(fixture, tmp_path, pg_database)
     store = await open_store(db)
     view = await store.get_view("run-v1")
     assert view is not None and view.run.subject == "tina"
     assert [(c.call_id, c.status.value) for c in view.calls] == [
-        ("r1", "SUCCEEDED"), ("w1", "PENDING_APPROVAL")]
+        ("r1", "SUCCEEDED"),
+        ("w1", "PENDING_APPROVAL"),
+    ]
     assert all(c.resolved_by == "" and c.resolved_at is None for c in view.calls)
     (approval,) = await store.approvals_for_run("run-v1")
     assert approval.status == "PENDING" and approval.call_id == "w1"
@@ -92,19 +93,23 @@ async def test_fixture_loads_and_migrates(fixture: Path, tmp_path: Path,
 def indexes_of_turns(db: str) -> set[str]:
     if db.startswith("postgresql://"):
         with psycopg.connect(db) as conn:
-            found = conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'turns' "
-                                 "AND schemaname = current_schema()").fetchall()
+            found = conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'turns' "
+                "AND schemaname = current_schema()"
+            ).fetchall()
     else:
         conn = sqlite3.connect(db)
-        found = conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
-                             "AND tbl_name = 'turns'").fetchall()
+        found = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'turns'"
+        ).fetchall()
         conn.close()
     return {str(r[0]) for r in found}
 
 
 @pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
-async def test_fixture_gets_the_turns_index_and_pages(fixture: Path, tmp_path: Path,
-                                                      pg_database: str) -> None:
+async def test_fixture_gets_the_turns_index_and_pages(
+    fixture: Path, tmp_path: Path, pg_database: str
+) -> None:
     """Schema 5 indexes turns by (run_id, seq): a store of any earlier version gains it when
     it migrates, and GetRun's page read answers on it."""
     db = restore(fixture, tmp_path, pg_database)
@@ -119,8 +124,9 @@ async def test_fixture_gets_the_turns_index_and_pages(fixture: Path, tmp_path: P
 
 
 @pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
-async def test_fixture_audit_chain_verifies(fixture: Path, tmp_path: Path,
-                                            pg_database: str) -> None:
+async def test_fixture_audit_chain_verifies(
+    fixture: Path, tmp_path: Path, pg_database: str
+) -> None:
     """A record written before schema 4 verifies by the columns its hash always covered; it
     carries no seal, and verify says so."""
     store = await open_store(restore(fixture, tmp_path, pg_database))
@@ -129,24 +135,31 @@ async def test_fixture_audit_chain_verifies(fixture: Path, tmp_path: Path,
     await store.close()
     assert report.broken is None, offline.report_text(report)
     assert (report.records, report.legacy) == (2 if sealed else 1, 1)
-    assert "1 record(s) written before schema 4: chained, not sealed" in offline.report_text(
-        report)
+    assert "1 record(s) written before schema 4: chained, not sealed" in offline.report_text(report)
 
 
 @pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
-def test_fixture_run_resumes_through_the_gateway(fixture: Path, tmp_path: Path,
-                                                 pg_database: str, travel: TravelService,
-                                                 tools_dir: Path, effects_db: Path) -> None:
+def test_fixture_run_resumes_through_the_gateway(
+    fixture: Path,
+    tmp_path: Path,
+    pg_database: str,
+    travel: TravelService,
+    tools_dir: Path,
+    effects_db: Path,
+) -> None:
     """The sidecar finds the approval past its expiry when it starts, and settles it: the
     write was never approved, so it never runs, and the loop may continue."""
     db = restore(fixture, tmp_path, pg_database)
-    with own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc, \
-            GatewayClient(proc.target, "tina-demo-token") as c:
+    with (
+        own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc,
+        GatewayClient(proc.target, "tina-demo-token") as c,
+    ):
         out = c.resume_run("run-v1")
         assert (out.next, out.run_state) == (pb.NEXT_ACTION_CONTINUE, pb.RUN_STATE_ACTIVE)
         assert {r.call_id: (r.status, r.error.code, r.execution_count) for r in out.results} == {
             "r1": (pb.CALL_STATUS_SUCCEEDED, "", 1),
-            "w1": (pb.CALL_STATUS_REJECTED, "approval_expired", 0)}
+            "w1": (pb.CALL_STATUS_REJECTED, "approval_expired", 0),
+        }
         (approval,) = c.list_approvals(run_id="run-v1", status=[]).approvals
         assert approval.status == pb.APPROVAL_STATUS_EXPIRED
         assert c.cancel_run("run-v1").state == pb.RUN_STATE_CANCELLED
@@ -155,19 +168,23 @@ def test_fixture_run_resumes_through_the_gateway(fixture: Path, tmp_path: Path,
 def indexes_of_calls(db: str) -> set[str]:
     if db.startswith("postgresql://"):
         with psycopg.connect(db) as conn:
-            found = conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'calls' "
-                                 "AND schemaname = current_schema()").fetchall()
+            found = conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'calls' "
+                "AND schemaname = current_schema()"
+            ).fetchall()
     else:
         conn = sqlite3.connect(db)
-        found = conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
-                             "AND tbl_name = 'calls'").fetchall()
+        found = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'calls'"
+        ).fetchall()
         conn.close()
     return {str(r[0]) for r in found}
 
 
 @pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
-async def test_fixture_gets_the_unknown_calls_index(fixture: Path, tmp_path: Path,
-                                                    pg_database: str) -> None:
+async def test_fixture_gets_the_unknown_calls_index(
+    fixture: Path, tmp_path: Path, pg_database: str
+) -> None:
     """Schema 7 indexes the calls of unknown outcome (the gauge counts them at every scrape):
     a store of any earlier version gains the index when it migrates."""
     db = restore(fixture, tmp_path, pg_database)
@@ -185,7 +202,8 @@ async def test_fixture_gets_the_unknown_calls_index(fixture: Path, tmp_path: Pat
 
 @pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
 async def test_fixture_gets_the_quota_tables_and_keeps_their_reservations(
-        fixture: Path, tmp_path: Path, pg_database: str) -> None:
+    fixture: Path, tmp_path: Path, pg_database: str
+) -> None:
     """Schema 8 adds the quota tables: an older store gains them empty; a store at 8 keeps
     its reservations, and gives back the one of its call that never ran once the call's
     approval is found expired."""
@@ -199,10 +217,12 @@ async def test_fixture_gets_the_quota_tables_and_keeps_their_reservations(
         await store.close()
         return
     assert [(q.key, q.used, q.limit, q.window_s, q.reservations) for q in found] == [
-        ("bookings/tina", 1, 2, 86400, 1)]
+        ("bookings/tina", 1, 2, 86400, 1)
+    ]
     (call,) = [c for c in await store.turn_calls("run-v1", "resp_1") if c.call_id == "w1"]
     assert call.decision is not None and call.decision.quotas == (quota,)
-    await store.save(calls=[call.moved(CallStatus.REJECTED, error_code="approval_expired")],
-                     expect=[call])
+    await store.save(
+        calls=[call.moved(CallStatus.REJECTED, error_code="approval_expired")], expect=[call]
+    )
     assert await store.quota_usage([quota], now) == {"bookings/tina": 0}
     await store.close()

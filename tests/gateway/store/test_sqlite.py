@@ -27,10 +27,14 @@ async def test_concurrent_audit_appends_share_commits_and_keep_one_chain(tmp_pat
     import asyncio
 
     store = await SQLiteStore.open(tmp_path / "s.db")
-    await asyncio.gather(*(store.append_audit([AuditEvent(kind="authorize", subject="a",
-                                                          run_id="r1", call_id=f"c{i}",
-                                                          time=NOW)])
-                           for i in range(20)))
+    await asyncio.gather(
+        *(
+            store.append_audit(
+                [AuditEvent(kind="authorize", subject="a", run_id="r1", call_id=f"c{i}", time=NOW)]
+            )
+            for i in range(20)
+        )
+    )
     recs = await store.audit_rows("r1")
     assert sorted(r["call_id"] for r in recs) == sorted(f"c{i}" for i in range(20))
     assert all(r["prev_hash"] == p["hash"] for p, r in zip(recs, recs[1:], strict=False))
@@ -42,8 +46,9 @@ class WriteLog:
     prefix) and each sync of a log ("sync"); the connections those statements ran on, and the
     files synced."""
 
-    def __init__(self, store: SQLiteStore, monkeypatch: pytest.MonkeyPatch,
-                 prefixes: tuple[str, ...]) -> None:
+    def __init__(
+        self, store: SQLiteStore, monkeypatch: pytest.MonkeyPatch, prefixes: tuple[str, ...]
+    ) -> None:
         from gateway.store import sqlite_connections
 
         self.done: list[str] = []
@@ -55,30 +60,33 @@ class WriteLog:
             self.synced.add(os.path.realpath(f"/proc/self/fd/{fd}"))
             self.done.append("sync")
             real_fdatasync(fd)
+
         monkeypatch.setattr(sqlite_connections.os, "fdatasync", fdatasync)
         for conn in store.connections:
             conn.set_trace_callback(self._tracer(conn, prefixes))
 
-    def _tracer(self, conn: sqlite3.Connection,
-                prefixes: tuple[str, ...]) -> Callable[[str], None]:
+    def _tracer(self, conn: sqlite3.Connection, prefixes: tuple[str, ...]) -> Callable[[str], None]:
         def trace(statement: str) -> None:
             for what in prefixes:
                 if statement.startswith(what):
                     self.done.append(what)
                     self.conns.add(id(conn))
+
         return trace
 
 
 async def test_audit_appends_arriving_together_share_one_insert_and_one_sync(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Authorize's appends are committed on the event loop's connection (no thread between
     the caller and the commit), all those that arrive together in one INSERT, durable by one
     fdatasync of the log before any of their callers goes on."""
     store = await SQLiteStore.open(tmp_path / "s.db")
 
     async def append(i: int) -> int:
-        await store.append_audit([AuditEvent(kind="authorize", subject="a", run_id="r1",
-                                             call_id=f"c{i}", time=NOW)])
+        await store.append_audit(
+            [AuditEvent(kind="authorize", subject="a", run_id="r1", call_id=f"c{i}", time=NOW)]
+        )
         return log.done.count("sync")  # syncs by the time this caller goes on
 
     try:
@@ -99,9 +107,14 @@ async def test_an_audit_append_that_cannot_commit_fails_every_waiter(tmp_path: P
     lock.execute("BEGIN EXCLUSIVE")
     try:
         results = await asyncio.gather(
-            *(store.append_audit([AuditEvent(kind="authorize", subject="a", run_id="r1",
-                                             time=NOW)]) for _ in range(3)),
-            return_exceptions=True)
+            *(
+                store.append_audit(
+                    [AuditEvent(kind="authorize", subject="a", run_id="r1", time=NOW)]
+                )
+                for _ in range(3)
+            ),
+            return_exceptions=True,
+        )
     finally:
         lock.execute("ROLLBACK")
         lock.close()
@@ -134,8 +147,12 @@ async def test_a_drive_lock_excludes_other_processes_until_they_die(tmp_path: Pa
 
     db = tmp_path / "s.db"
     store = await SQLiteStore.open(db)
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(db), "r1"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(db), "r1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout is not None and child.stdout.readline() == "held\n"
         locks = FileRangeLocks.for_file(Path(f"{db}-runs.lock"))
@@ -178,7 +195,8 @@ def test_the_writer_lock_admits_one_holder_and_gives_up_at_its_timeout(tmp_path:
 
 
 async def test_a_write_waits_for_the_writer_lock_and_fails_cleanly_when_it_stays_taken(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     from gateway.store.locks import WriterLock
 
     store = await SQLiteStore.open(tmp_path / "s.db", busy_timeout_s=0.1)
@@ -200,12 +218,20 @@ async def test_a_write_waits_for_the_writer_lock_and_fails_cleanly_when_it_stays
 
 
 def _run_record(run_id: str) -> RunRecord:
-    return RunRecord(run_id=run_id, state=RunState.ACTIVE, subject="a", tenant="t",
-                     provider="openai.responses", created_at=NOW, updated_at=NOW)
+    return RunRecord(
+        run_id=run_id,
+        state=RunState.ACTIVE,
+        subject="a",
+        tenant="t",
+        provider="openai.responses",
+        created_at=NOW,
+        updated_at=NOW,
+    )
 
 
-async def _after_rounds_of_the_loop(release: Callable[[], object], since: float,
-                                    rounds: int = 50) -> float:
+async def _after_rounds_of_the_loop(
+    release: Callable[[], object], since: float, rounds: int = 50
+) -> float:
     """release() once the event loop has come round `rounds` times; answers the longest the
     loop went without coming round from `since` (a write waiting on it for a lock: the busy
     timeout)."""
@@ -218,8 +244,7 @@ async def _after_rounds_of_the_loop(release: Callable[[], object], since: float,
     return longest
 
 
-async def test_a_write_waiting_for_another_process_waits_off_the_event_loop(
-        tmp_path: Path) -> None:
+async def test_a_write_waiting_for_another_process_waits_off_the_event_loop(tmp_path: Path) -> None:
     """The loop's connection never waits: while another process holds the writer lock the
     write is handed to the store thread, and the loop goes on serving."""
     from gateway.store.locks import WriterLock
@@ -239,7 +264,8 @@ async def test_a_write_waiting_for_another_process_waits_off_the_event_loop(
 
 
 async def test_a_write_waiting_for_sqlites_own_lock_waits_off_the_event_loop(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """Any program holding SQLite's write lock (here a plain connection) makes the loop's
     connection busy at once; the store thread waits for the lock instead."""
     store = await SQLiteStore.open(tmp_path / "s.db", busy_timeout_s=2)
@@ -249,7 +275,8 @@ async def test_a_write_waiting_for_sqlites_own_lock_waits_off_the_event_loop(
         since = time.monotonic()
         write = asyncio.create_task(store.create_run(_run_record("r1")))
         release = asyncio.create_task(
-            _after_rounds_of_the_loop(lambda: holder.execute("COMMIT"), since))
+            _after_rounds_of_the_loop(lambda: holder.execute("COMMIT"), since)
+        )
         assert (await write).run_id == "r1"
         assert await release < 1.0, "the loop went on while the write waited (2 s)"
         assert await store.get_run("r1") is not None
@@ -259,7 +286,8 @@ async def test_a_write_waiting_for_sqlites_own_lock_waits_off_the_event_loop(
 
 
 async def test_the_store_thread_checkpoints_what_the_loops_connection_wrote(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The loop's connection leaves its commits in the WAL; after CHECKPOINT_EVERY of them the
     store thread copies them into the database file."""
     from gateway.store import sqlite_connections as module
@@ -291,7 +319,8 @@ async def test_the_store_thread_checkpoints_what_the_loops_connection_wrote(
 
 
 async def test_a_turn_begun_without_durable_commits_without_syncing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """begin_turn(durable=False) commits without syncing the log; the default, and every
     other write, syncs it (fdatasync of the -wal file) before returning. All of them on the
     event loop's one connection: a second connection writing in between would make SQLite
@@ -301,18 +330,32 @@ async def test_a_turn_begun_without_durable_commits_without_syncing(
     store = await SQLiteStore.open(tmp_path / "s.db")
 
     def turn(n: int) -> TurnRecord:
-        return TurnRecord(run_id="r1", turn_id=f"t{n}", seq=n, event=EventKind.TOOL_REQUEST,
-                          content_hash="h", created_at=NOW)
+        return TurnRecord(
+            run_id="r1",
+            turn_id=f"t{n}",
+            seq=n,
+            event=EventKind.TOOL_REQUEST,
+            content_hash="h",
+            created_at=NOW,
+        )
 
     try:
-        log = WriteLog(store, monkeypatch,
-                       ("INSERT OR IGNORE INTO runs", "INSERT INTO turns", "UPDATE turns"))
+        log = WriteLog(
+            store, monkeypatch, ("INSERT OR IGNORE INTO runs", "INSERT INTO turns", "UPDATE turns")
+        )
         run = await store.create_run(_run_record("r1"))
         await store.begin_turn(run, turn(1), [], durable=False)
         await store.save(turn=turn(1))
         await store.begin_turn(run, turn(2), [])
-        assert log.done == ["INSERT OR IGNORE INTO runs", "sync", "INSERT INTO turns",
-                            "UPDATE turns", "sync", "INSERT INTO turns", "sync"]
+        assert log.done == [
+            "INSERT OR IGNORE INTO runs",
+            "sync",
+            "INSERT INTO turns",
+            "UPDATE turns",
+            "sync",
+            "INSERT INTO turns",
+            "sync",
+        ]
         assert len(log.conns) == 1
         assert log.synced == {os.path.realpath(tmp_path / "s.db-wal")}
     finally:
@@ -320,7 +363,8 @@ async def test_a_turn_begun_without_durable_commits_without_syncing(
 
 
 async def test_a_log_that_cannot_be_synced_fails_the_write_closed(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The disk refusing to sync the log after a commit: the caller gets StoreUnavailable
     (so no outcome leaves as if recorded), never an unexpected error."""
     import errno
@@ -331,6 +375,7 @@ async def test_a_log_that_cannot_be_synced_fails_the_write_closed(
 
     def fdatasync(fd: int) -> None:
         raise OSError(errno.EIO, "Input/output error")
+
     try:
         monkeypatch.setattr(sqlite_connections.os, "fdatasync", fdatasync)
         with pytest.raises(StoreUnavailable, match="could not sync its log"):
@@ -341,8 +386,7 @@ async def test_a_log_that_cannot_be_synced_fails_the_write_closed(
         await store.close()
 
 
-async def test_a_cancelled_caller_keeps_the_store_until_its_statements_end(
-        tmp_path: Path) -> None:
+async def test_a_cancelled_caller_keeps_the_store_until_its_statements_end(tmp_path: Path) -> None:
     """A write waiting on the store thread goes on when its caller is cancelled; what comes
     next waits for it, and sees what it wrote."""
     from gateway.store.locks import WriterLock

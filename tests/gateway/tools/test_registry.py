@@ -38,7 +38,11 @@ async def test_loads_the_travel_example_manifests() -> None:
         train = registry.get("get_train_status")
         assert train is not None
         assert (train.version, train.effect, train.parallel_safe, train.repeatable) == (
-            "1.0.0", Effect.READ, True, True)
+            "1.0.0",
+            Effect.READ,
+            True,
+            True,
+        )
         assert train.labels["domain"] == "travel"
         assert train.source == EXAMPLES / "get_train_status.yaml"
         assert train.manifest.executor.timeout_s == 2
@@ -60,8 +64,11 @@ async def test_example_urls_default_to_port_8765() -> None:
 
 async def test_json_file_with_a_list_and_yaml_with_documents(tmp_path: Path) -> None:
     write(tmp_path, "many.json", [base(name="a", effect="read"), base(name="b")])
-    write(tmp_path, "docs.yml", yaml.safe_dump(base(name="c")) + "---\n"
-          + yaml.safe_dump(base(name="d")))
+    write(
+        tmp_path,
+        "docs.yml",
+        yaml.safe_dump(base(name="c")) + "---\n" + yaml.safe_dump(base(name="d")),
+    )
     write(tmp_path, "notes.txt", "ignored")
     registry = await load(tmp_path)
     assert [t.name for t in registry.tools()] == ["a", "b", "c", "d"]
@@ -77,8 +84,7 @@ async def test_defaults_for_reads_and_writes(tmp_path: Path) -> None:
     assert (reserve.repeatable, reserve.parallel_safe) == (False, False)
     assert (look.repeatable, look.parallel_safe) == (True, False)
     m = reserve.manifest
-    assert (m.retry.max_attempts, m.idempotency.enforced_by_target, m.reconcile) == (
-        1, False, None)
+    assert (m.retry.max_attempts, m.idempotency.enforced_by_target, m.reconcile) == (1, False, None)
     assert (m.executor.timeout_s, m.redact, m.labels) == (10, [], {})
     await registry.aclose()
 
@@ -87,66 +93,121 @@ async def test_write_may_say_repeatable_false(tmp_path: Path) -> None:
     write(tmp_path, "w.yaml", base(repeatable=False, parallel_safe=False))
     await (await load(tmp_path)).aclose()
 
+
 BAD_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("missing_name", base(name=None), "name: Field required"),
     ("bad_name", base(name="no spaces"), "name: String should match pattern"),
     ("bad_effect", base(effect="delete"), "effect: Input should be 'read' or 'write'"),
     ("missing_schema", base(input_schema=None), "input_schema: Field required"),
     ("bad_schema", base(input_schema={"type": "nope"}), "input_schema.type: 'nope' is not valid"),
-    ("bad_regex", base(input_schema={"properties": {"a": {"pattern": "("}}}),
-     "input_schema.properties.a.pattern: '(' is not a 'regex'"),
-    ("bad_output_schema", base(output_schema={"required": "x"}),
-     "output_schema.required: 'x' is not of type 'array'"),
-    ("old_draft", base(input_schema={"$schema": "http://json-schema.org/draft-07/schema#"}),
-     "input_schema.$schema: "),
-    ("broken_local_ref", base(input_schema={"$ref": "#/$defs/missing"}),
-     "input_schema: $ref '#/$defs/missing' cannot be resolved"),
-    ("write_retry", base(retry={"max_attempts": 3}),
-     "retry.max_attempts: a write may be retried only when idempotency.enforced_by_target"),
+    (
+        "bad_regex",
+        base(input_schema={"properties": {"a": {"pattern": "("}}}),
+        "input_schema.properties.a.pattern: '(' is not a 'regex'",
+    ),
+    (
+        "bad_output_schema",
+        base(output_schema={"required": "x"}),
+        "output_schema.required: 'x' is not of type 'array'",
+    ),
+    (
+        "old_draft",
+        base(input_schema={"$schema": "http://json-schema.org/draft-07/schema#"}),
+        "input_schema.$schema: ",
+    ),
+    (
+        "broken_local_ref",
+        base(input_schema={"$ref": "#/$defs/missing"}),
+        "input_schema: $ref '#/$defs/missing' cannot be resolved",
+    ),
+    (
+        "write_retry",
+        base(retry={"max_attempts": 3}),
+        "retry.max_attempts: a write may be retried only when idempotency.enforced_by_target",
+    ),
     ("repeatable_write", base(repeatable=True), "repeatable: applies to reads only"),
     ("parallel_write", base(parallel_safe=True), "parallel_safe: applies to reads only"),
-    ("reconcile_read", base(effect="read", reconcile={"type": "http", "url": "http://h/x"}),
-     "reconcile: only writes are reconciled"),
-    ("unknown_field", base(executor={"type": "http", "url": "http://h/x", "urll": 1}),
-     "executor.urll: Extra inputs are not permitted"),
+    (
+        "reconcile_read",
+        base(effect="read", reconcile={"type": "http", "url": "http://h/x"}),
+        "reconcile: only writes are reconciled",
+    ),
+    (
+        "unknown_field",
+        base(executor={"type": "http", "url": "http://h/x", "urll": 1}),
+        "executor.urll: Extra inputs are not permitted",
+    ),
     ("missing_url", base(executor={"type": "http"}), "executor.url: Field required"),
-    ("relative_url", base(executor={"type": "http", "url": "/reserve"}),
-     "executor.url: '/reserve' is not an absolute http(s) URL"),
+    (
+        "relative_url",
+        base(executor={"type": "http", "url": "/reserve"}),
+        "executor.url: '/reserve' is not an absolute http(s) URL",
+    ),
     ("unknown_executor", base(executor={"type": "grpc"}), "executor: Input tag 'grpc'"),
-    ("zero_timeout", base(executor={"type": "http", "url": "http://h/x", "timeout_s": 0}),
-     "executor.timeout_s: Input should be greater than 0"),
-    ("reserved_header", base(executor={"type": "http", "url": "http://h/x",
-                                       "headers": {"Idempotency-Key": "k"}}),
-     "executor.headers: header 'Idempotency-Key' is set by callgate"),
-    ("reserved_accept", base(executor={"type": "http", "url": "http://h/x",
-                                       "headers": {"accept": "text/html"}}),
-     "executor.headers: header 'accept' is set by callgate"),
-    ("framing_header", base(executor={"type": "http", "url": "http://h/x",
-                                      "headers": {"Content-Length": "5"}}),
-     "executor.headers: header 'Content-Length' is set by callgate"),
-    ("lookup_placeholder", base(reconcile={"type": "http", "url": "http://h/{booking}"}),
-     "reconcile.url: unknown placeholder {booking}"),
+    (
+        "zero_timeout",
+        base(executor={"type": "http", "url": "http://h/x", "timeout_s": 0}),
+        "executor.timeout_s: Input should be greater than 0",
+    ),
+    (
+        "reserved_header",
+        base(executor={"type": "http", "url": "http://h/x", "headers": {"Idempotency-Key": "k"}}),
+        "executor.headers: header 'Idempotency-Key' is set by callgate",
+    ),
+    (
+        "reserved_accept",
+        base(executor={"type": "http", "url": "http://h/x", "headers": {"accept": "text/html"}}),
+        "executor.headers: header 'accept' is set by callgate",
+    ),
+    (
+        "framing_header",
+        base(executor={"type": "http", "url": "http://h/x", "headers": {"Content-Length": "5"}}),
+        "executor.headers: header 'Content-Length' is set by callgate",
+    ),
+    (
+        "lookup_placeholder",
+        base(reconcile={"type": "http", "url": "http://h/{booking}"}),
+        "reconcile.url: unknown placeholder {booking}",
+    ),
     ("bad_pointer", base(redact=["email"]), "redact[0]: 'email' is not a JSON pointer"),
     ("label_type", base(labels={"tier": 1}), "labels.tier: Input should be a valid string"),
-    ("unimportable", base(executor={"type": "python", "function": "no_such_mod.x:f"}),
-     "executor.function: cannot import module 'no_such_mod.x': ModuleNotFoundError"),
-    ("missing_function", base(executor={"type": "python", "function": f"{PY}:nope"}),
-     f"executor.function: module '{PY}' has no attribute 'nope'"),
-    ("not_callable", base(executor={"type": "python", "function": f"{PY}:NOT_CALLABLE"}),
-     f"executor.function: '{PY}:NOT_CALLABLE' is not callable"),
-    ("bad_function_spec", base(executor={"type": "python", "function": "module.f"}),
-     "executor.function: String should match pattern"),
-    ("unimportable_lookup", base(reconcile={"type": "python", "function": "nope_mod:f"}),
-     "reconcile.function: cannot import module 'nope_mod'"),
-    ("unset_env", base(executor={"type": "http", "url": "${TRAVEL_NOT_SET}/x"}),
-     "executor.url: environment variable TRAVEL_NOT_SET is not set"),
+    (
+        "unimportable",
+        base(executor={"type": "python", "function": "no_such_mod.x:f"}),
+        "executor.function: cannot import module 'no_such_mod.x': ModuleNotFoundError",
+    ),
+    (
+        "missing_function",
+        base(executor={"type": "python", "function": f"{PY}:nope"}),
+        f"executor.function: module '{PY}' has no attribute 'nope'",
+    ),
+    (
+        "not_callable",
+        base(executor={"type": "python", "function": f"{PY}:NOT_CALLABLE"}),
+        f"executor.function: '{PY}:NOT_CALLABLE' is not callable",
+    ),
+    (
+        "bad_function_spec",
+        base(executor={"type": "python", "function": "module.f"}),
+        "executor.function: String should match pattern",
+    ),
+    (
+        "unimportable_lookup",
+        base(reconcile={"type": "python", "function": "nope_mod:f"}),
+        "reconcile.function: cannot import module 'nope_mod'",
+    ),
+    (
+        "unset_env",
+        base(executor={"type": "http", "url": "${TRAVEL_NOT_SET}/x"}),
+        "executor.url: environment variable TRAVEL_NOT_SET is not set",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("case", "content", "expected"), BAD_CASES,
-                         ids=[c[0] for c in BAD_CASES])
-def test_bad_manifest_names_file_and_field(tmp_path: Path, case: str, content: dict[str, Any],
-                                           expected: str) -> None:
+@pytest.mark.parametrize(("case", "content", "expected"), BAD_CASES, ids=[c[0] for c in BAD_CASES])
+def test_bad_manifest_names_file_and_field(
+    tmp_path: Path, case: str, content: dict[str, Any], expected: str
+) -> None:
     path = write(tmp_path, f"{case}.yaml", content)
     message = load_error(tmp_path)
     assert f"{path}: {expected}" in message, message
@@ -154,9 +215,16 @@ def test_bad_manifest_names_file_and_field(tmp_path: Path, case: str, content: d
 
 def test_remote_ref_is_refused_and_never_fetched(tmp_path: Path) -> None:
     with running_target() as target:
-        path = write(tmp_path, "remote.yaml", base(input_schema={
-            "type": "object",
-            "properties": {"p": {"$ref": f"{target.url}/person.json"}}}))
+        path = write(
+            tmp_path,
+            "remote.yaml",
+            base(
+                input_schema={
+                    "type": "object",
+                    "properties": {"p": {"$ref": f"{target.url}/person.json"}},
+                }
+            ),
+        )
         message = load_error(tmp_path)
         assert target.seen == []
     assert f"{path}: input_schema: $ref '{target.url}/person.json' points outside" in message
@@ -169,17 +237,27 @@ def test_relative_ref_without_embedded_target_is_refused(tmp_path: Path) -> None
 
 
 async def test_embedded_refs_resolve(tmp_path: Path) -> None:
-    write(tmp_path, "refs.yaml", base(input_schema={
-        "$id": "https://tools.example/reserve.json",
-        "type": "object",
-        "properties": {"who": {"$ref": "#/$defs/person"}, "seat": {"$ref": "seat.json"}},
-        "$defs": {"person": {"type": "string"},
-                  "seat": {"$id": "seat.json", "type": "integer"}}}))
+    write(
+        tmp_path,
+        "refs.yaml",
+        base(
+            input_schema={
+                "$id": "https://tools.example/reserve.json",
+                "type": "object",
+                "properties": {"who": {"$ref": "#/$defs/person"}, "seat": {"$ref": "seat.json"}},
+                "$defs": {
+                    "person": {"type": "string"},
+                    "seat": {"$id": "seat.json", "type": "integer"},
+                },
+            }
+        ),
+    )
     registry = await load(tmp_path)
     tool = only_tool(registry)
     assert tool.validate_arguments({"who": "ann", "seat": 3}) is None
     assert tool.validate_arguments({"who": 1, "seat": "x"}) == (
-        "/who: 1 is not of type 'string'; /seat: 'x' is not of type 'integer'")
+        "/who: 1 is not of type 'string'; /seat: 'x' is not of type 'integer'"
+    )
     await registry.aclose()
 
 
@@ -235,19 +313,28 @@ def test_missing_or_empty_directory(tmp_path: Path) -> None:
 
 
 async def test_write_retry_allowed_with_enforced_idempotency(tmp_path: Path) -> None:
-    write(tmp_path, "w.yaml", base(retry={"max_attempts": 3},
-                                   idempotency={"enforced_by_target": True}))
+    write(
+        tmp_path,
+        "w.yaml",
+        base(retry={"max_attempts": 3}, idempotency={"enforced_by_target": True}),
+    )
     assert only_tool(await load(tmp_path)).manifest.retry.max_attempts == 3
 
 
 async def test_python_tool_imports_at_load(tmp_path: Path) -> None:
-    write(tmp_path, "p.yaml", base(executor={"type": "python", "function": f"{PY}:echo",
-                                             "timeout_s": 1}))
+    write(
+        tmp_path,
+        "p.yaml",
+        base(executor={"type": "python", "function": f"{PY}:echo", "timeout_s": 1}),
+    )
     assert only_tool(await load(tmp_path)).name == "reserve"
 
 
 async def test_env_expansion_in_string_values(tmp_path: Path) -> None:
-    write(tmp_path, "env.yaml", textwrap.dedent("""\
+    write(
+        tmp_path,
+        "env.yaml",
+        textwrap.dedent("""\
         name: reserve
         version: "${TOOL_VERSION:-0.0.1}"
         description: "costs $$5, literally $${NOT_EXPANDED}"
@@ -259,10 +346,18 @@ async def test_env_expansion_in_string_values(tmp_path: Path) -> None:
           timeout_s: "${RESERVE_TIMEOUT:-5}"
           headers: {Authorization: "Bearer ${RESERVE_TOKEN}"}
         labels: {owner: "${OWNER:-events}", empty: "${EMPTY_VAR}"}
-        """))
-    registry = await load(tmp_path, env={"RESERVE_URL": "http://10.0.0.7:81",
-                                         "RESERVE_TOKEN": "s3cret", "RESERVE_TIMEOUT": "2.5",
-                                         "EMPTY_VAR": "", "OWNER": ""})
+        """),
+    )
+    registry = await load(
+        tmp_path,
+        env={
+            "RESERVE_URL": "http://10.0.0.7:81",
+            "RESERVE_TOKEN": "s3cret",
+            "RESERVE_TIMEOUT": "2.5",
+            "EMPTY_VAR": "",
+            "OWNER": "",
+        },
+    )
     tool = only_tool(registry)
     cfg = tool.manifest.executor
     assert cfg.url == "http://10.0.0.7:81/reserve"  # type: ignore[union-attr]
@@ -276,7 +371,8 @@ async def test_env_expansion_in_string_values(tmp_path: Path) -> None:
 
 
 async def test_env_defaults_to_the_process_environment(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CALLGATE_TRAVEL_URL", "http://127.0.0.1:7777")
     registry = Registry.load(EXAMPLES)
     tool = registry.get("get_train_status")
@@ -286,8 +382,12 @@ async def test_env_defaults_to_the_process_environment(
 
 
 async def test_yaml_dates_stay_strings(tmp_path: Path) -> None:
-    write(tmp_path, "d.yaml", base(effect="read") | {
-        "input_schema": {"type": "object", "properties": {"date": {"default": "X"}}}})
+    write(
+        tmp_path,
+        "d.yaml",
+        base(effect="read")
+        | {"input_schema": {"type": "object", "properties": {"date": {"default": "X"}}}},
+    )
     text = (tmp_path / "d.yaml").read_text().replace("default: X", "default: 2025-01-31")
     (tmp_path / "d.yaml").write_text(text)
     tool = only_tool(await load(tmp_path))
@@ -318,13 +418,18 @@ async def test_argument_messages_are_joined(train: Tool) -> None:
     assert parts[0] == "(root): Additional properties are not allowed ('x' was unexpected)"
     assert "/date: '2025-02-30' is not a 'date'" in parts
     assert "/train_number: 7 is not of type 'string'" in parts
-    assert train.validate_arguments({}) == "(root): 'train_number' is a required property; " \
-                                           "(root): 'date' is a required property"
+    assert (
+        train.validate_arguments({}) == "(root): 'train_number' is a required property; "
+        "(root): 'date' is a required property"
+    )
 
 
 async def test_argument_messages_are_capped_at_five(tmp_path: Path) -> None:
-    write(tmp_path, "t.yaml", base(input_schema={
-        "type": "object", "additionalProperties": {"type": "integer"}}))
+    write(
+        tmp_path,
+        "t.yaml",
+        base(input_schema={"type": "object", "additionalProperties": {"type": "integer"}}),
+    )
     tool = only_tool(await load(tmp_path))
     message = tool.validate_arguments({f"k{i}": "s" for i in range(8)})
     assert message is not None
@@ -333,21 +438,41 @@ async def test_argument_messages_are_capped_at_five(tmp_path: Path) -> None:
 
 
 async def test_nested_paths_are_json_pointers(tmp_path: Path) -> None:
-    write(tmp_path, "t.yaml", base(input_schema={
-        "type": "object", "properties": {"a/b": {"type": "array", "items": {
-            "type": "object", "properties": {"n": {"type": "integer"}}}}}}))
+    write(
+        tmp_path,
+        "t.yaml",
+        base(
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "a/b": {
+                        "type": "array",
+                        "items": {"type": "object", "properties": {"n": {"type": "integer"}}},
+                    }
+                },
+            }
+        ),
+    )
     tool = only_tool(await load(tmp_path))
     assert tool.validate_arguments({"a/b": [{"n": 1}, {"n": "2"}]}) == (
-        "/a~1b/1/n: '2' is not of type 'integer'")
+        "/a~1b/1/n: '2' is not of type 'integer'"
+    )
 
 
 async def test_redaction_masks_pointers_and_leaves_the_input_alone(tmp_path: Path) -> None:
-    write(tmp_path, "t.yaml", base(redact=["/participant/email", "/cards/*/number",
-                                           "/a~1b", "/missing/x", "/list/1"]))
+    write(
+        tmp_path,
+        "t.yaml",
+        base(redact=["/participant/email", "/cards/*/number", "/a~1b", "/missing/x", "/list/1"]),
+    )
     tool = only_tool(await load(tmp_path))
-    args = {"participant": {"name": "Ann", "email": "ann@example.com"},
-            "cards": [{"number": "4111", "exp": "12/30"}, {"number": "5500"}],
-            "a/b": "secret", "list": ["keep", "hide"], "seat": 3}
+    args = {
+        "participant": {"name": "Ann", "email": "ann@example.com"},
+        "cards": [{"number": "4111", "exp": "12/30"}, {"number": "5500"}],
+        "a/b": "secret",
+        "list": ["keep", "hide"],
+        "seat": 3,
+    }
     original = json.loads(json.dumps(args))
     key = AuditKey(b"k" * 32)
     masked = tool.masked(args, key)
@@ -355,9 +480,17 @@ async def test_redaction_masks_pointers_and_leaves_the_input_alone(tmp_path: Pat
     assert masked.value == {
         "participant": {"name": "Ann", "email": m("ann@example.com")},
         "cards": [{"number": m("4111"), "exp": "12/30"}, {"number": m("5500")}],
-        "a/b": m("secret"), "list": ["keep", m("hide")], "seat": 3}
-    assert masked.pointers == ("/participant/email", "/cards/0/number", "/cards/1/number",
-                               "/a~1b", "/list/1")
+        "a/b": m("secret"),
+        "list": ["keep", m("hide")],
+        "seat": 3,
+    }
+    assert masked.pointers == (
+        "/participant/email",
+        "/cards/0/number",
+        "/cards/1/number",
+        "/a~1b",
+        "/list/1",
+    )
     assert args == original
     assert not tool.redact_stored  # the default: only the audit trail is masked
 

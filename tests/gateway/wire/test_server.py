@@ -14,10 +14,26 @@ from tests.support.paths import Connect
 from tests.support.scenarios import TRAIN, WEATHER
 
 # Every RPC of the contract; none of them may answer UNIMPLEMENTED.
-IMPLEMENTED = {"StartRun", "GetRun", "ListRuns", "SubmitTurn", "Authorize", "ResumeRun",
-               "CancelRun", "SubmitProviderResponse", "SubmitProviderStream", "ListTools",
-               "GetStatus", "ResolveCall", "WatchRun", "ListApprovals", "DecideApproval",
-               "QueryAudit", "ListQuotas", "ResetQuota"}
+IMPLEMENTED = {
+    "StartRun",
+    "GetRun",
+    "ListRuns",
+    "SubmitTurn",
+    "Authorize",
+    "ResumeRun",
+    "CancelRun",
+    "SubmitProviderResponse",
+    "SubmitProviderStream",
+    "ListTools",
+    "GetStatus",
+    "ResolveCall",
+    "WatchRun",
+    "ListApprovals",
+    "DecideApproval",
+    "QueryAudit",
+    "ListQuotas",
+    "ResetQuota",
+}
 
 
 def test_every_rpc_of_the_contract_is_served() -> None:
@@ -35,22 +51,24 @@ def invoke_empty(target: str, rpc: str) -> grpc.RpcError | None:
     with grpc.insecure_channel(target) as ch:
         try:
             if method.client_streaming:
-                ch.stream_unary(path, request_serializer=ser)(iter([req_cls()]), metadata=md,
-                                                              timeout=10)
+                ch.stream_unary(path, request_serializer=ser)(
+                    iter([req_cls()]), metadata=md, timeout=10
+                )
             elif method.server_streaming:
-                list(ch.unary_stream(path, request_serializer=ser)(req_cls(), metadata=md,
-                                                                   timeout=10))
+                list(
+                    ch.unary_stream(path, request_serializer=ser)(
+                        req_cls(), metadata=md, timeout=10
+                    )
+                )
             else:
-                ch.unary_unary(path, request_serializer=ser)(req_cls(), metadata=md,
-                                                             timeout=10)
+                ch.unary_unary(path, request_serializer=ser)(req_cls(), metadata=md, timeout=10)
         except grpc.RpcError as err:
             return err
     return None
 
 
 @pytest.mark.parametrize("rpc", sorted(IMPLEMENTED))
-def test_implemented_rpcs_do_not_answer_unimplemented(sidecar: SidecarProcess,
-                                                      rpc: str) -> None:
+def test_implemented_rpcs_do_not_answer_unimplemented(sidecar: SidecarProcess, rpc: str) -> None:
     err = invoke_empty(sidecar.target, rpc)
     assert err is None or err.code() != grpc.StatusCode.UNIMPLEMENTED
 
@@ -72,8 +90,9 @@ def test_reflection_lists_the_service_without_token(sidecar: SidecarProcess) -> 
     assert "callgate.v1.ToolGateway" in names and "grpc.health.v1.Health" in names
 
 
-def test_start_run_is_idempotent_and_conflicts_on_other_parameters(connect: Connect,
-                                                                  run_id: str) -> None:
+def test_start_run_is_idempotent_and_conflicts_on_other_parameters(
+    connect: Connect, run_id: str
+) -> None:
     c = connect("alice-demo-token")
     first = c.start_run(run_id=run_id, budget=pb.Budget(max_turns=3), labels={"a": "b"})
     again = c.start_run(run_id=run_id, budget=pb.Budget(max_turns=3), labels={"a": "b"})
@@ -92,8 +111,7 @@ def test_start_run_generates_an_id(connect: Connect) -> None:
 
 def test_unknown_provider_is_invalid(connect: Connect, run_id: str) -> None:
     c = connect("alice-demo-token")
-    for kwargs in ({"provider": "acme.llm"}, {"provider": "openai.responses",
-                                              "api_version": "v9"}):
+    for kwargs in ({"provider": "acme.llm"}, {"provider": "openai.responses", "api_version": "v9"}):
         with pytest.raises(RequestError) as err:
             c.start_run(run_id=run_id, **kwargs)
         assert err.value.grpc_status == "INVALID_ARGUMENT"
@@ -104,8 +122,9 @@ def test_turn_for_another_provider_is_invalid(connect: Connect, run_id: str) -> 
     c = connect("alice-demo-token")
     c.start_run(run_id=run_id, provider="anthropic.messages")
     with pytest.raises(RequestError) as err:
-        c.submit_turn(run_id=run_id, turn_id="t1", provider="openai.responses",
-                      final=pb.FinalAnswer(text="x"))
+        c.submit_turn(
+            run_id=run_id, turn_id="t1", provider="openai.responses", final=pb.FinalAnswer(text="x")
+        )
     assert error_code(err.value) == "unknown_provider"
 
 
@@ -119,10 +138,12 @@ def test_turn_without_event_is_invalid(connect: Connect, run_id: str) -> None:
 
 def test_authorize_decides_without_executing(connect: Connect, fresh_travel: object) -> None:
     c = connect("alice-demo-token")
-    resp = c.authorize(tool_call("a", "get_train_status", TRAIN),
-                       tool_call("b", "get_train_status", {"train_number": "TGV9",
-                                                           "date": "2026-12-01"}),
-                       tool_call("c", "nope", {}), tool_call("d", "get_weather", "{"))
+    resp = c.authorize(
+        tool_call("a", "get_train_status", TRAIN),
+        tool_call("b", "get_train_status", {"train_number": "TGV9", "date": "2026-12-01"}),
+        tool_call("c", "nope", {}),
+        tool_call("d", "get_weather", "{"),
+    )
     d = {x.call_id: x for x in resp.decisions}
     assert d["a"].decision.verdict == pb.VERDICT_ALLOW and not d["a"].error.code
     assert d["b"].decision.verdict == pb.VERDICT_DENY and d["b"].error.code == "policy_denied"

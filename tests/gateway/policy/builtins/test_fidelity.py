@@ -142,7 +142,8 @@ def test_to_number_reads_what_go_parses(expr: str, want: float) -> None:
         ('"1e400"', 'parsing "1e400": value out of range'),
         # beyond what the engine holds exactly: refused, never another number (OPA keeps them)
         ('"123456789012345678901234567890"', "is an integer beyond 64 bits"),
-    ('"18446744073709551616"', "is an integer beyond 64 bits"), ('"1e308"', "beyond 64 bits"),
+        ('"18446744073709551616"', "is an integer beyond 64 bits"),
+        ('"1e308"', "beyond 64 bits"),
         ('"0.1000000000000000000001"', "is a decimal with more digits than a 64-bit float holds"),
         ('"1e-400"', "is too small for a 64-bit float"),
         ("data.t.array", "operand 1 must be one of {null, boolean, number, string} but got array"),
