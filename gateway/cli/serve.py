@@ -435,6 +435,11 @@ def _limit_options(p: argparse.ArgumentParser) -> None:
 
 
 def _serve(ns: argparse.Namespace) -> int:
+    from gateway.observe.tracing import Propagation
+
+    # before anything imports OpenTelemetry's propagators (the MCP SDK does), which fail on a
+    # name they do not know with an error of their own
+    Propagation.of()
     from gateway.service.app import serve
 
     config = _serve_config(ns)

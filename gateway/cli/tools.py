@@ -25,8 +25,7 @@ from typing import Any
 
 from gateway.cli.common import connected, nonempty, option, switch
 from gateway.cli.runs import table
-from gateway.cli.tools_import import add_arguments as add_import_arguments
-from gateway.cli.tools_import import run_import
+from gateway.cli.tools_import_options import add_arguments as add_import_arguments
 from gateway.errors import CallgateError
 
 ACTIONS = ("list", "import", "status")
@@ -57,6 +56,8 @@ def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], Non
 
 def run(ns: argparse.Namespace) -> int:
     if ns.action == "import":
+        from gateway.cli.tools_import import run_import
+
         return run_import(ns)
     if ns.action == "status":
         return status(ns)

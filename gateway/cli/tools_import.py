@@ -28,7 +28,6 @@ from typing import Any
 import mcp_types as types
 import yaml
 
-from gateway.cli.common import existing_file, nonempty, option
 from gateway.errors import ConfigError
 from gateway.executors import McpSessions
 from gateway.executors.mcp_servers import load_servers
@@ -38,39 +37,6 @@ from gateway.tools import Registry
 HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 MAX_PAGES = 100
 LIST_TIMEOUT_S = 30.0
-
-
-def tool_names(text: str) -> list[str]:
-    names = [name.strip() for name in text.split(",")]
-    if not all(names):
-        raise ValueError("expected tool names separated by commas")
-    return names
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    option(
-        p,
-        "--mcp-servers",
-        parse=existing_file,
-        metavar="FILE",
-        help="import: the MCP servers file (as serve --mcp-servers takes it)",
-    )
-    option(p, "--server", parse=nonempty, metavar="NAME", help="import: a server of that file")
-    option(
-        p,
-        "--out",
-        parse=Path,
-        metavar="DIR",
-        help="import: the directory the manifests are written to",
-    )
-    option(
-        p,
-        "--read",
-        parse=tool_names,
-        default=[],
-        metavar="TOOL[,TOOL...]",
-        help="import: the tools to import as effect: read (every other one is a write)",
-    )
 
 
 async def listed_tools(link: ServerLink) -> list[types.Tool]:

@@ -160,7 +160,7 @@ class PrometheusMetrics(Metrics):
         return Histogram(name, doc, names, registry=self.registry, buckets=buckets)
 
     def _define_calls(self, labels: Labels) -> None:
-        """What the calls and turns did: decisions, results, executions, commits."""
+        """What the calls did: decisions, results, executions."""
         counter, histogram = self._counter, self._histogram
         tool = within(labels.tools, UNKNOWN_TOOL)
         code = within(labels.codes | {NONE})
@@ -194,6 +194,12 @@ class PrometheusMetrics(Metrics):
             ),
             (tool, within(OUTCOMES)),
         )
+        self._define_timings(labels)
+
+    def _define_timings(self, labels: Labels) -> None:
+        """How long evaluations and commits took; turns settled; quota rejections."""
+        counter, histogram = self._counter, self._histogram
+        tool = within(labels.tools, UNKNOWN_TOOL)
         self._evals = _Children(
             histogram(
                 "callgate_policy_eval_duration_seconds",

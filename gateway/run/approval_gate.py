@@ -267,26 +267,7 @@ class ApprovalGate:
         if judged.decision is not None and rec.decision is not None:
             # what the request reserved stays reserved (and is given back if this rejects)
             judged = replace(judged, decision=replace(judged.decision, quotas=rec.decision.quotas))
-        verdict = judged.decision.verdict if judged.decision else Verdict.UNSPECIFIED
-        if judged.status == CallStatus.PENDING_APPROVAL and verdict != Verdict.ALLOW:
-            return rejected(
-                judged,
-                CallCode.POLICY_DENIED,
-                "the policy did not allow the "
-                "approved call when it was checked again with the approval: "
-                f"{'; '.join(judged.decision.reasons if judged.decision else ())}",
-                now=now,
-            )
-        if judged.status != CallStatus.PENDING_APPROVAL:
-            return judged
-        return replace(
-            judged,
-            error_code="",
-            error_message=(  # no longer waiting for anyone
-                f"approved by {a.decided_by} ({a.approval_id}) and checked again with the "
-                "approval: it runs now"
-            ),
-        )
+        return _rechecked(judged, a, now)
 
     async def _commit(
         self,
@@ -327,6 +308,32 @@ class ApprovalGate:
             policy_revision=self.judge.policy.revision,
             provider=run.provider,
         )
+
+
+def _rechecked(judged: CallRecord, a: ApprovalRecord, now: datetime) -> CallRecord:
+    """The approved call as the policy decided it again: it runs now (still PENDING_APPROVAL,
+    no longer waiting for anyone), REJECTED when the policy no longer allows it, or as the
+    policy otherwise decided."""
+    verdict = judged.decision.verdict if judged.decision else Verdict.UNSPECIFIED
+    if judged.status == CallStatus.PENDING_APPROVAL and verdict != Verdict.ALLOW:
+        return rejected(
+            judged,
+            CallCode.POLICY_DENIED,
+            "the policy did not allow the "
+            "approved call when it was checked again with the approval: "
+            f"{'; '.join(judged.decision.reasons if judged.decision else ())}",
+            now=now,
+        )
+    if judged.status != CallStatus.PENDING_APPROVAL:
+        return judged
+    return replace(
+        judged,
+        error_code="",
+        error_message=(
+            f"approved by {a.decided_by} ({a.approval_id}) and checked again with the "
+            "approval: it runs now"
+        ),
+    )
 
 
 def _refused(

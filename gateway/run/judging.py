@@ -189,6 +189,26 @@ class TurnJudging:
             for c in planned
         ]
         changed = [c for c, before in zip(planned, calls, strict=True) if c != before]
+        audit = self._planned_audit(identity, run, turn, changed, planned, approvals, now)
+        undecided = {
+            c.call_id for c in calls if c.status == CallStatus.PROPOSED and c.decision is None
+        }
+        reserve = quotas.reservations([c for c in planned if c.call_id in undecided], now)
+        return JudgedTurn(
+            planned, changed, approvals, audit, partial, list(calls), list(judged), reserve
+        )
+
+    def _planned_audit(
+        self,
+        identity: Identity,
+        run: RunRecord,
+        turn: TurnRecord,
+        changed: Sequence[CallRecord],
+        planned: Sequence[CallRecord],
+        approvals: Sequence[ApprovalRecord],
+        now: datetime,
+    ) -> list[AuditEvent]:
+        """A decision record per call the judging changed, an approval request per approval."""
         audit = [
             events.decision(
                 c, run, actor=identity, registry=self.registry, now=now, provider=turn.provider
@@ -203,13 +223,7 @@ class TurnJudging:
             for c in planned
             if c.call_id == a.call_id and c.decision
         ]
-        undecided = {
-            c.call_id for c in calls if c.status == CallStatus.PROPOSED and c.decision is None
-        }
-        reserve = quotas.reservations([c for c in planned if c.call_id in undecided], now)
-        return JudgedTurn(
-            planned, changed, approvals, audit, partial, list(calls), list(judged), reserve
-        )
+        return audit
 
     def refused(
         self,
