@@ -10,7 +10,7 @@ from typing import Protocol, TypeVar
 
 from gateway.approvals import records as ap
 from gateway.audit import events
-from gateway.errors import RequestCode, RequestError, StoreConflict
+from gateway.errors import CallCode, RequestCode, RequestError, StoreConflict
 from gateway.model import (
     ApprovalRecord,
     ApprovalStatus,
@@ -18,7 +18,9 @@ from gateway.model import (
     CallResult,
     CallStatus,
     Identity,
+    NextAction,
     RunRecord,
+    RunState,
     TurnOutcome,
     TurnRecord,
     revised,
@@ -26,7 +28,7 @@ from gateway.model import (
 from gateway.policy.base import PolicyEngine
 from gateway.policy.inputs import resolve_input
 from gateway.request_checks import check_id
-from gateway.run import resolution
+from gateway.run import plan, resolution
 from gateway.run.execute import TurnWork
 from gateway.run.resolution import ResolveRequest
 from gateway.store.base import RunStore
@@ -43,6 +45,10 @@ class _Runner(Protocol):
     policy: PolicyEngine
     clock: Callable[[], datetime]
     on_pending: Callable[[Sequence[ApprovalRecord]], None]
+
+    async def owned_run(self, identity: Identity, run_id: str) -> RunRecord: ...
+
+    async def _cancel(self, run: RunRecord, by: Identity) -> RunRecord: ...
 
     async def _exclusive(self, run_id: str, work: Callable[[], Awaitable[T]]) -> T: ...
 
@@ -78,6 +84,61 @@ class _Runner(Protocol):
 
 
 class Interventions:
+    async def cancel_run(self: _Runner, identity: Identity, run_id: str) -> RunRecord:
+        async def locked() -> RunRecord:
+            run = await self.owned_run(identity, run_id)
+            if run.state == RunState.CANCELLED:
+                return run
+            if run.state.terminal:
+                raise RequestError(
+                    RequestCode.RUN_FINISHED, f"run {run_id} already ended ({run.state.value})"
+                )
+            return await self._cancel(run, identity)
+
+        return await self._exclusive(run_id, locked)
+
+    async def _cancel(self: _Runner, run: RunRecord, by: Identity) -> RunRecord:
+        now = self.clock()
+        last = await self.store.last_turn(run.run_id)
+        calls = await self.store.turn_calls(run.run_id, last.turn_id) if last else []
+        changed = _cancelled_calls(calls, now)  # guarded by `calls`: only what is still so
+        pending = [
+            a
+            for a in await self.store.approvals_for_run(run.run_id)
+            if a.status == ApprovalStatus.PENDING
+        ]
+        approvals = [ap.cancelled(a, now, "run cancelled") for a in pending]
+        cancelled = revised(run, state=RunState.CANCELLED, pause_reason="", updated_at=now)
+        stopped = None
+        if last is not None and last.next in (
+            None,
+            NextAction.PAUSED_FOR_APPROVAL,
+            NextAction.PAUSED_UNKNOWN_OUTCOME,
+        ):
+            stopped = revised(last, next=NextAction.HANDOFF, reason="the run was cancelled")
+        audit = [
+            events.approval_ended(
+                a,
+                actor=by,
+                policy_revision=self.policy.revision,
+                registry=self.registry,
+                now=now,
+                provider=run.provider,
+            )
+            for a in approvals
+        ]
+        audit += events.cancelled(cancelled, changed, by, registry=self.registry, now=now)
+        await self.store.save(
+            run=cancelled,
+            turn=stopped,
+            calls=changed,
+            approvals=approvals,
+            audit=audit,
+            expect=calls,
+            expect_approvals=pending,
+        )
+        return cancelled
+
     async def decide_approval(
         self: _Runner, approver: Identity, req: ap.DecideRequest
     ) -> tuple[ApprovalRecord, CallResult]:
@@ -235,3 +296,22 @@ class Interventions:
         else:
             await self._drive(run.owner, run, reopened, calls, again=True)
         return CallResult.of(done)
+
+
+def _cancelled_calls(calls: Sequence[CallRecord], now: datetime) -> list[CallRecord]:
+    """What cancelling its run makes of a turn's calls: those waiting for approval REJECTED
+    `approval_cancelled`, those held or not yet run NOT_RUN; the others as they are."""
+    changed: list[CallRecord] = []
+    for rec in calls:
+        if rec.status == CallStatus.PENDING_APPROVAL:
+            changed.append(
+                rec.moved(
+                    CallStatus.REJECTED,
+                    error_code=CallCode.APPROVAL_CANCELLED.value,
+                    error_message="the run was cancelled",
+                    finished_at=now,
+                )
+            )
+        elif rec.status in (CallStatus.HELD, CallStatus.PROPOSED):
+            changed.append(plan.not_run(rec, "cancelled with its run", now))
+    return changed

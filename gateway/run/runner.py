@@ -18,10 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from gateway.approvals import records as ap
 from gateway.audit import events
 from gateway.errors import (
-    CallCode,
     PermissionDenied,
     RequestCode,
     RequestError,
@@ -31,7 +29,6 @@ from gateway.limits import DEFAULT_LIMITS, Limits
 from gateway.model import (
     DEFAULT_APPROVAL_TTL_S,
     ApprovalRecord,
-    ApprovalStatus,
     Budget,
     CallRecord,
     CallStatus,
@@ -58,7 +55,7 @@ from gateway.request_checks import (
     check_labels,
     check_usage,
 )
-from gateway.run import pages, plan
+from gateway.run import pages
 from gateway.run.approval_gate import ApprovalGate
 from gateway.run.execute import ExecutionPhase, TurnWork, Unsaved
 from gateway.run.follow import Seen, follow
@@ -101,7 +98,7 @@ class StartRunParams:
 
 
 class Runner(Interventions):
-    """Runs, turns and their phases; approvals decided and calls resolved are its
+    """Runs, turns and their phases; cancelling, approvals decided and calls resolved are
     `Interventions`."""
 
     def __init__(
@@ -217,73 +214,6 @@ class Runner(Interventions):
         pages.check_in_run(run_id, before, page)
         return pages.within_bytes(page, self.limits.max_run_page_bytes)
 
-    async def cancel_run(self, identity: Identity, run_id: str) -> RunRecord:
-        async def locked() -> RunRecord:
-            run = await self.owned_run(identity, run_id)
-            if run.state == RunState.CANCELLED:
-                return run
-            if run.state.terminal:
-                raise RequestError(
-                    RequestCode.RUN_FINISHED, f"run {run_id} already ended ({run.state.value})"
-                )
-            return await self._cancel(run, identity)
-
-        return await self._exclusive(run_id, locked)
-
-    async def _cancel(self, run: RunRecord, by: Identity) -> RunRecord:
-        now = self.clock()
-        last = await self.store.last_turn(run.run_id)
-        calls = await self.store.turn_calls(run.run_id, last.turn_id) if last else []
-        changed: list[CallRecord] = []
-        for rec in calls:  # guarded by `calls`: only what is still as read here changes
-            if rec.status == CallStatus.PENDING_APPROVAL:
-                changed.append(
-                    rec.moved(
-                        CallStatus.REJECTED,
-                        error_code=CallCode.APPROVAL_CANCELLED.value,
-                        error_message="the run was cancelled",
-                        finished_at=now,
-                    )
-                )
-            elif rec.status in (CallStatus.HELD, CallStatus.PROPOSED):
-                changed.append(plan.not_run(rec, "cancelled with its run", now))
-        pending = [
-            a
-            for a in await self.store.approvals_for_run(run.run_id)
-            if a.status == ApprovalStatus.PENDING
-        ]
-        approvals = [ap.cancelled(a, now, "run cancelled") for a in pending]
-        cancelled = revised(run, state=RunState.CANCELLED, pause_reason="", updated_at=now)
-        stopped = None
-        if last is not None and last.next in (
-            None,
-            NextAction.PAUSED_FOR_APPROVAL,
-            NextAction.PAUSED_UNKNOWN_OUTCOME,
-        ):
-            stopped = revised(last, next=NextAction.HANDOFF, reason="the run was cancelled")
-        audit = [
-            events.approval_ended(
-                a,
-                actor=by,
-                policy_revision=self.policy.revision,
-                registry=self.registry,
-                now=now,
-                provider=run.provider,
-            )
-            for a in approvals
-        ]
-        audit += events.cancelled(cancelled, changed, by, registry=self.registry, now=now)
-        await self.store.save(
-            run=cancelled,
-            turn=stopped,
-            calls=changed,
-            approvals=approvals,
-            audit=audit,
-            expect=calls,
-            expect_approvals=pending,
-        )
-        return cancelled
-
     # ------------------------------------------------------------------ turns
 
     async def submit_turn(self, identity: Identity, turn: TurnInput) -> TurnOutcome:
@@ -356,21 +286,7 @@ class Runner(Interventions):
         their approval requests and decision records are committed together, and the claimed
         reads go out."""
         now = self.clock()
-        last = ctx.last
-        record = TurnRecord(
-            run_id=ctx.run.run_id,
-            turn_id=turn.turn_id,
-            seq=(last.seq + 1) if last else 1,
-            event=turn.event.kind,
-            content_hash=turn.content_hash(),
-            provider=turn.provider,
-            api_version=turn.api_version,
-            model=turn.model,
-            usage=turn.usage,
-            raw_response_json=turn.raw_response_json,
-            detail=turn.event.detail(),
-            created_at=now,
-        )
+        record = _turn_record(ctx, turn, now)
         run = revised(
             ctx.run,
             turns_used=ctx.run.turns_used + 1,
@@ -615,3 +531,22 @@ class Runner(Interventions):
         turn = await self.store.last_turn(run_id)
         if turn is not None and turn.next is None and not run.state.terminal:
             await self._drive(identity, run, turn)
+
+
+def _turn_record(ctx: TurnContext, turn: TurnInput, now: datetime) -> TurnRecord:
+    """The record of a turn the run accepts, next in its sequence."""
+    last = ctx.last
+    return TurnRecord(
+        run_id=ctx.run.run_id,
+        turn_id=turn.turn_id,
+        seq=(last.seq + 1) if last else 1,
+        event=turn.event.kind,
+        content_hash=turn.content_hash(),
+        provider=turn.provider,
+        api_version=turn.api_version,
+        model=turn.model,
+        usage=turn.usage,
+        raw_response_json=turn.raw_response_json,
+        detail=turn.event.detail(),
+        created_at=now,
+    )

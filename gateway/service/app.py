@@ -126,17 +126,7 @@ class Sidecar:
             cfg, (t.name for t in self.registry.tools())
         )
         policy = await self._load_policy()
-        self.store = observed(
-            await open_store(
-                cfg.db,
-                busy_timeout_s=cfg.db_busy_timeout_s,
-                min_free_bytes=cfg.db_min_free_bytes,
-                audit_key=key,
-                stored=RedactStored(self.registry),
-                share_notifications=self.worker,
-            ),
-            obs.metrics,
-        )
+        self.store = await self._open_store(cfg, key, self.registry, obs)
         if isinstance(policy, ShadowEngine):
             policy.record = self._shadow_recorder(self.store, obs)
         self._runner = Runner(
@@ -148,21 +138,7 @@ class Sidecar:
             observe=obs,
         )
         self._desk = ApprovalDesk(self._runner)
-        add_to_server(
-            ToolGatewayService(
-                self._runner,
-                self._desk,
-                auth,
-                StatusInfo(
-                    self.store.name,
-                    callgate_version(),
-                    rejected_reload=lambda: policy.last_rejected,
-                    shadow=policy.stats if isinstance(policy, ShadowEngine) else lambda: None,
-                ),
-                observe=obs,
-            ),
-            server,
-        )
+        self._add_service(server, auth, policy, self.store.name, obs)
         _add_health_and_reflection(server, self._health)
         await server.start()
         if cfg.metrics_listen:
@@ -179,6 +155,38 @@ class Sidecar:
         self._reload_task = asyncio.create_task(self._watch_policies())
         self._watch_tools(key)
         return self.bound
+
+    async def _open_store(
+        self, cfg: ServeConfig, key: AuditKey, registry: LiveRegistry, obs: Observe
+    ) -> RunStore:
+        store = await open_store(
+            cfg.db,
+            busy_timeout_s=cfg.db_busy_timeout_s,
+            min_free_bytes=cfg.db_min_free_bytes,
+            audit_key=key,
+            stored=RedactStored(registry),
+            share_notifications=self.worker,
+        )
+        return observed(store, obs.metrics)
+
+    def _add_service(
+        self,
+        server: grpc.aio.Server,
+        auth: Authenticator,
+        policy: ServingPolicy,
+        store_name: str,
+        obs: Observe,
+    ) -> None:
+        """The ToolGateway service on the server, with what GetStatus reports."""
+        assert self._runner is not None and self._desk is not None
+        status = StatusInfo(
+            store_name,
+            callgate_version(),
+            rejected_reload=lambda: policy.last_rejected,
+            shadow=policy.stats if isinstance(policy, ShadowEngine) else lambda: None,
+        )
+        service = ToolGatewayService(self._runner, self._desk, auth, status, observe=obs)
+        add_to_server(service, server)
 
     def _watch_tools(self, key: AuditKey) -> None:
         """Reload --tools as start-up loaded it (same limits, same audit key)."""

@@ -320,13 +320,7 @@ class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
         settled = changed.run_id if changed is not None and settles(run, turn) else ""
         writes = [] if run is None else [self._run_update(run)]
         if turn is not None:
-            writes.append(
-                Write(
-                    f"UPDATE turns SET {_sets(schema.TURN_COLUMNS[2:])} "
-                    "WHERE run_id = %s AND turn_id = %s",
-                    (*codecs.turn_row(turn)[2:], turn.run_id, turn.turn_id),
-                )
-            )
+            writes.append(_turn_update(turn))
         stored = [self._stored.call(c) for c in calls]
         guards = fragments.guards(expect)
         if stored:  # counted: a guard that failed leaves its row out
@@ -521,3 +515,10 @@ class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
             await self._listener.close()
         await self._locks.close()
         await self._pool.close()
+
+
+def _turn_update(turn: TurnRecord) -> Write:
+    return Write(
+        f"UPDATE turns SET {_sets(schema.TURN_COLUMNS[2:])} WHERE run_id = %s AND turn_id = %s",
+        (*codecs.turn_row(turn)[2:], turn.run_id, turn.turn_id),
+    )
