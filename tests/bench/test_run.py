@@ -55,6 +55,7 @@ def test_only_takes_known_parts() -> None:
         "data",
         "workers",
         "observe",
+        "quotas",
         "results",
     }
     with pytest.raises(argparse.ArgumentTypeError, match="unknown part"):
