@@ -68,6 +68,7 @@ class CallCode(StrEnum):
     RESOLVED_BY_OPERATOR = "resolved_by_operator"
     QUOTA_EXCEEDED = "quota_exceeded"
     RESULT_WITHHELD = "result_withheld"  # on a SUCCEEDED call whose result policy withheld
+    TOOL_CHANGED = "tool_changed"
 
 
 class RequestCode(StrEnum):

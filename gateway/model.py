@@ -206,6 +206,7 @@ class Decision:
     input_sha256: str = ""  # sha256 of the exact input JSON the policy evaluated (replay key)
     quotas: tuple[Quota, ...] = ()  # reserved when the decision commits (an allowing one)
     tools_revision: str = ""  # the --tools set the call was judged against (Registry.revision)
+    tool_fingerprint: str = ""  # the tool's definition the call was judged under (gateway.pins)
 
     @property
     def is_policy_error(self) -> bool:
@@ -400,6 +401,7 @@ class ApprovalRecord:
     decided_by_tenant: str = ""
     decided_by_roles: tuple[str, ...] = ()
     policy_reasons: tuple[str, ...] = ()  # why the policy asked for a person
+    tool_fingerprint: str = ""  # the tool's definition the approval covers ("": older ones)
 
     @property
     def requester(self) -> Identity:

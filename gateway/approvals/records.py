@@ -141,6 +141,7 @@ def requested(
         tenant=requester.tenant,
         requester_roles=requester.roles,
         policy_reasons=rec.decision.reasons if rec.decision else (),
+        tool_fingerprint=rec.decision.tool_fingerprint if rec.decision else "",
         created_at=now,
         expires_at=now + timedelta(seconds=ttl),
     )

@@ -34,6 +34,7 @@ from gateway.model import (
     RunRecord,
     Verdict,
 )
+from gateway.pins import ToolPin, short
 from gateway.tools import Registry
 from gateway.tools.redaction import Masked
 
@@ -464,4 +465,47 @@ def quota_reset(*, key: str, by: Identity, removed: int, reason: str, now: datet
         message=f"quota {key!r} reset by {by.subject}: {removed} reservation(s) "
         f"given back ({reason})",
         detail_json=_detail(key=key, removed=removed, reason=reason),
+    )
+
+
+def tool_pinned(pin: ToolPin, *, by: Identity | None, previous: str = "") -> AuditEvent:
+    """A tool's definition pinned: the first one seen (by None: callgate), or one an operator
+    approved in place of `previous`."""
+    who = by.subject if by is not None else ""
+    message = (
+        f"tool {pin.name!r} pinned to {short(pin.fingerprint)} by {who} "
+        f"(was {short(previous) if previous else 'unpinned'}): {pin.reason}"
+        if by is not None
+        else f"tool {pin.name!r} pinned to the first definition seen, {short(pin.fingerprint)}"
+    )
+    return AuditEvent(
+        kind=AuditKind.PIN.value,
+        subject=who,
+        tenant=by.tenant if by is not None else "",
+        time=pin.pinned_at,
+        tool=pin.name,
+        actor=who,
+        actor_tenant=by.tenant if by is not None else "",
+        message=message,
+        detail_json=_detail(
+            fingerprint=pin.fingerprint, previous=previous or None, reason=pin.reason or None
+        ),
+    )
+
+
+def tool_changed(
+    *, name: str, pinned: str, fingerprint: str, fields: list[str], held: bool, now: datetime
+) -> AuditEvent:
+    """A definition of a tool other than its pinned one, seen serving for the first time;
+    `held`: its calls are rejected until it is approved (`--pin-tools enforce`)."""
+    return AuditEvent(
+        kind=AuditKind.PIN.value,
+        subject="",
+        time=now,
+        tool=name,
+        error_code=CallCode.TOOL_CHANGED.value,
+        message=f"tool {name!r} changed ({short(pinned)} → {short(fingerprint)}: "
+        f"{', '.join(fields) or 'its definition'}); its calls "
+        + ("are held until it is approved" if held else "go on (warn)"),
+        detail_json=_detail(pinned=pinned, fingerprint=fingerprint, changed=fields, held=held),
     )

@@ -26,6 +26,7 @@ class AuditKind(StrEnum):
     TOOLS = "tools"  # a --tools set rejected on reload, or a new set serving
     PRUNE = "prune"  # records removed by `callgate audit prune`; where the chain continues
     QUOTA = "quota"  # an operator reset a quota key (its reservations given back)
+    PIN = "pin"  # a tool's definition pinned (first seen, or approved) or seen changed
 
 
 @dataclass(frozen=True)

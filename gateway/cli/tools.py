@@ -5,6 +5,8 @@
     callgate tools list [--schema] [--provider P] [--json]
     callgate tools import --mcp-servers FILE --server NAME --out DIR [--read TOOL,...]
     callgate tools status [--json]
+    callgate tools pins --db URL [--json]
+    callgate tools approve NAME --db URL [--fingerprint F] --reason TEXT
 
 A table of name, version, effect and description by default (the tools the policy's `offer`
 lists for the caller); `--schema` adds each tool's input schema; `--json` prints the answer:
@@ -14,6 +16,9 @@ the tools as their manifests describe them and, under `declarations`, the same t
 `status` prints the serving tool-set revision (a hash of the canonical manifests, recorded with
 every decision), when it was loaded and, when the newest `--tools` files were rejected, each
 problem (file and what); it exits 1 then, so a deploy script can wait for a reload to take.
+
+`pins` and `approve` read and move tools' pinned definitions in the store
+(`gateway.cli.tools_pins`).
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ from typing import Any
 from gateway.cli.common import connected, nonempty, option, switch
 from gateway.cli.runs import table
 from gateway.cli.tools_import_options import add_arguments as add_import_arguments
+from gateway.cli.tools_pins import add_arguments as add_pin_arguments
+from gateway.cli.tools_pins import run_approve, run_pins
 from gateway.errors import CallgateError
 
-ACTIONS = ("list", "import", "status")
+ACTIONS = ("list", "import", "status", "pins", "approve")
 
 
 def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -51,6 +58,7 @@ def add_parser(sub: Any, client_options: Callable[[argparse.ArgumentParser], Non
     )
     switch(p, "--json", help="print the answer as JSON")
     add_import_arguments(p)
+    add_pin_arguments(p)
     p.set_defaults(handler=run)
 
 
@@ -61,6 +69,10 @@ def run(ns: argparse.Namespace) -> int:
         return run_import(ns)
     if ns.action == "status":
         return status(ns)
+    if ns.action == "pins":
+        return run_pins(ns)
+    if ns.action == "approve":
+        return run_approve(ns)
     with connected(ns, timeout_s=30) as client:
         answer = client.list_tools(ns.provider)
     if ns.json:

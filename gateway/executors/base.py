@@ -26,6 +26,9 @@ class ExecutionContext:
     # the W3C trace context of the tool's span (`traceparent`, `tracestate`) and the caller's
     # `baggage`, when tracing
     trace_headers: Mapping[str, str] | None = None
+    # the fingerprint of the tool's definition the call was decided under (`gateway.pins`);
+    # when set, a tool whose definition is no longer that one sends nothing (`tool_changed`)
+    tool_fingerprint: str = ""
 
 
 @dataclass(frozen=True)

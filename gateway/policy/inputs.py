@@ -145,8 +145,11 @@ def call_input(
     batch: Sequence[tuple[CallRecord, str]],
     now: datetime,
     approval: dict[str, Any] | None = None,
+    pin: tuple[str, bool] = ("", False),
 ) -> dict[str, Any]:
-    """The `decision` input for one call; batch lists (record, effect) of the whole turn."""
+    """The `decision` input for one call; batch lists (record, effect) of the whole turn;
+    `pin`: the tool's fingerprint and whether it is the pinned one."""
+    fingerprint, pinned = pin
     return {
         "action": "call",
         "call": {
@@ -157,7 +160,7 @@ def call_input(
             "args": args,
             "args_sha256": rec.arguments_sha256,
         },
-        "tool": tool_input(tool),
+        "tool": {**tool_input(tool), "fingerprint": fingerprint, "pinned": pinned},
         "identity": identity.as_input(),
         "run": run.as_input() if run is not None else None,
         "batch": {

@@ -42,8 +42,10 @@ from gateway.model import (
     Verdict,
     rfc3339,
 )
+from gateway.pins import short
 from gateway.policy.inputs import RECENT_CALLS, RunContext, approval_input
 from gateway.run.judge import Judge, rejected
+from gateway.run.pins import PinCheck
 from gateway.run.plan import is_write, not_run
 from gateway.store.base import RunStore
 from gateway.tools import Registry, Tool
@@ -254,6 +256,10 @@ class ApprovalGate:
         if refused is not None:
             return refused
         assert args is not None  # _refused refuses an approved call without arguments
+        pin = await self.judge.pin(tool)
+        changed = _changed_since(rec, a, pin, now)
+        if changed is not None:
+            return changed
         judged = await self.judge.decide(
             rec,
             tool,
@@ -263,6 +269,7 @@ class ApprovalGate:
             batch=batch,
             now=now,
             approval=approval_input(a),
+            pin=pin,
         )
         if judged.decision is not None and rec.decision is not None:
             # what the request reserved stays reserved (and is given back if this rejects)
@@ -334,6 +341,25 @@ def _rechecked(judged: CallRecord, a: ApprovalRecord, now: datetime) -> CallReco
             "approval: it runs now"
         ),
     )
+
+
+def _changed_since(
+    rec: CallRecord, a: ApprovalRecord, pin: PinCheck, now: datetime
+) -> CallRecord | None:
+    """The approved call REJECTED when its tool's definition is not the one approved
+    (`approval_mismatch`), or is held as changed since its pin (`tool_changed`)."""
+    if a.tool_fingerprint and pin.fingerprint != a.tool_fingerprint:
+        return rejected(
+            rec,
+            CallCode.APPROVAL_MISMATCH,
+            f"tool {rec.tool!r} changed after the approval was requested (the approval "
+            f"covers definition {short(a.tool_fingerprint)}, the tool is now "
+            f"{short(pin.fingerprint)}); the approved call was not run",
+            now=now,
+        )
+    if pin.held:
+        return rejected(rec, CallCode.TOOL_CHANGED, pin.held, now=now)
+    return None
 
 
 def _refused(

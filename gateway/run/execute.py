@@ -28,8 +28,10 @@ from gateway.executors.base import ExecutionContext, ExecutionResult
 from gateway.model import CallRecord, CallStatus, Identity, RunRecord, revised
 from gateway.observe.hooks import OFF, Observe
 from gateway.observe.logs import CALL_ID
+from gateway.pins import PinMode
 from gateway.policy.base import PolicyEngine
 from gateway.run.deliver import Deliverer
+from gateway.run.pins import PinBook
 from gateway.run.plan import is_write, not_run
 from gateway.store.base import RunStore
 from gateway.tools import Registry, Tool
@@ -80,6 +82,8 @@ class ExecutionPhase:
     released: frozenset[str] = frozenset()  # approved or held calls cleared to run now
     observe: Observe = OFF
     policy: PolicyEngine | None = None  # asked `result` before a result is kept (deliver)
+    pins: PinBook | None = None  # under enforce, a tool changed since its call was decided
+    # sends nothing
 
     def __post_init__(self) -> None:
         self._deliverer = Deliverer(self.policy, self.registry) if self.policy is not None else None
@@ -265,12 +269,13 @@ class ExecutionPhase:
         """The executor's answer; when observed, in a client span of its own (whose trace
         context the request carries), timed by the status it answered."""
         run = tool.reconcile if reconcile else tool.run
+        held = "" if reconcile else self._fingerprint(tool, rec)
         if not self.observe.enabled:
-            return await run(args, self._ctx(work, rec))
+            return await run(args, self._ctx(work, rec, fingerprint=held))
         tracer = self.observe.tracer
         name = "callgate.tool.reconcile" if reconcile else "callgate.tool"
         with tracer.span(name, {"callgate.tool": rec.tool}, client=True) as span:
-            ctx = self._ctx(work, rec, tracer.headers())
+            ctx = self._ctx(work, rec, tracer.headers(), fingerprint=held)
             start = perf_counter()
             res = await run(args, ctx)
             elapsed = perf_counter() - start
@@ -280,8 +285,19 @@ class ExecutionPhase:
         self.observe.metrics.tool_run(rec.tool, res.status.value, elapsed)
         return res
 
+    def _fingerprint(self, tool: Tool, rec: CallRecord) -> str:
+        """The definition the call must still run under (enforced pins), else ""."""
+        if self.pins is None or self.pins.mode(tool) is not PinMode.ENFORCE:
+            return ""
+        return rec.decision.tool_fingerprint if rec.decision is not None else ""
+
     def _ctx(
-        self, work: TurnWork, rec: CallRecord, trace_headers: Mapping[str, str] | None = None
+        self,
+        work: TurnWork,
+        rec: CallRecord,
+        trace_headers: Mapping[str, str] | None = None,
+        *,
+        fingerprint: str = "",
     ) -> ExecutionContext:
         return ExecutionContext(
             run_id=rec.run_id,
@@ -289,6 +305,7 @@ class ExecutionPhase:
             idempotency_key=rec.idempotency_key or idempotency_key(rec),
             identity=work.identity,
             trace_headers=trace_headers,
+            tool_fingerprint=fingerprint,
         )
 
     async def _record_result(

@@ -38,6 +38,7 @@ from gateway.model import (
 from gateway.observe.hooks import OFF, Observe
 from gateway.policy.base import PolicyEngine
 from gateway.policy.inputs import RunContext, call_input
+from gateway.run.pins import OFF_CHECK, PinBook, PinCheck
 from gateway.tools import Registry, Tool
 
 Usage = Callable[[Sequence[Quota], datetime], Awaitable[dict[str, float]]]
@@ -123,6 +124,8 @@ class Judge:
     # each quota's key's usage now (`RunStore.quota_usage`): for a policy that reads
     # `input.quotas`
     usage: Usage | None = field(default=None, compare=False, repr=False)
+    # the pins of tools' definitions (None: not checked)
+    pins: PinBook | None = field(default=None, compare=False, repr=False)
 
     def propose(
         self, run_id: str, turn_id: str, index: int, call: ToolCall, now: datetime
@@ -173,13 +176,10 @@ class Judge:
         """allowlist → arguments → schema → policy, for a call still PROPOSED."""
         tool = self.registry.get(rec.tool)
         if tool is None:
-            known = ", ".join(t.name for t in self.registry.tools())
-            return rejected(
-                rec,
-                CallCode.UNKNOWN_TOOL,
-                f"no tool named {rec.tool!r} is registered (known: {known})",
-                now=now,
-            )
+            return self._unknown(rec, now)
+        pin = await self.pin(tool)
+        if pin.held:
+            return rejected(rec, CallCode.TOOL_CHANGED, pin.held, now=now)
         try:
             args = read_arguments(rec.arguments_json, self.limits.max_json_depth)
         except JsonTextError as exc:
@@ -207,7 +207,22 @@ class Judge:
                 f"arguments do not match the {tool.name} schema: {problem}",
                 now=now,
             )
-        return await self.decide(rec, tool, args, identity=identity, run=run, batch=batch, now=now)
+        return await self.decide(
+            rec, tool, args, identity=identity, run=run, batch=batch, now=now, pin=pin
+        )
+
+    def _unknown(self, rec: CallRecord, now: datetime) -> CallRecord:
+        known = ", ".join(t.name for t in self.registry.tools())
+        return rejected(
+            rec,
+            CallCode.UNKNOWN_TOOL,
+            f"no tool named {rec.tool!r} is registered (known: {known})",
+            now=now,
+        )
+
+    async def pin(self, tool: Tool) -> PinCheck:
+        """The tool's definition against its pin (not checked without a book)."""
+        return OFF_CHECK if self.pins is None else await self.pins.check(tool)
 
     async def decide(
         self,
@@ -220,6 +235,7 @@ class Judge:
         batch: Sequence[CallRecord],
         now: datetime,
         approval: dict[str, Any] | None = None,
+        pin: PinCheck = OFF_CHECK,
     ) -> CallRecord:
         policy_in = call_input(
             rec=rec,
@@ -230,6 +246,7 @@ class Judge:
             batch=[(c, c.effect) for c in batch],
             now=now,
             approval=approval,
+            pin=(pin.fingerprint, pin.pinned),
         )
         decision = await self._decision(tool.name, policy_in)
         if decision.quotas and self.usage is not None and self.policy.reads("quotas"):
@@ -237,7 +254,9 @@ class Judge:
             used = await self.usage(decision.quotas, now)
             policy_in["quotas"] = quotas_input(decision.quotas, used)
             decision = await self._decision(tool.name, policy_in)
-        decision = replace(decision, tools_revision=self.registry.revision)
+        decision = replace(
+            decision, tools_revision=self.registry.revision, tool_fingerprint=pin.fingerprint
+        )
         if decision.is_policy_error:
             return rejected(
                 rec,

@@ -47,6 +47,7 @@ from gateway.model import (
 )
 from gateway.observe.hooks import OFF, Observe
 from gateway.observe.logs import RUN_ID, TURN_ID
+from gateway.pins import PinModes
 from gateway.policy.base import PolicyEngine
 from gateway.request_checks import (
     check_budget,
@@ -63,6 +64,7 @@ from gateway.run.history import HistoryNeed
 from gateway.run.interventions import Interventions
 from gateway.run.judge import Judge
 from gateway.run.judging import TurnJudging
+from gateway.run.pins import PinBook
 from gateway.run.settle import (
     STATE_AFTER,
     outcome_of,
@@ -111,6 +113,7 @@ class Runner(Interventions):
         approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S,
         limits: Limits = DEFAULT_LIMITS,
         observe: Observe = OFF,
+        pins: PinModes | None = None,
     ) -> None:
         self.store = store
         self.observe = observe
@@ -119,7 +122,16 @@ class Runner(Interventions):
         self.clock = clock
         self.approval_ttl_s = approval_ttl_s
         self.limits = limits
-        self.judge = Judge(registry, policy, limits, observe=observe, usage=store.quota_usage)
+        # the pins of tools' definitions (`serve --pin-tools`; None: not checked)
+        self.pins = PinBook(store, pins, clock) if pins is not None else None
+        self.judge = Judge(
+            registry,
+            policy,
+            limits,
+            observe=observe,
+            usage=store.quota_usage,
+            pins=self.pins,
+        )
         self.gate = ApprovalGate(store, self.judge, registry)
         self.judging = TurnJudging(
             store,
@@ -365,6 +377,7 @@ class Runner(Interventions):
             partial_writes=partial,
             observe=self.observe,
             policy=self.policy,
+            pins=self.pins,
         )
 
     async def _execute(

@@ -28,6 +28,7 @@ from gateway.executors.mcp_servers import load_servers
 from gateway.identity import Authenticator
 from gateway.model import now_utc
 from gateway.observe.hooks import Metrics, Observe
+from gateway.pins import PinMode, PinModes
 from gateway.policy import EmbeddedEngine
 from gateway.policy.opa.client import OpaConnection
 from gateway.policy.opa.engine import OpaEngine
@@ -49,6 +50,10 @@ from gateway.wire.server import StatusInfo, ToolGatewayService, add_to_server
 
 if TYPE_CHECKING:
     from gateway.mcp_gateway.listener import McpListener
+
+# What a changed tool definition does to its calls: recorded, audited and shown to the policy
+# (`input.tool.pinned`), never held, until operators can approve a new definition.
+PIN_MODES = PinModes(mcp=PinMode.WARN, manifest=PinMode.WARN)
 
 log = logging.getLogger("callgate")
 
@@ -136,7 +141,9 @@ class Sidecar:
             approval_ttl_s=cfg.approval_ttl_s,
             limits=cfg.limits(),
             observe=obs,
+            pins=PIN_MODES,
         )
+        await self._observe_pins()
         self._desk = ApprovalDesk(self._runner)
         self._add_service(server, auth, policy, self.store.name, obs)
         _add_health_and_reflection(server, self._health)
@@ -202,10 +209,22 @@ class Sidecar:
         )
         self._tools_task = asyncio.create_task(self.tools_reloader.run())
 
+    async def _observe_pins(self) -> None:
+        """Record the serving manifests' definitions: the first of each tool is its pin."""
+        pins = self._runner.pins if self._runner is not None else None
+        if pins is None or self.registry is None:
+            return
+        try:
+            await pins.observe(self.registry.tools())
+        except StoreUnavailable as err:  # checked again at each call, which fails closed
+            log.warning("the tools' definitions could not be recorded: %s", err)
+
     async def _tools_reloaded(self, result: ToolsReloadResult) -> None:
         """Count every tools reload; audit a new set and each distinct rejection."""
         if self.observe is not None:
             self.observe.metrics.tools_reload(result.outcome)
+        if result.outcome == "installed":
+            await self._observe_pins()
         self._health_soon()  # callgate.tools.reload says whether a rejection stands
         if not result.news or self.store is None:
             return

@@ -24,6 +24,8 @@ processes and replicas, not just inside one:
   limit, rolls the whole commit back and raises `gateway.quotas.QuotaExceeded`. A commit
   that writes a call ending without executing (REJECTED, NOT_RUN; FAILED after UNKNOWN) gives
   back that call's reservations in the same commit.
+- The first definition recorded of a tool pins it (`record_definitions`): of two writers
+  recording different definitions of a tool at once, one pin is stored and both read it.
 - After a commit that settles something of a run (`settles`), the run's watchers are woken
   (`watch`), including watchers served by other replicas of the same database; after a commit
   that appends audit records, the audit's followers are (`watch_audit`).
@@ -51,6 +53,7 @@ from gateway.model import (
     TurnContext,
     TurnRecord,
 )
+from gateway.pins import SeenDefinition, ToolPin
 from gateway.quotas import QuotaState, Reservation
 from gateway.store.notify import Subscription
 
@@ -192,6 +195,33 @@ class RunStore(Protocol):
     async def reset_quota(self, key: str, audit: Callable[[int], AuditEvent]) -> int | None:
         """Give back every reservation of the key and append `audit(removed)`, in one commit;
         None (nothing written) when no reservation ever named the key."""
+        ...
+
+    async def tool_pins(self, names: Sequence[str] | None = None) -> dict[str, ToolPin]:
+        """The pins of these tools (every pin: None), by name."""
+        ...
+
+    async def tool_definitions(self, names: Sequence[str] | None = None) -> list[SeenDefinition]:
+        """Every definition recorded of these tools (of every tool: None), by name, then in
+        the order they were first seen."""
+        ...
+
+    async def record_definitions(
+        self,
+        seen: Sequence[SeenDefinition],
+        audit: Callable[[Sequence[ToolPin]], Sequence[AuditEvent]],
+    ) -> dict[str, ToolPin]:
+        """Record each definition (once per name and fingerprint), pin each of their tools
+        that has no pin yet to its definition and append `audit(the pins made)`, in one commit;
+        answers the pins of their tools as stored after it."""
+        ...
+
+    async def approve_pin(
+        self, pin: ToolPin, audit: Callable[[ToolPin], Sequence[AuditEvent]]
+    ) -> ToolPin | None:
+        """Pin the tool to `pin.fingerprint` (who, when and why as `pin` says) and append
+        `audit(pin)`, in one commit; None (nothing written) when no such definition of the tool
+        was ever recorded."""
         ...
 
     async def audit_rows(self, run_id: str) -> list[dict[str, Any]]:

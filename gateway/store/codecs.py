@@ -87,6 +87,8 @@ def _decision_json(d: Decision) -> str:
         body["quotas"] = [vars(q) for q in d.quotas]
     if d.tools_revision:
         body["tools_revision"] = d.tools_revision
+    if d.tool_fingerprint:
+        body["tool_fingerprint"] = d.tool_fingerprint
     return json.dumps(body)
 
 
@@ -103,6 +105,7 @@ def decision_from_json(text: str | None) -> Decision | None:
         input_sha256=d.get("input_sha256", ""),
         quotas=tuple(Quota(**q) for q in d.get("quotas", ())),
         tools_revision=d.get("tools_revision", ""),
+        tool_fingerprint=d.get("tool_fingerprint", ""),
     )
 
 
@@ -297,6 +300,7 @@ def approval_row(a: ApprovalRecord) -> tuple[Any, ...]:
             a.decided_by_tenant,
             _texts_json(a.decided_by_roles),
             _texts_json(a.policy_reasons),
+            a.tool_fingerprint,
         )
     )
 
@@ -326,6 +330,7 @@ def approval_from_row(row: tuple[Any, ...]) -> ApprovalRecord:
         decided_by_tenant=v["decided_by_tenant"] or "",
         decided_by_roles=_texts(v["decided_by_roles_json"]),
         policy_reasons=_texts(v["policy_reasons_json"]),
+        tool_fingerprint=v["tool_fingerprint"] or "",
     )
 
 

@@ -42,7 +42,7 @@ from gateway.model import (
     now_utc,
 )
 from gateway.quotas import Reservation
-from gateway.store import codecs, fragments, pg_quotas, pg_writes, schema
+from gateway.store import codecs, fragments, pg_pins, pg_quotas, pg_writes, schema
 from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.fragments import select
 from gateway.store.group import GroupCommit
@@ -110,7 +110,7 @@ def describe(conninfo: str) -> str:
     return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
-class PostgresStore(pg_quotas.PgQuotas, PgReads, Notifying):
+class PostgresStore(pg_quotas.PgQuotas, pg_pins.PgPins, PgReads, Notifying):
     name = "postgresql"
 
     def __init__(

@@ -24,6 +24,9 @@ Schema history (each store migrates forward on open):
        locks) and quota_usage (one row per reservation: key, call, cost, time), indexed by
        key and time (a window's sum), by key and expiry (pruning) and by call (giving a
        reservation back)
+    9  tool_definitions (every definition of a tool a sidecar served: name, fingerprint, its
+       canonical JSON, when first seen) and tool_pins (each tool's approved fingerprint, who
+       pinned it, when and why); approvals gain tool_fingerprint (the definition approved)
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from collections.abc import Callable
 
 from gateway.audit.hashing import AUDIT_ADDED
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 RUN_COLUMNS = (
@@ -126,6 +129,7 @@ APPROVAL_COLUMNS = (
     "decided_by_tenant",
     "decided_by_roles_json",
     "policy_reasons_json",
+    "tool_fingerprint",
 )
 
 
@@ -165,6 +169,7 @@ ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
     6: (),
     7: (),
     8: (),
+    9: (("approvals", "tool_fingerprint"),),
 }
 
 
@@ -199,6 +204,7 @@ INDEXES: dict[int, tuple[str, ...]] = {
 TABLES: dict[int, tuple[str, ...]] = {
     4: ("audit_checkpoints",),
     8: ("quota_keys", "quota_usage"),
+    9: ("tool_definitions", "tool_pins"),
 }
 
 
@@ -213,6 +219,16 @@ QUOTA_TABLES = {
 }
 
 
+PIN_TABLES = {
+    "tool_definitions": "tool_definitions (name TEXT NOT NULL, fingerprint TEXT NOT NULL, "
+    "definition_json TEXT NOT NULL, first_seen_at TEXT NOT NULL, "
+    "PRIMARY KEY (name, fingerprint))",
+    "tool_pins": "tool_pins (name TEXT NOT NULL, fingerprint TEXT NOT NULL, "
+    "pinned_at TEXT NOT NULL, pinned_by TEXT NOT NULL, reason TEXT NOT NULL, "
+    "PRIMARY KEY (name))",
+}
+
+
 def indexes() -> list[str]:
     """Every index statement, for a store created at the current version."""
     return [stmt for added in INDEXES.values() for stmt in added]
@@ -224,6 +240,7 @@ def tables(column: Callable[[str], str], version: int | None = None) -> list[str
         "audit_checkpoints": f"audit_checkpoints ({', '.join(map(column, CHECKPOINT_COLUMNS))}"
         ", PRIMARY KEY (seq))",
         **QUOTA_TABLES,
+        **PIN_TABLES,
     }
     return [
         f"CREATE TABLE IF NOT EXISTS {defs[name]}"

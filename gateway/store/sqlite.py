@@ -35,7 +35,7 @@ from gateway.model import (
     now_utc,
 )
 from gateway.quotas import Reservation
-from gateway.store import codecs, fragments, schema, sqlite_quotas
+from gateway.store import codecs, fragments, schema, sqlite_pins, sqlite_quotas
 from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.filehealth import FileHealth
 from gateway.store.group import GroupCommit
@@ -113,7 +113,7 @@ def _assignments(columns: Sequence[str]) -> str:
     return fragments.assignments(columns, "?")
 
 
-class SQLiteStore(sqlite_quotas.SQLiteQuotas, SQLiteReads, Notifying):
+class SQLiteStore(sqlite_quotas.SQLiteQuotas, sqlite_pins.SQLitePins, SQLiteReads, Notifying):
     name = "sqlite"
 
     def __init__(

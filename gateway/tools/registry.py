@@ -24,6 +24,7 @@ from gateway.executors import (
     ExecutionResult,
     HttpClients,
     ManifestFieldError,
+    McpExecutorConfig,
     McpSessions,
     Proxies,
     ToolExecutor,
@@ -35,6 +36,8 @@ from gateway.jsontext import JsonTextError, read_json
 from gateway.limits import DEFAULT_LIMITS, MAX_JSON_DEPTH_CAP, Limits
 from gateway.memo import Memo
 from gateway.model import CallStatus, Effect
+from gateway.pins import short
+from gateway.tools.definitions import Defined, defined, manifest_definition
 from gateway.tools.environment import expand_env
 from gateway.tools.files import manifest_entries, manifest_files
 from gateway.tools.manifest import ToolManifest
@@ -77,6 +80,11 @@ class Tool:
         self._limits = limits
         self._validated: Memo[str] = Memo()  # arguments text → "" (valid) or the problems
         self._passed: Memo[bool] = Memo()  # output texts kept as they were
+        cfg = manifest.executor
+        self.on_mcp = isinstance(cfg, McpExecutorConfig)
+        mcp_tool = (cfg.tool or manifest.name) if isinstance(cfg, McpExecutorConfig) else ""
+        self._definition = manifest_definition(manifest, mcp_tool)
+        self._manifest_defined = defined(self._definition)
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, version={self.version!r}, effect={self.effect.value})"
@@ -115,7 +123,25 @@ class Tool:
         replaced by its mask under key (docs/tools.md, "Redaction")."""
         return masked(args, self._redact, key.mask, skip=is_mask)
 
+    @property
+    def defined(self) -> Defined:
+        """The tool's definition (`gateway.pins`), as its manifest gives it."""
+        return self._manifest_defined
+
     async def run(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
+        """Execute; when `ctx.tool_fingerprint` is set, only if the tool's definition is still
+        that one (else FAILED `tool_changed`, nothing sent)."""
+        if ctx.tool_fingerprint:
+            now = self._manifest_defined
+            if now.fingerprint != ctx.tool_fingerprint:
+                return failed(
+                    CallCode.TOOL_CHANGED,
+                    f"tool {self.name!r} changed after the call was decided "
+                    f"({short(ctx.tool_fingerprint)} → "
+                    f"{short(now.fingerprint)}); "
+                    "nothing was sent",
+                    attempts=0,
+                )
         return self._checked(await self._executor.execute(args, ctx))
 
     async def reconcile(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:

@@ -1,0 +1,160 @@
+"""The pin check of a call's tool (docs/tools.md, "Pinned definitions").
+
+`PinBook.check(tool)` answers the tool's fingerprint now and whether it is the pinned one.
+The first definition recorded of a tool (by any sidecar sharing the store) is its pin; a
+definition seen for the first time that is not the pin is recorded too, so operators see it
+(`callgate tools pins`) and can approve it, and audited once (`tool_changed`).
+
+Pins are read from the store and kept for `refresh_s` seconds; a fingerprint that differs
+from the kept pin is checked against the store again at once, so a pin an operator approved
+(on this replica or another) holds from the next call. The book never allows by accident: a
+store that cannot be read raises (the turn fails closed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from gateway.audit import events
+from gateway.audit.records import AuditEvent
+from gateway.pins import (
+    PinMode,
+    PinModes,
+    SeenDefinition,
+    ToolPin,
+    change_message,
+    changed_fields,
+    read_definition,
+)
+from gateway.store.base import RunStore
+from gateway.tools import Tool
+from gateway.tools.definitions import Defined
+
+log = logging.getLogger("callgate.pins")
+
+REFRESH_S = 5.0
+
+
+@dataclass(frozen=True)
+class PinCheck:
+    """A tool's definition against its pin. `held`: why its calls may not run now ("" when
+    they may); `pinned`: the definition is the pinned one."""
+
+    mode: PinMode
+    fingerprint: str = ""
+    pinned: bool = False
+    held: str = ""
+
+
+OFF_CHECK = PinCheck(PinMode.OFF)
+
+
+class PinBook:
+    def __init__(
+        self,
+        store: RunStore,
+        modes: PinModes,
+        clock: Callable[[], datetime],
+        *,
+        refresh_s: float = REFRESH_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.modes = modes
+        self.clock = clock
+        self.refresh_s = refresh_s
+        self._monotonic = monotonic
+        self._kept: dict[str, tuple[ToolPin, float]] = {}  # name → (pin, read at)
+        self._recorded: set[tuple[str, str]] = set()  # (name, fingerprint) in the store
+        self._lock = asyncio.Lock()
+
+    def mode(self, tool: Tool) -> PinMode:
+        return self.modes.of(tool.on_mcp)
+
+    async def check(self, tool: Tool) -> PinCheck:
+        mode = self.mode(tool)
+        now = tool.defined
+        if mode is PinMode.OFF:
+            return PinCheck(mode, now.fingerprint)
+        kept = self._kept.get(tool.name)
+        if kept is not None and kept[0].fingerprint == now.fingerprint:
+            if self._monotonic() - kept[1] < self.refresh_s:
+                return PinCheck(mode, now.fingerprint, pinned=True)
+        pin = await self._pin(tool.name, now, mode)
+        if pin.fingerprint == now.fingerprint:
+            return PinCheck(mode, now.fingerprint, pinned=True)
+        fields = changed_fields(
+            read_definition(pin.definition_json), read_definition(now.definition_json)
+        )
+        held = mode is PinMode.ENFORCE
+        return PinCheck(
+            mode,
+            now.fingerprint,
+            pinned=False,
+            held=change_message(tool.name, pin, now.fingerprint, fields) if held else "",
+        )
+
+    async def observe(self, tools: list[Tool]) -> None:
+        """Record the manifest definitions of tools (at start-up and after a reload), so the
+        first ones are pinned and changed ones listed before any call."""
+        for tool in tools:
+            if self.mode(tool) is not PinMode.OFF:
+                await self.check(tool)
+
+    def forget(self, name: str) -> None:
+        """Read the tool's pin from the store at its next check (approved here)."""
+        self._kept.pop(name, None)
+
+    async def _pin(self, name: str, now: Defined, mode: PinMode) -> ToolPin:
+        """The tool's pin as stored now, recording `now` first when it is new."""
+        async with self._lock:
+            if (name, now.fingerprint) in self._recorded:
+                pins = await self.store.tool_pins([name])
+                pin = pins.get(name)
+                if pin is not None:
+                    self._keep(pin)
+                    return pin
+            seen = SeenDefinition(name, now.fingerprint, now.definition_json, self.clock())
+            pin = (await self.store.record_definitions([seen], self._audit_first))[name]
+            self._recorded.add((name, now.fingerprint))
+            self._keep(pin)
+            if pin.fingerprint != now.fingerprint:
+                await self._changed(name, pin, now, held=mode is PinMode.ENFORCE)
+            return pin
+
+    def _keep(self, pin: ToolPin) -> None:
+        self._kept[pin.name] = (pin, self._monotonic())
+
+    @staticmethod
+    def _audit_first(made: Sequence[ToolPin]) -> list[AuditEvent]:
+        return [events.tool_pinned(p, by=None) for p in made]
+
+    async def _changed(self, name: str, pin: ToolPin, now: Defined, *, held: bool) -> None:
+        """A definition other than the pin, recorded for the first time by this sidecar:
+        logged and audited once."""
+        fields = changed_fields(
+            read_definition(pin.definition_json), read_definition(now.definition_json)
+        )
+        log.warning(
+            "tool %s changed since pinned (%s): %s",
+            name,
+            ", ".join(fields) or "its definition",
+            "its calls are held until approved" if held else "its calls go on (--pin-tools warn)",
+        )
+        await self.store.append_audit(
+            [
+                events.tool_changed(
+                    name=name,
+                    pinned=pin.fingerprint,
+                    fingerprint=now.fingerprint,
+                    fields=fields,
+                    held=held,
+                    now=self.clock(),
+                )
+            ]
+        )

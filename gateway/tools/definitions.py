@@ -1,0 +1,49 @@
+"""A tool's definition as pins see it (`gateway.pins`), built from its manifest. (The MCP
+server's own `tools/list` entry of a tool on an MCP server is not part of it yet.)"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.executors import ExecutorConfig, HttpExecutorConfig, McpExecutorConfig
+from gateway.pins import definition_json, fingerprint_of
+from gateway.tools.manifest import ToolManifest
+
+
+def target(cfg: ExecutorConfig) -> dict[str, Any]:
+    """Where the executor sends a call: never a header, a timeout or TLS files."""
+    if isinstance(cfg, HttpExecutorConfig):
+        return {"type": "http", "url": cfg.url}
+    if isinstance(cfg, McpExecutorConfig):
+        return {"type": "mcp", "server": cfg.server, "tool": cfg.tool}
+    return {"type": "python", "function": cfg.function}
+
+
+def manifest_definition(manifest: ToolManifest, mcp_tool: str) -> dict[str, Any]:
+    """The definition's part a manifest gives (`mcp_tool`: the MCP tool it calls, or "")."""
+    executor = target(manifest.executor)
+    if mcp_tool:
+        executor["tool"] = mcp_tool
+    return {
+        "name": manifest.name,
+        "version": manifest.version,
+        "description": manifest.description,
+        "effect": manifest.effect.value,
+        "input_schema": manifest.input_schema,
+        "output_schema": manifest.output_schema,
+        "executor": executor,
+    }
+
+
+@dataclass(frozen=True)
+class Defined:
+    """A tool's definition: its fingerprint and canonical JSON."""
+
+    fingerprint: str
+    definition_json: str
+
+
+def defined(definition: dict[str, Any]) -> Defined:
+    text = definition_json(definition)
+    return Defined(fingerprint_of(text), text)

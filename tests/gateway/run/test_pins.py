@@ -1,0 +1,136 @@
+"""Pinned tool definitions in-process: the first definition is pinned, the policy sees the
+fingerprint and whether it is pinned, a changed definition is recorded and audited (and held
+under enforce), and an approval is bound to the definition it was requested under."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gateway.approvals.records import DecideRequest
+from gateway.model import CallStatus, Identity, NextAction, Verdict
+from gateway.pins import PinMode, PinModes
+from gateway.run.runner import Runner
+from gateway.store.sqlite import SQLiteStore
+from gateway.tools import Registry
+from tests.gateway.run import tools
+from tests.support.harness import ALICE, FakeClock, Harness, ScriptedPolicy, manifests
+from tests.support.runs import call, calls_turn, start
+
+OLGA = Identity("olga", "acme", ("owner",))
+SEAT = {"train": "ICE 100", "seat": "12A"}
+WARN = PinModes(PinMode.WARN, PinMode.WARN)
+ENFORCE = PinModes(PinMode.ENFORCE, PinMode.ENFORCE)
+
+
+def described(text: str) -> list[dict[str, Any]]:
+    """The test manifests with the `book` tool's description changed."""
+    return [dict(m, description=text) if m["name"] == "book" else m for m in manifests()]
+
+
+class Side:
+    """One runner over a store file, with its own registry (one sidecar)."""
+
+    def __init__(self, runner: Runner, registry: Registry) -> None:
+        self.runner = runner
+        self.registry = registry
+
+
+async def side(
+    store: SQLiteStore,
+    policy: ScriptedPolicy,
+    clock: FakeClock,
+    modes: PinModes,
+    found: list[dict[str, Any]],
+) -> Side:
+    registry = Registry.from_manifests(found, env={})
+    runner = Runner(store=store, registry=registry, policy=policy, clock=clock, pins=modes)
+    assert runner.pins is not None
+    await runner.pins.observe(registry.tools())
+    return Side(runner, registry)
+
+
+async def test_the_first_definition_is_pinned_and_the_policy_sees_it(tmp_path: Path) -> None:
+    store = await SQLiteStore.open(tmp_path / "runs.db")
+    policy, clock = ScriptedPolicy(), FakeClock()
+    one = await side(store, policy, clock, WARN, manifests())
+    pins = await store.tool_pins()
+    assert set(pins) == {t.name for t in one.registry.tools()}
+    assert pins["book"].fingerprint == one.registry.get("book").defined.fingerprint  # type: ignore[union-attr]
+    assert pins["book"].pinned_by == ""
+    await start(_h(one, store, policy, clock))
+    out = await one.runner.submit_turn(ALICE, calls_turn("r1", "t1", call("c1", "book", SEAT)))
+    assert out.results[0].status == CallStatus.SUCCEEDED
+    seen = policy.inputs[-1]["tool"]
+    assert seen["fingerprint"] == pins["book"].fingerprint and seen["pinned"] is True
+    (rec,) = await store.turn_calls("r1", "t1")
+    assert rec.decision is not None and rec.decision.tool_fingerprint == seen["fingerprint"]
+    kinds = {r["kind"] for r in await _audit(store)}
+    assert "pin" in kinds
+    await one.registry.aclose()
+    await store.close()
+
+
+async def test_a_changed_definition_goes_on_under_warn_and_is_held_under_enforce(
+    tmp_path: Path,
+) -> None:
+    store = await SQLiteStore.open(tmp_path / "runs.db")
+    policy, clock = ScriptedPolicy(), FakeClock()
+    first = await side(store, policy, clock, WARN, manifests())
+    pinned = (await store.tool_pins(["book"]))["book"]
+    warned = await side(store, policy, clock, WARN, described("Book a seat (changed)."))
+    await start(_h(warned, store, policy, clock))
+    out = await warned.runner.submit_turn(ALICE, calls_turn("r1", "t1", call("c1", "book", SEAT)))
+    assert out.results[0].status == CallStatus.SUCCEEDED
+    assert policy.inputs[-1]["tool"]["pinned"] is False
+    assert (await store.tool_pins(["book"]))["book"] == pinned  # the pin did not move
+    found = await store.tool_definitions(["book"])
+    assert pinned.fingerprint in {d.fingerprint for d in found} and len(found) == 2
+    changed = [r for r in await _audit(store) if r["error_code"] == "tool_changed"]
+    assert len(changed) == 1 and "description" in changed[0]["message"]
+
+    held = await side(store, policy, clock, ENFORCE, described("Book a seat (changed)."))
+    sent = len(tools.SENT)
+    out = await held.runner.submit_turn(ALICE, calls_turn("r1", "t2", call("c2", "book", SEAT)))
+    (result,) = out.results
+    assert (result.status, result.error_code) == (CallStatus.REJECTED, "tool_changed")
+    assert "description" in result.error_message and "callgate tools approve book" in (
+        result.error_message
+    )
+    assert len(tools.SENT) == sent  # nothing ran
+    for s in (first, warned, held):
+        await s.registry.aclose()
+    await store.close()
+
+
+async def test_an_approval_covers_the_definition_it_was_requested_under(tmp_path: Path) -> None:
+    store = await SQLiteStore.open(tmp_path / "runs.db")
+    policy, clock = ScriptedPolicy(), FakeClock()
+    policy.verdicts["book"] = Verdict.APPROVAL_REQUIRED
+    policy.grants["may_approve"] = True
+    before = await side(store, policy, clock, WARN, manifests())
+    await start(_h(before, store, policy, clock))
+    out = await before.runner.submit_turn(ALICE, calls_turn("r1", "t1", call("w1", "book", SEAT)))
+    assert out.next == NextAction.PAUSED_FOR_APPROVAL
+    (approval,) = await store.approvals_for_run("r1")
+    assert approval.tool_fingerprint == before.registry.get("book").defined.fingerprint  # type: ignore[union-attr]
+    # the same version, another description: approved, but not for this definition
+    after = await side(store, policy, clock, WARN, described("Book any seat you like."))
+    _, result = await after.runner.decide_approval(
+        OLGA, DecideRequest(approval.approval_id, approve=True, reason="fine")
+    )
+    assert (result.status, result.error_code) == (CallStatus.REJECTED, "approval_mismatch")
+    assert "changed after the approval was requested" in result.error_message
+    assert tools.SENT == []
+    for s in (before, after):
+        await s.registry.aclose()
+    await store.close()
+
+
+def _h(s: Side, store: SQLiteStore, policy: ScriptedPolicy, clock: FakeClock) -> Harness:
+    return Harness(s.runner, store, policy, clock)
+
+
+async def _audit(store: SQLiteStore) -> list[dict[str, Any]]:
+    rows = store.connections[0].execute("SELECT kind, error_code, message FROM audit").fetchall()
+    return [{"kind": k, "error_code": e, "message": m} for k, e, m in rows]
