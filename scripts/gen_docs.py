@@ -140,6 +140,9 @@ CALL_MEANINGS: dict[str, str] = {
     "result_withheld": "SUCCEEDED: the call ran, but the policy's `result` rule withheld its "
     "result (or failed: fail closed); the message carries the reasons and "
     'no output is kept (docs/policies.md, "Policy over results")',
+    "tool_changed": "REJECTED or FAILED, nothing sent: the tool's definition is not the one "
+    "its call was decided (or pinned) under; the message names what changed "
+    '(docs/tools.md, "Pinned definitions")',
 }
 
 
