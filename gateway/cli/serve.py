@@ -212,6 +212,17 @@ def _reload_options(p: argparse.ArgumentParser) -> None:
         owner=p,
         help="seconds between scans of --tools for changed manifests; 0 reloads only on SIGHUP",
     )
+    option(
+        reload,
+        "--pin-tools",
+        default=_default("pin_tools"),
+        metavar="MODE",
+        owner=p,
+        help="what a tool whose definition changed since it was pinned does: off, warn (its "
+        "calls go on; logged, audited, input.tool.pinned false) or enforce (its calls are "
+        "REJECTED tool_changed until callgate tools approve), for every tool or as "
+        "mcp=MODE,manifest=MODE (default: enforce for MCP tools, warn for the others)",
+    )
     switch(
         reload,
         "--reload-requires-tests",
@@ -477,6 +488,7 @@ def _serve_config(ns: argparse.Namespace) -> ServeConfig:
             tls_client_ca=ns.tls_client_ca,
             policy_poll_interval_s=ns.policy_poll_interval,
             tools_poll_interval_s=ns.tools_poll_interval,
+            pin_tools=ns.pin_tools,
             reload_requires_tests=ns.reload_requires_tests,
             log_decision_inputs=ns.log_decision_inputs,
             approval_ttl_s=ns.approval_ttl,

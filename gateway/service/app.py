@@ -28,7 +28,6 @@ from gateway.executors.mcp_servers import load_servers
 from gateway.identity import Authenticator
 from gateway.model import now_utc
 from gateway.observe.hooks import Metrics, Observe
-from gateway.pins import PinMode, PinModes
 from gateway.policy import EmbeddedEngine
 from gateway.policy.opa.client import OpaConnection
 from gateway.policy.opa.engine import OpaEngine
@@ -50,10 +49,6 @@ from gateway.wire.server import StatusInfo, ToolGatewayService, add_to_server
 
 if TYPE_CHECKING:
     from gateway.mcp_gateway.listener import McpListener
-
-# What a changed tool definition does to its calls: recorded, audited and shown to the policy
-# (`input.tool.pinned`), never held, until operators can approve a new definition.
-PIN_MODES = PinModes(mcp=PinMode.WARN, manifest=PinMode.WARN)
 
 log = logging.getLogger("callgate")
 
@@ -141,7 +136,7 @@ class Sidecar:
             approval_ttl_s=cfg.approval_ttl_s,
             limits=cfg.limits(),
             observe=obs,
-            pins=PIN_MODES,
+            pins=cfg.pin_modes(),
         )
         await self._observe_pins()
         self._desk = ApprovalDesk(self._runner)

@@ -15,6 +15,7 @@ from gateway.client import DEFAULT_TARGET
 from gateway.errors import ConfigError
 from gateway.limits import MAX_JSON_DEPTH_CAP, MIB, Limits
 from gateway.model import DEFAULT_APPROVAL_TTL_S
+from gateway.pins import PinModes
 from gateway.policy.base import DEFAULT_PREFIX
 from gateway.policy.opa.client import OpaSettings
 from gateway.policy.options import DEFAULT_OPTIONS, BuiltinErrors, RegoOptions, RegoVersion
@@ -50,6 +51,9 @@ class ServeConfig(BaseModel):
     log_decision_inputs: bool = False
     # Tool reloads: scan --tools every interval (0: only on SIGHUP)
     tools_poll_interval_s: float = 0.25
+    # what a changed tool definition does to its calls (gateway.pins.PinModes.parse): "" is
+    # enforce for tools on MCP servers, warn for the others
+    pin_tools: str = ""
     # how long an approval stays open when the policy's decision names no approval_ttl_s
     approval_ttl_s: int = DEFAULT_APPROVAL_TTL_S
     # The OPA server engine (--engine opa), or the second engine of --engine shadow.
@@ -128,6 +132,7 @@ class ServeConfig(BaseModel):
                 f"--tools-poll-interval {self.tools_poll_interval_s}: expected "
                 "seconds between 0 (reload only on SIGHUP) and 3600"
             )
+        self.check_pins()
         self.check_opa()
         if (
             self.metrics_listen
@@ -180,6 +185,18 @@ class ServeConfig(BaseModel):
         """--audit-key-file, or the file beside a SQLite store; replicas sharing a PostgreSQL
         store must be given the same key, so there it is required."""
         return default_audit_key(self.db, self.audit_key_file)
+
+    def pin_modes(self) -> PinModes:
+        return PinModes.parse(self.pin_tools)
+
+    def check_pins(self) -> None:
+        try:
+            self.pin_modes()
+        except ValueError:
+            raise ConfigError(
+                f"--pin-tools {self.pin_tools!r}: expected off, warn or enforce (every tool), "
+                "or mcp=MODE,manifest=MODE"
+            ) from None
 
     def check_tls(self) -> None:
         if (self.tls_cert is None) != (self.tls_key is None):
