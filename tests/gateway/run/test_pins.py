@@ -134,3 +134,38 @@ def _h(s: Side, store: SQLiteStore, policy: ScriptedPolicy, clock: FakeClock) ->
 async def _audit(store: SQLiteStore) -> list[dict[str, Any]]:
     rows = store.connections[0].execute("SELECT kind, error_code, message FROM audit").fetchall()
     return [{"kind": k, "error_code": e, "message": m} for k, e, m in rows]
+
+
+async def test_a_held_write_whose_tool_changed_meanwhile_sends_nothing(tmp_path: Path) -> None:
+    """Decided under one definition, released after a change under enforce: FAILED
+    tool_changed, nothing sent."""
+    store = await SQLiteStore.open(tmp_path / "runs.db")
+    policy, clock = ScriptedPolicy(), FakeClock()
+    policy.verdicts["book"] = Verdict.APPROVAL_REQUIRED
+    policy.grants["may_approve"] = True
+    before = await side(store, policy, clock, ENFORCE, manifests())
+    await start(_h(before, store, policy, clock))
+    other = {"train": "ICE 100"}
+    out = await before.runner.submit_turn(
+        ALICE,
+        calls_turn("r1", "t1", call("w1", "book", SEAT), call("w2", "book_unreconciled", other)),
+    )
+    assert out.next == NextAction.PAUSED_FOR_APPROVAL
+    (approval,) = await store.approvals_for_run("r1")
+    changed = [
+        dict(m, description="changed") if m["name"] == "book_unreconciled" else m
+        for m in manifests()
+    ]
+    after = await side(store, policy, clock, ENFORCE, changed)
+    await after.runner.decide_approval(
+        OLGA, DecideRequest(approval.approval_id, approve=True, reason="fine")
+    )
+    found = {c.call_id: c for c in await store.turn_calls("r1", "t1")}
+    assert (found["w1"].status, found["w1"].execution_count) == (CallStatus.SUCCEEDED, 1)
+    w2 = found["w2"]
+    assert (w2.status, w2.error_code, w2.execution_count) == (CallStatus.FAILED, "tool_changed", 0)
+    assert "nothing was sent" in w2.error_message
+    assert tools.SENT == [("book", "r1:w1")]  # w1 only
+    for s in (before, after):
+        await s.registry.aclose()
+    await store.close()
