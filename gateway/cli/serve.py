@@ -509,8 +509,11 @@ def _serve_config(ns: argparse.Namespace) -> ServeConfig:
             **{name: getattr(ns, name) for name in LIMIT_HELP},
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
-        name = str(first["loc"][0]).removesuffix("_s") if first["loc"] else "a setting"
-        raise ConfigError(
-            f"--{name.replace('_', '-')} {getattr(ns, name, '')}: {first['msg']}"
-        ) from None
+        raise _flag_error(exc, ns) from None
+
+
+def _flag_error(exc: Any, ns: argparse.Namespace) -> ConfigError:
+    """A setting out of its range, named by its flag."""
+    first = exc.errors()[0]
+    name = str(first["loc"][0]).removesuffix("_s") if first["loc"] else "a setting"
+    return ConfigError(f"--{name.replace('_', '-')} {getattr(ns, name, '')}: {first['msg']}")
