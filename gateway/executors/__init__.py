@@ -7,6 +7,7 @@ of the MCP servers file.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,8 +29,8 @@ from gateway.executors.config import (
 )
 from gateway.executors.http import HttpClients, HttpExecutor, HttpLookup
 from gateway.executors.http1 import Route, target
-from gateway.executors.mcp import McpExecutor, McpLookup
-from gateway.executors.mcp_sessions import McpSessions, ServerLink
+from gateway.executors.mcp import McpExecutor, McpLookup, listed_entry
+from gateway.executors.mcp_sessions import McpSessions, ServerLink, StartFailed
 from gateway.executors.proxy import Proxies, ProxySettingError
 from gateway.executors.python import PythonExecutor, PythonLookup, ToolFunction, load_function
 from gateway.executors.reconcile import Lookup, Reconciler
@@ -46,6 +47,7 @@ __all__ = [
     "HttpExecutorConfig",
     "HttpReconcileConfig",
     "IdempotencyConfig",
+    "Listed",
     "ManifestFieldError",
     "McpSessions",
     "Proxies",
@@ -53,9 +55,11 @@ __all__ = [
     "PythonReconcileConfig",
     "ReconcileConfig",
     "RetryConfig",
+    "StartFailed",
     "TlsConfig",
     "ToolExecutor",
     "build_executor",
+    "mcp_listing",
 ]
 
 
@@ -117,6 +121,19 @@ def _mcp_link(sessions: McpSessions | None, server: str) -> ServerLink:
         ("executor", "server"),
         f"MCP server {server!r} is not declared in {sessions.source} (declared: {declared})",
     )
+
+
+Listed = Callable[[], Awaitable[dict[str, Any] | None]]
+
+
+def mcp_listing(cfg: ExecutorConfig, mcp: McpSessions | None, name: str) -> Listed | None:
+    """For a tool on an MCP server, its entry in the server's tools/list as its session
+    lists it now (raises StartFailed when it cannot be had); for any other tool, None."""
+    if not isinstance(cfg, McpExecutorConfig):
+        return None
+    link = _mcp_link(mcp, cfg.server)
+    tool = cfg.tool or name
+    return lambda: listed_entry(link, tool)
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,15 @@ async def _started(link: ServerLink) -> Connection | Reply:
         return Reply(None, False, str(exc))
 
 
+async def listed_entry(link: ServerLink, tool: str) -> dict[str, Any] | None:
+    """The tool's entry in its server's latest tools/list (None: not listed), its session
+    started first when needed; raises StartFailed when there is no session or no listing."""
+    conn = await _started(link)
+    if isinstance(conn, Reply):
+        raise StartFailed(conn.problem)
+    return await conn.entry(tool)
+
+
 async def call_tool(
     link: ServerLink,
     tool: str,

@@ -7,6 +7,11 @@ could not read (the session is closed at once, so calls waiting on it end instea
 for their timeout). Each session lives in a task of its own on the loop that started it, since
 the SDK's transports must be entered and left in one task; `McpSessions.aclose` ends them.
 
+A session lists the server's tools (`tools/list`, every page) as it starts and again whenever
+the server says its list changed (`notifications/tools/list_changed`); a tool's entry in the
+latest listing is part of its definition (`gateway.pins`), so a server that changes a tool
+under callgate is noticed.
+
 Whether a call's request reached the transport is recorded exactly (`Sent`): the SDK hands a
 request to the transport's write stream in the caller's own task, and the stream this module
 gives the SDK marks the caller's `Sent` once it took the message. A request never handed over
@@ -38,6 +43,9 @@ log = logging.getLogger("callgate.mcp")
 
 CLOSE_TIMEOUT_S = 10.0
 CLIENT_NAME = "callgate"
+MAX_LIST_PAGES = 100  # of one tools/list: a server that pages on and on is not listed
+
+Listing = dict[str, dict[str, Any]]  # tool name → its tools/list entry (JSON, no `_meta`)
 
 
 class Sent:
@@ -164,6 +172,23 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {error_text(exc)}"
 
 
+async def list_tools(session: ClientSession) -> Listing:
+    """The server's tools/list, every page, each entry as JSON without its `_meta`."""
+    found: Listing = {}
+    cursor: str | None = None
+    for _ in range(MAX_LIST_PAGES):
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        for tool in page.tools:
+            entry = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+            entry.pop("_meta", None)
+            found[tool.name] = entry
+        cursor = page.next_cursor
+        if not cursor:
+            return found
+    raise ValueError(f"its tools/list has more than {MAX_LIST_PAGES} pages")
+
+
 class Connection:
     """One session with one server, run by a task of its own."""
 
@@ -174,6 +199,10 @@ class Connection:
         self.ready = asyncio.Event()  # set once started, or once it could not start
         self.stop = asyncio.Event()
         self.dead = False
+        self.listing: Listing | None = None  # the latest tools/list (None: none could be had)
+        self.listing_problem = ""
+        self._relisting: asyncio.Task[None] | None = None
+        self._listings = 0  # tools/list requests made, to keep only the latest answer
         self._max_event_bytes = max_event_bytes
         self._task = asyncio.get_running_loop().create_task(self._own(), name=f"mcp:{spec.name}")
 
@@ -197,6 +226,7 @@ class Connection:
             ):
                 with anyio.fail_after(self.spec.start_timeout_s):
                     await session.initialize()
+                    await self._list(session)
                 self.session = session
                 self.ready.set()
                 await self.stop.wait()
@@ -207,6 +237,8 @@ class Connection:
             self.problem = self.problem or describe(exc)
         finally:
             watch.cancel()
+            if self._relisting is not None:
+                self._relisting.cancel()
             if ended.is_set() and not self.problem:
                 self.problem = "the server closed the connection"
             self.dead = True
@@ -226,11 +258,43 @@ class Connection:
                 "its session was closed"
             )
             self.stop.set()
-        elif isinstance(message, types.ToolListChangedNotification):
-            log.info(
-                "MCP server %s: its tool list changed (callgate's manifests did not)",
-                self.spec.name,
+        elif isinstance(message, types.ToolListChangedNotification) and self.session:
+            log.info("MCP server %s: its tool list changed; listing it again", self.spec.name)
+            self._relisting = asyncio.get_running_loop().create_task(self._relist(self.session))
+
+    async def _list(self, session: ClientSession) -> None:
+        """Read the server's tools/list into `listing` (a later request's answer wins)."""
+        self._listings += 1
+        mine = self._listings
+        try:
+            found: Listing | None = await list_tools(session)
+            problem = ""
+        except Exception as exc:  # an error answer, a page the SDK cannot read, a timeout
+            found, problem = None, describe(exc)
+        if mine == self._listings:
+            self.listing, self.listing_problem = found, problem
+
+    async def _relist(self, session: ClientSession) -> None:
+        try:
+            with anyio.fail_after(self.spec.start_timeout_s):
+                await self._list(session)
+        except TimeoutError:
+            self.listing = None
+            self.listing_problem = f"no answer to tools/list within {self.spec.start_timeout_s:g} s"
+
+    async def entry(self, tool: str) -> dict[str, Any] | None:
+        """The tool's entry in the server's latest tools/list (None: it lists no such tool),
+        after any listing under way; raises StartFailed when the server's list could not be
+        read."""
+        relisting = self._relisting
+        if relisting is not None and not relisting.done():
+            await asyncio.wait([relisting])  # never cancels it, nor raises its cancellation
+        if self.listing is None:
+            raise StartFailed(
+                f"MCP server {self.spec.name!r} did not list its tools: "
+                f"{self.listing_problem or 'no answer'}"
             )
+        return self.listing.get(tool)
 
     async def close(self) -> None:
         self.stop.set()

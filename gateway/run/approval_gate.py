@@ -347,8 +347,9 @@ def _changed_since(
     rec: CallRecord, a: ApprovalRecord, pin: PinCheck, now: datetime
 ) -> CallRecord | None:
     """The approved call REJECTED when its tool's definition is not the one approved
-    (`approval_mismatch`), or is held as changed since its pin (`tool_changed`)."""
-    if a.tool_fingerprint and pin.fingerprint != a.tool_fingerprint:
+    (`approval_mismatch`), or is held as changed since its pin (`tool_changed`) or as not
+    checkable now (`tool_error`)."""
+    if a.tool_fingerprint and pin.fingerprint and pin.fingerprint != a.tool_fingerprint:
         return rejected(
             rec,
             CallCode.APPROVAL_MISMATCH,
@@ -358,7 +359,7 @@ def _changed_since(
             now=now,
         )
     if pin.held:
-        return rejected(rec, CallCode.TOOL_CHANGED, pin.held, now=now)
+        return rejected(rec, pin.code, pin.held, now=now)
     return None
 
 

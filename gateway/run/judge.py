@@ -179,7 +179,7 @@ class Judge:
             return self._unknown(rec, now)
         pin = await self.pin(tool)
         if pin.held:
-            return rejected(rec, CallCode.TOOL_CHANGED, pin.held, now=now)
+            return rejected(rec, pin.code, pin.held, now=now)
         try:
             args = read_arguments(rec.arguments_json, self.limits.max_json_depth)
         except JsonTextError as exc:

@@ -1,6 +1,9 @@
 """The pin check of a call's tool (docs/tools.md, "Pinned definitions").
 
 `PinBook.check(tool)` answers the tool's fingerprint now and whether it is the pinned one.
+A tool on an MCP server whose definition cannot be read now (its server is down, or did not
+list its tools) cannot be checked: under `enforce` its calls are held (`tool_error`), under
+`warn` they go on unchecked.
 The first definition recorded of a tool (by any sidecar sharing the store) is its pin; a
 definition seen for the first time that is not the pin is recorded too, so operators see it
 (`callgate tools pins`) and can approve it, and audited once (`tool_changed`).
@@ -22,6 +25,7 @@ from datetime import datetime
 
 from gateway.audit import events
 from gateway.audit.records import AuditEvent
+from gateway.errors import CallCode
 from gateway.pins import (
     PinMode,
     PinModes,
@@ -33,7 +37,7 @@ from gateway.pins import (
 )
 from gateway.store.base import RunStore
 from gateway.tools import Tool
-from gateway.tools.definitions import Defined
+from gateway.tools.definitions import Defined, DefinitionUnavailable
 
 log = logging.getLogger("callgate.pins")
 
@@ -49,6 +53,7 @@ class PinCheck:
     fingerprint: str = ""
     pinned: bool = False
     held: str = ""
+    code: CallCode = CallCode.TOOL_CHANGED  # of a held call: changed, or not checkable now
 
 
 OFF_CHECK = PinCheck(PinMode.OFF)
@@ -78,9 +83,20 @@ class PinBook:
 
     async def check(self, tool: Tool) -> PinCheck:
         mode = self.mode(tool)
-        now = tool.defined
-        if mode is PinMode.OFF:
-            return PinCheck(mode, now.fingerprint)
+        if mode is PinMode.OFF:  # never reaches a server just to say what is not checked
+            return PinCheck(mode, "" if tool.on_mcp else (await tool.definition()).fingerprint)
+        try:
+            now = await tool.definition()
+        except DefinitionUnavailable as exc:
+            if mode is PinMode.WARN:
+                log.warning("%s; its call goes on unchecked (--pin-tools warn)", exc)
+                return PinCheck(mode)
+            return PinCheck(
+                mode,
+                held=f"{exc}; under --pin-tools enforce its calls run only once its "
+                "definition can be checked: nothing was sent",
+                code=CallCode.TOOL_ERROR,
+            )
         kept = self._kept.get(tool.name)
         if kept is not None and kept[0].fingerprint == now.fingerprint:
             if self._monotonic() - kept[1] < self.refresh_s:
@@ -101,9 +117,10 @@ class PinBook:
 
     async def observe(self, tools: list[Tool]) -> None:
         """Record the manifest definitions of tools (at start-up and after a reload), so the
-        first ones are pinned and changed ones listed before any call."""
+        first ones are pinned and changed ones listed before any call. A tool on an MCP
+        server is recorded at its first call instead, when its server's session lists it."""
         for tool in tools:
-            if self.mode(tool) is not PinMode.OFF:
+            if self.mode(tool) is not PinMode.OFF and not tool.on_mcp:
                 await self.check(tool)
 
     def forget(self, name: str) -> None:

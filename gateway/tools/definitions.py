@@ -1,5 +1,6 @@
-"""A tool's definition as pins see it (`gateway.pins`), built from its manifest. (The MCP
-server's own `tools/list` entry of a tool on an MCP server is not part of it yet.)"""
+"""A tool's definition as pins see it (`gateway.pins`): what its manifest gives and, for a
+tool on an MCP server, the server's own `tools/list` entry of it (`listed`; null when the
+server lists no such tool)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,16 @@ def manifest_definition(manifest: ToolManifest, mcp_tool: str) -> dict[str, Any]
         "output_schema": manifest.output_schema,
         "executor": executor,
     }
+
+
+class DefinitionUnavailable(Exception):
+    """The tool's definition could not be read (its MCP server could not be reached or did
+    not list its tools): it can be neither pinned nor checked now."""
+
+
+def listed_definition(definition: dict[str, Any], entry: dict[str, Any] | None) -> dict[str, Any]:
+    """The definition of a tool on an MCP server: the manifest's part and its server's entry."""
+    return {**definition, "listed": entry}
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,15 @@ from gateway.executors import (
     ExecutionContext,
     ExecutionResult,
     HttpClients,
+    Listed,
     ManifestFieldError,
     McpExecutorConfig,
     McpSessions,
     Proxies,
+    StartFailed,
     ToolExecutor,
     build_executor,
+    mcp_listing,
 )
 from gateway.executors.output import kept_output
 from gateway.executors.results import failed
@@ -37,7 +40,13 @@ from gateway.limits import DEFAULT_LIMITS, MAX_JSON_DEPTH_CAP, Limits
 from gateway.memo import Memo
 from gateway.model import CallStatus, Effect
 from gateway.pins import short
-from gateway.tools.definitions import Defined, defined, manifest_definition
+from gateway.tools.definitions import (
+    Defined,
+    DefinitionUnavailable,
+    defined,
+    listed_definition,
+    manifest_definition,
+)
 from gateway.tools.environment import expand_env
 from gateway.tools.files import manifest_entries, manifest_files
 from gateway.tools.manifest import ToolManifest
@@ -62,6 +71,7 @@ class Tool:
         executor: ToolExecutor,
         schemas: _Schemas,
         limits: Limits = DEFAULT_LIMITS,
+        listed: Listed | None = None,
     ) -> None:
         self.manifest = manifest
         self.source = source
@@ -85,6 +95,8 @@ class Tool:
         mcp_tool = (cfg.tool or manifest.name) if isinstance(cfg, McpExecutorConfig) else ""
         self._definition = manifest_definition(manifest, mcp_tool)
         self._manifest_defined = defined(self._definition)
+        self._listed = listed  # the MCP server's entry of the tool (None: not on MCP)
+        self._last_listed: tuple[Any, Defined] | None = None
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, version={self.version!r}, effect={self.effect.value})"
@@ -123,16 +135,34 @@ class Tool:
         replaced by its mask under key (docs/tools.md, "Redaction")."""
         return masked(args, self._redact, key.mask, skip=is_mask)
 
-    @property
-    def defined(self) -> Defined:
-        """The tool's definition (`gateway.pins`), as its manifest gives it."""
-        return self._manifest_defined
+    async def definition(self) -> Defined:
+        """The tool's definition (`gateway.pins`) now: its manifest's part and, for a tool on
+        an MCP server, the server's entry of it in its latest tools/list (the session started
+        first when needed). Raises DefinitionUnavailable when that entry cannot be had."""
+        if self._listed is None:
+            return self._manifest_defined
+        try:
+            entry = await self._listed()
+        except StartFailed as exc:
+            raise DefinitionUnavailable(
+                f"the definition of tool {self.name!r} could not be read from its MCP server: {exc}"
+            ) from None
+        last = self._last_listed
+        if last is not None and last[0] is entry:  # a listing keeps its entries until the next
+            return last[1]
+        made = defined(listed_definition(self._definition, entry))
+        self._last_listed = (entry, made)
+        return made
 
     async def run(self, args: dict[str, Any], ctx: ExecutionContext) -> ExecutionResult:
         """Execute; when `ctx.tool_fingerprint` is set, only if the tool's definition is still
-        that one (else FAILED `tool_changed`, nothing sent)."""
+        that one (else FAILED `tool_changed`, or `tool_error` when it cannot be read; nothing
+        sent)."""
         if ctx.tool_fingerprint:
-            now = self._manifest_defined
+            try:
+                now = await self.definition()
+            except DefinitionUnavailable as exc:
+                return failed(CallCode.TOOL_ERROR, f"{exc}; nothing was sent", attempts=0)
             if now.fingerprint != ctx.tool_fingerprint:
                 return failed(
                     CallCode.TOOL_CHANGED,
@@ -222,9 +252,10 @@ def compile_tool(
             mcp=mcp,
             name=manifest.name,
         )
+        listed = mcp_listing(manifest.executor, mcp, manifest.name)
     except ManifestFieldError as exc:
         raise ManifestProblem(exc.field, exc.message) from exc
-    return Tool(manifest, source, executor, schemas, limits)
+    return Tool(manifest, source, executor, schemas, limits, listed)
 
 
 class _Collector:

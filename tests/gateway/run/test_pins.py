@@ -12,7 +12,7 @@ from gateway.model import CallStatus, Identity, NextAction, Verdict
 from gateway.pins import PinMode, PinModes
 from gateway.run.runner import Runner
 from gateway.store.sqlite import SQLiteStore
-from gateway.tools import Registry
+from gateway.tools import Registry, Tool
 from tests.gateway.run import tools
 from tests.support.harness import ALICE, FakeClock, Harness, ScriptedPolicy, manifests
 from tests.support.runs import call, calls_turn, start
@@ -50,13 +50,19 @@ async def side(
     return Side(runner, registry)
 
 
+def _tool(side: Side, name: str) -> Tool:
+    tool = side.registry.get(name)
+    assert tool is not None
+    return tool
+
+
 async def test_the_first_definition_is_pinned_and_the_policy_sees_it(tmp_path: Path) -> None:
     store = await SQLiteStore.open(tmp_path / "runs.db")
     policy, clock = ScriptedPolicy(), FakeClock()
     one = await side(store, policy, clock, WARN, manifests())
     pins = await store.tool_pins()
     assert set(pins) == {t.name for t in one.registry.tools()}
-    assert pins["book"].fingerprint == one.registry.get("book").defined.fingerprint  # type: ignore[union-attr]
+    assert pins["book"].fingerprint == (await _tool(one, "book").definition()).fingerprint
     assert pins["book"].pinned_by == ""
     await start(_h(one, store, policy, clock))
     out = await one.runner.submit_turn(ALICE, calls_turn("r1", "t1", call("c1", "book", SEAT)))
@@ -113,7 +119,7 @@ async def test_an_approval_covers_the_definition_it_was_requested_under(tmp_path
     out = await before.runner.submit_turn(ALICE, calls_turn("r1", "t1", call("w1", "book", SEAT)))
     assert out.next == NextAction.PAUSED_FOR_APPROVAL
     (approval,) = await store.approvals_for_run("r1")
-    assert approval.tool_fingerprint == before.registry.get("book").defined.fingerprint  # type: ignore[union-attr]
+    assert approval.tool_fingerprint == (await _tool(before, "book").definition()).fingerprint
     # the same version, another description: approved, but not for this definition
     after = await side(store, policy, clock, WARN, described("Book any seat you like."))
     _, result = await after.runner.decide_approval(
