@@ -5,7 +5,7 @@
     │   ├── Unauthenticated       always `unauthenticated`
     │   ├── PermissionDenied      always `permission_denied`
     │   ├── NotFound              `run_not_found`, `approval_not_found`, `call_not_found`,
-    │   │                         `quota_not_found`
+    │   │                         `quota_not_found`, `tool_not_found`
     │   ├── InvalidRequest        `invalid_argument`, `malformed_response`, `unknown_provider`,
     │   │                         `duplicate_call_id`, `invalid_page_token`, `limit_exceeded`
     │   ├── FailedPrecondition    `already_decided`, `approval_expired`, `not_unknown`
@@ -80,6 +80,7 @@ class RequestCode(StrEnum):
     APPROVAL_NOT_FOUND = "approval_not_found"
     CALL_NOT_FOUND = "call_not_found"
     QUOTA_NOT_FOUND = "quota_not_found"
+    TOOL_NOT_FOUND = "tool_not_found"
     RUN_PAUSED = "run_paused"
     RUN_FINISHED = "run_finished"
     ALREADY_DECIDED = "already_decided"

@@ -10,6 +10,7 @@
 #   may_list_runs   may it list others' runs?        bool (a subject always lists its own)
 #   may_read_quotas may it see these quota keys?     bool
 #   may_reset_quotas may it reset this quota key?    bool
+#   may_pin_tools   may it list tools' pins / approve a changed definition?  bool
 #   offer           tool names to list for a caller  set (undefined: every registered tool)
 #   batch_policy    not defined here, so a batch never runs partial writes
 #
@@ -366,6 +367,23 @@ default may_reset_quotas := false
 may_reset_quotas if {
 	"operator" in caller_roles
 	startswith(input.key, sprintf("%s/", [caller_tenant]))
+}
+
+# Tools are shared by every tenant, so pinning one is no tenant's business: an operator, an
+# auditor or a tools_admin lists the pins and what changed (input.tools: the names asked for);
+# only a tools_admin approves a changed definition (input.tool, input.fingerprint,
+# input.previous, input.fields).
+default may_pin_tools := false
+
+may_pin_tools if {
+	is_array(input.tools) # a listing
+	some role in ["operator", "auditor", "tools_admin"]
+	role in caller_roles
+}
+
+may_pin_tools if {
+	is_string(input.fingerprint) # an approval
+	"tools_admin" in caller_roles
 }
 
 # ---------------------------------------------------------------------------------------------

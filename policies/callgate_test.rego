@@ -490,6 +490,27 @@ test_only_an_operator_resets_a_key_of_their_tenant if {
 }
 
 # ---------------------------------------------------------------------------------------------
+# may_pin_tools
+
+tara := person("tara", "acme", ["tools_admin"])
+
+test_operators_auditors_and_tools_admins_list_pins if {
+	callgate.may_pin_tools with input as {"action": "read_pins", "identity": oscar, "tools": []}
+	callgate.may_pin_tools with input as {"action": "read_pins", "identity": audrey, "tools": ["book"]}
+	callgate.may_pin_tools with input as {"action": "read_pins", "identity": tara, "tools": []}
+	not callgate.may_pin_tools with input as {"action": "read_pins", "identity": mia, "tools": []}
+}
+
+test_only_a_tools_admin_approves_a_changed_definition if {
+	pin := {"action": "pin_tool", "tool": "book", "fingerprint": "sha256:b", "previous": "sha256:a", "fields": ["description"]}
+	callgate.may_pin_tools with input as object.union(pin, {"identity": tara})
+	not callgate.may_pin_tools with input as object.union(pin, {"identity": oscar})
+	not callgate.may_pin_tools with input as object.union(pin, {"identity": audrey})
+	callgate.may_pin_tools == false with input as {}
+	callgate.may_pin_tools == false with input as {"action": "pin_tool", "identity": {"subject": "x", "roles": "tools_admin"}, "fingerprint": "sha256:b"}
+}
+
+# ---------------------------------------------------------------------------------------------
 # offer
 
 test_offer_traveler_tools if {

@@ -39,12 +39,15 @@ REQUEST_MEANINGS: dict[str, str] = {
     "does not know",
     "permission_denied": "the run belongs to another subject or tenant, or the policy's "
     "`may_approve` (`DecideApproval`), `may_resolve` (`ResolveCall`), "
-    "`may_read_audit` (`QueryAudit`), `may_read_quotas` (`ListQuotas`) or "
-    "`may_reset_quotas` (`ResetQuota`) refuses the caller",
+    "`may_read_audit` (`QueryAudit`), `may_read_quotas` (`ListQuotas`), "
+    "`may_reset_quotas` (`ResetQuota`) or `may_pin_tools` (`ListToolPins`, `ApproveToolPin`) "
+    "refuses the caller",
     "run_not_found": "no run with this `run_id` (`QueryAudit` too)",
     "approval_not_found": "`DecideApproval` names no approval that exists",
     "call_not_found": "`ResolveCall` names a call the run does not have",
     "quota_not_found": "`ResetQuota` names a key no reservation ever named",
+    "tool_not_found": "`ApproveToolPin` names a tool never pinned, or a definition of it no "
+    "sidecar served",
     "run_paused": "the run waits for an approval or an unknown outcome, or its last turn has "
     "not settled: call `ResumeRun` (or `CancelRun`)",
     "run_finished": "the run has ended (COMPLETED, HANDED_OFF, BUDGET_EXHAUSTED or CANCELLED); "

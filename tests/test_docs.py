@@ -40,6 +40,7 @@ from gateway.policy.inputs import (
     call_input,
     list_runs_input,
     offer_input,
+    pins_input,
 )
 from gateway.run.judge import Judge
 from gateway.tools import Registry, ToolManifest
@@ -431,6 +432,14 @@ def _built_inputs() -> dict[str, Any]:
         "approval": approval_input(approval),
         "audit": audit_input(Identity("audrey", "acme", ("auditor",)), "acme", ""),
         "list_runs": list_runs_input(Identity("oscar", "acme", ("operator",)), "acme", ""),
+        "read_pins": pins_input(Identity("oscar", "acme", ("operator",))),
+        "pin_tool": pins_input(
+            Identity("tara", "acme", ("tools_admin",)),
+            tool="book_ticket",
+            fingerprint="sha256:b",
+            previous="sha256:a",
+            fields=["description"],
+        ),
     }
 
 

@@ -5,8 +5,8 @@
     callgate tools list [--schema] [--provider P] [--json]
     callgate tools import --mcp-servers FILE --server NAME --out DIR [--read TOOL,...]
     callgate tools status [--json]
-    callgate tools pins --db URL [--json]
-    callgate tools approve NAME --db URL [--fingerprint F] --reason TEXT
+    callgate tools pins [NAME] [--db URL] [--json]
+    callgate tools approve NAME [--db URL] [--fingerprint F] --reason TEXT
 
 A table of name, version, effect and description by default (the tools the policy's `offer`
 lists for the caller); `--schema` adds each tool's input schema; `--json` prints the answer:
@@ -17,8 +17,8 @@ the tools as their manifests describe them and, under `declarations`, the same t
 every decision), when it was loaded and, when the newest `--tools` files were rejected, each
 problem (file and what); it exits 1 then, so a deploy script can wait for a reload to take.
 
-`pins` and `approve` read and move tools' pinned definitions in the store
-(`gateway.cli.tools_pins`).
+`pins` and `approve` read and move tools' pinned definitions, through a running sidecar as the
+policy's `may_pin_tools` allows, or offline on the store with `--db` (`gateway.cli.tools_pins`).
 """
 
 from __future__ import annotations

@@ -441,6 +441,27 @@ class AsyncGatewayClient:
         )
         return done
 
+    async def list_tool_pins(
+        self, names: Iterable[str] = (), *, timeout_s: float | None = None
+    ) -> pb.ListToolPinsResponse:
+        """Tools' pins (these tools', or every pinned tool's), each with the changed
+        definitions served since."""
+        found: pb.ListToolPinsResponse = await self._unary(
+            self._stub.ListToolPins, pb.ListToolPinsRequest(names=list(names)), timeout_s
+        )
+        return found
+
+    async def approve_tool_pin(
+        self, name: str, *, reason: str, fingerprint: str = "", timeout_s: float | None = None
+    ) -> pb.ApproveToolPinResponse:
+        """Pin a tool to its definition `fingerprint` (the newest served: ""), audited with
+        the reason."""
+        request = pb.ApproveToolPinRequest(name=name, fingerprint=fingerprint, reason=reason)
+        done: pb.ApproveToolPinResponse = await self._unary(
+            self._stub.ApproveToolPin, request, timeout_s
+        )
+        return done
+
     async def get_status(self, *, timeout_s: float | None = None) -> pb.Status:
         status: pb.Status = await self._unary(
             self._stub.GetStatus, pb.GetStatusRequest(), timeout_s

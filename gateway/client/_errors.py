@@ -50,7 +50,14 @@ _ONE_CODE: dict[RequestCode, Callable[[str], RequestError]] = {
 }
 _FAMILY: dict[RequestCode, type[RequestError]] = {
     **dict.fromkeys(
-        (_C.RUN_NOT_FOUND, _C.APPROVAL_NOT_FOUND, _C.CALL_NOT_FOUND, _C.QUOTA_NOT_FOUND), NotFound
+        (
+            _C.RUN_NOT_FOUND,
+            _C.APPROVAL_NOT_FOUND,
+            _C.CALL_NOT_FOUND,
+            _C.QUOTA_NOT_FOUND,
+            _C.TOOL_NOT_FOUND,
+        ),
+        NotFound,
     ),
     **dict.fromkeys(
         (

@@ -408,6 +408,20 @@ class GatewayClient:
     ) -> pb.ResetQuotaResponse:
         return _Background.run(self.aio.reset_quota(key, reason=reason, timeout_s=timeout_s))
 
+    def list_tool_pins(
+        self, names: Iterable[str] = (), *, timeout_s: float | None = None
+    ) -> pb.ListToolPinsResponse:
+        return _Background.run(self.aio.list_tool_pins(names, timeout_s=timeout_s))
+
+    def approve_tool_pin(
+        self, name: str, *, reason: str, fingerprint: str = "", timeout_s: float | None = None
+    ) -> pb.ApproveToolPinResponse:
+        return _Background.run(
+            self.aio.approve_tool_pin(
+                name, reason=reason, fingerprint=fingerprint, timeout_s=timeout_s
+            )
+        )
+
     def get_status(self, *, timeout_s: float | None = None) -> pb.Status:
         return _Background.run(self.aio.get_status(timeout_s=timeout_s))
 

@@ -9,6 +9,7 @@ approval_input `input.approval` of the re-check before an approved call runs
 audit_input   `may_read_audit`: may this identity read these audit records?
 list_runs_input `may_list_runs`: may this identity list these runs?
 quotas_input    `may_read_quotas` / `may_reset_quotas`: may it see these keys, reset this one?
+pins_input      `may_pin_tools`: may it see tools' pins, pin a tool to another definition?
 """
 
 from __future__ import annotations
@@ -266,6 +267,30 @@ def quotas_input(who: Identity, *, prefix: str = "", key: str = "") -> dict[str,
     if key:
         return {"action": "reset_quota", "identity": who.as_input(), "key": key}
     return {"action": "read_quotas", "identity": who.as_input(), "prefix": prefix}
+
+
+def pins_input(
+    who: Identity,
+    *,
+    names: Sequence[str] = (),
+    tool: str = "",
+    fingerprint: str = "",
+    previous: str = "",
+    fields: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The `may_pin_tools` input: a listing of these tools' pins (`names`; [] for every
+    pinned tool), or (`tool` given) pinning the tool to definition `fingerprint` in place of
+    `previous`, changing `fields`."""
+    if tool:
+        return {
+            "action": "pin_tool",
+            "identity": who.as_input(),
+            "tool": tool,
+            "fingerprint": fingerprint,
+            "previous": previous,
+            "fields": list(fields),
+        }
+    return {"action": "read_pins", "identity": who.as_input(), "tools": list(names)}
 
 
 def approval_input(approval: ApprovalRecord) -> dict[str, Any]:

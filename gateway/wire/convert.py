@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from gateway import pb
@@ -35,10 +36,12 @@ from gateway.model import (
     Verdict,
     rfc3339,
 )
+from gateway.pins import ToolPin
 from gateway.policy.base import RejectedReload
 from gateway.run import pages
 from gateway.run.authorize import AuthorizeDecision
 from gateway.run.listing import RunsRequest
+from gateway.run.pin_desk import Change
 from gateway.run.quota_desk import QuotaPage
 from gateway.run.resolution import ResolveRequest
 from gateway.run.runner import StartRunParams
@@ -138,6 +141,25 @@ def decision_to(d: Decision | None) -> pb.Decision:
             pb.Quota(key=q.key, limit=q.limit, window_s=q.window_s, cost=q.cost) for q in d.quotas
         ],
         tools_revision=d.tools_revision,
+    )
+
+
+def pin_to(pin: ToolPin, changed: Sequence[Change]) -> pb.ToolPin:
+    return pb.ToolPin(
+        name=pin.name,
+        fingerprint=pin.fingerprint,
+        pinned_at=rfc3339(pin.pinned_at),
+        pinned_by=pin.pinned_by,
+        reason=pin.reason,
+        changed=[
+            pb.ToolDefinitionChange(
+                fingerprint=c.fingerprint,
+                first_seen_at=rfc3339(c.first_seen_at),
+                fields=c.fields,
+                diff=c.diff,
+            )
+            for c in changed
+        ],
     )
 
 

@@ -29,11 +29,13 @@ from gateway.policy.base import RejectedReload
 from gateway.policy.shadow import ShadowStats
 from gateway.run.authorize import Authorizer
 from gateway.run.listing import RunLister
+from gateway.run.pin_desk import PinDesk
 from gateway.run.quota_desk import QuotaDesk
 from gateway.run.runner import Runner
 from gateway.tools import Registry
 from gateway.tools.live import LiveRegistry, pinned
 from gateway.wire import convert
+from gateway.wire.operators import OperatorRpcs
 from gateway.wire.provider_turns import ProviderTurnRequest, ProviderTurns
 
 log = logging.getLogger("callgate.server")
@@ -52,6 +54,7 @@ GRPC_STATUS: dict[RequestCode, grpc.StatusCode] = {
     RequestCode.APPROVAL_NOT_FOUND: _S.NOT_FOUND,
     RequestCode.CALL_NOT_FOUND: _S.NOT_FOUND,
     RequestCode.QUOTA_NOT_FOUND: _S.NOT_FOUND,
+    RequestCode.TOOL_NOT_FOUND: _S.NOT_FOUND,
     RequestCode.RUN_PAUSED: _S.FAILED_PRECONDITION,
     RequestCode.RUN_FINISHED: _S.FAILED_PRECONDITION,
     RequestCode.ALREADY_DECIDED: _S.FAILED_PRECONDITION,
@@ -206,7 +209,7 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], err: RequestError) 
     raise AssertionError("unreachable")  # context.abort raises
 
 
-class ToolGatewayService(pb.ToolGatewayServicer):
+class ToolGatewayService(OperatorRpcs, pb.ToolGatewayServicer):
     """Every RPC: authenticate, decode the request, call the runner, encode the answer."""
 
     def __init__(
@@ -225,6 +228,7 @@ class ToolGatewayService(pb.ToolGatewayServicer):
         self.desk = desk
         self.audit = AuditReader(runner.store, runner.policy)
         self.quotas = QuotaDesk(runner.store, runner.policy, runner.clock)
+        self.pins = PinDesk(runner.store, runner.policy, runner.clock, runner.pins)
         self.auth = auth
         self.info = info
 
@@ -569,26 +573,3 @@ class ToolGatewayService(pb.ToolGatewayServicer):
 
         async for message in self._call_stream("QueryAudit", context, go):
             yield message
-
-    # ------------------------------------------------------------------ quotas
-
-    async def ListQuotas(
-        self, request: pb.ListQuotasRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> pb.ListQuotasResponse:
-        async def go(who: Identity) -> pb.ListQuotasResponse:
-            return convert.quotas_to(
-                await self.quotas.list_page(
-                    who, request.prefix, page_size=request.page_size, page_token=request.page_token
-                )
-            )
-
-        return await self._call("ListQuotas", context, go, request)
-
-    async def ResetQuota(
-        self, request: pb.ResetQuotaRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> pb.ResetQuotaResponse:
-        async def go(who: Identity) -> pb.ResetQuotaResponse:
-            removed = await self.quotas.reset(who, request.key, request.reason)
-            return pb.ResetQuotaResponse(key=request.key, removed=removed)
-
-        return await self._call("ResetQuota", context, go, request)

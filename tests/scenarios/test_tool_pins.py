@@ -65,6 +65,44 @@ def test_an_edited_manifest_is_held_until_approved(tmp_path: Path, tools_dir: Pa
         assert allowed.decision.tools_revision == client.get_status().tools_revision
 
 
+def test_a_tools_admin_approves_through_the_sidecar_as_the_policy_allows(
+    tmp_path: Path, tools_dir: Path
+) -> None:
+    """ListToolPins and ApproveToolPin: the default policy's may_pin_tools lets an operator
+    list and only a tools_admin approve; the approval is audited and holds at once."""
+    tools = tmp_path / "tools"
+    shutil.copytree(tools_dir, tools)
+    with sidecar_over(tmp_path, tools, POLICIES, "--pin-tools", "enforce") as (proc, client):
+        weather(client)
+        redescribe(tools)
+        eventually(lambda: coded(client, "tool_changed"), "the changed tool to be held")
+        at = ("--target", proc.target)
+        shown = callgate("tools", "pins", "get_weather", *at, "--token", "oscar-demo-token")
+        assert shown.returncode == 0, shown.stderr
+        assert "changed:" in shown.stdout and "now forwards" in shown.stdout
+        refused = callgate("tools", "pins", *at, "--token", "mia-demo-token")
+        assert refused.returncode != 0 and "may_pin_tools" in refused.stderr
+        approve = ("tools", "approve", "get_weather", *at, "--reason", "reviewed the wording")
+        denied = callgate(*approve, "--token", "oscar-demo-token")
+        assert denied.returncode != 0 and "permission_denied" in denied.stderr
+        assert "tools_admin" in denied.stderr  # whom to ask
+        assert coded(client, "tool_changed") is not None  # still held
+        done = callgate(*approve, "--token", "tara-demo-token")
+        assert done.returncode == 0, done.stderr
+        assert "pinned to sha256:" in done.stdout
+        allowed = coded(client, "")  # this sidecar holds the new pin from the next call
+        assert allowed is not None and allowed.decision.verdict == pb.VERDICT_ALLOW
+        again = callgate(*approve, "--token", "tara-demo-token")
+        assert "already" in again.stdout
+        unknown = callgate(
+            "tools", "approve", "no_such_tool", *at, "--reason", "x", "--token", "tara-demo-token"
+        )
+        assert unknown.returncode != 0 and "tool_not_found" in unknown.stderr
+        with GatewayClient(proc.target, "audrey-demo-token") as auditor:
+            pins = [r for r in auditor.query_audit(tool="get_weather") if r.kind == "pin"]
+        assert any(r.actor == "tara" and "reviewed the wording" in r.message for r in pins)
+
+
 def test_under_warn_a_changed_tool_goes_on(tmp_path: Path, tools_dir: Path) -> None:
     tools = tmp_path / "tools"
     shutil.copytree(tools_dir, tools)

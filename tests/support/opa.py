@@ -28,13 +28,14 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, Self
 
 from aiohttp import web
 
 from gateway.policy.bundle import config_error_from_regorus
+from gateway.policy.opa.push import until_no_progress
 from gateway.policy.rego import add_policy, new_engine
 
 TRANSCRIPT = (
@@ -465,6 +466,14 @@ def _delete(doc: dict[str, Any], parts: list[str]) -> bool:
 # an OPA engine for synchronous tests
 
 
+def _deleting(conn: Any, policy_id: str) -> Callable[[], Awaitable[None]]:
+    return lambda: conn.delete_policy(policy_id)
+
+
+async def _kept() -> None:
+    return None
+
+
 class SyncOpaEngine:
     """An OpaEngine pushed a policy directory, with the embedded engine's synchronous methods
     (`decide`, `allows`, `offer`, `partial_writes`), so one test suite runs on both engines.
@@ -494,8 +503,10 @@ class SyncOpaEngine:
         pushed = self.engine._pushed
         if pushed is None:
             return
-        for policy_id in sorted(pushed.policies):
-            await self.engine.connection.delete_policy(policy_id)
+        conn = self.engine.connection
+        # OPA compiles what is left after each delete: a file another one uses goes after it
+        steps = {pid: (_deleting(conn, pid), _kept) for pid in pushed.policies}
+        await until_no_progress(steps, [])
         for key in sorted(pushed.data):
             await self.engine.connection.delete_data(key)
 

@@ -45,6 +45,7 @@ CLASS_OF: dict[RequestCode, type[RequestError]] = {
     C.APPROVAL_NOT_FOUND: NotFound,
     C.CALL_NOT_FOUND: NotFound,
     C.QUOTA_NOT_FOUND: NotFound,
+    C.TOOL_NOT_FOUND: NotFound,
     C.RUN_PAUSED: RunPaused,
     C.RUN_FINISHED: RunFinished,
     C.ALREADY_DECIDED: FailedPrecondition,

@@ -33,6 +33,8 @@ IMPLEMENTED = {
     "QueryAudit",
     "ListQuotas",
     "ResetQuota",
+    "ListToolPins",
+    "ApproveToolPin",
 }
 
 

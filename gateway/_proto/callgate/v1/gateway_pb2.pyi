@@ -872,3 +872,61 @@ class ResetQuotaResponse(_message.Message):
     key: str
     removed: int
     def __init__(self, key: _Optional[str] = ..., removed: _Optional[int] = ...) -> None: ...
+
+class ListToolPinsRequest(_message.Message):
+    __slots__ = ("names",)
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ToolDefinitionChange(_message.Message):
+    __slots__ = ("fingerprint", "first_seen_at", "fields", "diff")
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEEN_AT_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    DIFF_FIELD_NUMBER: _ClassVar[int]
+    fingerprint: str
+    first_seen_at: str
+    fields: _containers.RepeatedScalarFieldContainer[str]
+    diff: str
+    def __init__(self, fingerprint: _Optional[str] = ..., first_seen_at: _Optional[str] = ..., fields: _Optional[_Iterable[str]] = ..., diff: _Optional[str] = ...) -> None: ...
+
+class ToolPin(_message.Message):
+    __slots__ = ("name", "fingerprint", "pinned_at", "pinned_by", "reason", "changed")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    PINNED_AT_FIELD_NUMBER: _ClassVar[int]
+    PINNED_BY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    fingerprint: str
+    pinned_at: str
+    pinned_by: str
+    reason: str
+    changed: _containers.RepeatedCompositeFieldContainer[ToolDefinitionChange]
+    def __init__(self, name: _Optional[str] = ..., fingerprint: _Optional[str] = ..., pinned_at: _Optional[str] = ..., pinned_by: _Optional[str] = ..., reason: _Optional[str] = ..., changed: _Optional[_Iterable[_Union[ToolDefinitionChange, _Mapping]]] = ...) -> None: ...
+
+class ListToolPinsResponse(_message.Message):
+    __slots__ = ("pins",)
+    PINS_FIELD_NUMBER: _ClassVar[int]
+    pins: _containers.RepeatedCompositeFieldContainer[ToolPin]
+    def __init__(self, pins: _Optional[_Iterable[_Union[ToolPin, _Mapping]]] = ...) -> None: ...
+
+class ApproveToolPinRequest(_message.Message):
+    __slots__ = ("name", "fingerprint", "reason")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    fingerprint: str
+    reason: str
+    def __init__(self, name: _Optional[str] = ..., fingerprint: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ApproveToolPinResponse(_message.Message):
+    __slots__ = ("pin", "previous_fingerprint")
+    PIN_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    pin: ToolPin
+    previous_fingerprint: str
+    def __init__(self, pin: _Optional[_Union[ToolPin, _Mapping]] = ..., previous_fingerprint: _Optional[str] = ...) -> None: ...

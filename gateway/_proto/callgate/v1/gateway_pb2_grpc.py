@@ -127,6 +127,16 @@ class ToolGatewayStub:
                 request_serializer=callgate_dot_v1_dot_gateway__pb2.ResetQuotaRequest.SerializeToString,
                 response_deserializer=callgate_dot_v1_dot_gateway__pb2.ResetQuotaResponse.FromString,
                 _registered_method=True)
+        self.ListToolPins = channel.unary_unary(
+                '/callgate.v1.ToolGateway/ListToolPins',
+                request_serializer=callgate_dot_v1_dot_gateway__pb2.ListToolPinsRequest.SerializeToString,
+                response_deserializer=callgate_dot_v1_dot_gateway__pb2.ListToolPinsResponse.FromString,
+                _registered_method=True)
+        self.ApproveToolPin = channel.unary_unary(
+                '/callgate.v1.ToolGateway/ApproveToolPin',
+                request_serializer=callgate_dot_v1_dot_gateway__pb2.ApproveToolPinRequest.SerializeToString,
+                response_deserializer=callgate_dot_v1_dot_gateway__pb2.ApproveToolPinResponse.FromString,
+                _registered_method=True)
 
 
 class ToolGatewayServicer:
@@ -271,6 +281,22 @@ class ToolGatewayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListToolPins(self, request, context):
+        """Tools' pinned definitions with every changed definition served since, as the policy's
+        may_pin_tools allows (input action "read_pins").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ApproveToolPin(self, request, context):
+        """Pin a tool to a definition a sidecar served, as may_pin_tools allows (input action
+        "pin_tool"); audited. Its calls run under the new definition from the next one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolGatewayServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -363,6 +389,16 @@ def add_ToolGatewayServicer_to_server(servicer, server):
                     servicer.ResetQuota,
                     request_deserializer=callgate_dot_v1_dot_gateway__pb2.ResetQuotaRequest.FromString,
                     response_serializer=callgate_dot_v1_dot_gateway__pb2.ResetQuotaResponse.SerializeToString,
+            ),
+            'ListToolPins': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListToolPins,
+                    request_deserializer=callgate_dot_v1_dot_gateway__pb2.ListToolPinsRequest.FromString,
+                    response_serializer=callgate_dot_v1_dot_gateway__pb2.ListToolPinsResponse.SerializeToString,
+            ),
+            'ApproveToolPin': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApproveToolPin,
+                    request_deserializer=callgate_dot_v1_dot_gateway__pb2.ApproveToolPinRequest.FromString,
+                    response_serializer=callgate_dot_v1_dot_gateway__pb2.ApproveToolPinResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -854,6 +890,60 @@ class ToolGateway:
             '/callgate.v1.ToolGateway/ResetQuota',
             callgate_dot_v1_dot_gateway__pb2.ResetQuotaRequest.SerializeToString,
             callgate_dot_v1_dot_gateway__pb2.ResetQuotaResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListToolPins(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/callgate.v1.ToolGateway/ListToolPins',
+            callgate_dot_v1_dot_gateway__pb2.ListToolPinsRequest.SerializeToString,
+            callgate_dot_v1_dot_gateway__pb2.ListToolPinsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApproveToolPin(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/callgate.v1.ToolGateway/ApproveToolPin',
+            callgate_dot_v1_dot_gateway__pb2.ApproveToolPinRequest.SerializeToString,
+            callgate_dot_v1_dot_gateway__pb2.ApproveToolPinResponse.FromString,
             options,
             channel_credentials,
             insecure,
