@@ -18,17 +18,21 @@ package callgate.detect
 # A first look over the document's JSON text, which every detector's match passes: most
 # results have no hit, and this spares walking them string by string (plain substring tests
 # are cheaper here than one large pattern).
-_markers := ["@", "sk-", "AKIA", "gh", "xox", "AIza", "k_live_", "k_test_", "eyJ", "PRIVATE KEY"]
+_markers := [
+	"@", "sk-", "AKIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "AIza",
+	"k_live_", "k_test_", "eyJ", "PRIVATE KEY",
+]
 
-may_hit(doc) if {
-	text := json.marshal(doc)
+may_hit(doc) if _may_hit_text(json.marshal(doc))
+
+_may_hit_text(text) if {
 	some marker in _markers
 	contains(text, marker)
 }
 
-may_hit(doc) if contains(lower(json.marshal(doc)), "bearer")
+_may_hit_text(text) if contains(lower(text), "bearer")
 
-may_hit(doc) if regex.match(`\d(?:[ -]?\d){12}`, json.marshal(doc))
+_may_hit_text(text) if regex.match(`\d(?:[ -]?\d){12}`, text)
 
 email(s) if regex.match(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`, s)
 

@@ -21,12 +21,29 @@ test_luhn if {
 	not detect.luhn("79927398710")
 }
 
+api_key_samples := [
+	"OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz12",
+	"AKIAIOSFODNN7EXAMPLE",
+	"token ghp_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
+	"gho_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
+	"github_pat_abcdefghijklmnopqrstuvwxyz",
+	"xoxb-1234567890-abcdefghij",
+	"AIzaSyAbcdefghijklmnopqrstuvwxyz0123456",
+	"sk_live_abcdefghijklmnop1234",
+	"rk_test_abcdefghijklmnop1234",
+]
+
 test_api_keys if {
-	detect.api_key("OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz12")
-	detect.api_key("AKIAIOSFODNN7EXAMPLE")
-	detect.api_key("token ghp_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ")
-	detect.api_key("xoxb-1234567890-abcdefghij")
-	detect.api_key("sk_live_abcdefghijklmnop1234")
+	every sample in api_key_samples {
+		detect.api_key(sample)
+	}
+}
+
+# may_hit's markers must pass every key the patterns find
+test_may_hit_passes_every_api_key if {
+	every sample in api_key_samples {
+		detect.may_hit({"note": sample})
+	}
 }
 
 test_words_are_not_api_keys if not detect.api_key("sk-short and AKIA lowercase akiaiosfodnn7example")
@@ -64,3 +81,6 @@ test_may_hit_passes_every_hit if {
 }
 
 test_may_hit_skips_a_plain_result if not detect.may_hit({"train": "ICE123", "date": "2026-12-01", "delay_min": 4})
+
+# "high" holds "gh", as do "light" and "night": only a GitHub token's own prefix is a marker
+test_may_hit_skips_a_weather_report if not detect.may_hit({"city": "Berlin", "forecast": "light rain", "high_c": 7})
