@@ -1,11 +1,12 @@
 """The `results` part of `make bench`: what the policy's `result` rule costs a SubmitTurn.
 
-Three sidecars, started together and driven in one interleaved schedule: two with the default
+Four sidecars, started together and driven in one interleaved schedule: two with the default
 bundle minus its `result` rule (policies/results.rego left out; their ratio is the noise
-between two identical processes), and one with the whole default bundle, whose `result` rule
-walks each read's output with the detectors of `callgate.detect`. Each is asked SubmitTurn
-(two HTTP reads) at 8 in flight; the target is the server CPU per request with the rule over
-the mean of the two without: at most 1.10.
+between two identical processes), one with the whole default bundle, whose `result` rule
+walks each read's output with the detectors of `callgate.detect`, and one whose `result` rule
+never applies (a side row: what asking any `result` rule costs, whatever it does). Each is
+asked SubmitTurn (two HTTP reads) at 8 in flight; the target is the server CPU per request
+with the default rule over the mean of the two without: at most 1.10.
 """
 
 from __future__ import annotations
@@ -32,6 +33,20 @@ class BenchLike(Protocol):
     async def pair(self, workloads: Sequence[Workload]) -> list[Any]: ...
 
 
+# A `result` rule that is never defined for the benchmark's calls: the cost of asking alone.
+IDLE_RULE = """package callgate
+
+result := {"deliver": false, "redact": [], "reasons": ["never"]} if input.tool.effect == "none"
+"""
+
+
+def idle_result_rule(policies: Path, into: Path) -> Path:
+    """A copy of the bundle whose `result` rule never applies."""
+    without_result_rule(policies, into)
+    (into / "results.rego").write_text(IDLE_RULE)
+    return into
+
+
 def without_result_rule(policies: Path, into: Path) -> Path:
     """A copy of the bundle without its `result` rule (and that rule's tests)."""
     shutil.copytree(policies, into, dirs_exist_ok=True)
@@ -44,10 +59,12 @@ async def part_results(b: BenchLike, stubs: Any, policies: Path, tmp: Path) -> N
     """`stubs(sidecar)`: a ToolGateway stub on a channel of the benchmark's own."""
     print("results: SubmitTurn with and without a result rule", flush=True)
     plain = without_result_rule(policies, tmp / "policies-without-result")
+    idle = idle_result_rule(policies, tmp / "policies-idle-result")
     with ExitStack() as stack:
         sidecars = {
             "without": stack.enter_context(b.sidecar("results-without", policies=plain)),
             "without again": stack.enter_context(b.sidecar("results-without-2", policies=plain)),
+            "with an idle": stack.enter_context(b.sidecar("results-idle", policies=idle)),
             "with": stack.enter_context(b.sidecar("results-with", policies=policies)),
         }
         workloads = []
@@ -74,17 +91,20 @@ async def part_results(b: BenchLike, stubs: Any, policies: Path, tmp: Path) -> N
 
 def _lines(found: Sequence[Any]) -> list[str]:
     by_name = {s.name: s for s in found}
-    first, second, rule = (
-        by_name[f"{RPC}, {k} a result rule"] for k in ("without", "without again", "with")
+    first, second, rule, idle = (
+        by_name[f"{RPC}, {k} a result rule"]
+        for k in ("without", "without again", "with", "with an idle")
     )
-    a, b2, c = (s.cpu_us_per_request(s.server_cpu_s) for s in (first, second, rule))
+    a, b2, c, d = (s.cpu_us_per_request(s.server_cpu_s) for s in (first, second, rule, idle))
     base, p50 = (a + b2) / 2, (first.p50_ms + second.p50_ms) / 2
     ratio = c / base
     return [
         f"{RPC}, without again / without: {b2 / a:.3f}x ({b2:,.0f} vs {a:,.0f} us/req): "
-        f"the noise between two identical processes; the ratio below is to their mean, "
+        f"the noise between two identical processes; the ratios below are to their mean, "
         f"{base:,.0f} us/req",
         f"{RPC}, with the default result rule: {ratio:.3f}x ({c:,.0f} us/req; p50 "
         f"{rule.p50_ms / p50:.2f}x); target <= {TARGET:.2f}x: "
         f"{'yes' if ratio <= TARGET else 'NO'}",
+        f"{RPC}, with a result rule that never applies: {d / base:.3f}x ({d:,.0f} us/req; "
+        f"p50 {idle.p50_ms / p50:.2f}x); reported only: what asking costs, whatever the rule",
     ]

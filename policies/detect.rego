@@ -16,21 +16,14 @@
 package callgate.detect
 
 # A first look over the document's JSON text, which every detector's match passes: most
-# results have no hit, and this spares walking them string by string (plain substring tests
-# are cheaper here than one large pattern).
-_markers := [
-	"@", "sk-", "AKIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "AIza",
-	"k_live_", "k_test_", "eyJ", "PRIVATE KEY",
-]
+# results have no hit, and this spares walking them string by string. Each detector's own
+# prefix or mark is a literal of one pattern (regorus matches a pattern of literals far
+# faster than it iterates over a list of substrings); card numbers' digit runs are a second.
+_marks := `@|sk-|AKIA|gh[pousr]_|github_pat_|xox|AIza|k_live_|k_test_|eyJ|PRIVATE KEY|(?i:bearer)`
 
 may_hit(doc) if _may_hit_text(json.marshal(doc))
 
-_may_hit_text(text) if {
-	some marker in _markers
-	contains(text, marker)
-}
-
-_may_hit_text(text) if contains(lower(text), "bearer")
+_may_hit_text(text) if regex.match(_marks, text)
 
 _may_hit_text(text) if regex.match(`\d(?:[ -]?\d){12}`, text)
 
