@@ -13,6 +13,9 @@ runner answers what it recorded: after an approval, the call ran once, when it w
 and the retry answers its result; it never runs a second time. A call with other arguments is
 a new turn, judged on its own (and refused `run_paused` while the session's run waits). Once a
 final answer is given, the next identical call is a new call.
+
+A call sees one tool set from its first lookup to its last (`pinned`), as a gRPC request
+does: a manifest reload landing in the middle of it serves the calls that come after.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from gateway.model import (
 )
 from gateway.policy.inputs import offer_input
 from gateway.run.runner import Runner, StartRunParams
+from gateway.tools.live import pinned
 
 log = logging.getLogger("callgate.mcp")
 
@@ -151,9 +155,12 @@ class McpGateway:
     async def list_tools(self, identity: Identity) -> list[types.Tool]:
         """The tools this caller may use (the policy's `offer` rule; undefined: all)."""
         offered = await self.runner.policy.offer(offer_input(identity))
-        return [
-            tool_of(t) for t in self.runner.registry.tools() if offered is None or t.name in offered
-        ]
+        with pinned(self.runner.registry):
+            return [
+                tool_of(t)
+                for t in self.runner.registry.tools()
+                if offered is None or t.name in offered
+            ]
 
     async def call_tool(
         self, identity: Identity, run_id: str, name: str, arguments: dict[str, Any] | None
@@ -165,7 +172,8 @@ class McpGateway:
             return tool_error(CallCode.INVALID_ARGUMENTS.value, str(err))
         try:
             await self._start(identity, run_id)
-            return await self._run(identity, run_id, call)
+            with pinned(self.runner.registry):  # one tool set for the whole call
+                return await self._run(identity, run_id, call)
         except RequestError as err:
             return tool_error(err.code.value, err.message)
 

@@ -26,3 +26,14 @@ def book(args: dict[str, Any], ctx: ExecutionContext) -> dict[str, Any]:
 def find_booking(args: dict[str, Any], ctx: ExecutionContext) -> dict[str, Any] | None:
     """The target's own record of a write, by idempotency key (None: never applied)."""
     return APPLIED.get(ctx.idempotency_key)
+
+
+# `swap_tools` replaces the tool set of RELOADING (set by a test) while it runs, as a manifest
+# reload landing in the middle of a call would.
+RELOADING: list[Any] = []  # [LiveRegistry, the snapshot to install]
+
+
+def swap_tools(args: dict[str, Any], ctx: ExecutionContext) -> dict[str, Any]:
+    live, snapshot = RELOADING
+    live.install(snapshot)
+    return {"swapped": True}
