@@ -30,6 +30,9 @@ log = logging.getLogger("callgate.run")
 REDACTED: Final = "[redacted]"  # what a redacted value is replaced by
 SCHEMA_NOTE: Final = "output violates output_schema: "
 _MISSING: Final = object()
+NOT_SERVED: Final = (
+    "tool {tool!r} is no longer served, so the result rule could not be asked about its result"
+)
 
 
 @dataclass(frozen=True)
@@ -62,13 +65,13 @@ class Deliverer:
             return res, None
         if not self.policy.defines_result:
             return res, None
-        tool = self.registry.get(rec.tool)
-        if tool is None:
-            return res, None
         try:
             output = read_json(res.output_json, max_depth=MAX_JSON_DEPTH_CAP, big_integers=True)
         except JsonTextError:
             output = res.output_json
+        tool = self.registry.get(rec.tool)
+        if tool is None:  # gone from the tool set serving now: the rule cannot be asked
+            return self._withheld(res, output, (NOT_SERVED.format(tool=rec.tool),))
         verdict = await self._ask(rec, tool, res, run, identity, output)
         if verdict is None:
             return res, None

@@ -4,11 +4,16 @@ handed on; the call's status never changes; an evaluation error withholds."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 from gateway.errors import CallCode
-from gateway.model import CallStatus, NextAction
+from gateway.executors.base import ExecutionResult
+from gateway.model import CallStatus, NextAction, RunRecord, RunState, ToolCall
+from gateway.run.deliver import Deliverer
+from gateway.run.judge import Judge
+from gateway.tools import Registry
 from tests.gateway.run import tools
-from tests.support.harness import ALICE, Harness
+from tests.support.harness import ALICE, Harness, ScriptedPolicy
 from tests.support.runs import TRAIN, call, calls_turn, start
 
 
@@ -97,3 +102,18 @@ async def test_a_pointer_to_nowhere_withholds(harness: Harness) -> None:
     assert "ICE 100" not in res.output_json
     view = await h.store.get_view("r1")
     assert view is not None and "ICE 100" not in view.calls[0].output_json
+
+
+async def test_a_result_whose_tool_is_no_longer_served_is_withheld() -> None:
+    """The rule cannot be asked without the tool (a reload removed it): fail closed."""
+    served = Registry.from_manifests([])
+    rec = Judge(served, policy=None).propose(  # type: ignore[arg-type]  # propose asks none
+        "r1", "t1", 0, ToolCall("a", "removed_tool", "{}"), datetime(2026, 12, 2, tzinfo=UTC)
+    )
+    policy = ScriptedPolicy(result_value={"deliver": True, "redact": [], "reasons": []})
+    res = ExecutionResult(CallStatus.SUCCEEDED, output_json='{"secret": "s3"}', attempts=1)
+    run = RunRecord("r1", RunState.ACTIVE, "alice", "acme")
+    kept, delivery = await Deliverer(policy, served).deliver(rec, res, run=run, identity=ALICE)
+    assert kept.error_code == CallCode.RESULT_WITHHELD.value and "s3" not in kept.output_json
+    assert "no longer served" in kept.error_message
+    assert delivery is not None and delivery.withheld and kept.attempts == 1
