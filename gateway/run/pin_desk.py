@@ -16,17 +16,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from gateway.audit import events
-from gateway.errors import PermissionDenied, RequestCode, RequestError
+from gateway.errors import RequestCode, RequestError
 from gateway.model import Identity
 from gateway.pins import SeenDefinition, ToolPin, changed_fields, diff_text, read_definition
 from gateway.policy.base import PolicyEngine
-from gateway.policy.grants import DEFAULT_GRANTS
 from gateway.policy.inputs import pins_input
+from gateway.run.desks import check_reason, refused
 from gateway.run.pins import PinBook
 from gateway.store.base import RunStore
 
 MAX_NAMES = 1000
-MAX_REASON_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -120,13 +119,6 @@ async def approve_pin(
     return stored
 
 
-def _refused(what: str) -> PermissionDenied:
-    return PermissionDenied(
-        f"the policy's may_pin_tools refused {what} "
-        f"(under the default policy: {DEFAULT_GRANTS['may_pin_tools']})"
-    )
-
-
 class PinDesk:
     def __init__(
         self,
@@ -143,7 +135,7 @@ class PinDesk:
     async def list(self, who: Identity, names: Sequence[str]) -> list[PinView]:
         names = _checked_names(names)
         if not await self.policy.allows("may_pin_tools", pins_input(who, names=names)):
-            raise _refused("a listing of tools' pins")
+            raise refused("may_pin_tools", "a listing of tools' pins")
         wanted = list(names) or None
         return pin_views(
             await self.store.tool_pins(wanted), await self.store.tool_definitions(wanted)
@@ -157,12 +149,7 @@ class PinDesk:
         if not name:
             raise RequestError(RequestCode.INVALID_ARGUMENT, "name is required: the tool to pin")
         _checked_names([name])
-        if not reason.strip() or len(reason) > MAX_REASON_CHARS:
-            raise RequestError(
-                RequestCode.INVALID_ARGUMENT,
-                f"reason is required (at most {MAX_REASON_CHARS} characters): "
-                "the audit trail keeps it",
-            )
+        check_reason(reason)
         asked = await pin_request(self.store, name, fingerprint)
         grant = pins_input(
             who,
@@ -172,7 +159,7 @@ class PinDesk:
             fields=asked.fields,
         )
         if not await self.policy.allows("may_pin_tools", grant):
-            raise _refused(f"pinning tool {name!r} to {asked.wanted.fingerprint}")
+            raise refused("may_pin_tools", f"pinning tool {name!r} to {asked.wanted.fingerprint}")
         stored = await approve_pin(self.store, asked, by=who, reason=reason, now=self.clock())
         if self.book is not None:
             self.book.forget(name)  # this sidecar holds the new pin from its next call

@@ -18,17 +18,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from gateway.audit import events
-from gateway.errors import PermissionDenied, RequestCode, RequestError
+from gateway.errors import RequestCode, RequestError
 from gateway.model import Identity
 from gateway.policy.base import PolicyEngine
-from gateway.policy.grants import DEFAULT_GRANTS
 from gateway.policy.inputs import quotas_input
 from gateway.quotas import MAX_KEY_BYTES, QuotaState
+from gateway.run.desks import check_reason, refused
 from gateway.store.base import RunStore
 
 DEFAULT_PAGE_KEYS = 100
 MAX_PAGE_KEYS = 1000
-MAX_REASON_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -66,12 +65,6 @@ def _after(token: str) -> str:
         ) from None
 
 
-def _refused(rule: str, what: str) -> PermissionDenied:
-    return PermissionDenied(
-        f"the policy's {rule} refused {what} (under the default policy: {DEFAULT_GRANTS[rule]})"
-    )
-
-
 class QuotaDesk:
     def __init__(
         self, store: RunStore, policy: PolicyEngine, clock: Callable[[], datetime]
@@ -91,7 +84,7 @@ class QuotaDesk:
             )
         after = _after(page_token)
         if not await self.policy.allows("may_read_quotas", quotas_input(who, prefix=prefix)):
-            raise _refused("may_read_quotas", f"the quota keys starting with {prefix!r}")
+            raise refused("may_read_quotas", f"the quota keys starting with {prefix!r}")
         size = min(page_size or DEFAULT_PAGE_KEYS, MAX_PAGE_KEYS)
         found = await self.store.list_quotas(prefix, after=after, limit=size + 1, now=self.clock())
         page = tuple(found[:size])
@@ -102,14 +95,9 @@ class QuotaDesk:
     async def reset(self, who: Identity, key: str, reason: str) -> int:
         """Give back every reservation of the key; answers how many there were."""
         _check_key("key", key, empty=False)
-        if not reason.strip() or len(reason) > MAX_REASON_CHARS:
-            raise RequestError(
-                RequestCode.INVALID_ARGUMENT,
-                "reason is required (at most "
-                f"{MAX_REASON_CHARS} characters): the audit trail keeps it",
-            )
+        check_reason(reason)
         if not await self.policy.allows("may_reset_quotas", quotas_input(who, key=key)):
-            raise _refused("may_reset_quotas", f"a reset of quota {key!r}")
+            raise refused("may_reset_quotas", f"a reset of quota {key!r}")
         now = self.clock()
         removed = await self.store.reset_quota(
             key, lambda n: events.quota_reset(key=key, by=who, removed=n, reason=reason, now=now)
