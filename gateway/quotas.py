@@ -127,14 +127,14 @@ def reservations(calls: Iterable[CallRecord], at: datetime) -> list[Reservation]
     ]
 
 
-def given_back(calls: Sequence[CallRecord], expect: Sequence[CallRecord]) -> list[tuple[str, str]]:
-    """(run_id, call_id) of the calls whose reservations a commit gives back: those that end
-    without executing (REJECTED, NOT_RUN), and those FAILED whose effect is known not to have
-    happened though the outcome was in doubt (an UNKNOWN one settled FAILED, or a write found
-    in flight that the look-up found never applied)."""
+def given_back(calls: Sequence[CallRecord], expect: Sequence[CallRecord]) -> list[CallRecord]:
+    """The calls whose reservations a commit gives back: those that end without executing
+    (REJECTED, NOT_RUN), and those FAILED whose effect is known not to have happened though
+    the outcome was in doubt (an UNKNOWN one settled FAILED, or a write found in flight that
+    the look-up found never applied)."""
     unknown = {(c.run_id, c.call_id) for c in expect if c.status == CallStatus.UNKNOWN}
     return [
-        (c.run_id, c.call_id)
+        c
         for c in calls
         if c.decision is not None
         and c.decision.quotas

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from gateway.audit.records import AuditEvent
 from gateway.model import CallRecord, Quota
@@ -20,105 +20,104 @@ from gateway.quotas import (
     epoch,
     frees_at,
     from_epoch,
-    given_back,
-    in_order,
-    over,
 )
 from gateway.store import quota_sql
 from gateway.store.group import GroupCommit
 from gateway.store.pg_coordination import Conn
 from gateway.store.pg_writes import Write
+from gateway.store.quota_book import Book, Refusal
 
 PREFIX = "starts_with(k.quota_key, %s::text) AND %s::text IS NOT NULL"
 
 
-def _sums(reservations: Sequence[Reservation]) -> tuple[str, list[object]]:
-    """Each (key, window start)'s usage, one statement: (key, start, used) rows."""
-    pairs = sorted({(r.quota.key, quota_sql.start(r)) for r in reservations})
-    values = ", ".join(["(%s::text, %s::float8)"] * len(pairs))
-    return (
-        f"SELECT v.k, v.s, COALESCE(SUM(u.cost), 0) FROM (VALUES {values}) AS v(k, s) "
-        "LEFT JOIN quota_usage u ON u.quota_key = v.k AND u.reserved_at > v.s "
-        "GROUP BY v.k, v.s",
-        [x for p in pairs for x in p],
-    )
+def _typed(sql_type: str) -> str:
+    return f"%s::{sql_type}"
 
 
-def _inserts(rows: Sequence[tuple[object, ...]], keys: Sequence[str], now: float) -> list[Write]:
-    """The accepted reservations inserted, and the keys' expired ones removed: writes of the
-    commit's one statement."""
-    prune = Write(
-        "DELETE FROM quota_usage WHERE quota_key = ANY(%s) AND expires_at <= %s", [list(keys), now]
-    )
-    if not rows:
-        return [prune]
-    marks = ", ".join(["(%s, %s, %s, %s::float8, %s::float8, %s::float8)"] * len(rows))
-    return [
-        prune,
-        Write(
-            f"INSERT INTO quota_usage ({', '.join(quota_sql.USAGE_COLUMNS)}) VALUES {marks}",
-            [v for r in rows for v in r],
-        ),
-    ]
+async def _rows(conn: Conn, sql: str, args: Sequence[object]) -> list[Any]:
+    return list(await (await conn.execute(sql, args)).fetchall())
 
 
-async def reserve_each(conn: Conn, entries: Sequence[Together]) -> list[Write]:
-    """Each entry's reservations, all or none of each (one that does not fit is marked
-    refused): every key locked first, in key order, then every window summed at once and
-    the entries decided in order. Answers the writes that record the accepted ones."""
-    everything = in_order([r for e in entries for r in e.reservations])
-    if not everything:
+async def settle(
+    conn: Conn, entries: Sequence[Together], back: Sequence[CallRecord] = ()
+) -> list[Write]:
+    """The commit's quotas (`gateway.store.quota_book`): every key charged or given back
+    locked (a row lock held to the end of the transaction) and read, the expired and
+    given-back reservations removed, each entry's reservations kept or refused (all or none
+    of each: a refused one is marked). Answers the writes that record the kept ones and the
+    keys' totals, for the commit's one statement."""
+    reservations = [r for e in entries for r in e.reservations]
+    if not reservations and not back:
         return []
-    await conn.execute(*quota_sql.lock_keys(everything, "%s"))
-    query, args = _sums(everything)
-    base = {
-        (str(k), float(t)): float(u)
-        for k, t, u in await (await conn.execute(query, args)).fetchall()
-    }
-    added: dict[str, float] = {}
-    rows: list[tuple[object, ...]] = []
-    for e in entries:
-        trial, mine = dict(added), []
-        for r in in_order(e.reservations):
-            used = base[(r.quota.key, quota_sql.start(r))] + trial.get(r.quota.key, 0.0)
-            if over(r.quota, used):
-                e.refused = await _refusal(conn, r, used, added.get(r.quota.key, 0.0))
-                break
-            trial[r.quota.key] = trial.get(r.quota.key, 0.0) + r.quota.cost
-            mine.append(quota_sql.row(r))
-        if e.refused is None:
-            added, rows = trial, [*rows, *mine]
-    return _inserts(rows, sorted({r.quota.key for r in everything}), epoch(everything[0].at))
+    book = Book(
+        await _rows(
+            conn, *quota_sql.lock(reservations, [q for c in back for q in _quotas(c)], "%s")
+        )
+    )
+    if reservations:
+        now = epoch(reservations[0].at)
+        for key, window, shortened in book.windows(reservations):
+            if shortened:
+                await conn.execute(quota_sql.clip("%s"), (window, key, window))
+        keys = book.expired((r.quota.key for r in reservations), now)
+        if keys:
+            book.removed(await _rows(conn, quota_sql.prune("%s", len(keys)), [*keys, now]))
+    if back:
+        pairs = [v for c in back for v in (c.run_id, c.call_id)]
+        book.removed(await _rows(conn, quota_sql.give_back("%s", len(back)), pairs))
+    for f in book.fit(entries, quota_sql.row):
+        f.entry.refused = await _refusal(conn, f)
+    return _writes(book)
 
 
-async def _refusal(conn: Conn, r: Reservation, used: float, pending: float) -> QuotaExceeded:
-    window = [
-        (float(c), from_epoch(float(t)))
-        for c, t in await (
-            await conn.execute(quota_sql.window("%s"), (r.quota.key, quota_sql.start(r)))
-        ).fetchall()
+def _quotas(call: CallRecord) -> tuple[Quota, ...]:
+    return call.decision.quotas if call.decision is not None else ()
+
+
+def _writes(book: Book) -> list[Write]:
+    writes = []
+    if book.rows:
+        marks = ", ".join(["(%s, %s, %s, %s::float8, %s::float8, %s::float8)"] * len(book.rows))
+        writes.append(
+            Write(
+                f"INSERT INTO quota_usage ({', '.join(quota_sql.USAGE_COLUMNS)}) VALUES {marks}",
+                [v for r in book.rows for v in r],
+            )
+        )
+    changed = book.totals()
+    if changed:
+        writes.append(
+            Write(quota_sql.totals(_typed, len(changed)), [v for t in changed for v in t])
+        )
+    writes += [
+        Write(quota_sql.less("%s"), (cost, count, key))
+        for key, (cost, count) in book.unlocked.items()
     ]
-    if pending:
-        window.append((pending, r.at))
-    return QuotaExceeded(r.run_id, r.call_id, r.quota, used, frees_at(r.quota, used, window))
-
-
-async def reserve(conn: Conn, reservations: Sequence[Reservation]) -> list[Write]:
-    """Every reservation, or QuotaExceeded for the first that does not fit (the caller's
-    transaction then rolls back); answers the writes to add to the commit."""
-    entry = Together(reservations, ())
-    writes = await reserve_each(conn, [entry])
-    if entry.refused is not None:
-        raise entry.refused
     return writes
 
 
-def give_back(calls: Sequence[CallRecord], expect: Sequence[CallRecord]) -> list[Write]:
-    """The write (one statement of the commit) that gives back what these calls reserved."""
-    pairs = given_back(calls, expect)
-    if not pairs:
-        return []
-    return [Write(quota_sql.give_back("%s", len(pairs)), [v for p in pairs for v in p])]
+async def _refusal(conn: Conn, f: Refusal) -> QuotaExceeded:
+    r = f.reservation
+    window = [
+        (float(c), from_epoch(float(t)))
+        for c, t in await _rows(conn, quota_sql.window("%s"), (r.quota.key, quota_sql.start(r)))
+    ]
+    if f.pending:
+        window.append((f.pending, r.at))
+    return QuotaExceeded(r.run_id, r.call_id, r.quota, f.used, frees_at(r.quota, f.used, window))
+
+
+async def reserve(
+    conn: Conn, reservations: Sequence[Reservation], back: Sequence[CallRecord] = ()
+) -> list[Write]:
+    """Every reservation (and the given-back calls' reservations returned), or QuotaExceeded
+    for the first that does not fit (the caller's transaction then rolls back); answers the
+    writes to add to the commit."""
+    entry = Together(reservations, ())
+    writes = await settle(conn, [entry], back)
+    if entry.refused is not None:
+        raise entry.refused
+    return writes
 
 
 class _Host(Protocol):
@@ -152,7 +151,7 @@ class PgQuotas:
     async def _commit_reservations(self: _Host, entries: list[Together]) -> None:
         kept = [a for e in entries for a in e.audit if isinstance(a, AuditEvent)]
         async with self._tx() as conn:
-            writes = await reserve_each(conn, entries)
+            writes = await settle(conn, entries)
             kept = [
                 a
                 for e in entries
@@ -190,6 +189,7 @@ class PgQuotas:
             if await cur.fetchone() is None:
                 return None
             removed = (await conn.execute(quota_sql.reset("%s"), (key,))).rowcount
+            await conn.execute(quota_sql.zero("%s"), (key,))
             events = [audit(removed)]
             await self._write(conn, (), events)
         self._appended(events)

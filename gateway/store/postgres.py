@@ -41,7 +41,7 @@ from gateway.model import (
     TurnRecord,
     now_utc,
 )
-from gateway.quotas import Reservation
+from gateway.quotas import Reservation, given_back
 from gateway.store import codecs, fragments, pg_pins, pg_quotas, pg_writes, schema
 from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.fragments import select
@@ -333,15 +333,13 @@ class PostgresStore(pg_quotas.PgQuotas, pg_pins.PgPins, PgReads, Notifying):
                 )
             )
         async with self._tx() as conn:
-            writes += await pg_quotas.reserve(conn, reserve)
+            writes += await pg_quotas.reserve(conn, reserve, given_back(stored, expect))
             await self._save_approvals(
                 conn,
                 [self._stored.approval(a) for a in approvals],
                 fragments.approval_guards(expect_approvals),
             )
-            counts = await self._write(
-                conn, [*writes, *pg_quotas.give_back(stored, expect)], audit, settled=settled
-            )
+            counts = await self._write(conn, writes, audit, settled=settled)
             if stored and counts[0] != len(stored):
                 raise await self._conflict(conn, stored, guards)
         self._appended(audit)

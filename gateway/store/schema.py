@@ -27,6 +27,10 @@ Schema history (each store migrates forward on open):
     9  tool_definitions (every definition of a tool a sidecar served: name, fingerprint, its
        canonical JSON, when first seen) and tool_pins (each tool's approved fingerprint, who
        pinned it, when and why); approvals gain tool_fingerprint (the definition approved)
+   10  quota_keys gain running totals of their stored reservations (used: their cost, live:
+       their count; filled in from quota_usage), kept by every commit that charges or gives
+       back the key, so a reservation no longer sums its key's window; stored reservations'
+       expiries are brought within their key's window
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from collections.abc import Callable
 
 from gateway.audit.hashing import AUDIT_ADDED
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 RUN_COLUMNS = (
@@ -170,6 +174,7 @@ ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
     7: (),
     8: (),
     9: (("approvals", "tool_fingerprint"),),
+    10: (),
 }
 
 
@@ -208,10 +213,35 @@ TABLES: dict[int, tuple[str, ...]] = {
 }
 
 
+# Columns a version added to a table a later version created, declared in full (typed the same
+# in both stores): a table created at the current version has them; one created by an older
+# version's migration gains them in theirs.
+LATER_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
+    10: (
+        ("quota_keys", "used DOUBLE PRECISION NOT NULL DEFAULT 0"),
+        ("quota_keys", "live BIGINT NOT NULL DEFAULT 0"),
+    ),
+}
+
+
+# Statements a migration runs after its columns, tables and indexes (the same in both stores).
+BACKFILLS: dict[int, tuple[str, ...]] = {
+    10: (
+        "UPDATE quota_usage SET expires_at = reserved_at + (SELECT k.window_s FROM quota_keys k "
+        "WHERE k.quota_key = quota_usage.quota_key) WHERE expires_at > reserved_at + "
+        "(SELECT k.window_s FROM quota_keys k WHERE k.quota_key = quota_usage.quota_key)",
+        "UPDATE quota_keys SET used = COALESCE((SELECT SUM(u.cost) FROM quota_usage u "
+        "WHERE u.quota_key = quota_keys.quota_key), 0), live = (SELECT COUNT(*) FROM "
+        "quota_usage u WHERE u.quota_key = quota_keys.quota_key)",
+    ),
+}
+
+
 # Typed the same in both stores (sums and comparisons of numbers; times in epoch seconds).
+# `{later}`: where a table's LATER_COLUMNS go.
 QUOTA_TABLES = {
     "quota_keys": "quota_keys (quota_key TEXT NOT NULL, quota_limit DOUBLE PRECISION NOT NULL, "
-    "window_s BIGINT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
+    "window_s BIGINT NOT NULL, updated_at DOUBLE PRECISION NOT NULL{later}, "
     "PRIMARY KEY (quota_key))",
     "quota_usage": "quota_usage (quota_key TEXT NOT NULL, run_id TEXT NOT NULL, "
     "call_id TEXT NOT NULL, cost DOUBLE PRECISION NOT NULL, "
@@ -243,11 +273,21 @@ def tables(column: Callable[[str], str], version: int | None = None) -> list[str
         **PIN_TABLES,
     }
     return [
-        f"CREATE TABLE IF NOT EXISTS {defs[name]}"
+        f"CREATE TABLE IF NOT EXISTS {defs[name].replace('{later}', later(name, version))}"
         for v, names in TABLES.items()
         if version in (None, v)
         for name in names
     ]
+
+
+def later(table: str, version: int | None) -> str:
+    """The table's LATER_COLUMNS, when created at the current version (None); none when a
+    migration creates it (the later versions' migrations add them)."""
+    if version is not None:
+        return ""
+    return "".join(
+        f", {declared}" for added in LATER_COLUMNS.values() for t, declared in added if t == table
+    )
 
 
 def migrations(column: Callable[[str], str]) -> dict[int, list[str]]:
@@ -260,7 +300,9 @@ def migrations(column: Callable[[str], str]) -> dict[int, list[str]]:
                 for table, name in ADDED_COLUMNS.get(version, ())
             ),
             *tables(column, version),
+            *(f"ALTER TABLE {t} ADD COLUMN {d}" for t, d in LATER_COLUMNS.get(version, ())),
             *INDEXES.get(version, ()),
+            *BACKFILLS.get(version, ()),
         ]
         for version in range(2, SCHEMA_VERSION + 1)
     }

@@ -34,7 +34,7 @@ from gateway.model import (
     TurnRecord,
     now_utc,
 )
-from gateway.quotas import Reservation
+from gateway.quotas import Reservation, given_back
 from gateway.store import codecs, fragments, schema, sqlite_pins, sqlite_quotas
 from gateway.store.base import AsGiven, StoredForm, settles
 from gateway.store.filehealth import FileHealth
@@ -335,8 +335,7 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, sqlite_pins.SQLitePins, SQLiteRead
         reserve: Sequence[Reservation] = (),
     ) -> None:
         def tx(conn: sqlite3.Connection) -> None:
-            sqlite_quotas.reserve(conn, reserve)
-            sqlite_quotas.give_back(conn, calls, expect)
+            sqlite_quotas.reserve(conn, reserve, given_back(calls, expect))
             if run is not None:
                 self._update_run(conn, run)
             if turn is not None:

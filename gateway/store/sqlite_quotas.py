@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from gateway.audit.records import AuditEvent
 from gateway.model import CallRecord, Quota
@@ -19,64 +19,85 @@ from gateway.quotas import (
     epoch,
     frees_at,
     from_epoch,
-    given_back,
-    in_order,
-    over,
 )
 from gateway.store import quota_sql
 from gateway.store.group import GroupCommit
+from gateway.store.quota_book import Book, Refusal
 from gateway.store.sqlite_connections import Connections
 
 T = TypeVar("T")
 PREFIX = "substr(k.quota_key, 1, length(?)) = ?"
 
 
-def reserve(conn: sqlite3.Connection, reservations: Sequence[Reservation]) -> None:
-    """Every reservation, in key order, or QuotaExceeded for the first that does not fit
-    (the caller's transaction then rolls back)."""
-    if not reservations:
-        return
-    ordered = in_order(reservations)
-    conn.execute(*quota_sql.lock_keys(ordered, "?"))
-    for key in {r.quota.key: r for r in ordered}.values():
-        conn.execute(quota_sql.prune("?"), (key.quota.key, epoch(key.at)))
-    for r in ordered:
-        start = quota_sql.start(r)
-        (used,) = conn.execute(quota_sql.used("?"), (r.quota.key, start)).fetchone()
-        if over(r.quota, float(used)):
-            rows = conn.execute(quota_sql.window("?"), (r.quota.key, start)).fetchall()
-            raise QuotaExceeded(
-                r.run_id,
-                r.call_id,
-                r.quota,
-                float(used),
-                frees_at(r.quota, float(used), [(float(c), from_epoch(float(t))) for c, t in rows]),
-            )
-        conn.execute(quota_sql.insert("?"), quota_sql.row(r))
+def _removed(conn: sqlite3.Connection, sql: str, args: Sequence[object]) -> list[Any]:
+    return conn.execute(sql, args).fetchall()
 
 
-def give_back(
-    conn: sqlite3.Connection, calls: Sequence[CallRecord], expect: Sequence[CallRecord]
+def settle(
+    conn: sqlite3.Connection,
+    entries: Sequence[Together],
+    back: Sequence[CallRecord] = (),
+) -> list[Refusal]:
+    """The commit's quotas (`gateway.store.quota_book`): every key charged or given back
+    locked and read, the expired and given-back reservations removed, each entry's
+    reservations kept or refused (all or none of each), the totals written back. Answers the
+    entries refused (nothing of theirs was written)."""
+    reservations = [r for e in entries for r in e.reservations]
+    if not reservations and not back:
+        return []
+    book = Book(
+        conn.execute(
+            *quota_sql.lock(reservations, [q for c in back for q in _quotas(c)], "?")
+        ).fetchall()
+    )
+    if reservations:
+        now = epoch(reservations[0].at)
+        for key, window, shortened in book.windows(reservations):
+            if shortened:
+                conn.execute(quota_sql.clip("?"), (window, key, window))
+        keys = book.expired((r.quota.key for r in reservations), now)
+        if keys:
+            book.removed(_removed(conn, quota_sql.prune("?", len(keys)), [*keys, now]))
+    if back:
+        pairs = [v for c in back for v in (c.run_id, c.call_id)]
+        book.removed(_removed(conn, quota_sql.give_back("?", len(back)), pairs))
+    refused = book.fit(entries, quota_sql.row)
+    for f in refused:
+        f.entry.refused = _refusal(conn, f)
+    if book.rows:
+        conn.executemany(quota_sql.insert("?"), book.rows)
+    changed = book.totals()
+    if changed:
+        conn.execute(quota_sql.totals(lambda _: "?", len(changed)), [v for t in changed for v in t])
+    for key, (cost, count) in book.unlocked.items():
+        conn.execute(quota_sql.less("?"), (cost, count, key))
+    return refused
+
+
+def _quotas(call: CallRecord) -> tuple[Quota, ...]:
+    return call.decision.quotas if call.decision is not None else ()
+
+
+def _refusal(conn: sqlite3.Connection, f: Refusal) -> QuotaExceeded:
+    r = f.reservation
+    rows = conn.execute(quota_sql.window("?"), (r.quota.key, quota_sql.start(r))).fetchall()
+    window = [(float(c), from_epoch(float(t))) for c, t in rows]
+    if f.pending:
+        window.append((f.pending, r.at))
+    return QuotaExceeded(r.run_id, r.call_id, r.quota, f.used, frees_at(r.quota, f.used, window))
+
+
+def reserve(
+    conn: sqlite3.Connection,
+    reservations: Sequence[Reservation],
+    back: Sequence[CallRecord] = (),
 ) -> None:
-    pairs = given_back(calls, expect)
-    if pairs:
-        conn.execute(quota_sql.give_back("?", len(pairs)), [v for p in pairs for v in p])
-
-
-def reserve_each(conn: sqlite3.Connection, entries: Sequence[Together]) -> list[AuditEvent]:
-    """Each entry's reservations under a savepoint of its own (one that does not fit is
-    rolled back alone, and marked refused); answers the audit records of those that fit."""
-    kept: list[AuditEvent] = []
-    for e in entries:
-        conn.execute("SAVEPOINT quota")
-        try:
-            reserve(conn, e.reservations)
-            kept += [a for a in e.audit if isinstance(a, AuditEvent)]
-        except QuotaExceeded as exc:
-            conn.execute("ROLLBACK TO quota")
-            e.refused = exc
-        conn.execute("RELEASE quota")
-    return kept
+    """Every reservation (and the given-back calls' reservations returned), or QuotaExceeded
+    for the first that does not fit (the caller's transaction then rolls back)."""
+    entry = Together(reservations, ())
+    settle(conn, [entry], back)
+    if entry.refused is not None:
+        raise entry.refused
 
 
 class _Host(Protocol):
@@ -103,7 +124,14 @@ class SQLiteQuotas:
 
     async def _commit_reservations(self: _Host, entries: list[Together]) -> None:
         def tx(conn: sqlite3.Connection) -> list[AuditEvent]:
-            kept = reserve_each(conn, entries)
+            settle(conn, entries)
+            kept = [
+                a
+                for e in entries
+                if e.refused is None
+                for a in e.audit
+                if isinstance(a, AuditEvent)
+            ]
             self._append_audit(conn, kept)
             return kept
 
@@ -142,6 +170,7 @@ class SQLiteQuotas:
             if conn.execute(quota_sql.known("?"), (key,)).fetchone() is None:
                 return None, []
             removed = conn.execute(quota_sql.reset("?"), (key,)).rowcount
+            conn.execute(quota_sql.zero("?"), (key,))
             events = [audit(removed)]
             self._append_audit(conn, events)
             return removed, events

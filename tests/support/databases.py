@@ -66,3 +66,17 @@ def run_sql(url: str, script: str) -> None:
     """Run a SQL script in the store the URL names (its schema first on the search path)."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(script)  # type: ignore[arg-type]
+
+
+def query(db: str, statement: str) -> list[tuple[object, ...]]:
+    """The rows a query answers in a store (a SQLite file's path, or a PostgreSQL URL)."""
+    if db.startswith("postgresql://"):
+        with psycopg.connect(db) as conn:
+            return [tuple(r) for r in conn.execute(statement).fetchall()]  # type: ignore[arg-type]
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        return [tuple(r) for r in conn.execute(statement).fetchall()]
+    finally:
+        conn.close()

@@ -236,6 +236,22 @@ async def test_an_approval_denied_or_expired_gives_the_reservation_back(setup: S
     assert booked() == 0
 
 
+async def test_a_reservation_given_back_makes_room_under_the_limit(setup: Setup) -> None:
+    """The key's running total drops with the reservation given back: the limit counts it."""
+    await start(setup, "r1")  # type: ignore[arg-type]
+    await start(setup, "r2")  # type: ignore[arg-type]
+    assert (await book(setup, "r1", "b1", ask="yes"))[0] == CallStatus.PENDING_APPROVAL
+    assert (await book(setup, "r2", "b2"))[0] == CallStatus.SUCCEEDED
+    assert (await book(setup, "r2", "b3"))[0] == CallStatus.REJECTED
+    (approval,) = await setup.store.approvals_for_run("r1")
+    await setup.runner.decide_approval(
+        BOB, DecideRequest(approval.approval_id, approve=False, reason="no")
+    )
+    assert (await book(setup, "r2", "b4"))[0] == CallStatus.SUCCEEDED
+    assert (await book(setup, "r2", "b5"))[0] == CallStatus.REJECTED
+    assert booked() == 2
+
+
 async def test_an_approved_call_keeps_its_reservation_and_runs(setup: Setup) -> None:
     await start(setup, "r1")  # type: ignore[arg-type]
     await setup.runner.submit_turn(

@@ -22,6 +22,7 @@ from gateway.audit import offline
 from gateway.audit.keys import AuditKey
 from gateway.client import GatewayClient
 from gateway.model import CallStatus, Quota
+from gateway.quotas import QuotaExceeded, Reservation
 from gateway.store import open_store, schema
 from gateway.store.sqlite_reads import UNSETTLED
 from tests.support import databases
@@ -205,8 +206,8 @@ async def test_fixture_gets_the_quota_tables_and_keeps_their_reservations(
     fixture: Path, tmp_path: Path, pg_database: str
 ) -> None:
     """Schema 8 adds the quota tables: an older store gains them empty; a store at 8 keeps
-    its reservations, and gives back the one of its call that never ran once the call's
-    approval is found expired."""
+    its reservations (counted by its keys' running totals from schema 10 on), and gives back
+    the one of its call that never ran once the call's approval is found expired."""
     db = restore(fixture, tmp_path, pg_database)
     store = await open_store(db)
     now = datetime(2026, 11, 29, 22, 0, tzinfo=UTC)
@@ -219,10 +220,17 @@ async def test_fixture_gets_the_quota_tables_and_keeps_their_reservations(
     assert [(q.key, q.used, q.limit, q.window_s, q.reservations) for q in found] == [
         ("bookings/tina", 1, 2, 86400, 1)
     ]
+    # the key's running total counts the stored reservation (schema 10 fills it in): one more
+    # fits under the limit of 2, the next does not
+    await store.reserve_quotas([Reservation("", "a1", quota, now)], [])
+    with pytest.raises(QuotaExceeded) as refused:
+        await store.reserve_quotas([Reservation("", "a2", quota, now)], [])
+    assert refused.value.used == 2
     (call,) = [c for c in await store.turn_calls("run-v1", "resp_1") if c.call_id == "w1"]
     assert call.decision is not None and call.decision.quotas == (quota,)
     await store.save(
         calls=[call.moved(CallStatus.REJECTED, error_code="approval_expired")], expect=[call]
     )
-    assert await store.quota_usage([quota], now) == {"bookings/tina": 0}
+    assert await store.quota_usage([quota], now) == {"bookings/tina": 1}
+    await store.reserve_quotas([Reservation("", "a3", quota, now)], [])  # w1's seat, given back
     await store.close()
