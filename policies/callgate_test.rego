@@ -312,9 +312,16 @@ test_call_quotas_charge_each_caller_per_tool if {
 	d.quotas == [{"key": "acme/calls/check_availability/mia", "limit": 20, "window_s": 60, "cost": 1}]
 }
 
-test_other_tools_are_not_charged if {
+test_the_shipped_bundle_caps_availability_checks_per_caller if {
 	d := callgate.decision with input as call("check_availability", "read", {"event_id": "ws-acme-1"}, mia)
+	d.allow == true
+	d.quotas == [{"key": "acme/calls/check_availability/mia", "limit": 120, "window_s": 60, "cost": 1}]
+}
+
+test_other_tools_are_not_charged if {
+	d := callgate.decision with input as call("get_weather", "read", {"city": "Berlin"}, alice)
 		with data.callgate.config.workshop.reservations_per_day as 2
+	d.allow == true
 	not d.quotas
 }
 

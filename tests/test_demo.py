@@ -9,14 +9,18 @@ from pathlib import Path
 
 from examples.travel.service import TravelService
 from examples.workshop.service import WorkshopService
+from gateway.client import GatewayClient
 from gateway.testing import SidecarProcess
 from tests.support.paths import ROOT, example_tools, sidecar_env
+
+QUOTAS: dict[str, tuple[float, float]] = {}  # the demo sidecar's quota keys: (used, limit)
 
 
 def run_demo(
     tmp_path: Path, travel: TravelService, workshop: WorkshopService, effects_db: Path, token: str
 ) -> subprocess.CompletedProcess[str]:
-    """`callgate demo` as a user runs it, against a sidecar with the example set-up."""
+    """`callgate demo` as a user runs it, against a sidecar with the example set-up (its
+    quota keys afterwards, as an operator lists them: QUOTAS)."""
     with SidecarProcess(
         tools=example_tools(tmp_path / "tools"),
         policies=ROOT / "policies",
@@ -24,7 +28,7 @@ def run_demo(
         auth=ROOT / "examples" / "auth.yaml",
         env=sidecar_env(travel, effects_db, workshop),
     ) as proc:
-        return subprocess.run(
+        done = subprocess.run(
             [
                 sys.executable,
                 "-m",
@@ -43,6 +47,12 @@ def run_demo(
             text=True,
             timeout=120,
         )
+        with GatewayClient(proc.target, "oscar-demo-token") as operator:
+            QUOTAS.clear()
+            QUOTAS.update(
+                {q.key: (q.used, q.limit) for q in operator.list_quotas(prefix="acme/").quotas}
+            )
+        return done
 
 
 def test_demo_passes_against_the_example_setup(
@@ -66,6 +76,8 @@ def test_demo_passes_against_the_example_setup(
         "call_lost",
     ]
     assert "approved by olga" in done.stdout
+    # the default bundle's quota: availability checks, at most 120 a minute per caller
+    assert QUOTAS["acme/calls/check_availability/alice"] == (1, 120)
 
 
 def test_demo_fails_when_an_outcome_is_wrong(
