@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -38,22 +39,39 @@ async def _rows(conn: Conn, sql: str, args: Sequence[object]) -> list[Any]:
     return list(await (await conn.execute(sql, args)).fetchall())
 
 
+@dataclass
+class Settled:
+    """What `settle` leaves the commit: the writes for its one statement, and whether the
+    audit chain's lock is held already (taken right after the keys' locks)."""
+
+    writes: list[Write]
+    audit_locked: bool = False
+
+
 async def settle(
-    conn: Conn, entries: Sequence[Together], back: Sequence[CallRecord] = ()
-) -> list[Write]:
+    conn: Conn,
+    entries: Sequence[Together],
+    back: Sequence[CallRecord] = (),
+    *,
+    audit_lock: int | None = None,
+) -> Settled:
     """The commit's quotas (`gateway.store.quota_book`): every key charged or given back
     locked (a row lock held to the end of the transaction) and read, the expired and
     given-back reservations removed, each entry's reservations kept or refused (all or none
-    of each: a refused one is marked). Answers the writes that record the kept ones and the
-    keys' totals, for the commit's one statement."""
+    of each: a refused one is marked). `audit_lock`: the audit chain's advisory lock, taken in
+    the same statement once every key is locked (keys, then the chain: the order every commit
+    takes them in), saving the commit a round trip."""
     reservations = [r for e in entries for r in e.reservations]
     if not reservations and not back:
-        return []
-    book = Book(
-        await _rows(
-            conn, *quota_sql.lock(reservations, [q for c in back for q in _quotas(c)], "%s")
+        return Settled([])
+    query, args = quota_sql.lock(reservations, [q for c in back for q in _quotas(c)], "%s")
+    if audit_lock is not None:  # (the chain's lock reads every key row first: taken after)
+        query = (
+            f"WITH k AS ({query}), chain AS (SELECT pg_advisory_xact_lock(%s) FROM "
+            "(SELECT count(*) FROM k) AS n) SELECT k.* FROM k, chain"
         )
-    )
+        args = [*args, audit_lock]
+    book = Book(await _rows(conn, query, args))
     if reservations:
         now = epoch(reservations[0].at)
         for key, window, shortened in book.windows(reservations):
@@ -67,7 +85,7 @@ async def settle(
         book.removed(await _rows(conn, quota_sql.give_back("%s", len(back)), pairs))
     for f in book.fit(entries, quota_sql.row):
         f.entry.refused = await _refusal(conn, f)
-    return _writes(book)
+    return Settled(_writes(book), audit_lock is not None)
 
 
 def _quotas(call: CallRecord) -> tuple[Quota, ...]:
@@ -108,20 +126,26 @@ async def _refusal(conn: Conn, f: Refusal) -> QuotaExceeded:
 
 
 async def reserve(
-    conn: Conn, reservations: Sequence[Reservation], back: Sequence[CallRecord] = ()
-) -> list[Write]:
+    conn: Conn,
+    reservations: Sequence[Reservation],
+    back: Sequence[CallRecord] = (),
+    *,
+    audit_lock: int | None = None,
+) -> Settled:
     """Every reservation (and the given-back calls' reservations returned), or QuotaExceeded
-    for the first that does not fit (the caller's transaction then rolls back); answers the
-    writes to add to the commit."""
+    for the first that does not fit (the caller's transaction then rolls back)."""
     entry = Together(reservations, ())
-    writes = await settle(conn, [entry], back)
+    settled = await settle(conn, [entry], back, audit_lock=audit_lock)
     if entry.refused is not None:
         raise entry.refused
-    return writes
+    return settled
 
 
 class _Host(Protocol):
     _reservations: GroupCommit[Together]
+
+    @property
+    def _audit_lock(self) -> int: ...
 
     def _tx(self, *, snapshot: bool = False) -> AbstractAsyncContextManager[Conn]: ...
 
@@ -132,6 +156,7 @@ class _Host(Protocol):
         events: Sequence[AuditEvent],
         *,
         settled: str = "",
+        audit_locked: bool = False,
     ) -> list[int]: ...
 
     def _appended(self, events: Sequence[object]) -> None: ...
@@ -151,7 +176,7 @@ class PgQuotas:
     async def _commit_reservations(self: _Host, entries: list[Together]) -> None:
         kept = [a for e in entries for a in e.audit if isinstance(a, AuditEvent)]
         async with self._tx() as conn:
-            writes = await settle(conn, entries)
+            done = await settle(conn, entries, audit_lock=self._audit_lock if kept else None)
             kept = [
                 a
                 for e in entries
@@ -159,7 +184,7 @@ class PgQuotas:
                 for a in e.audit
                 if isinstance(a, AuditEvent)
             ]
-            await self._write(conn, writes, kept)
+            await self._write(conn, done.writes, kept, audit_locked=done.audit_locked)
         self._appended(kept)
 
     async def quota_usage(self: _Host, quotas: Sequence[Quota], now: datetime) -> dict[str, float]:

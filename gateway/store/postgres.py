@@ -289,9 +289,11 @@ class PostgresStore(pg_quotas.PgQuotas, pg_pins.PgPins, PgReads, Notifying):
             for chunk in pg_writes.chunks(values, len(schema.CALL_COLUMNS))
         ]
         async with self._tx() as conn:
-            writes += await pg_quotas.reserve(conn, reserve)
+            # (with approvals to save, the chain's lock is taken just before the records)
+            early = self._audit_lock if audit and not approvals else None
+            done = await pg_quotas.reserve(conn, reserve, audit_lock=early)
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
-            await self._write(conn, writes, audit)
+            await self._write(conn, [*writes, *done.writes], audit, audit_locked=done.audit_locked)
         self._appended(audit)
 
     @staticmethod
@@ -333,13 +335,22 @@ class PostgresStore(pg_quotas.PgQuotas, pg_pins.PgPins, PgReads, Notifying):
                 )
             )
         async with self._tx() as conn:
-            writes += await pg_quotas.reserve(conn, reserve, given_back(stored, expect))
+            early = self._audit_lock if audit and not approvals else None
+            done = await pg_quotas.reserve(
+                conn, reserve, given_back(stored, expect), audit_lock=early
+            )
             await self._save_approvals(
                 conn,
                 [self._stored.approval(a) for a in approvals],
                 fragments.approval_guards(expect_approvals),
             )
-            counts = await self._write(conn, writes, audit, settled=settled)
+            counts = await self._write(
+                conn,
+                [*writes, *done.writes],
+                audit,
+                settled=settled,
+                audit_locked=done.audit_locked,
+            )
             if stored and counts[0] != len(stored):
                 raise await self._conflict(conn, stored, guards)
         self._appended(audit)
@@ -353,6 +364,7 @@ class PostgresStore(pg_quotas.PgQuotas, pg_pins.PgPins, PgReads, Notifying):
         events: Sequence[AuditEvent],
         *,
         settled: str = "",
+        audit_locked: bool = False,
     ) -> list[int]:
         """The writes, the events' audit records and the settlement's notification in one
         statement when they fit in it (else one statement each); answers the counted writes'
@@ -363,7 +375,8 @@ class PostgresStore(pg_quotas.PgQuotas, pg_pins.PgPins, PgReads, Notifying):
         this store, waiting for the lock, finds it."""
         audit = last = None
         if events:
-            await self._lock_audit(conn)
+            if not audit_locked:
+                await self._lock_audit(conn)
             if self._head is not None:
                 chained, last = codecs.chained(events, self._head.hash, self._audit_key)
                 audit = pg_writes.audit_insert(chained, guard=self._head.hash)
@@ -445,10 +458,13 @@ class PostgresStore(pg_quotas.PgQuotas, pg_pins.PgPins, PgReads, Notifying):
 
     # ------------------------------------------------------------- audit and approvals (writes)
 
+    @property
+    def _audit_lock(self) -> int:
+        """The audit chain's advisory lock (every replica of the schema takes the same)."""
+        return run_lock_key(self._schema, "\0audit")
+
     async def _lock_audit(self, conn: Conn) -> None:
-        await conn.execute(
-            "SELECT pg_advisory_xact_lock(%s)", (run_lock_key(self._schema, "\0audit"),)
-        )
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._audit_lock,))
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
         """Durable before it returns. Appends arriving together share one transaction
