@@ -160,6 +160,9 @@ def _input_refs(node: Any) -> Iterator[list[str]]:
     for kind, body in node.items():
         if kind in _STEPS and isinstance(body, dict):
             yield from _chain(body)
+        elif kind == "Call" and isinstance(body, dict) and (at := _keyed_get(body)) is not None:
+            yield at
+            yield from _input_refs(body["params"][2])
         elif kind == "Var" and isinstance(body, dict):
             if body.get("value") == "input":
                 yield []
@@ -206,6 +209,48 @@ def _chain(step: dict[str, Any]) -> Iterator[list[str]]:
         yield from _input_refs(inner)
     for index in indexes:
         yield from _input_refs(index)
+
+
+def _keyed_get(call: dict[str, Any]) -> list[str] | None:
+    """`object.get(input.a.b, "k", default)` looks into `input.a.b` at "k" alone: the path
+    `a.b.k`. None for any other call (its arguments are then followed as usual)."""
+    params = call.get("params")
+    if builtin_name(dotted(call.get("fcn"))) != "object.get":
+        return None
+    if not isinstance(params, list) or len(params) != 3:
+        return None
+    base, key = _static_ref(params[0]), _literal(params[1])
+    return None if base is None or key is None else [*base, key]
+
+
+def _static_ref(node: Any) -> list[str] | None:
+    """The path of a reference made of `input` and literal steps only; None otherwise."""
+    fields: list[str] = []
+    while isinstance(node, dict) and len(node) == 1:
+        ((kind, body),) = node.items()
+        if kind == "Var" and isinstance(body, dict):
+            return fields[::-1] if body.get("value") == "input" else None
+        if kind not in _STEPS or not isinstance(body, dict):
+            return None
+        if kind == "RefDot":
+            field = body.get("field")
+            step = field[1] if isinstance(field, list) and len(field) == 2 else None
+        else:
+            step = _literal(body.get("index"))
+        if not isinstance(step, str):
+            return None
+        fields.append(step)
+        node = body.get("refr")
+    return None
+
+
+def _literal(node: Any) -> str | None:
+    """The string of a string literal node; None for anything else."""
+    for kind in _LITERAL_INDEX:
+        inner = node.get(kind) if isinstance(node, dict) else None
+        if isinstance(inner, dict) and isinstance(inner.get("value"), str):
+            return str(inner["value"])
+    return None
 
 
 def _static(fields: list[str | None]) -> list[str]:

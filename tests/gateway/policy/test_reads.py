@@ -84,7 +84,7 @@ def test_the_default_bundle_sees_the_call_the_caller_and_the_approval(
 ) -> None:
     seen = default_engine.visible(READ)
     assert set(seen) == {"call", "tool", "identity", "approval"}
-    assert seen["call"] == {k: READ["call"][k] for k in ("tool", "effect", "args", "args_sha256")}
+    assert seen["call"] == {k: READ["call"][k] for k in ("tool", "effect", "args")}
     assert seen["identity"] == {k: READ["identity"][k] for k in ("subject", "roles", "tenant")}
     assert READ["run"]["calls"] and READ["now"], "the caller's input itself is left alone"
 
@@ -95,6 +95,33 @@ def test_paths_end_where_a_reference_stops_being_static() -> None:
     projected = view("x if input.call.args[k]\ny := input.now").project(READ)
     assert projected == {"call": {"args": READ["call"]["args"]}, "now": READ["now"]}
     assert view("x := object.keys(input)").project(READ) is READ
+
+
+def test_object_get_with_a_literal_key_reads_that_key_alone() -> None:
+    body = 'x := object.get(input.call.args, "seats", 1)\ny := object.get(input.call, "tool", "")'
+    assert view(body).paths == {("call", "args", "seats"), ("call", "tool")}
+    args = {"seats": 2, "note": "window seat"}
+    assert view(body).project({"call": {"args": args, "id": "c1"}}) == {
+        "call": {"args": {"seats": 2}}
+    }
+    # a computed key, a path key or a default that reads the input keep what they would
+    assert view("x := object.get(input.call.args, input.k, 1)").paths == {
+        ("call", "args"),
+        ("k",),
+    }
+    assert view('x := object.get(input.call.args, ["a", "b"], 1)').paths == {("call", "args")}
+    assert view('x := object.get(input.a, "b", input.c)').paths == {("a", "b"), ("c",)}
+
+
+def test_the_default_bundle_reuses_a_decision_across_arguments_it_does_not_read(
+    default_engine: EmbeddedEngine,
+) -> None:
+    first = default_engine.decide(READ)
+    dated = {**READ["call"]["args"], "date": "2026-12-24"}
+    again = default_engine.decide(
+        {**READ, "call": {**READ["call"], "args": dated, "args_sha256": "another"}}
+    )
+    assert again is first
 
 
 def test_only_what_looks_at_the_clock_or_the_world_is_impure() -> None:
