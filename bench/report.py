@@ -21,6 +21,7 @@ class Scenario:
     tools_cpu_s: float | None = None  # CPU time of the tool service the server called
     # the serving process's CPU time by kind of thread (bench.procs.thread_cpu)
     threads_cpu_s: Mapping[str, float] = field(default_factory=dict)
+    rounds_us: tuple[float, ...] = ()  # server CPU per request in each measured round
 
     @property
     def p50_ms(self) -> float:
@@ -36,6 +37,17 @@ class Scenario:
     @property
     def server_cores(self) -> float:
         return self.server_cpu_s / self.phase.elapsed_s if self.phase.elapsed_s else math.nan
+
+
+def paired_ratio(over: Scenario, base: Scenario) -> float:
+    """The median of the rounds' ratios of server CPU per request, round i of `over` to round
+    i of `base` (measured one after the other, interleaved): a burst of other work on the
+    machine lands on one round's pair and moves one ratio, not the median."""
+    ratios = sorted(a / b for a, b in zip(over.rounds_us, base.rounds_us, strict=False) if b)
+    if not ratios:
+        return math.nan
+    mid = len(ratios) // 2
+    return ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
 
 
 @dataclass(frozen=True)

@@ -196,6 +196,7 @@ class Workload:
     client_cpu_s: float = 0.0
     tools_cpu_s: float = 0.0
     threads_cpu_s: dict[str, float] = field(default_factory=dict)  # by kind (server_pid's)
+    rounds_us: list[float] = field(default_factory=list)  # server CPU per request, each round
     requests_before: int = 0  # requests issued by all workers before the first measured round
     warmup_errors: str = ""
 
@@ -238,6 +239,8 @@ class Workload:
                 f"requests failed; first: {phase.first_error}"
             )
         self.phase.add(phase)
+        if phase.count:
+            self.rounds_us.append((server1 - server0) / phase.count * 1e6)
         self.server_cpu_s += server1 - server0
         self.client_cpu_s += client1 - client0
         self.tools_cpu_s += tools1 - tools0
@@ -259,6 +262,7 @@ class Workload:
             self.client_cpu_s,
             self.tools_cpu_s if self.tools_pid is not None else None,
             dict(self.threads_cpu_s),
+            tuple(self.rounds_us),
         )
 
 
