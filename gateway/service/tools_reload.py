@@ -6,6 +6,11 @@ loaded once the scan has shown the same files for `quiet_s` (an editor's save is
 the files are scanned again after they are read, and a set written to while being read is
 read again once quiet. `request()` (SIGHUP) reloads at once.
 
+Scanning a directory of many manifests costs CPU in proportion to them, so the wait between
+scans stretches to SCAN_SHARE times the last scan's duration when that is longer than
+`interval_s`: scanning takes at most about 1/SCAN_SHARE of the time (10,000 manifests are
+looked at every few seconds, not four times a second).
+
 A candidate is loaded and checked exactly as at start-up (`Registry.load`, on a worker
 thread): every manifest must parse, validate and compile. A set with any problem is rejected
 whole and the last good set keeps serving; `LiveRegistry.last_rejected` says which file and
@@ -31,6 +36,8 @@ from gateway.tools.live import LiveRegistry, RejectedTools
 from gateway.tools.registry import Registry
 
 log = logging.getLogger("callgate.tools")
+
+SCAN_SHARE = 100  # wait at least this many times the last scan's duration between scans
 
 
 def manifest_state(root: Path) -> DirectoryState:
@@ -84,6 +91,7 @@ class ToolsReloader:
         self._forced = asyncio.Event()
         self._lock = asyncio.Lock()
         self._last_logged = ""
+        self._scan_s = 0.0  # how long the last scan took (by `clock`)
 
     def request(self) -> None:
         """Reload now (SIGHUP), whether or not the files look changed."""
@@ -92,7 +100,7 @@ class ToolsReloader:
     async def run(self) -> None:
         """Scan and reload until cancelled (interval 0: only on request)."""
         while True:
-            timeout = self.interval_s if self.interval_s > 0 else None
+            timeout = self.next_wait()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._forced.wait(), timeout)
             forced = self._forced.is_set()
@@ -105,10 +113,19 @@ class ToolsReloader:
                     self.registry.serving.revision,
                 )
 
+    def next_wait(self) -> float | None:
+        """Seconds until the next scan (None: only on request): `interval_s`, or SCAN_SHARE
+        times the last scan's duration when that is longer."""
+        if self.interval_s <= 0:
+            return None
+        return max(self.interval_s, SCAN_SHARE * self._scan_s)
+
     async def check(self, *, forced: bool = False) -> ToolsReloadResult | None:
         """One scan; a reload when forced or when a change has gone quiet."""
         async with self._lock:
+            started = self.clock()
             before = await asyncio.to_thread(manifest_state, self.directory)
+            self._scan_s = max(0.0, self.clock() - started)
             if not forced and not self.detector.ready(before, self.clock()):
                 return None
             result = await self.reload(before)

@@ -5,9 +5,15 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 import yaml
 
-from gateway.service.tools_reload import ToolsReloader, ToolsReloadResult, manifest_state
+from gateway.service.tools_reload import (
+    SCAN_SHARE,
+    ToolsReloader,
+    ToolsReloadResult,
+    manifest_state,
+)
 from gateway.tools import Registry
 from gateway.tools.live import LiveRegistry, RejectedTools, pinned
 from tests.support.manifests import base, write
@@ -106,3 +112,26 @@ def test_a_directory_that_disappears_is_rejected_not_a_crash(tmp_path: Path) -> 
     assert live.get("reserve") is not None
     assert live.last_rejected is not None and "does not exist" in live.last_rejected.message
     assert not manifest_state(tools).exists
+
+
+def test_the_wait_between_scans_stretches_with_what_a_scan_costs(tmp_path: Path) -> None:
+    """A directory whose scan takes long (many manifests) is scanned at most 1/SCAN_SHARE of
+    the time; a quick one at the interval asked for."""
+    write(tmp_path, "reserve.yaml", base())
+    live = LiveRegistry(_load(tmp_path))
+    # each check reads the clock before and after its scan, then once to judge quiet: the
+    # first scan takes 1 ms, the second 50 ms
+    ticks = iter([0.0, 0.001, 0.001, 10.0, 10.05, 10.05])
+
+    async def go() -> list[float | None]:
+        reloader = ToolsReloader(live, tmp_path, _load, interval_s=0.25, clock=lambda: next(ticks))
+        waits = [reloader.next_wait()]
+        await reloader.check()
+        waits.append(reloader.next_wait())
+        await reloader.check()
+        waits.append(reloader.next_wait())
+        waits.append(ToolsReloader(live, tmp_path, _load, interval_s=0).next_wait())
+        await live.aclose()
+        return waits
+
+    assert asyncio.run(go()) == [0.25, 0.25, pytest.approx(SCAN_SHARE * 0.05), None]
