@@ -289,12 +289,23 @@ class PostgresStore(pg_quotas.PgQuotas, pg_pins.PgPins, PgReads, Notifying):
             for chunk in pg_writes.chunks(values, len(schema.CALL_COLUMNS))
         ]
         async with self._tx() as conn:
-            # (with approvals to save, the chain's lock is taken just before the records)
-            early = self._audit_lock if audit and not approvals else None
-            done = await pg_quotas.reserve(conn, reserve, audit_lock=early)
+            done = await self._reserve(conn, reserve, (), audit, approvals)
             await self._save_approvals(conn, [self._stored.approval(a) for a in approvals], {})
             await self._write(conn, [*writes, *done.writes], audit, audit_locked=done.audit_locked)
         self._appended(audit)
+
+    async def _reserve(
+        self,
+        conn: Conn,
+        reserve: Sequence[Reservation],
+        back: Sequence[CallRecord],
+        audit: Sequence[AuditEvent],
+        approvals: Sequence[ApprovalRecord],
+    ) -> pg_quotas.Settled:
+        """The commit's quotas, taking the chain's lock with the keys' when the commit appends
+        records (with approvals to save first, the chain's lock waits for the records)."""
+        early = self._audit_lock if audit and not approvals else None
+        return await pg_quotas.reserve(conn, reserve, back, audit_lock=early)
 
     @staticmethod
     def _run_update(run: RunRecord) -> Write:
@@ -335,10 +346,7 @@ class PostgresStore(pg_quotas.PgQuotas, pg_pins.PgPins, PgReads, Notifying):
                 )
             )
         async with self._tx() as conn:
-            early = self._audit_lock if audit and not approvals else None
-            done = await pg_quotas.reserve(
-                conn, reserve, given_back(stored, expect), audit_lock=early
-            )
+            done = await self._reserve(conn, reserve, given_back(stored, expect), audit, approvals)
             await self._save_approvals(
                 conn,
                 [self._stored.approval(a) for a in approvals],

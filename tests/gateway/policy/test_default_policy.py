@@ -127,17 +127,23 @@ def test_approved_recheck_still_checks_scope(default_engine: EmbeddedEngine) -> 
     assert d.verdict is Verdict.DENY
 
 
-def test_approval_for_other_arguments_denied(default_engine: EmbeddedEngine) -> None:
-    d = default_engine.decide(
-        call_input(
-            "reserve_seat",
-            "write",
-            {"event_id": "ws-acme-1"},
-            OLGA,
-            approval=approval_by(OWEN, "other"),
+def test_the_approval_hash_is_callgates_to_compare(default_engine: EmbeddedEngine) -> None:
+    """callgate rejects an approval for other arguments itself (`approval_mismatch`, before
+    it asks again: tests/gateway/run/test_approvals.py); the default bundle does not read
+    `args_sha256`, so the same arguments decide the same way whatever their hash says."""
+    approved = [
+        default_engine.decide(
+            call_input(
+                "reserve_seat",
+                "write",
+                {"event_id": "ws-acme-1"},
+                OLGA,
+                approval=approval_by(OWEN, sha),
+            )
         )
-    )
-    assert d.verdict is Verdict.DENY
+        for sha in ("the-args", "other")
+    ]
+    assert [d.verdict for d in approved] == [Verdict.ALLOW, Verdict.ALLOW]
 
 
 def test_trusted_writer_needs_no_approval(default_engine: EmbeddedEngine) -> None:
