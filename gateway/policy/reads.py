@@ -188,12 +188,7 @@ def _chain(step: dict[str, Any]) -> Iterator[list[str]]:
         else:
             index = node.get("index")
             indexes.append(index)
-            literal = [
-                index[k].get("value")
-                for k in _LITERAL_INDEX
-                if isinstance(index, dict) and isinstance(index.get(k), dict)
-            ]
-            fields.append(literal[0] if literal and isinstance(literal[0], str) else None)
+            fields.append(_literal(index))
         inner = node.get("refr")
         if isinstance(inner, dict) and len(inner) == 1:
             ((kind, body),) = inner.items()
