@@ -5,6 +5,7 @@ and the operators' reads and resets (`PgQuotas`, a part of `PostgresStore`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -14,19 +15,16 @@ from typing import Any, Protocol
 from gateway.audit.records import AuditEvent
 from gateway.model import CallRecord, Quota
 from gateway.quotas import (
-    QuotaExceeded,
     QuotaState,
     Reservation,
     Together,
     epoch,
-    frees_at,
-    from_epoch,
 )
-from gateway.store import quota_sql
+from gateway.store import quota_sql, reading
 from gateway.store.group import GroupCommit
 from gateway.store.pg_coordination import Conn
 from gateway.store.pg_writes import Write
-from gateway.store.quota_book import Book, Refusal
+from gateway.store.quota_book import Book, settling
 
 PREFIX = "starts_with(k.quota_key, %s::text) AND %s::text IS NOT NULL"
 
@@ -61,35 +59,22 @@ async def settle(
     of each: a refused one is marked). `audit_lock`: the audit chain's advisory lock, taken in
     the same statement once every key is locked (keys, then the chain: the order every commit
     takes them in), saving the commit a round trip."""
-    reservations = [r for e in entries for r in e.reservations]
-    if not reservations and not back:
-        return Settled([])
-    query, args = quota_sql.lock(reservations, [q for c in back for q in _quotas(c)], "%s")
-    if audit_lock is not None:  # (the chain's lock reads every key row first: taken after)
-        query = (
+
+    def locking(query: str, args: list[Any]) -> tuple[str, list[Any]]:
+        if audit_lock is None:
+            return query, args
+        return (  # (the chain's lock reads every key row first: taken after)
             f"WITH k AS ({query}), chain AS (SELECT pg_advisory_xact_lock(%s) FROM "
-            "(SELECT count(*) FROM k) AS n) SELECT k.* FROM k, chain"
+            "(SELECT count(*) FROM k) AS n) SELECT k.* FROM k, chain",
+            [*args, audit_lock],
         )
-        args = [*args, audit_lock]
-    book = Book(await _rows(conn, query, args))
-    if reservations:
-        now = epoch(reservations[0].at)
-        for key, window, shortened in book.windows(reservations):
-            if shortened:
-                await conn.execute(quota_sql.clip("%s"), (window, key, window))
-        keys = book.expired((r.quota.key for r in reservations), now)
-        if keys:
-            book.removed(await _rows(conn, quota_sql.prune("%s", len(keys)), [*keys, now]))
-    if back:
-        pairs = [v for c in back for v in (c.run_id, c.call_id)]
-        book.removed(await _rows(conn, quota_sql.give_back("%s", len(back)), pairs))
-    for f in book.fit(entries, quota_sql.row):
-        f.entry.refused = await _refusal(conn, f)
+
+    book = await reading.drive_async(
+        settling(entries, back, "%s", locking), None, functools.partial(_rows, conn)
+    )
+    if not book.keys:  # nothing to settle: no statement ran
+        return Settled([])
     return Settled(_writes(book), audit_lock is not None)
-
-
-def _quotas(call: CallRecord) -> tuple[Quota, ...]:
-    return call.decision.quotas if call.decision is not None else ()
 
 
 def _writes(book: Book) -> list[Write]:
@@ -112,17 +97,6 @@ def _writes(book: Book) -> list[Write]:
         for key, (cost, count) in book.unlocked.items()
     ]
     return writes
-
-
-async def _refusal(conn: Conn, f: Refusal) -> QuotaExceeded:
-    r = f.reservation
-    window = [
-        (float(c), from_epoch(float(t)))
-        for c, t in await _rows(conn, quota_sql.window("%s"), (r.quota.key, quota_sql.start(r)))
-    ]
-    if f.pending:
-        window.append((f.pending, r.at))
-    return QuotaExceeded(r.run_id, r.call_id, r.quota, f.used, frees_at(r.quota, f.used, window))
 
 
 async def reserve(

@@ -12,15 +12,30 @@ read without summing the window row by row.
 A reservation expires `window_s` after it was made. When a policy shortens a key's window, the
 stored reservations' expiries are first brought within it (`Book.windows` names the keys), so
 "stored" still means "inside the window".
+
+`settling` is the commit's steps without I/O (a reader, as in `gateway.store.reading`): each
+store drives it on its own connection, then writes the book's rows and totals its own way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.quotas import Reservation, Together, in_order, over
+from gateway.model import CallRecord
+from gateway.quotas import (
+    QuotaExceeded,
+    Reservation,
+    Together,
+    epoch,
+    frees_at,
+    from_epoch,
+    in_order,
+    over,
+)
+from gateway.store import quota_sql
+from gateway.store.reading import All, Reader
 
 
 @dataclass
@@ -118,3 +133,42 @@ class Book:
                 used = t.used + t.charged if t.live > 0 else 0.0
                 out.append((key, used, t.live, t.window_s))
         return out
+
+
+def settling(
+    entries: Sequence[Together],
+    back: Sequence[CallRecord],
+    mark: str,
+    locking: Callable[[str, list[Any]], tuple[str, list[Any]]] = lambda q, a: (q, a),
+) -> Reader[Book]:
+    """The commit's quotas: every key charged or given back locked and read (`locking` may
+    add to the lock's statement), shortened windows clipped, the expired and given-back
+    reservations removed, each entry's reservations kept or refused (a refused entry's
+    `refused` set: nothing of it is to be written). Answers the book; an empty one when
+    there is nothing to settle."""
+    reservations = [r for e in entries for r in e.reservations]
+    if not reservations and not back:
+        return Book(())
+    quotas = [q for c in back if c.decision is not None for q in c.decision.quotas]
+    book = Book((yield All(*locking(*quota_sql.lock(reservations, quotas, mark)))))
+    if reservations:
+        now = epoch(reservations[0].at)
+        for key, window, shortened in book.windows(reservations):
+            if shortened:
+                yield All(quota_sql.clip(mark), (window, key, window))
+        keys = book.expired((r.quota.key for r in reservations), now)
+        if keys:
+            book.removed((yield All(quota_sql.prune(mark, len(keys)), [*keys, now])))
+    if back:
+        pairs = [v for c in back for v in (c.run_id, c.call_id)]
+        book.removed((yield All(quota_sql.give_back(mark, len(back)), pairs)))
+    for f in book.fit(entries, quota_sql.row):
+        r = f.reservation
+        rows = yield All(quota_sql.window(mark), (r.quota.key, quota_sql.start(r)))
+        held = [(float(c), from_epoch(float(t))) for c, t in rows]
+        if f.pending:
+            held.append((f.pending, r.at))
+        f.entry.refused = QuotaExceeded(
+            r.run_id, r.call_id, r.quota, f.used, frees_at(r.quota, f.used, held)
+        )
+    return book

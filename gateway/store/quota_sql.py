@@ -27,10 +27,9 @@ def lock(
 ) -> tuple[str, list[Any]]:
     """One upsert of every key charged or given back (each once, in key order: the locks are
     always taken in that order), answering each key's (key, window_s, used, live, soonest
-    expiry). A key
-    charged records the limit of its latest reservation; its window is changed by the
-    commit's totals (`Book.windows`), so here a known key keeps the one it had. A key only
-    given back keeps its row as it is (its time 0 is never the latest)."""
+    expiry). A key charged records the limit of its latest reservation; its window is changed
+    by the commit's totals (`Book.windows`), so here a known key keeps the one it had. A key
+    only given back keeps its row as it is (its time 0 is never the latest)."""
     latest: dict[str, tuple[Any, ...]] = {q.key: (q.key, q.limit, q.window_s, 0.0) for q in back}
     for r in reservations:
         latest[r.quota.key] = (r.quota.key, r.quota.limit, r.quota.window_s, epoch(r.at))
@@ -61,7 +60,7 @@ def clip(mark: str) -> str:
     """A key's reservations brought within its shortened window: (window, key, window)."""
     return (
         f"UPDATE quota_usage SET expires_at = reserved_at + {mark} "
-        f"WHERE quota_key = {mark} AND expires_at > reserved_at + {mark}"
+        f"WHERE quota_key = {mark} AND expires_at > reserved_at + {mark} RETURNING quota_key"
     )
 
 

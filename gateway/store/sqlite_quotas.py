@@ -7,63 +7,37 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from gateway.audit.records import AuditEvent
 from gateway.model import CallRecord, Quota
 from gateway.quotas import (
-    QuotaExceeded,
     QuotaState,
     Reservation,
     Together,
     epoch,
-    frees_at,
-    from_epoch,
 )
-from gateway.store import quota_sql
+from gateway.store import quota_sql, reading
 from gateway.store.group import GroupCommit
-from gateway.store.quota_book import Book, Refusal
+from gateway.store.quota_book import settling
 from gateway.store.sqlite_connections import Connections
 
 T = TypeVar("T")
 PREFIX = "substr(k.quota_key, 1, length(?)) = ?"
 
 
-def _removed(conn: sqlite3.Connection, sql: str, args: Sequence[object]) -> list[Any]:
-    return conn.execute(sql, args).fetchall()
-
-
 def settle(
     conn: sqlite3.Connection,
     entries: Sequence[Together],
     back: Sequence[CallRecord] = (),
-) -> list[Refusal]:
-    """The commit's quotas (`gateway.store.quota_book`): every key charged or given back
-    locked and read, the expired and given-back reservations removed, each entry's
-    reservations kept or refused (all or none of each), the totals written back. Answers the
-    entries refused (nothing of theirs was written)."""
-    reservations = [r for e in entries for r in e.reservations]
-    if not reservations and not back:
-        return []
-    book = Book(
-        conn.execute(
-            *quota_sql.lock(reservations, [q for c in back for q in _quotas(c)], "?")
-        ).fetchall()
+) -> None:
+    """The commit's quotas (`gateway.store.quota_book.settling`), then the kept
+    reservations and the keys' totals written (a refused entry's `refused` is set)."""
+    book = reading.drive(
+        settling(entries, back, "?"),
+        None,
+        lambda sql, args: conn.execute(sql, args).fetchall(),
     )
-    if reservations:
-        now = epoch(reservations[0].at)
-        for key, window, shortened in book.windows(reservations):
-            if shortened:
-                conn.execute(quota_sql.clip("?"), (window, key, window))
-        keys = book.expired((r.quota.key for r in reservations), now)
-        if keys:
-            book.removed(_removed(conn, quota_sql.prune("?", len(keys)), [*keys, now]))
-    if back:
-        pairs = [v for c in back for v in (c.run_id, c.call_id)]
-        book.removed(_removed(conn, quota_sql.give_back("?", len(back)), pairs))
-    refused = book.fit(entries, quota_sql.row)
-    for f in refused:
-        f.entry.refused = _refusal(conn, f)
     if book.rows:
         conn.executemany(quota_sql.insert("?"), book.rows)
     changed = book.totals()
@@ -71,20 +45,6 @@ def settle(
         conn.execute(quota_sql.totals(lambda _: "?", len(changed)), [v for t in changed for v in t])
     for key, (cost, count) in book.unlocked.items():
         conn.execute(quota_sql.less("?"), (cost, count, key))
-    return refused
-
-
-def _quotas(call: CallRecord) -> tuple[Quota, ...]:
-    return call.decision.quotas if call.decision is not None else ()
-
-
-def _refusal(conn: sqlite3.Connection, f: Refusal) -> QuotaExceeded:
-    r = f.reservation
-    rows = conn.execute(quota_sql.window("?"), (r.quota.key, quota_sql.start(r))).fetchall()
-    window = [(float(c), from_epoch(float(t))) for c, t in rows]
-    if f.pending:
-        window.append((f.pending, r.at))
-    return QuotaExceeded(r.run_id, r.call_id, r.quota, f.used, frees_at(r.quota, f.used, window))
 
 
 def reserve(
