@@ -13,14 +13,14 @@ from gateway.client import GatewayClient
 from gateway.testing import SidecarProcess
 from tests.support.paths import ROOT, example_tools, sidecar_env
 
-QUOTAS: dict[str, tuple[float, float]] = {}  # the demo sidecar's quota keys: (used, limit)
+Quotas = dict[str, tuple[float, float]]  # a sidecar's quota keys: (used, limit)
 
 
 def run_demo(
     tmp_path: Path, travel: TravelService, workshop: WorkshopService, effects_db: Path, token: str
-) -> subprocess.CompletedProcess[str]:
-    """`callgate demo` as a user runs it, against a sidecar with the example set-up (its
-    quota keys afterwards, as an operator lists them: QUOTAS)."""
+) -> tuple[subprocess.CompletedProcess[str], Quotas]:
+    """`callgate demo` as a user runs it, against a sidecar with the example set-up; and the
+    sidecar's quota keys afterwards, as an operator lists them."""
     with SidecarProcess(
         tools=example_tools(tmp_path / "tools"),
         policies=ROOT / "policies",
@@ -48,17 +48,14 @@ def run_demo(
             timeout=120,
         )
         with GatewayClient(proc.target, "oscar-demo-token") as operator:
-            QUOTAS.clear()
-            QUOTAS.update(
-                {q.key: (q.used, q.limit) for q in operator.list_quotas(prefix="acme/").quotas}
-            )
-        return done
+            listed = operator.list_quotas(prefix="acme/").quotas
+        return done, {q.key: (q.used, q.limit) for q in listed}
 
 
 def test_demo_passes_against_the_example_setup(
     tmp_path: Path, travel: TravelService, workshop: WorkshopService, effects_db: Path
 ) -> None:
-    done = run_demo(tmp_path, travel, workshop, effects_db, "alice-demo-token")
+    done, quotas = run_demo(tmp_path, travel, workshop, effects_db, "alice-demo-token")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "call_weather" in done.stdout and "CALL_STATUS_SUCCEEDED" in done.stdout
     assert "call_book" in done.stdout and "0 failed" in done.stdout
@@ -77,12 +74,12 @@ def test_demo_passes_against_the_example_setup(
     ]
     assert "approved by olga" in done.stdout
     # the default bundle's quota: availability checks, at most 120 a minute per caller
-    assert QUOTAS["acme/calls/check_availability/alice"] == (1, 120)
+    assert quotas["acme/calls/check_availability/alice"] == (1, 120)
 
 
 def test_demo_fails_when_an_outcome_is_wrong(
     tmp_path: Path, travel: TravelService, workshop: WorkshopService, effects_db: Path
 ) -> None:
     # a caller of another tenant: the policy denies its trains, and the demo must notice
-    done = run_demo(tmp_path, travel, workshop, effects_db, "gina-demo-token")
+    done, _ = run_demo(tmp_path, travel, workshop, effects_db, "gina-demo-token")
     assert done.returncode == 1, done.stdout
