@@ -68,8 +68,14 @@ class Backoff:
         return min(self.first_s * 2 ** max(failures - 1, 0), self.longest_s)
 
 
-def resolve_listen(listen: str, flag: str = "--listen") -> str:
-    """HOST:PORT with a concrete port that nothing listens on yet (ConfigError otherwise)."""
+def resolve_listen(
+    listen: str, flag: str = "--listen", held: contextlib.ExitStack | None = None
+) -> str:
+    """HOST:PORT with a concrete port that nothing listens on yet (ConfigError otherwise).
+
+    The probe that found the port is closed on return, unless `held` is given: then it stays
+    bound until that stack closes, so that ports chosen meanwhile for other listeners (port 0
+    each) cannot be the same one."""
     if listen.startswith("unix:"):
         raise ConfigError(
             f"--listen {listen}: --workers needs a HOST:PORT address (workers "
@@ -83,8 +89,9 @@ def resolve_listen(listen: str, flag: str = "--listen") -> str:
         family, kind, proto, _, address = socket.getaddrinfo(
             name, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
-        with socket.socket(family, kind, proto) as probe:  # without SO_REUSEPORT: alone
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        with contextlib.ExitStack() as own:
+            probe = (held or own).enter_context(socket.socket(family, kind, proto))
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # not SO_REUSEPORT: alone
             probe.bind(address)
             probe.listen()
             chosen = probe.getsockname()[1]
@@ -126,8 +133,9 @@ class Supervisor:
 
     async def run(self) -> int:
         """Serve until SIGTERM/SIGINT (0) or until the workers cannot be kept running."""
-        listen = resolve_listen(self.config.listen)
-        self._settings(listen)
+        with contextlib.ExitStack() as probes:  # closed before any worker binds
+            listen = resolve_listen(self.config.listen, held=probes)
+            self._settings(listen, probes)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._stop.set)
@@ -156,16 +164,16 @@ class Supervisor:
 
     # ------------------------------------------------------------------ starting
 
-    def _settings(self, listen: str) -> None:
+    def _settings(self, listen: str, probes: contextlib.ExitStack) -> None:
         """The workers' settings lines; with metrics, their shared samples directory (only
         worker 1 serves /metrics, on a port chosen now so that a restart keeps it)."""
         update: dict[str, str] = {"listen": listen}
         metrics = self.config.metrics_listen
         if metrics:
-            update["metrics_listen"] = resolve_listen(metrics, "--metrics-listen")
+            update["metrics_listen"] = resolve_listen(metrics, "--metrics-listen", probes)
             self._samples = tempfile.mkdtemp(prefix="callgate-metrics-")
         if self.config.mcp_listen:  # MCP sessions live in one process: worker 1's
-            update["mcp_listen"] = resolve_listen(self.config.mcp_listen, "--mcp-listen")
+            update["mcp_listen"] = resolve_listen(self.config.mcp_listen, "--mcp-listen", probes)
         first = self.config.model_copy(update=update)
         others = first.model_copy(
             update={"metrics_listen": "", "mcp_listen": "", "mcp_resource_url": ""}

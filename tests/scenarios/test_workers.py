@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import sys
 import threading
 import time
@@ -29,7 +30,7 @@ from examples.workshop.service import WorkshopService
 from gateway import pb
 from gateway.client import GatewayClient, RequestError, tool_call
 from gateway.service.config import ServeConfig
-from gateway.service.supervisor import READY, Backoff, Supervisor
+from gateway.service.supervisor import READY, Backoff, Supervisor, resolve_listen
 from gateway.store.sqlite_peers import directory_of
 from gateway.testing import SidecarProcess, run_serve_expecting_failure
 from tests.support.approval_policies import short_ttl_policies
@@ -377,3 +378,15 @@ def test_a_worker_that_keeps_failing_ends_the_supervisor(
         "time with status 3); stopping"
     ) in err
     assert all(w.proc.returncode is not None for w in supervisor.workers.values())
+
+
+def test_ports_chosen_together_stay_bound_until_all_are_chosen() -> None:
+    """--listen, --metrics-listen and --mcp-listen with port 0 each: a probe closed before
+    the next port is chosen lets the kernel hand out the same port twice."""
+    with contextlib.ExitStack() as held:
+        chosen = [resolve_listen("127.0.0.1:0", held=held) for _ in range(3)]
+        ports = [int(address.rsplit(":", 1)[1]) for address in chosen]
+        assert len(set(ports)) == 3
+        for port in ports:
+            with socket.socket() as again, pytest.raises(OSError):
+                again.bind(("127.0.0.1", port))
