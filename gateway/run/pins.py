@@ -42,6 +42,7 @@ from gateway.tools.definitions import Defined, DefinitionUnavailable
 log = logging.getLogger("callgate.pins")
 
 REFRESH_S = 5.0
+OBSERVE_BATCH = 500  # tools recorded per commit by observe (a few thousand SQL parameters)
 
 
 @dataclass(frozen=True)
@@ -117,11 +118,31 @@ class PinBook:
 
     async def observe(self, tools: list[Tool]) -> None:
         """Record the manifest definitions of tools (at start-up and after a reload), so the
-        first ones are pinned and changed ones listed before any call. A tool on an MCP
-        server is recorded at its first call instead, when its server's session lists it."""
-        for tool in tools:
-            if self.mode(tool) is not PinMode.OFF and not tool.on_mcp:
-                await self.check(tool)
+        first ones are pinned and changed ones listed before any call, `OBSERVE_BATCH` tools a
+        commit. A tool on an MCP server is recorded at its first call instead, when its
+        server's session lists it."""
+        due = [t for t in tools if self.mode(t) is not PinMode.OFF and not t.on_mcp]
+        for start in range(0, len(due), OBSERVE_BATCH):
+            await self._observe(
+                [(t, await t.definition()) for t in due[start : start + OBSERVE_BATCH]]
+            )
+
+    async def _observe(self, defined: list[tuple[Tool, Defined]]) -> None:
+        async with self._lock:
+            new = [(t, d) for t, d in defined if (t.name, d.fingerprint) not in self._recorded]
+            if not new:
+                return
+            at = self.clock()
+            seen = [SeenDefinition(t.name, d.fingerprint, d.definition_json, at) for t, d in new]
+            pins = await self.store.record_definitions(seen, self._audit_first)
+            for tool, now in new:
+                pin = pins[tool.name]
+                self._recorded.add((tool.name, now.fingerprint))
+                self._keep(pin)
+                if pin.fingerprint != now.fingerprint:
+                    await self._changed(
+                        tool.name, pin, now, held=self.mode(tool) is PinMode.ENFORCE
+                    )
 
     def forget(self, name: str) -> None:
         """Read the tool's pin from the store at its next check (approved here)."""

@@ -10,6 +10,7 @@ from typing import Any
 from gateway.approvals.records import DecideRequest
 from gateway.model import CallStatus, Identity, NextAction, Verdict
 from gateway.pins import PinMode, PinModes
+from gateway.run.pins import OBSERVE_BATCH
 from gateway.run.runner import Runner
 from gateway.store.sqlite import SQLiteStore
 from gateway.tools import Registry, Tool
@@ -173,5 +174,39 @@ async def test_a_held_write_whose_tool_changed_meanwhile_sends_nothing(tmp_path:
     assert "nothing was sent" in w2.error_message
     assert tools.SENT == [("book", "r1:w1")]  # w1 only
     for s in (before, after):
+        await s.registry.aclose()
+    await store.close()
+
+
+async def test_start_up_records_many_tools_a_batch_a_commit(tmp_path: Path) -> None:
+    """Start-up pins every manifest tool before any call, OBSERVE_BATCH tools a commit (one
+    commit each was seconds of fsyncs with thousands of tools); a changed one among them is
+    still audited, and observing the same definitions again records nothing."""
+    store = await SQLiteStore.open(tmp_path / "runs.db")
+    policy, clock = ScriptedPolicy(), FakeClock()
+    many = manifests() + [
+        dict(manifests()[0], name=f"lookup_{i:04d}") for i in range(OBSERVE_BATCH * 2 + 1)
+    ]
+    commits: list[int] = []
+    record = store.record_definitions
+
+    async def counted(seen: Any, audit: Any) -> Any:
+        commits.append(len(seen))
+        return await record(seen, audit)
+
+    store.record_definitions = counted  # type: ignore[method-assign]
+    first = await side(store, policy, clock, WARN, many)
+    assert len(commits) == 3 and sum(commits) == len(many)
+    pins = await store.tool_pins()
+    assert set(pins) == {m["name"] for m in many}
+    await first.runner.pins.observe(first.registry.tools())  # type: ignore[union-attr]
+    assert len(commits) == 3
+
+    changed = [dict(m, description="changed") if m["name"] == "lookup_0007" else m for m in many]
+    again = await side(store, policy, clock, WARN, changed)
+    assert (await store.tool_pins(["lookup_0007"]))["lookup_0007"] == pins["lookup_0007"]
+    audited = [r for r in await _audit(store) if r["error_code"] == "tool_changed"]
+    assert len(audited) == 1 and "lookup_0007" in audited[0]["message"]
+    for s in (first, again):
         await s.registry.aclose()
     await store.close()
