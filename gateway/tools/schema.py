@@ -31,6 +31,7 @@ from gateway.executors.results import excerpt
 from gateway.tools.formats import CHECKED_FORMATS, FORMAT_CHECKER
 from gateway.tools.metaschema import flattened
 from gateway.tools.patterns import PatternError, compiled, search
+from gateway.tools.plain_schema import PlainCheck
 from gateway.tools.problems import FieldPath, ManifestProblem
 from gateway.tools.unevaluated import unevaluated_properties
 
@@ -320,8 +321,11 @@ def compile_schema(
 
 def _check_against_metaschema(schema: dict[str, Any]) -> None:
     """Draft202012Validator.check_schema, with patterns checked as ECMA-262 (`META_FORMATS`).
-    A fraction of a millisecond a schema; a schema met before (manifests often share their
-    schemas) is known to pass."""
+    A fraction of a millisecond a schema; a schema of plain common keywords
+    (`gateway.tools.plain_schema`) and a schema met before (manifests often share their
+    schemas) are known to pass."""
+    if _PLAIN.valid(schema):
+        return
     try:
         text = json.dumps(schema, sort_keys=True)
     except (TypeError, ValueError):
@@ -335,6 +339,7 @@ def _check_against_metaschema(schema: dict[str, Any]) -> None:
         _PASSED.add(text)
 
 
+_PLAIN = PlainCheck(lambda pattern: META_FORMATS.conforms(pattern, "regex"))
 _PASSED: set[str] = set()  # schemas (JSON, keys sorted) that passed the metaschema
 _PASSED_MAX = 100_000
 
