@@ -15,6 +15,7 @@ from typing import Any
 
 import rfc8785
 
+from gateway.canonical import canonical
 from gateway.jsontext import JsonTextError, read_object
 from gateway.limits import MAX_JSON_DEPTH_CAP
 
@@ -44,6 +45,6 @@ def canonical_sha256(value: Any) -> str:
     """SHA-256 hex over the RFC 8785 (JCS) canonical JSON form of value; ArgumentsError when
     JCS cannot represent it."""
     try:
-        return hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+        return hashlib.sha256(canonical(value)).hexdigest()
     except (rfc8785.CanonicalizationError, RecursionError) as exc:
         raise ArgumentsError(f"the arguments have no canonical JSON form: {exc}") from exc

@@ -23,7 +23,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-import rfc8785
+from gateway.canonical import canonical
 
 FINGERPRINT_PREFIX = "sha256:"
 SHORT_CHARS = 12  # of a fingerprint's hex, in messages
@@ -94,7 +94,7 @@ class SeenDefinition:
 
 def definition_json(definition: dict[str, Any]) -> str:
     """The canonical JSON text of a definition (RFC 8785): what a fingerprint hashes."""
-    return rfc8785.dumps(definition).decode()
+    return canonical(definition).decode()
 
 
 def fingerprint_of(canonical: str) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 
 import rfc8785
 
+from gateway.canonical import canonical as jcs
 from gateway.errors import ConfigError
 
 log = logging.getLogger("callgate.audit")
@@ -39,7 +40,7 @@ MASK = re.compile(r"redacted:hmac-sha256:[0-9a-f]{12}:[0-9a-f]{64}")
 def canonical(value: Any) -> bytes:
     """The bytes a value's mask covers: RFC 8785 JSON (sorted JSON where JCS cannot)."""
     try:
-        return rfc8785.dumps(value)
+        return jcs(value)
     except (rfc8785.CanonicalizationError, RecursionError):
         return json.dumps(value, sort_keys=True, ensure_ascii=False).encode()
 

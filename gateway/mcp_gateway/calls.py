@@ -31,6 +31,7 @@ import mcp_types as types
 import rfc8785
 
 from gateway.arguments import ArgumentsError
+from gateway.canonical import canonical
 from gateway.errors import CallCode, RequestCode, RequestError
 from gateway.mcp_gateway.results import call_result, tool_error, tool_of
 from gateway.model import (
@@ -92,7 +93,7 @@ class McpCall:
         """The call, or ArgumentsError when the arguments have no canonical JSON form (a
         number beyond what every JSON reader keeps exactly, nesting past what can be written)."""
         try:
-            text = rfc8785.dumps(arguments if arguments is not None else {}).decode()
+            text = canonical(arguments if arguments is not None else {}).decode()
         except (rfc8785.CanonicalizationError, RecursionError) as exc:
             raise ArgumentsError(
                 f"the arguments cannot be written as canonical JSON (RFC 8785): {exc}"
