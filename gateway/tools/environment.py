@@ -36,9 +36,19 @@ def _expand_text(text: str, field: FieldPath, env: Mapping[str, str]) -> str:
 def expand_env(value: Any, env: Mapping[str, str], field: FieldPath = ()) -> Any:
     """Expand `${VAR}` and `${VAR:-default}` in every string value (not in keys)."""
     if isinstance(value, str):
-        return _expand_text(value, field, env)
+        return _expand_text(value, field, env) if "${" in value else value
     if isinstance(value, list):
         return [expand_env(item, env, (*field, i)) for i, item in enumerate(value)]
     if isinstance(value, dict):
-        return {k: expand_env(v, env, (*field, str(k))) for k, v in value.items()}
+        return {
+            k: expand_env(v, env, (*field, str(k))) if _may_refer(v) else v
+            for k, v in value.items()
+        }
     return value
+
+
+def _may_refer(value: Any) -> bool:
+    """False for what holds no reference: a number, a boolean, null, a string without `${`."""
+    if type(value) is str:
+        return "${" in value
+    return isinstance(value, (str, list, dict))
