@@ -29,9 +29,8 @@ import mcp_types as types
 import yaml
 
 from gateway.errors import ConfigError
-from gateway.executors import McpSessions
 from gateway.executors.mcp_servers import load_servers
-from gateway.executors.mcp_sessions import ServerLink, StartFailed, describe
+from gateway.executors.mcp_sessions import McpSessions, ServerLink, StartFailed, describe
 from gateway.tools import Registry
 
 HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.executors.base import ExecutionContext, ExecutionResult, Executor
 from gateway.executors.config import (
@@ -29,14 +29,17 @@ from gateway.executors.config import (
 )
 from gateway.executors.http import HttpClients, HttpExecutor, HttpLookup
 from gateway.executors.http1 import Route, target
-from gateway.executors.mcp import McpExecutor, McpLookup, listed_entry
-from gateway.executors.mcp_sessions import McpSessions, ServerLink, StartFailed
+from gateway.executors.mcp_servers import StartFailed
 from gateway.executors.proxy import Proxies, ProxySettingError
 from gateway.executors.python import PythonExecutor, PythonLookup, ToolFunction, load_function
 from gateway.executors.reconcile import Lookup, Reconciler
 from gateway.executors.results import unknown
 from gateway.executors.tls import TlsFileError
 from gateway.model import Effect
+
+if TYPE_CHECKING:  # the MCP client (the mcp SDK, a few hundred ms and tens of MB) is imported
+    # only when a tool uses an MCP server
+    from gateway.executors.mcp_sessions import McpSessions, ServerLink
 
 __all__ = [
     "ExecutionContext",
@@ -49,7 +52,6 @@ __all__ = [
     "IdempotencyConfig",
     "Listed",
     "ManifestFieldError",
-    "McpSessions",
     "Proxies",
     "PythonExecutorConfig",
     "PythonReconcileConfig",
@@ -133,6 +135,8 @@ def mcp_listing(cfg: ExecutorConfig, mcp: McpSessions | None, name: str) -> List
         return None
     link = _mcp_link(mcp, cfg.server)
     tool = cfg.tool or name
+    from gateway.executors.mcp import listed_entry
+
     return lambda: listed_entry(link, tool)
 
 
@@ -150,6 +154,8 @@ def _sender(
 ) -> Sender:
     clients, base = targets.clients, targets.base
     if isinstance(cfg, McpExecutorConfig):
+        from gateway.executors.mcp import McpExecutor
+
         return McpExecutor(
             link=_mcp_link(targets.mcp, cfg.server),
             tool=cfg.tool or name,
@@ -194,6 +200,8 @@ def _lookup(cfg: ReconcileConfig, executor: ExecutorConfig, targets: Targets) ->
                 "an mcp look-up calls a tool of "
                 "the executor's MCP server: the executor must be mcp",
             )
+        from gateway.executors.mcp import McpLookup
+
         return McpLookup(
             link=_mcp_link(targets.mcp, executor.server),
             tool=cfg.tool,

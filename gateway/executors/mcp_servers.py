@@ -180,3 +180,7 @@ def load_servers(path: Path, env: Mapping[str, str]) -> dict[str, ServerSpec]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"--mcp-servers {path}: cannot read it: {exc}") from exc
     return parse_servers(text, str(path), env)
+
+
+class StartFailed(Exception):
+    """An MCP server's session could not be started: nothing was sent."""

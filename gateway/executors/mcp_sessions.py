@@ -35,7 +35,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
-from gateway.executors.mcp_servers import HttpServer, ServerSpec
+from gateway.executors.mcp_servers import HttpServer, ServerSpec, StartFailed
 from gateway.executors.results import error_text
 from gateway.version import callgate_version
 
@@ -67,10 +67,6 @@ def sending(mark: Sent) -> Any:
         yield mark
     finally:
         _SENDING.reset(token)
-
-
-class StartFailed(Exception):
-    """The session could not be started: nothing was sent."""
 
 
 class _MarkingWriter:

@@ -23,7 +23,6 @@ from gateway.audit import events
 from gateway.audit.at_rest import RedactStored
 from gateway.audit.keys import AuditKey
 from gateway.errors import ConfigError, StoreUnavailable
-from gateway.executors import McpSessions
 from gateway.executors.mcp_servers import load_servers
 from gateway.identity import Authenticator
 from gateway.model import now_utc
@@ -48,6 +47,7 @@ from gateway.version import callgate_version
 from gateway.wire.server import StatusInfo, ToolGatewayService, add_to_server
 
 if TYPE_CHECKING:
+    from gateway.executors.mcp_sessions import McpSessions
     from gateway.mcp_gateway.listener import McpListener
 
 log = logging.getLogger("callgate")
@@ -515,6 +515,8 @@ def _mcp_sessions(cfg: ServeConfig) -> McpSessions | None:
     if cfg.mcp_servers is None:
         return None
     servers = load_servers(cfg.mcp_servers, os.environ)
+    from gateway.executors.mcp_sessions import McpSessions  # the mcp SDK: only when used
+
     return McpSessions(
         servers,
         max_event_bytes=2 * cfg.max_output_bytes + 65536,

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jsonschema.protocols import Validator
 from pydantic import ValidationError as ModelError
@@ -26,7 +26,6 @@ from gateway.executors import (
     Listed,
     ManifestFieldError,
     McpExecutorConfig,
-    McpSessions,
     Proxies,
     StartFailed,
     ToolExecutor,
@@ -53,6 +52,9 @@ from gateway.tools.manifest import ToolManifest
 from gateway.tools.problems import FieldPath, ManifestProblem, model_problems, problem_line
 from gateway.tools.redaction import Masked, masked, pointer_tokens
 from gateway.tools.schema import compile_schema, schema_problems
+
+if TYPE_CHECKING:
+    from gateway.executors.mcp_sessions import McpSessions
 
 
 @dataclass(frozen=True)

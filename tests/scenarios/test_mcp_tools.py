@@ -17,8 +17,8 @@ import yaml
 from examples.mcp_tools.server import notes
 from gateway import pb
 from gateway.client import tool_call
-from gateway.executors import McpSessions
 from gateway.executors.mcp_servers import load_servers
+from gateway.executors.mcp_sessions import McpSessions
 from gateway.policy.inputs import tool_input
 from gateway.testing import SidecarProcess, run_serve_expecting_failure
 from gateway.tools import Registry

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from examples.mcp_tools.process import HttpProcess, start_http
-from gateway.executors import McpSessions
 from gateway.executors.mcp_servers import ServerSpec, StdioServer
+from gateway.executors.mcp_sessions import McpSessions
 from gateway.tools import Registry
 from tests.support.paths import ROOT
 
