@@ -15,15 +15,17 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from jwt import PyJWK
 from jwt.exceptions import PyJWTError
 
 from gateway.errors import ConfigError, Unauthenticated
 from gateway.identity.config import ALGORITHM_FAMILIES, JwtConfig
 from gateway.jsontext import JsonTextError, read_json
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("callgate.identity")
 
@@ -115,6 +117,8 @@ class KeySet:
         if config.jwks_file is not None:
             return cls._from_file(config.jwks_file, config)
         assert config.jwks_url is not None
+        import httpx  # only for keys fetched from a URL
+
         client = httpx.AsyncClient(timeout=config.jwks_timeout_s, follow_redirects=False)
         return cls(_url_fetcher(client, config.jwks_url), "jwt.jwks_url", config, client=client)
 

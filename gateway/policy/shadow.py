@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from gateway.audit.records import AuditEvent
 from gateway.model import Decision, now_utc
@@ -30,9 +30,12 @@ from gateway.policy.base import RejectedReload
 from gateway.policy.bundle import Bundle, PolicyConfigError
 from gateway.policy.decision import UNDEFINED, PolicyEvalError, decision_from_value, error_decision
 from gateway.policy.embedded import input_json, input_sha256
-from gateway.policy.opa.engine import OpaEngine, OpaUnavailable
+from gateway.policy.opa.settings import OpaUnavailable
 from gateway.policy.reload import ReloadingEngine
 from gateway.policy.results import ResultVerdict
+
+if TYPE_CHECKING:
+    from gateway.policy.opa.engine import OpaEngine
 
 log = logging.getLogger("callgate.policy.shadow")
 

@@ -28,8 +28,6 @@ from gateway.identity import Authenticator
 from gateway.model import now_utc
 from gateway.observe.hooks import Metrics, Observe
 from gateway.policy import EmbeddedEngine
-from gateway.policy.opa.client import OpaConnection
-from gateway.policy.opa.engine import OpaEngine
 from gateway.policy.reload import ReloadingEngine, ReloadTarget, prepare
 from gateway.policy.shadow import Disagreement, ShadowEngine, audit_event
 from gateway.policy.watch import PolicyReloader, ReloadResult
@@ -48,6 +46,9 @@ from gateway.wire.server import StatusInfo, ToolGatewayService, add_to_server
 
 if TYPE_CHECKING:
     from gateway.executors.mcp_sessions import McpSessions
+    from gateway.policy.opa.engine import OpaEngine
+
+    ServingPolicy = ReloadingEngine | OpaEngine | ShadowEngine
     from gateway.mcp_gateway.listener import McpListener
 
 log = logging.getLogger("callgate")
@@ -59,8 +60,6 @@ GC_THRESHOLD = 10_000
 RELOAD_COMPONENT = "callgate.policy.reload"
 TOOLS_RELOAD_COMPONENT = "callgate.tools.reload"
 SHADOW_COMPONENT = "callgate.policy.shadow"
-
-ServingPolicy = ReloadingEngine | OpaEngine | ShadowEngine
 
 
 class Sidecar:
@@ -318,6 +317,9 @@ class Sidecar:
         return engine
 
     def _opa_engine(self) -> OpaEngine:
+        from gateway.policy.opa.client import OpaConnection  # aiohttp: only with OPA
+        from gateway.policy.opa.engine import OpaEngine
+
         cfg = self.config
         return OpaEngine(
             OpaConnection(cfg.opa_settings()),
@@ -456,8 +458,8 @@ class Sidecar:
         )
         if self._runner is not None:  # turns being driven finish and commit first
             await self._runner.drain(timeout_s=30.0)
-        if isinstance(self.policy, OpaEngine | ShadowEngine):
-            await self.policy.close()
+        if self.policy is not None and not isinstance(self.policy, ReloadingEngine):
+            await self.policy.close()  # OPA's connection
         if self.registry is not None:
             await self.registry.aclose()
         if self.store is not None:

@@ -17,7 +17,7 @@ from gateway.limits import MAX_JSON_DEPTH_CAP, MIB, Limits
 from gateway.model import DEFAULT_APPROVAL_TTL_S
 from gateway.pins import PinModes
 from gateway.policy.base import DEFAULT_PREFIX
-from gateway.policy.opa.client import OpaSettings
+from gateway.policy.opa.settings import OpaSettings
 from gateway.policy.options import DEFAULT_OPTIONS, BuiltinErrors, RegoOptions, RegoVersion
 from gateway.store import sqlite_path
 

@@ -28,7 +28,6 @@ import asyncio
 import json
 import ssl
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -36,9 +35,9 @@ import aiohttp
 from opa_client import AsyncOpaClient
 from opa_client.errors import RegoParseError
 
-from gateway.errors import ConfigError
 from gateway.jsontext import JsonTextError, read_json
 from gateway.limits import MAX_JSON_DEPTH_CAP
+from gateway.policy.opa.settings import OpaSettings
 
 MAX_ANSWER_BYTES: Final = 4 << 20  # an answer larger than this is refused, not read whole
 UNREACHABLE: Final = "unreachable"
@@ -63,42 +62,6 @@ class OpaError(Exception):
     def transport(self) -> bool:
         """OPA could not be asked at all (as opposed to OPA answering with an error)."""
         return self.kind in (UNREACHABLE, TIMEOUT)
-
-
-@dataclass(frozen=True)
-class OpaSettings:
-    """Where OPA is and how to reach it (serve --opa-url, --opa-token, --opa-ca, ...)."""
-
-    url: str
-    token: str = ""
-    timeout_s: float = 1.0
-    ca: Path | None = None
-    client_cert: Path | None = None
-    client_key: Path | None = None
-
-    def check(self) -> None:
-        parts = urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(
-                f"--opa-url {self.url!r}: expected http://HOST:PORT or "
-                "https://HOST:PORT (with an optional path prefix)"
-            )
-        if parts.query or parts.fragment:
-            raise ConfigError(f"--opa-url {self.url!r}: no query or fragment, please")
-        try:
-            parts.port  # noqa: B018  (raises ValueError on a bad port)
-        except ValueError:
-            raise ConfigError(
-                f"--opa-url {self.url!r}: the port is not a number from 0 to 65535"
-            ) from None
-        if (self.client_cert is None) != (self.client_key is None):
-            raise ConfigError("--opa-client-cert and --opa-client-key go together")
-        if parts.scheme == "http" and (self.ca or self.client_cert):
-            raise ConfigError(f"--opa-url {self.url}: TLS options need an https:// URL")
-        if not 0 < self.timeout_s <= 60:
-            raise ConfigError(
-                f"--opa-timeout {self.timeout_s}: expected seconds above 0 and at most 60"
-            )
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from gateway.policy.decision import (
 from gateway.policy.embedded import input_json, input_sha256
 from gateway.policy.opa.client import OpaConnection, OpaError
 from gateway.policy.opa.push import Pushed, push_bundle
+from gateway.policy.opa.settings import OpaUnavailable
 from gateway.policy.options import DEFAULT_OPTIONS, RegoOptions
 from gateway.policy.reload import require_decision
 from gateway.policy.results import ResultVerdict, result_verdict, withheld_for_error
@@ -55,10 +56,6 @@ OpaMode = Literal["push", "external"]
 NO_BUNDLE: Final = "opa:no-bundle"
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _RULE = re.compile(rf"{_NAME}(\.{_NAME})*")
-
-
-class OpaUnavailable(PolicyEvalError):
-    """OPA could not be asked: unreachable or slower than the timeout."""
 
 
 class _Gate:
