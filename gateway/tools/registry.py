@@ -4,11 +4,11 @@ compiling each manifest's schemas and executor, refusing duplicate names. Any pr
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,16 +51,32 @@ from gateway.tools.files import manifest_entries, manifest_files
 from gateway.tools.manifest import ToolManifest
 from gateway.tools.problems import FieldPath, ManifestProblem, model_problems, problem_line
 from gateway.tools.redaction import Masked, masked, pointer_tokens
-from gateway.tools.schema import compile_schema, schema_problems
+from gateway.tools.schema import check_schema, schema_problems, schema_validator
 
 if TYPE_CHECKING:
     from gateway.executors.mcp_sessions import McpSessions
 
 
-@dataclass(frozen=True)
 class _Schemas:
-    input: Validator
-    output: Validator | None
+    """A tool's schemas, checked when its manifest is loaded; each validator is built at its
+    first use (most of thousands of tools may never be called: a validator is about 2 KB)."""
+
+    def __init__(
+        self, input: dict[str, Any], output: dict[str, Any] | None, format_assertion: bool
+    ) -> None:
+        self._input = input
+        self._output = output
+        self._formats = format_assertion
+
+    @functools.cached_property
+    def input(self) -> Validator:
+        return schema_validator(self._input, format_assertion=self._formats)
+
+    @functools.cached_property
+    def output(self) -> Validator | None:
+        if self._output is None:
+            return None
+        return schema_validator(self._output, format_assertion=self._formats)
 
 
 class Tool:
@@ -199,7 +215,7 @@ class Tool:
             max_depth=self._limits.max_json_depth,
         )
         if (
-            self._schemas.output is None
+            self.output_schema is None
             or result.status is not CallStatus.SUCCEEDED
             or result.error_code
         ):
@@ -236,12 +252,10 @@ def compile_tool(
         raise ManifestProblem((), f"a tool manifest must be a mapping, not {type(raw).__name__}")
     manifest = ToolManifest.model_validate(expand_env(raw, env))
     formats = manifest.format_assertion
-    schemas = _Schemas(
-        compile_schema(manifest.input_schema, ("input_schema",), format_assertion=formats),
-        None
-        if manifest.output_schema is None
-        else compile_schema(manifest.output_schema, ("output_schema",), format_assertion=formats),
-    )
+    check_schema(manifest.input_schema, ("input_schema",), format_assertion=formats)
+    if manifest.output_schema is not None:
+        check_schema(manifest.output_schema, ("output_schema",), format_assertion=formats)
+    schemas = _Schemas(manifest.input_schema, manifest.output_schema, formats)
     try:
         executor = build_executor(
             manifest.executor,

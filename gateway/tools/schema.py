@@ -291,8 +291,16 @@ def _visit(node: Any, resolver: Any, path: set[int], done: set[int]) -> None:
 def compile_schema(
     schema: dict[str, Any], field: FieldPath, *, format_assertion: bool = True
 ) -> Validator:
-    """Check a 2020-12 schema (every $ref, every pattern, every format while they are
-    asserted, no endless self-reference) and build its validator."""
+    """Check a 2020-12 schema (`check_schema`) and build its validator."""
+    check_schema(schema, field, format_assertion=format_assertion)
+    return schema_validator(schema, format_assertion=format_assertion)
+
+
+def check_schema(
+    schema: dict[str, Any], field: FieldPath, *, format_assertion: bool = True
+) -> None:
+    """Check a 2020-12 schema: every $ref, every pattern, every format while they are asserted,
+    no endless self-reference; ManifestProblem naming the first problem."""
     declared = schema.get("$schema")
     if declared is not None and declared not in _SCHEMA_URIS:
         raise ManifestProblem(
@@ -313,6 +321,10 @@ def compile_schema(
         raise ManifestProblem((*field, *exc.absolute_path), exc.message + why) from exc
     except RecursionError as exc:
         raise ManifestProblem(field, "the schema nests too deeply") from exc
+
+
+def schema_validator(schema: dict[str, Any], *, format_assertion: bool = True) -> Validator:
+    """The validator of a schema `check_schema` passed."""
     validator: Validator = _Validator(
         schema, registry=_NO_REMOTE, format_checker=FORMAT_CHECKER if format_assertion else None
     )
