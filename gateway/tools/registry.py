@@ -106,8 +106,6 @@ class Tool:
         self._schemas = schemas
         self._redact = [pointer_tokens(p) for p in manifest.redact]
         self._limits = limits
-        self._validated: Memo[str] = Memo()  # arguments text → "" (valid) or the problems
-        self._passed: Memo[bool] = Memo()  # output texts kept as they were
         cfg = manifest.executor
         self.on_mcp = isinstance(cfg, McpExecutorConfig)
         mcp_tool = (cfg.tool or manifest.name) if isinstance(cfg, McpExecutorConfig) else ""
@@ -118,6 +116,16 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, version={self.version!r}, effect={self.effect.value})"
+
+    @functools.cached_property
+    def _validated(self) -> Memo[str]:
+        """Arguments texts → "" (valid) or their problems (made at the tool's first call)."""
+        return Memo()
+
+    @functools.cached_property
+    def _passed(self) -> Memo[bool]:
+        """Output texts kept as they were."""
+        return Memo()
 
     @property
     def input_schema(self) -> dict[str, Any]:
