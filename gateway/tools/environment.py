@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,21 +35,24 @@ def _expand_text(text: str, field: FieldPath, env: Mapping[str, str]) -> str:
 
 
 def expand_env(value: Any, env: Mapping[str, str], field: FieldPath = ()) -> Any:
-    """Expand `${VAR}` and `${VAR:-default}` in every string value (not in keys)."""
+    """Expand `${VAR}` and `${VAR:-default}` in every string value (not in keys).
+
+    The copy's keys and short strings are interned: thousands of manifests repeat the same
+    few ("type", "properties", "string", ...), and a sidecar keeps every manifest."""
     if isinstance(value, str):
-        return _expand_text(value, field, env) if "${" in value else value
+        if "${" in value:
+            return _expand_text(value, field, env)
+        return sys.intern(value) if len(value) <= SHARED_CHARS else value
     if isinstance(value, list):
         return [expand_env(item, env, (*field, i)) for i, item in enumerate(value)]
     if isinstance(value, dict):
         return {
-            k: expand_env(v, env, (*field, str(k))) if _may_refer(v) else v
+            (sys.intern(k) if type(k) is str else k): expand_env(v, env, (*field, str(k)))
+            if isinstance(v, (str, list, dict))
+            else v
             for k, v in value.items()
         }
     return value
 
 
-def _may_refer(value: Any) -> bool:
-    """False for what holds no reference: a number, a boolean, null, a string without `${`."""
-    if type(value) is str:
-        return "${" in value
-    return isinstance(value, (str, list, dict))
+SHARED_CHARS = 40  # strings up to this long are interned
