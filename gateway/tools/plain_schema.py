@@ -7,7 +7,9 @@ few keywords in their simplest forms (`type`, `properties`, `required`, `minLeng
 answers True only for a schema made of such keywords, every value of the form the metaschema
 accepts, so that the metaschema would accept it too; anything else (another keyword, a value of
 a form it does not know, a value the metaschema refuses) answers False, and the schema is
-checked against the metaschema in full, which also says what is wrong. It never answers for the
+checked against the metaschema in full, which also says what is wrong. A plain schema has no
+`$ref`, `$id` or `$defs`, so it has no reference to resolve or loop through either, and its
+patterns were compiled by the check. It never answers for the
 metaschema: tests/gateway/tools/test_metaschema.py checks that whatever it accepts, the
 metaschema accepts.
 """

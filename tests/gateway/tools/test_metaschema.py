@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from gateway.tools import schema as schema_module
 from gateway.tools.metaschema import flattened
 from gateway.tools.plain_schema import PlainCheck
 from gateway.tools.schema import META_FORMATS as FORMATS
@@ -119,8 +120,22 @@ def test_both_metaschemas_judge_every_value_alike(value: Any) -> None:
 @settings(max_examples=1000)
 @given(st.one_of(values, near_plain))
 def test_the_quick_yes_is_given_only_to_what_the_metaschema_accepts(value: Any) -> None:
+    """...and to what the checks it stands in for pass: references, patterns, loops."""
     if PLAIN.valid(value):
         assert first_problem(FLAT, value) is None
+        if isinstance(value, dict):
+            full_checks(value)
+
+
+def full_checks(schema: dict[str, Any]) -> None:
+    """What check_schema runs on a schema that is not plain (ManifestProblem if it fails)."""
+    resource = schema_module.DRAFT202012.create_resource(schema)
+    root = schema_module.SPECIFICATIONS.combine(schema_module._NO_REMOTE).resolver_with_root(
+        resource
+    )
+    schema_module._check_refs(resource, root, ())
+    schema_module._check_patterns(schema, ())
+    schema_module._check_ends(schema, root, ())
 
 
 def test_the_quick_yes_covers_a_typical_tool_schema_and_nothing_odd() -> None:
