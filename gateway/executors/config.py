@@ -219,6 +219,8 @@ ReconcileConfig = Annotated[
 
 
 class RetryConfig(_Section):
+    model_config = ConfigDict(extra="forbid", frozen=True)  # a manifest without one shares one
+
     max_attempts: int = Field(default=1, ge=1, le=10)
     backoff_s: float = Field(
         default=0.2, ge=0, le=60, description="wait before attempt n + 1: backoff_s * n"
@@ -226,4 +228,6 @@ class RetryConfig(_Section):
 
 
 class IdempotencyConfig(_Section):
+    model_config = ConfigDict(extra="forbid", frozen=True)  # a manifest without one shares one
+
     enforced_by_target: bool = False

@@ -49,9 +49,9 @@ class ToolManifest(BaseModel):
     # false: `format` in the schemas is an annotation only (JSON Schema's default), not checked
     format_assertion: bool = True
     executor: ExecutorConfig
-    idempotency: IdempotencyConfig = Field(default_factory=IdempotencyConfig)
+    idempotency: IdempotencyConfig = IdempotencyConfig()  # (frozen: one shared by all)
     reconcile: ReconcileConfig | None = None
-    retry: RetryConfig = Field(default_factory=RetryConfig)
+    retry: RetryConfig = RetryConfig()
     repeatable: bool | None = None  # reads only; None = the default (reads true, writes false)
     parallel_safe: bool | None = None  # reads only; None = the default (reads true)
     redact: list[Pointer] = Field(default_factory=list)  # a `*` token matches every member
