@@ -61,9 +61,13 @@ def _anything(value: Any) -> bool:
 
 class PlainCheck:
     """`valid(schema)`, with the metaschema's regex format check (`is_pattern`: True when a
-    string is a pattern the metaschema's format checker accepts, False otherwise)."""
+    string is a pattern the metaschema's format checker accepts, False otherwise). With
+    `formats`, a `format` must also be one of them (while formats are asserted, callgate
+    refuses one it cannot check: such a schema is left to the full check, which says so)."""
 
-    def __init__(self, is_pattern: Callable[[str], bool]) -> None:
+    def __init__(
+        self, is_pattern: Callable[[str], bool], formats: frozenset[str] | None = None
+    ) -> None:
         self._is_pattern = is_pattern
         self._values: dict[str, Callable[[Any], bool]] = {
             "type": _type,
@@ -83,7 +87,7 @@ class PlainCheck:
             "uniqueItems": _flag,
             "pattern": lambda v: type(v) is str and self._is_pattern(v),
             "required": _names,
-            "format": _string,
+            "format": _string if formats is None else lambda v: type(v) is str and v in formats,
             "title": _string,
             "description": _string,
             "$comment": _string,

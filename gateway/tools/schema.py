@@ -302,7 +302,8 @@ def check_schema(
     """Check a 2020-12 schema: every $ref, every pattern, every format while they are asserted,
     no endless self-reference; ManifestProblem naming the first problem. A plain schema
     (`gateway.tools.plain_schema`) passes the metaschema, has no reference to check or loop
-    through, and had its patterns compiled: only its formats are left to check."""
+    through, had its patterns compiled and, while formats are asserted, names only formats
+    callgate checks: it needs nothing more."""
     declared = schema.get("$schema")
     if declared is not None and declared not in _SCHEMA_URIS:
         raise ManifestProblem(
@@ -310,15 +311,16 @@ def check_schema(
             f"{declared!r}: only JSON Schema 2020-12 ({_SCHEMA_URIS[0]}) is supported",
         )
     try:
-        if not _PLAIN.valid(schema):  # a plain schema refers to nothing; its patterns ran
-            _check_against_metaschema(schema)
-            resource = DRAFT202012.create_resource(schema)
-            root = SPECIFICATIONS.combine(_NO_REMOTE).resolver_with_root(resource)
-            _check_refs(resource, root, field)
-            _check_patterns(schema, field)
-            _check_ends(schema, root, field)
+        if (_PLAIN_ASSERTED if format_assertion else _PLAIN).valid(schema):
+            return  # refers to nothing; its patterns compiled, its formats ones callgate checks
+        _check_against_metaschema(schema)
+        resource = DRAFT202012.create_resource(schema)
+        root = SPECIFICATIONS.combine(_NO_REMOTE).resolver_with_root(resource)
+        _check_refs(resource, root, field)
+        _check_patterns(schema, field)
         if format_assertion:
             _check_formats(schema, field)
+        _check_ends(schema, root, field)
     except SchemaError as exc:
         why = f": {exc.cause}" if exc.cause is not None else ""
         raise ManifestProblem((*field, *exc.absolute_path), exc.message + why) from exc
@@ -351,7 +353,12 @@ def _check_against_metaschema(schema: dict[str, Any]) -> None:
         _PASSED.add(text)
 
 
-_PLAIN = PlainCheck(lambda pattern: META_FORMATS.conforms(pattern, "regex"))
+def _is_meta_pattern(pattern: str) -> bool:
+    return META_FORMATS.conforms(pattern, "regex")
+
+
+_PLAIN = PlainCheck(_is_meta_pattern)
+_PLAIN_ASSERTED = PlainCheck(_is_meta_pattern, CHECKED_FORMATS)
 _PASSED: set[str] = set()  # schemas (JSON, keys sorted) that passed the metaschema
 _PASSED_MAX = 100_000
 

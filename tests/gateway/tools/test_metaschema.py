@@ -13,6 +13,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from gateway.tools import schema as schema_module
+from gateway.tools.formats import CHECKED_FORMATS
 from gateway.tools.metaschema import flattened
 from gateway.tools.plain_schema import PlainCheck
 from gateway.tools.schema import META_FORMATS as FORMATS
@@ -57,6 +58,7 @@ values = st.recursive(
 
 
 PLAIN = PlainCheck(lambda pattern: FORMATS.conforms(pattern, "regex"))
+ASSERTED = PlainCheck(lambda pattern: FORMATS.conforms(pattern, "regex"), CHECKED_FORMATS)
 PLAIN_KEYWORDS = sorted(PLAIN._values)
 TYPES = ["string", "integer", "object", "array", "number", "null", "boolean"]
 
@@ -94,8 +96,11 @@ def _near_plain(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         forms[name] = numbers
     for name in ("uniqueItems", "deprecated", "readOnly", "writeOnly"):
         forms[name] = flags
-    for name in ("format", "title", "description", "$comment"):
+    for name in ("title", "description", "$comment"):
         forms[name] = texts
+    forms["format"] = mostly(
+        st.sampled_from(["date", "email", "uuid", "time"]), st.sampled_from(["made-up", "", 3])
+    )
     for name in PLAIN_KEYWORDS:
         forms.setdefault(name, counts)  # the max*/min* counts
     return st.lists(
@@ -125,6 +130,10 @@ def test_the_quick_yes_is_given_only_to_what_the_metaschema_accepts(value: Any) 
         assert first_problem(FLAT, value) is None
         if isinstance(value, dict):
             full_checks(value)
+    if ASSERTED.valid(value):
+        assert PLAIN.valid(value)
+        if isinstance(value, dict):
+            schema_module._check_formats(value, ())  # formats callgate checks, all of them
 
 
 def full_checks(schema: dict[str, Any]) -> None:
