@@ -52,9 +52,12 @@ def manifest_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
         raise ConfigError(f"{directory}: tool directory does not exist or is not a directory")
     files = sorted(
-        p
-        for p in directory.iterdir()
-        if p.suffix.lower() in MANIFEST_SUFFIXES and p.is_file() and not p.name.startswith(".")
+        (
+            p
+            for p in directory.iterdir()
+            if p.suffix.lower() in MANIFEST_SUFFIXES and p.is_file() and not p.name.startswith(".")
+        ),
+        key=lambda p: p.name,  # (one directory: Path's own order, without its per-compare cost)
     )
     if not files:
         raise ConfigError(f"{directory}: no tool manifests (*.yaml, *.yml, *.json)")
