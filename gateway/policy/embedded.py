@@ -271,8 +271,8 @@ class EmbeddedEngine:
         return self._view.paths
 
     def visible(self, input: dict[str, Any]) -> dict[str, Any]:
-        """A `decision` input as this revision is given it: only what its rules can observe
-        (gateway.policy.reads)."""
+        """A `decision` or `result` input as this revision is given it: only what its rules can
+        observe (gateway.policy.reads)."""
         return self._view.project(input)
 
     def input_text(self, input: dict[str, Any]) -> str:
@@ -330,7 +330,11 @@ class EmbeddedEngine:
         if not self.defines_result:
             return None
         try:
-            value = self._value("result", _json("result", input), null_is_undefined=True)
+            text = self.input_text(input)  # what no rule reads is not handed to the engine
+        except (TypeError, ValueError) as exc:
+            return withheld_for_error(f"input is not JSON: {exc}")
+        try:
+            value = self._value("result", text, null_is_undefined=True)
         except PolicyEvalError as exc:
             return withheld_for_error(exc.message)
         return result_verdict(value)
