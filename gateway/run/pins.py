@@ -129,20 +129,13 @@ class PinBook:
 
     async def _observe(self, defined: list[tuple[Tool, Defined]]) -> None:
         async with self._lock:
-            new = [(t, d) for t, d in defined if (t.name, d.fingerprint) not in self._recorded]
-            if not new:
-                return
-            at = self.clock()
-            seen = [SeenDefinition(t.name, d.fingerprint, d.definition_json, at) for t, d in new]
-            pins = await self.store.record_definitions(seen, self._audit_first)
-            for tool, now in new:
-                pin = pins[tool.name]
-                self._recorded.add((tool.name, now.fingerprint))
-                self._keep(pin)
-                if pin.fingerprint != now.fingerprint:
-                    await self._changed(
-                        tool.name, pin, now, held=self.mode(tool) is PinMode.ENFORCE
-                    )
+            new = [
+                (t.name, d, self.mode(t))
+                for t, d in defined
+                if (t.name, d.fingerprint) not in self._recorded
+            ]
+            if new:
+                await self._record(new)
 
     def forget(self, name: str) -> None:
         """Read the tool's pin from the store at its next check (approved here)."""
@@ -157,13 +150,21 @@ class PinBook:
                 if pin is not None:
                     self._keep(pin)
                     return pin
-            seen = SeenDefinition(name, now.fingerprint, now.definition_json, self.clock())
-            pin = (await self.store.record_definitions([seen], self._audit_first))[name]
+            return (await self._record([(name, now, mode)]))[name]
+
+    async def _record(self, new: list[tuple[str, Defined, PinMode]]) -> dict[str, ToolPin]:
+        """Record definitions in one commit (the lock held); their pins as stored after it, a
+        definition that is not its tool's pin logged and audited."""
+        at = self.clock()
+        seen = [SeenDefinition(name, d.fingerprint, d.definition_json, at) for name, d, _ in new]
+        pins = await self.store.record_definitions(seen, self._audit_first)
+        for name, now, mode in new:
+            pin = pins[name]
             self._recorded.add((name, now.fingerprint))
             self._keep(pin)
             if pin.fingerprint != now.fingerprint:
                 await self._changed(name, pin, now, held=mode is PinMode.ENFORCE)
-            return pin
+        return pins
 
     def _keep(self, pin: ToolPin) -> None:
         self._kept[pin.name] = (pin, self._monotonic())
