@@ -107,3 +107,15 @@ CallgateRun.apply_decisions
 # uvicorn's main loop reads should_exit (gateway/mcp_gateway/listener.py).
 CallerVerifier.verify_token
 _.should_exit  # noqa: F821
+# Fields of OTLP protobuf messages set in place (gateway/observe/otlp.py), what the SDK's
+# export metrics read of a failed export (error_attrs), and what the SDK's span processor reads
+# of a callgate span (LeanSpan.context).
+_.parent_span_id  # noqa: F821
+_.start_time_unix_nano  # noqa: F821
+_.end_time_unix_nano  # noqa: F821
+_.bool_value  # noqa: F821
+_.string_value  # noqa: F821
+_.int_value  # noqa: F821
+_.double_value  # noqa: F821
+_.error_attrs  # noqa: F821
+_.trace_flags  # noqa: F821

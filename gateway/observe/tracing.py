@@ -94,6 +94,25 @@ class LeanSpan:
         if self.sampled:
             self.attributes[key] = value
 
+    @property
+    def context(self) -> _Context:
+        """What an SDK span processor reads of a span before it queues it: a sink is handed
+        sampled spans only."""
+        return _SAMPLED_CONTEXT
+
+
+class _Flags:
+    __slots__ = ()
+    sampled: Final = True
+
+
+class _Context:
+    __slots__ = ()
+    trace_flags: Final = _Flags()
+
+
+_SAMPLED_CONTEXT: Final = _Context()
+
 
 _CURRENT: ContextVar[LeanSpan | None] = ContextVar("callgate_span", default=None)
 
