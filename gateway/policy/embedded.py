@@ -143,6 +143,14 @@ def analyze(bundle: Bundle, *, include_tests: bool = False) -> Any:
     return build_regorus_engine(bundle, include_tests=include_tests)
 
 
+def clean_copy(engine: Any) -> Any:
+    """The engine to go on with after an evaluation failed: regorus keeps part of a failed
+    evaluation's state (an error inside `walk` or a comprehension leaves the next evaluation
+    of the rule empty or undefined: a `result` rule would then deliver what it redacts), and a
+    clone starts clean (with the same policies, data, builtins and coverage so far)."""
+    return engine.clone()
+
+
 def input_json(input: dict[str, Any]) -> str:
     """The exact JSON text an input is evaluated as (and hashed as: `input_sha256`): compact,
     keys sorted, UTF-8 (orjson: several times faster than json on a run's history). Inputs are
@@ -389,6 +397,7 @@ class EmbeddedEngine:
                 return engine.eval_rule(query)
             out = engine.eval_query(query)
         except Exception as exc:  # RuntimeError from regorus (builtin errors, conflicts, ...)
+            _THREAD_ENGINES.put(self, clean_copy(engine))
             message = describe(exc, self._calls, query=query).message
             log.warning("policy evaluation of %s failed: %s", query, message)
             raise PolicyEvalError(query, message) from exc

@@ -79,8 +79,10 @@ class Probe:
             engine = self._engine(list(self._helpers.values()))
         except Exception:  # noqa: BLE001  (a helper that does not compile: try each alone)
             return {name: self._run_alone(name, input_text) for name in self._helpers}
+        # each on a clone: after a part that fails, regorus may answer the next one wrongly
         return {
-            name: _evaluate(engine, f"{self._package}.{name}", input_text) for name in self._helpers
+            name: _evaluate(engine.clone(), f"{self._package}.{name}", input_text)
+            for name in self._helpers
         }
 
     def _run_alone(self, name: str, input_text: str | None) -> Outcome:

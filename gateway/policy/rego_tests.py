@@ -29,7 +29,7 @@ from gateway.policy.bundle import (
 )
 from gateway.policy.crossing import SUPPORT_FILE as CROSSING_FILE
 from gateway.policy.decision import UNDEFINED
-from gateway.policy.embedded import build_regorus_engine
+from gateway.policy.embedded import build_regorus_engine, clean_copy
 from gateway.policy.failures import CallIndex, describe
 from gateway.policy.guards import SUPPORT_FILE
 from gateway.policy.interpreter import is_panic
@@ -176,6 +176,8 @@ def run_tests(
         results.append(result)
         if panicked:  # keep going on a fresh engine (coverage so far is lost with it)
             engine = build_regorus_engine(bundle, include_tests=True, coverage=coverage)
+        elif result.reason.startswith("error: "):  # as OPA: one test's error is its own
+            engine = clean_copy(engine)
     report = _coverage(engine) if coverage else ()
     return TestReport(results=tuple(results), coverage=report)
 
