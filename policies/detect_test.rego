@@ -16,6 +16,9 @@ test_card_number_failing_luhn_is_not_one if not detect.card_number("4111 1111 11
 
 test_short_digit_runs_are_not_cards if not detect.card_number("order 123456789012, seat 42")
 
+# Digits of other scripts are not card numbers (and do not break the Luhn check's to_number).
+test_other_scripts_digits_are_not_cards if not detect.card_number("٤١١١ ١١١١ ١١١١ ١١١١")
+
 test_luhn if {
 	detect.luhn("79927398713")
 	not detect.luhn("79927398710")

@@ -26,6 +26,11 @@ test_clean_read_is_delivered_as_is if {
 	not callgate.result with input as given
 }
 
+test_a_read_with_another_scripts_digits_is_delivered_as_is if {
+	given := result_input("read", {"phone": "٠٥٥٥ ١٢٣ ٤٥٦٧ ٨٩٠١", "total": "٤١١١ ١١١١ ١١١١ ١١١١"})
+	not callgate.result with input as given
+}
+
 test_writes_are_delivered_as_is if {
 	given := result_input("write", {"confirmation": "bob@example.com"})
 	not callgate.result with input as given
