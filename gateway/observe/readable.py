@@ -74,5 +74,3 @@ def readable(
         end_time=span.end_ns,
         instrumentation_scope=scope,
     )
-
-
