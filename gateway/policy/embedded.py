@@ -398,6 +398,7 @@ class EmbeddedEngine:
             out = engine.eval_query(query)
         except Exception as exc:  # RuntimeError from regorus (builtin errors, conflicts, ...)
             _THREAD_ENGINES.put(self, clean_copy(engine))
+            del engine  # freed now, on its thread: the traceback must not keep it for the GC
             message = describe(exc, self._calls, query=query).message
             log.warning("policy evaluation of %s failed: %s", query, message)
             raise PolicyEvalError(query, message) from exc
