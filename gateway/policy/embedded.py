@@ -406,6 +406,7 @@ class EmbeddedEngine:
             if not is_panic(exc):
                 raise
             _THREAD_ENGINES.forget(self)  # rebuilt before the next evaluation on this thread
+            del engine
             log.error("policy engine panicked evaluating %s: %s", query, exc)
             raise PolicyEvalError(query, f"engine panic: {exc}", panic=True) from exc
         return _single_value(query, out)
