@@ -1,9 +1,9 @@
-"""callgate's finished spans handed to the OpenTelemetry SDK, as its own `ReadableSpan`s, through
-an SDK `SpanProcessor`: in `serve`, the SDK's `BatchSpanProcessor` in front of its OTLP/HTTP
-`OTLPSpanExporter` (`otlp_tracer`; callgate's spans go to them as they are, and the request
-body is built faster, to the same bytes: `gateway.observe.otlp`); in the tests, or wherever a
-deployment wants, any other SDK exporter (`sdk_tracer`: its in-memory exporter, one export per
-span).
+"""callgate's finished spans handed to the OpenTelemetry SDK through an SDK `SpanProcessor`: in
+`serve`, the SDK's `BatchSpanProcessor` in front of its OTLP/HTTP `OTLPSpanExporter`
+(`otlp_tracer`; the spans go to them as they are, and the request body is built in place, to
+the same bytes: `gateway.observe.otlp`); in the tests, or wherever a deployment wants, any
+other SDK exporter, as the SDK's own `ReadableSpan`s (`sdk_tracer`: its in-memory exporter,
+one export per span).
 
 The SDK reads its own variables: the exporter's `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`,
 `_HEADERS`, `_TIMEOUT`, `_COMPRESSION`, `_CERTIFICATE`, `_CLIENT_CERTIFICATE`, `_CLIENT_KEY`;
