@@ -54,6 +54,7 @@ from bench.counts import count_postgres, count_sqlite
 from bench.inproc import PROVIDER, StoreOpener, in_process
 from bench.observe import part_observe
 from bench.opa import NOT_FOUND, LiveOpa, live_opa
+from bench.pinning import PinnedSidecar, cores, pin
 from bench.prepare import grow_runs, write_manifests, write_policy_data
 from bench.procs import ROOT, Child, ChildFailed, descendants, memory, tree_cpu_seconds
 from bench.profile_sidecar import SNAPSHOT_DONE, phase_report
@@ -204,7 +205,8 @@ class Bench:
     ) -> SidecarProcess:
         """A `callgate serve` with the example tools, policies and tokens, calling the travel
         service, on a fresh SQLite store (or `db`) in the temp directory."""
-        return SidecarProcess(
+        kind = PinnedSidecar if self.ns.pin_cores else SidecarProcess
+        return kind(
             tools=tools,
             policies=policies,
             auth=AUTH,
@@ -261,6 +263,8 @@ def _main_processes(b: Bench) -> Iterator[Processes]:
         "echo server", ["-m", "bench.echo_server", "--listen", "127.0.0.1:0"], echo_server.READY
     )
     with echo:
+        if b.ns.pin_cores:
+            pin(echo.pid, cores()[0])
         sidecar = b.sidecar("callgate")
         if b.ns.profile_sidecar is not None:  # the same `serve` arguments, under cProfile
             module = sidecar.args.index("gateway.cli")
@@ -799,10 +803,10 @@ NOTES = [
 
 
 def _base_info(ns: argparse.Namespace, load_start: str) -> list[tuple[str, str]]:
-    cores = os.cpu_count() or 0
+    count = os.cpu_count() or 0
     return [
         ("date", datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
-        ("machine", f"{cores} cores, {_cpu_model()}, {platform.system()} {platform.release()}"),
+        ("machine", f"{count} cores, {_cpu_model()}, {platform.system()} {platform.release()}"),
         (
             "load average",
             f"{load_start} at start, {_loadavg()} at end (1/5/15 min; other "
@@ -831,6 +835,13 @@ def _base_info(ns: argparse.Namespace, load_start: str) -> list[tuple[str, str]]
             "examples/auth.yaml (unless a part says otherwise)",
         ),
         ("tools", "examples.travel.service in its own child process"),
+        (
+            "cores",
+            "pinned (--pin-cores): the measured servers on core "
+            f"{sorted(cores()[0])}, the client and the tools on {sorted(cores()[1])}"
+            if ns.pin_cores
+            else "not pinned: the scheduler places every process",
+        ),
     ]
 
 
@@ -843,6 +854,9 @@ async def bench(ns: argparse.Namespace) -> tuple[str, str]:
         "travel service listening on ",
     )
     with tempfile.TemporaryDirectory(prefix="callgate-bench-") as tmp, travel:
+        if ns.pin_cores:
+            pin(os.getpid(), cores()[1])
+            pin(travel.pid, cores()[1])
         b = Bench(ns, Path(tmp), travel)
         for part in PARTS:
             if part in ns.only:
@@ -898,6 +912,11 @@ def _parser() -> argparse.ArgumentParser:
         help=f"comma-separated parts to run (default all: {','.join(PARTS)})",
     )
     p.add_argument("--no-postgres", action="store_true", help="count statements on SQLite only")
+    p.add_argument(
+        "--pin-cores",
+        action="store_true",
+        help="measured servers on one core, the client and the tool service on the others",
+    )
     p.add_argument(
         "--duration",
         type=float,
