@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.policy.bundle import Bundle
-from gateway.policy.embedded import build_regorus_engine
+from gateway.policy.embedded import build_regorus_engine, clean_copy
 from gateway.policy.failures import describe
 from gateway.policy.interpreter import is_panic
 
@@ -79,9 +79,9 @@ class Probe:
             engine = self._engine(list(self._helpers.values()))
         except Exception:  # noqa: BLE001  (a helper that does not compile: try each alone)
             return {name: self._run_alone(name, input_text) for name in self._helpers}
-        # each on a clone: after a part that fails, regorus may answer the next one wrongly
+        # each on its own copy: after a part that fails, the engine may answer the next wrongly
         return {
-            name: _evaluate(engine.clone(), f"{self._package}.{name}", input_text)
+            name: _evaluate(clean_copy(engine), f"{self._package}.{name}", input_text)
             for name in self._helpers
         }
 
