@@ -115,9 +115,10 @@ def start(r: Reservation) -> float:
 
 
 def give_back(mark: str, count: int) -> str:
-    """The reservations of `count` calls, each (run_id, call_id); answers (key, cost) of each
-    removed."""
-    calls = " OR ".join([f"(run_id = {mark} AND call_id = {mark})"] * count)
+    """The reservations of `count` calls of turns, each (run_id, call_id); answers (key, cost)
+    of each removed. (Each term says `run_id <> ''` itself: the index by call covers only
+    reservations with a run, and a store uses it for a term only when the term says so.)"""
+    calls = " OR ".join([f"(run_id = {mark} AND call_id = {mark} AND run_id <> '')"] * count)
     return f"DELETE FROM quota_usage WHERE {calls} RETURNING quota_key, cost"
 
 

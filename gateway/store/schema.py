@@ -31,6 +31,12 @@ Schema history (each store migrates forward on open):
        their count; filled in from quota_usage), kept by every commit that charges or gives
        back the key, so a reservation no longer sums its key's window; stored reservations'
        expiries are brought within their key's window
+   11  quota_usage's three indexes become two, so a reserving commit writes fewer pages: one
+       by key and expiry that also holds each reservation's time and cost (pruning, and a
+       window summed from the index alone), and one by call that covers only reservations
+       made in a run's turn (run_id not empty), the only ones ever given back (an Authorize
+       without a run keeps its reservations, and indexing them by their random call IDs
+       wrote a page of that index at a random place for each one)
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from collections.abc import Callable
 
 from gateway.audit.hashing import AUDIT_ADDED
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 RUN_COLUMNS = (
@@ -196,12 +202,28 @@ INDEXES: dict[int, tuple[str, ...]] = {
     # the calls of unknown outcome, however many calls the store holds
     7: ("CREATE INDEX IF NOT EXISTS calls_unknown ON calls (status) WHERE status = 'UNKNOWN'",),
     # a key's window summed from the index alone; its expired reservations; a call's (given
-    # back)
+    # back) (replaced in version 11)
     8: (
         "CREATE INDEX IF NOT EXISTS quota_usage_key ON quota_usage (quota_key, reserved_at, cost)",
         "CREATE INDEX IF NOT EXISTS quota_usage_expiry ON quota_usage (quota_key, expires_at)",
         "CREATE INDEX IF NOT EXISTS quota_usage_call ON quota_usage (run_id, call_id)",
     ),
+    # a key's reservations by expiry (pruning), its window summed from the index alone; a
+    # turn's call's reservations (given back: `quota_sql.give_back` repeats the condition in
+    # each of its terms, so that both stores may use the index)
+    11: (
+        "CREATE INDEX IF NOT EXISTS quota_usage_window ON quota_usage "
+        "(quota_key, expires_at, reserved_at, cost)",
+        "CREATE INDEX IF NOT EXISTS quota_usage_turn_call ON quota_usage (run_id, call_id) "
+        "WHERE run_id <> ''",
+    ),
+}
+
+
+# Indexes a version replaced: dropped by its migration before its own are made, and never
+# made for a new store.
+RETIRED_INDEXES: dict[int, tuple[str, ...]] = {
+    11: ("quota_usage_key", "quota_usage_expiry", "quota_usage_call"),
 }
 
 
@@ -261,7 +283,13 @@ PIN_TABLES = {
 
 def indexes() -> list[str]:
     """Every index statement, for a store created at the current version."""
-    return [stmt for added in INDEXES.values() for stmt in added]
+    retired = {name for names in RETIRED_INDEXES.values() for name in names}
+    return [
+        stmt
+        for added in INDEXES.values()
+        for stmt in added
+        if stmt.split(" ON ", 1)[0].rsplit(" ", 1)[1] not in retired
+    ]
 
 
 def tables(column: Callable[[str], str], version: int | None = None) -> list[str]:
@@ -301,6 +329,7 @@ def migrations(column: Callable[[str], str]) -> dict[int, list[str]]:
             ),
             *tables(column, version),
             *(f"ALTER TABLE {t} ADD COLUMN {d}" for t, d in LATER_COLUMNS.get(version, ())),
+            *(f"DROP INDEX IF EXISTS {name}" for name in RETIRED_INDEXES.get(version, ())),
             *INDEXES.get(version, ()),
             *BACKFILLS.get(version, ()),
         ]
