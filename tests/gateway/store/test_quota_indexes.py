@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import UTC, datetime
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -26,6 +27,7 @@ from tests.support.paths import NewDb
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 QUOTA = Quota("k/alice", 100, 3600, 1)
 INDEX = "quota_usage_turn_call"
+FIXTURES = Path(__file__).parent / "fixtures"
 NOW = 1_796_000_000.0
 
 
@@ -96,6 +98,19 @@ def plan(db: str, statement: str, args: list[object], *, generic: bool = False) 
         conn.close()
 
 
+def quota_indexes(db: str) -> set[str]:
+    return {
+        str(r[0])
+        for r in databases.query(
+            db,
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'quota_usage' "
+            "AND schemaname = current_schema()"
+            if db.startswith("postgresql://")
+            else "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'quota_usage'",
+        )
+    }
+
+
 def indexed_calls(db: str) -> list[tuple[object, ...]]:
     """(run_id, call_id) of the reservations the index by call holds, read from the index
     (SQLite: `INDEXED BY` reads the table through it)."""
@@ -122,17 +137,7 @@ async def test_the_give_back_searches_the_partial_index_and_authorize_rows_stay_
         )
     finally:
         await store.close()
-    names = {
-        str(r[0])
-        for r in databases.query(
-            db,
-            "SELECT indexname FROM pg_indexes WHERE tablename = 'quota_usage' "
-            "AND schemaname = current_schema()"
-            if db.startswith("postgresql://")
-            else "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'quota_usage'",
-        )
-    }
-    assert INDEX in names and "quota_usage_call" not in names
+    assert quota_indexes(db) == {"quota_usage_window", INDEX}
     if not db.startswith("postgresql://"):
         assert indexed_calls(db) == [("run-1", "c2"), ("run-1", "c3")]
     mark = "%s" if db.startswith("postgresql://") else "?"
@@ -165,3 +170,28 @@ async def test_a_turn_s_reservation_is_given_back_and_authorize_s_kept(new_db: N
         conn.close()
     assert [(str(k), float(c)) for k, c in gone] == [("k/alice", 1.0)]
     assert databases.query(db, "SELECT run_id, call_id FROM quota_usage") == [("", "c2")]
+
+
+@pytest.mark.parametrize("fixture", ["schema_v10.sql", "postgres_schema_v10.sql"])
+async def test_a_version_10_store_migrates_to_the_two_indexes(
+    fixture: str, tmp_path: Path, pg_database: str
+) -> None:
+    """The migration drops the three indexes of versions 8 to 10 and makes the two; the
+    fixture's reservation (a turn's call, pending approval) is in the one by call."""
+    if fixture.startswith("postgres"):
+        db = databases.new_schema(pg_database)
+        databases.run_sql(db, (FIXTURES / fixture).read_text())
+    else:
+        db = str(tmp_path / "old.db")
+        conn = sqlite3.connect(db)
+        conn.executescript((FIXTURES / fixture).read_text())
+        conn.close()
+    assert quota_indexes(db) == {"quota_usage_key", "quota_usage_expiry", "quota_usage_call"}
+    store = await open_store(db)
+    await store.close()
+    assert quota_indexes(db) == {"quota_usage_window", INDEX}
+    if not db.startswith("postgresql://"):
+        assert indexed_calls(db) == [("run-v1", "w1")]
+    mark = "%s" if db.startswith("postgresql://") else "?"
+    found = plan(db, quota_sql.give_back(mark, 1), ["run-v1", "w1"], generic=True)
+    assert INDEX in found, found
