@@ -10,9 +10,11 @@ named in the URL (`options=-csearch_path=...`), so a sidecar given that URL as `
 from __future__ import annotations
 
 import os
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import psycopg
@@ -80,3 +82,17 @@ def query(db: str, statement: str) -> list[tuple[object, ...]]:
         return [tuple(r) for r in conn.execute(statement).fetchall()]
     finally:
         conn.close()
+
+
+def restore(fixture: Path, tmp_path: Path, pg_database: str) -> str:
+    """A frozen store dump (`postgres_schema_v<N>.sql` into a new schema of pg_database, any
+    other into a SQLite file in tmp_path) loaded into a new store; answers its --db."""
+    if fixture.name.startswith("postgres_"):
+        url = new_schema(pg_database)
+        run_sql(url, fixture.read_text())
+        return url
+    to = tmp_path / "old.db"
+    conn = sqlite3.connect(to)
+    conn.executescript(fixture.read_text())
+    conn.close()
+    return str(to)

@@ -31,6 +31,42 @@ FIXTURES = Path(__file__).parent / "fixtures"
 NOW = 1_796_000_000.0
 
 
+def on_postgres(db: str) -> bool:
+    return db.startswith("postgresql://")
+
+
+def mark_of(db: str) -> str:
+    """The store's placeholder."""
+    return "%s" if on_postgres(db) else "?"
+
+
+def plan(db: str, statement: str, args: list[object], *, generic: bool = False) -> str:
+    """The store's plan for a statement, sequential scans off on PostgreSQL (an index it
+    cannot use is then still not in the plan); `generic`: PostgreSQL's plan for any values
+    (it cannot use what a value would let it prove)."""
+    if on_postgres(db) and not generic:
+        with psycopg.connect(db) as conn:
+            conn.execute("SET enable_seqscan = off")
+            text = psycopg.ClientCursor(conn).mogrify(statement, args)
+            return "\n".join(str(r[0]) for r in conn.execute(f"EXPLAIN {text}").fetchall())
+    if on_postgres(db):
+        with psycopg.connect(db) as conn:
+            conn.execute("SET enable_seqscan = off")
+            conn.execute("SET plan_cache_mode = force_generic_plan")
+            numbered = statement.replace("%s", "$%d") % tuple(range(1, len(args) + 1))
+            types = ", ".join(["text"] * len(args))
+            conn.execute(f"PREPARE q ({types}) AS {numbered}")  # type: ignore[arg-type]
+            values = sql.SQL(", ").join(sql.Literal(a) for a in args)
+            rows = conn.execute(sql.SQL("EXPLAIN EXECUTE q({})").format(values)).fetchall()
+            return "\n".join(str(r[0]) for r in rows)
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute(f"EXPLAIN QUERY PLAN {statement}", args).fetchall()
+        return "\n".join(str(r[-1]) for r in rows)
+    finally:
+        conn.close()
+
+
 def statements(mark: str) -> dict[str, tuple[str, list[object]]]:
     """Every statement that reads or removes reservations, with values for it."""
     lock, lock_args = quota_sql.lock([Reservation("", "c1", QUOTA, T0)], [], mark)
@@ -51,7 +87,7 @@ def statements(mark: str) -> dict[str, tuple[str, list[object]]]:
 
 def scans(db: str, found: str) -> list[str]:
     """The plan's steps that read the reservations without searching an index."""
-    if db.startswith("postgresql://"):
+    if on_postgres(db):
         return [line for line in found.splitlines() if "Seq Scan on quota_usage" in line]
     return [
         line
@@ -65,37 +101,10 @@ async def test_each_quota_statement_searches_an_index(new_db: NewDb, name: str) 
     db = new_db()
     store = await open_store(db)  # a new store: the current version's indexes
     await store.close()
-    mark = "%s" if db.startswith("postgresql://") else "?"
+    mark = mark_of(db)
     statement, args = statements(mark)[name]
     found = plan(db, statement, args)
     assert "quota_usage_" in found and scans(db, found) == [], found
-
-
-def plan(db: str, statement: str, args: list[object], *, generic: bool = False) -> str:
-    """The store's plan for a statement, sequential scans off on PostgreSQL (an index it
-    cannot use is then still not in the plan); `generic`: PostgreSQL's plan for any values
-    (it cannot use what a value would let it prove)."""
-    if db.startswith("postgresql://") and not generic:
-        with psycopg.connect(db) as conn:
-            conn.execute("SET enable_seqscan = off")
-            text = psycopg.ClientCursor(conn).mogrify(statement, args)
-            return "\n".join(str(r[0]) for r in conn.execute(f"EXPLAIN {text}").fetchall())
-    if db.startswith("postgresql://"):
-        with psycopg.connect(db) as conn:
-            conn.execute("SET enable_seqscan = off")
-            conn.execute("SET plan_cache_mode = force_generic_plan")
-            numbered = statement.replace("%s", "$%d") % tuple(range(1, len(args) + 1))
-            types = ", ".join(["text"] * len(args))
-            conn.execute(f"PREPARE q ({types}) AS {numbered}")  # type: ignore[arg-type]
-            values = sql.SQL(", ").join(sql.Literal(a) for a in args)
-            rows = conn.execute(sql.SQL("EXPLAIN EXECUTE q({})").format(values)).fetchall()
-            return "\n".join(str(r[0]) for r in rows)
-    conn = sqlite3.connect(db)
-    try:
-        rows = conn.execute(f"EXPLAIN QUERY PLAN {statement}", args).fetchall()
-        return "\n".join(str(r[-1]) for r in rows)
-    finally:
-        conn.close()
 
 
 def quota_indexes(db: str) -> set[str]:
@@ -105,7 +114,7 @@ def quota_indexes(db: str) -> set[str]:
             db,
             "SELECT indexname FROM pg_indexes WHERE tablename = 'quota_usage' "
             "AND schemaname = current_schema()"
-            if db.startswith("postgresql://")
+            if on_postgres(db)
             else "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'quota_usage'",
         )
     }
@@ -138,12 +147,11 @@ async def test_the_give_back_searches_the_partial_index_and_authorize_rows_stay_
     finally:
         await store.close()
     assert quota_indexes(db) == {"quota_usage_window", INDEX}
-    if not db.startswith("postgresql://"):
+    if not on_postgres(db):
         assert indexed_calls(db) == [("run-1", "c2"), ("run-1", "c3")]
-    mark = "%s" if db.startswith("postgresql://") else "?"
+    mark = mark_of(db)
     found = plan(db, quota_sql.give_back(mark, 2), ["run-1", "c2", "run-1", "c3"], generic=True)
-    assert INDEX in found, found
-    assert "SCAN quota_usage\n" not in f"{found}\n" and "Seq Scan" not in found, found
+    assert INDEX in found and scans(db, found) == [], found
 
 
 async def test_a_turn_s_reservation_is_given_back_and_authorize_s_kept(new_db: NewDb) -> None:
@@ -158,9 +166,9 @@ async def test_a_turn_s_reservation_is_given_back_and_authorize_s_kept(new_db: N
     finally:
         await store.close()
     assert databases.query(db, "SELECT COUNT(*) FROM quota_usage") == [(2,)]
-    mark = "%s" if db.startswith("postgresql://") else "?"
+    mark = mark_of(db)
     statement = quota_sql.give_back(mark, 1)
-    if db.startswith("postgresql://"):
+    if on_postgres(db):
         with psycopg.connect(db) as conn:
             gone = conn.execute(statement, ["run-1", "c2"]).fetchall()
     else:
@@ -178,20 +186,13 @@ async def test_a_version_10_store_migrates_to_the_two_indexes(
 ) -> None:
     """The migration drops the three indexes of versions 8 to 10 and makes the two; the
     fixture's reservation (a turn's call, pending approval) is in the one by call."""
-    if fixture.startswith("postgres"):
-        db = databases.new_schema(pg_database)
-        databases.run_sql(db, (FIXTURES / fixture).read_text())
-    else:
-        db = str(tmp_path / "old.db")
-        conn = sqlite3.connect(db)
-        conn.executescript((FIXTURES / fixture).read_text())
-        conn.close()
+    db = databases.restore(FIXTURES / fixture, tmp_path, pg_database)
     assert quota_indexes(db) == {"quota_usage_key", "quota_usage_expiry", "quota_usage_call"}
     store = await open_store(db)
     await store.close()
     assert quota_indexes(db) == {"quota_usage_window", INDEX}
-    if not db.startswith("postgresql://"):
+    if not on_postgres(db):
         assert indexed_calls(db) == [("run-v1", "w1")]
-    mark = "%s" if db.startswith("postgresql://") else "?"
+    mark = mark_of(db)
     found = plan(db, quota_sql.give_back(mark, 1), ["run-v1", "w1"], generic=True)
     assert INDEX in found, found

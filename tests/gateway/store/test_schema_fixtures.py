@@ -38,19 +38,6 @@ def version_of(fixture: Path) -> int:
     return int(fixture.stem.rsplit("_v", 1)[1])
 
 
-def restore(fixture: Path, tmp_path: Path, pg_database: str) -> str:
-    """The fixture loaded into a new store; answers its --db."""
-    if fixture in POSTGRES:
-        url = databases.new_schema(pg_database)
-        databases.run_sql(url, fixture.read_text())
-        return url
-    to = tmp_path / "old.db"
-    conn = sqlite3.connect(to)
-    conn.executescript(fixture.read_text())
-    conn.close()
-    return str(to)
-
-
 def stored_version(db: str) -> int:
     if db.startswith("postgresql://"):
         with psycopg.connect(db) as conn:
@@ -70,7 +57,7 @@ def test_there_is_a_fixture_for_the_current_version(prefix: str) -> None:
 
 @pytest.mark.parametrize("fixture", ALL, ids=lambda f: f.stem)
 async def test_fixture_loads_and_migrates(fixture: Path, tmp_path: Path, pg_database: str) -> None:
-    db = restore(fixture, tmp_path, pg_database)
+    db = databases.restore(fixture, tmp_path, pg_database)
     store = await open_store(db)
     view = await store.get_view("run-v1")
     assert view is not None and view.run.subject == "tina"
@@ -113,7 +100,7 @@ async def test_fixture_gets_the_turns_index_and_pages(
 ) -> None:
     """Schema 5 indexes turns by (run_id, seq): a store of any earlier version gains it when
     it migrates, and GetRun's page read answers on it."""
-    db = restore(fixture, tmp_path, pg_database)
+    db = databases.restore(fixture, tmp_path, pg_database)
     assert ("turns_seq" in indexes_of_turns(db)) == (version_of(fixture) >= 5)
     store = await open_store(db)
     page = await store.run_page("run-v1", before=None, limit=50)
@@ -130,7 +117,7 @@ async def test_fixture_audit_chain_verifies(
 ) -> None:
     """A record written before schema 4 verifies by the columns its hash always covered; it
     carries no seal, and verify says so."""
-    store = await open_store(restore(fixture, tmp_path, pg_database))
+    store = await open_store(databases.restore(fixture, tmp_path, pg_database))
     sealed = version_of(fixture) >= 4
     report = await offline.verify(store, AuditKey.load(FIXTURES / "audit_v4.key"))
     await store.close()
@@ -150,7 +137,7 @@ def test_fixture_run_resumes_through_the_gateway(
 ) -> None:
     """The sidecar finds the approval past its expiry when it starts, and settles it: the
     write was never approved, so it never runs, and the loop may continue."""
-    db = restore(fixture, tmp_path, pg_database)
+    db = databases.restore(fixture, tmp_path, pg_database)
     with (
         own_sidecar(tmp_path, travel, tools_dir, effects_db, db=db) as proc,
         GatewayClient(proc.target, "tina-demo-token") as c,
@@ -188,7 +175,7 @@ async def test_fixture_gets_the_unknown_calls_index(
 ) -> None:
     """Schema 7 indexes the calls of unknown outcome (the gauge counts them at every scrape):
     a store of any earlier version gains the index when it migrates."""
-    db = restore(fixture, tmp_path, pg_database)
+    db = databases.restore(fixture, tmp_path, pg_database)
     assert ("calls_unknown" in indexes_of_calls(db)) == (version_of(fixture) >= 7)
     store = await open_store(db)
     assert await store.unsettled() == (1, 0)  # the fixture's one pending approval
@@ -208,7 +195,7 @@ async def test_fixture_gets_the_quota_tables_and_keeps_their_reservations(
     """Schema 8 adds the quota tables: an older store gains them empty; a store at 8 keeps
     its reservations (counted by its keys' running totals from schema 10 on), and gives back
     the one of its call that never ran once the call's approval is found expired."""
-    db = restore(fixture, tmp_path, pg_database)
+    db = databases.restore(fixture, tmp_path, pg_database)
     store = await open_store(db)
     now = datetime(2026, 11, 29, 22, 0, tzinfo=UTC)
     found = await store.list_quotas("", after="", limit=10, now=now)
