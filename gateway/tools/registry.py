@@ -50,6 +50,7 @@ from gateway.tools.environment import expand_env
 from gateway.tools.files import manifest_entries, manifest_files
 from gateway.tools.manifest import ToolManifest
 from gateway.tools.problems import FieldPath, ManifestProblem, model_problems, problem_line
+from gateway.tools.quick_check import Check, quick_check
 from gateway.tools.redaction import Masked, masked, pointer_tokens
 from gateway.tools.schema import check_schema, schema_problems, schema_validator
 
@@ -77,6 +78,16 @@ class _Schemas:
         if self._output is None:
             return None
         return schema_validator(self._output, format_assertion=self._formats)
+
+    @functools.cached_property
+    def input_quick(self) -> Check | None:
+        """The input schema's quick yes (`gateway.tools.quick_check`), None if not plain."""
+        return quick_check(self._input, self.input.format_checker)
+
+    @functools.cached_property
+    def output_quick(self) -> Check | None:
+        output = self.output
+        return None if output is None else quick_check(self._output, output.format_checker)
 
 
 class Tool:
@@ -145,16 +156,25 @@ class Tool:
         `text`, the JSON text args were read from, lets a text this tool has seen before be
         answered without validating again."""
         if not text:
-            return schema_problems(self._schemas.input, args)
-        found = self._validated.get_or(
-            text, lambda: schema_problems(self._schemas.input, args) or ""
-        )
+            return self._input_problems(args)
+        found = self._validated.get_or(text, lambda: self._input_problems(args) or "")
         return found or None
+
+    def _input_problems(self, args: dict[str, Any]) -> str | None:
+        quick = self._schemas.input_quick
+        if quick is not None and quick(args):
+            return None
+        return schema_problems(self._schemas.input, args)
 
     def validate_output(self, output: Any) -> str | None:
         """None when output satisfies output_schema (or there is none); else the problems."""
         validator = self._schemas.output
-        return None if validator is None else schema_problems(validator, output)
+        if validator is None:
+            return None
+        quick = self._schemas.output_quick
+        if quick is not None and quick(output):
+            return None
+        return schema_problems(validator, output)
 
     def masked(self, args: dict[str, Any], key: AuditKey) -> Masked:
         """args with every `redact` pointer's value and every credential-looking value
