@@ -313,8 +313,10 @@ def result_input(
     status: str,
     output: Any,
     schema_problems: Sequence[str],
+    args: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The `result` input: a call's result before it is handed on (docs/policies.md)."""
+    """The `result` input: a call's result before it is handed on (docs/policies.md);
+    `args`, when given, the call's arguments already read from its record."""
     return {
         "action": "result",
         "call": {
@@ -322,7 +324,7 @@ def result_input(
             "tool": tool.name,
             "tool_version": tool.version,
             "effect": tool.effect.value,
-            "args": parse_arguments(rec.arguments_json),
+            "args": args if args is not None else parse_arguments(rec.arguments_json),
             "args_sha256": rec.arguments_sha256,
         },
         "tool": tool_input(tool),

@@ -57,10 +57,17 @@ class Deliverer:
     registry: Registry
 
     async def deliver(
-        self, rec: CallRecord, res: ExecutionResult, *, run: RunRecord, identity: Identity
+        self,
+        rec: CallRecord,
+        res: ExecutionResult,
+        *,
+        run: RunRecord,
+        identity: Identity,
+        args: dict[str, Any] | None = None,
     ) -> tuple[ExecutionResult, Delivery | None]:
         """The result as it may be kept and handed on, and what was done to it (None: as
-        is)."""
+        is). `args`: the call's arguments as the tool was given them (read again from the
+        record when not given)."""
         if res.status is not CallStatus.SUCCEEDED or not res.output_json:
             return res, None
         if not self.policy.defines_result:
@@ -72,7 +79,7 @@ class Deliverer:
         tool = self.registry.get(rec.tool)
         if tool is None:  # gone from the tool set serving now: the rule cannot be asked
             return self._withheld(res, output, (NOT_SERVED.format(tool=rec.tool),))
-        verdict = await self._ask(rec, tool, res, run, identity, output)
+        verdict = await self._ask(rec, tool, res, run, identity, output, args)
         if verdict is None:
             return res, None
         if verdict.deliver:
@@ -87,6 +94,7 @@ class Deliverer:
         run: RunRecord,
         identity: Identity,
         output: Any,
+        args: dict[str, Any] | None,
     ) -> ResultVerdict | None:
         problems = (
             [res.error_message.removeprefix(SCHEMA_NOTE)]
@@ -102,6 +110,7 @@ class Deliverer:
             status=res.status.value,
             output=output,
             schema_problems=problems,
+            args=args,
         )
         try:
             return await self.policy.result(payload)

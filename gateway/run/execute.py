@@ -245,7 +245,7 @@ class ExecutionPhase:
             )
         else:
             res = await self._run_tool(work, rec, tool, args)
-        return await self._record_result(work, rec, res, AuditKind.EXECUTION)
+        return await self._record_result(work, rec, res, AuditKind.EXECUTION, args)
 
     async def reconcile(self, work: TurnWork, rec: CallRecord) -> CallRecord:
         tool = self.registry.get(rec.tool)
@@ -255,7 +255,7 @@ class ExecutionPhase:
         res = await self._run_tool(work, rec, tool, args, reconcile=True)
         if res.status == CallStatus.UNKNOWN and res.attempts == 0:
             return rec
-        return await self._record_result(work, rec, res, AuditKind.RECONCILE)
+        return await self._record_result(work, rec, res, AuditKind.RECONCILE, args)
 
     async def _run_tool(
         self,
@@ -309,12 +309,17 @@ class ExecutionPhase:
         )
 
     async def _record_result(
-        self, work: TurnWork, rec: CallRecord, res: ExecutionResult, kind: AuditKind
+        self,
+        work: TurnWork,
+        rec: CallRecord,
+        res: ExecutionResult,
+        kind: AuditKind,
+        args: dict[str, Any] | None = None,
     ) -> CallRecord:
         delivery = None
         if self._deliverer is not None:
             res, delivery = await self._deliverer.deliver(
-                rec, res, run=work.run, identity=work.identity
+                rec, res, run=work.run, identity=work.identity, args=args
             )
         now = self.clock()
         count = rec.execution_count + res.attempts
