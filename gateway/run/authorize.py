@@ -78,22 +78,24 @@ class Authorizer:
         call whose quota does not fit is REJECTED `quota_exceeded` and the rest committed
         again."""
         runner = self.runner
-        tag = f"authorize_{uuid.uuid4().hex}"
+        tag = ""  # the reservations' own ID, made for the first (most calls have no quota)
         while True:
             audit = [
                 events.authorize(r, identity, registry=runner.registry, now=now) for r in judged
             ]
-            reserve = [
-                Reservation(run_id, f"{tag}/{r.call_id}", q, now)
+            quotas = [
+                (r.call_id, q)
                 for r in judged
                 if r.status == CallStatus.PROPOSED
                 and r.decision is not None
                 and r.decision.verdict == Verdict.ALLOW
                 for q in r.decision.quotas
             ]
-            if not reserve:
+            if not quotas:
                 await runner.store.append_audit(audit)
                 return judged
+            tag = tag or f"authorize_{uuid.uuid4().hex}"
+            reserve = [Reservation(run_id, f"{tag}/{call_id}", q, now) for call_id, q in quotas]
             try:
                 await runner.store.reserve_quotas(reserve, audit)
                 return judged
