@@ -8,9 +8,9 @@ PROTO_OUT := gateway/_proto/callgate/v1/gateway_pb2.py
 NODE_STAMP := clients/node/node_modules/.installed
 LINTED := gateway adapters tests bench examples scripts
 
-.PHONY: setup proto run test regression fuzz lint bench bench-audit bench-mcp client-dist clean
+.PHONY: setup proto bytecode run test regression fuzz lint bench bench-audit bench-mcp client-dist clean
 
-setup: $(STAMP) $(PROTO_OUT) $(NODE_STAMP)
+setup: $(STAMP) $(PROTO_OUT) $(NODE_STAMP) bytecode
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,13 @@ $(NODE_STAMP): clients/node/package-lock.json
 proto: $(STAMP)
 	$(PY) scripts/gen_protos.py
 
-run: $(STAMP) $(PROTO_OUT)
+# the modules' bytecode, compiled ahead (only what changed; quick): where the environment sets
+# PYTHONDONTWRITEBYTECODE, Python never caches it, and every process (each sidecar the tests
+# and the benchmark start) compiled every module from source, about 0.25 s of each start-up
+bytecode: $(STAMP) $(PROTO_OUT)
+	$(PY) -m compileall -q gateway adapters examples > /dev/null
+
+run: $(STAMP) $(PROTO_OUT) bytecode
 	$(PY) -m examples.devrun
 
 test: lint
