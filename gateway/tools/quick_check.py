@@ -153,7 +153,7 @@ def _additional(value: Any, schema: dict[str, Any], formats: Any) -> Check:
     named = frozenset(schema.get("properties") or ())
     extra = _compile(value, formats)
     if extra is _always:
-        return lambda instance: True
+        return _always
     if extra is _never:
         return lambda instance: type(instance) is not dict or instance.keys() <= named
 

@@ -90,6 +90,13 @@ class _Schemas:
         return None if output is None else quick_check(self._output, output.format_checker)
 
 
+def _problems(validator: Validator, quick: Check | None, instance: Any) -> str | None:
+    """`schema_problems`, answered at once when the schema's quick check says valid."""
+    if quick is not None and quick(instance):
+        return None
+    return schema_problems(validator, instance)
+
+
 class Tool:
     """A compiled manifest: validators, redaction and the executor of one tool."""
 
@@ -161,20 +168,14 @@ class Tool:
         return found or None
 
     def _input_problems(self, args: dict[str, Any]) -> str | None:
-        quick = self._schemas.input_quick
-        if quick is not None and quick(args):
-            return None
-        return schema_problems(self._schemas.input, args)
+        return _problems(self._schemas.input, self._schemas.input_quick, args)
 
     def validate_output(self, output: Any) -> str | None:
         """None when output satisfies output_schema (or there is none); else the problems."""
         validator = self._schemas.output
         if validator is None:
             return None
-        quick = self._schemas.output_quick
-        if quick is not None and quick(output):
-            return None
-        return schema_problems(validator, output)
+        return _problems(validator, self._schemas.output_quick, output)
 
     def masked(self, args: dict[str, Any], key: AuditKey) -> Masked:
         """args with every `redact` pointer's value and every credential-looking value
