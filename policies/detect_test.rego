@@ -83,6 +83,15 @@ test_may_hit_passes_every_hit if {
 	detect.may_hit({"k": "-----BEGIN EC PRIVATE KEY-----"})
 }
 
+test_may_hit_passes_every_card_layout if {
+	detect.may_hit({"card": "4111 1111 1111 1111"})
+	detect.may_hit({"card": "4111-1111 1111-1111"})
+	detect.may_hit({"card": "4222222222222"})
+	detect.may_hit({"note": "paid with 5500-0000-0000-0004 today"})
+}
+
+test_may_hit_skips_twelve_digits if not detect.may_hit({"order": "1234-5678-9012"})
+
 test_may_hit_skips_a_plain_result if not detect.may_hit({"train": "ICE123", "date": "2026-12-01", "delay_min": 4})
 
 # "high" holds "gh", as do "light" and "night": only a GitHub token's own prefix is a marker
