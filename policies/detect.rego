@@ -22,9 +22,9 @@ package callgate.detect
 #   pattern of literals far faster than it iterates over a list of substrings);
 # - card numbers' 13 digits: with every digit made "0" and spaces and dashes dropped, a run of
 #   13 digits with a space or dash between some of them is a run of 13 zeros. This passes
-#   everything the card pattern finds and more (digits far apart across separators), and costs
-#   a result about a third of what a pattern for the run did: regorus compiles a pattern on
-#   each call, and one of 13 repeated states is most of the first look's time (measured).
+#   everything the card pattern finds and more (digits far apart across separators), at about
+#   half the cost of a pattern for the run: regorus compiles a pattern on each call, and one of
+#   13 repeated states was most of the first look's time (measured).
 # Digits are ASCII's 0-9 throughout: `\d` matches every script's digits, which to_number in the
 # Luhn check cannot read (an error that would withhold the result).
 may_hit(doc) if {
