@@ -4,7 +4,9 @@
 its child up by the label values it was given (one dict lookup) and, the first time a
 combination is seen, bounds each value to its known set (tool names of the registry, the enums'
 values; anything else becomes `(unknown)` or `(other)`), so no value a model or a caller sends
-can add a series. The gauges `callgate_pending_approvals` and `callgate_unknown_outcome_calls`
+can add a series. In a process of its own the values are plain numbers changed under one lock
+per report (`gateway.observe.counting`), written out at a scrape as prometheus_client's own
+metrics are. The gauges `callgate_pending_approvals` and `callgate_unknown_outcome_calls`
 are read from the store when scraped (`StoreGauges`), so they are right across replicas and
 restarts.
 
@@ -20,7 +22,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from threading import Thread
+from threading import Lock, Thread
 from typing import Any, Final
 from wsgiref.simple_server import WSGIServer
 
@@ -37,6 +39,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from gateway.observe.counting import COUNTER, HISTOGRAM, Family
 from gateway.observe.hooks import MULTIPROCESS_ENV, NONE, OTHER, UNKNOWN_TOOL, Metrics
 
 log = logging.getLogger("callgate.metrics")
@@ -148,16 +151,35 @@ class _Children:
 class PrometheusMetrics(Metrics):
     enabled = True
 
-    def __init__(self, labels: Labels, registry: CollectorRegistry | None) -> None:
+    def __init__(
+        self, labels: Labels, registry: CollectorRegistry | None, *, counting: bool | None = None
+    ) -> None:
+        """`registry`: where the metrics are registered (None: Prometheus' multiprocess
+        files). `counting`: keep the values as `gateway.observe.counting` families (the default
+        when there is a registry and no multiprocess directory) rather than prometheus_client's
+        metrics."""
         self.registry = registry
+        self._lock = Lock()  # held by every report (and by a scrape of counting families)
+        self._counting = (
+            registry is not None and not multiprocess_dir() if counting is None else counting
+        )
         self._define_calls(labels)
         self._define_serving(labels)
 
     def _counter(self, name: str, doc: str, *names: str) -> Any:
+        if self._counting:
+            return self._registered(Family(name, doc, names, COUNTER, self._lock))
         return Counter(name, doc, names, registry=self.registry)
 
     def _histogram(self, name: str, doc: str, buckets: tuple[float, ...], *names: str) -> Any:
+        if self._counting:
+            return self._registered(Family(name, doc, names, HISTOGRAM, self._lock, buckets))
         return Histogram(name, doc, names, registry=self.registry, buckets=buckets)
+
+    def _registered(self, family: Family) -> Family:
+        if self.registry is not None:
+            self.registry.register(family)
+        return family
 
     def _define_calls(self, labels: Labels) -> None:
         """What the calls did: decisions, results, executions."""
@@ -270,37 +292,59 @@ class PrometheusMetrics(Metrics):
             (method,),
         )
 
+    # Each report finds its children first (binding one may take the lock), then changes them
+    # under the lock.
+
     def decision(self, verdict: str, tool: str, engine: str, seconds: float) -> None:
-        self._decisions.get((verdict, tool, engine)).inc()
-        self._evals.get((engine,)).observe(seconds)
+        decided, timed = self._decisions.get((verdict, tool, engine)), self._evals.get((engine,))
+        with self._lock:
+            decided.inc()
+            timed.observe(seconds)
 
     def call_result(self, status: str, code: str, tool: str) -> None:
-        self._results.get((status, code or NONE, tool)).inc()
+        child = self._results.get((status, code or NONE, tool))
+        with self._lock:
+            child.inc()
 
     def tool_run(self, tool: str, outcome: str, seconds: float) -> None:
-        self._tools.get((tool, outcome)).observe(seconds)
+        child = self._tools.get((tool, outcome))
+        with self._lock:
+            child.observe(seconds)
 
     def store_commit(self, store: str, seconds: float) -> None:
-        self._commits.get((store,)).observe(seconds)
+        child = self._commits.get((store,))
+        with self._lock:
+            child.observe(seconds)
 
     def turn(self, next_action: str, provider: str) -> None:
-        self._turns.get((next_action, provider or NONE)).inc()
+        child = self._turns.get((next_action, provider or NONE))
+        with self._lock:
+            child.inc()
 
     def policy_reload(self, result: str) -> None:
-        self._reloads.get((result,)).inc()
+        child = self._reloads.get((result,))
+        with self._lock:
+            child.inc()
 
     def tools_reload(self, result: str) -> None:
-        self._tools_reloads.get((result,)).inc()
+        child = self._tools_reloads.get((result,))
+        with self._lock:
+            child.inc()
 
     def shadow_disagreement(self) -> None:
-        self._shadow.inc()
+        with self._lock:
+            self._shadow.inc()
 
     def quota_rejected(self, tool: str) -> None:
-        self._quotas.get((tool,)).inc()
+        child = self._quotas.get((tool,))
+        with self._lock:
+            child.inc()
 
     def rpc(self, method: str, code: str, seconds: float) -> None:
-        self._handled.get((method, code)).inc()
-        self._handling.get((method,)).observe(seconds)
+        handled, handling = self._handled.get((method, code)), self._handling.get((method,))
+        with self._lock:
+            handled.inc()
+            handling.observe(seconds)
 
 
 # ---------------------------------------------------------------------------- serving
