@@ -278,9 +278,14 @@ class Judge:
     async def _observed_decision(self, tool: str, policy_in: dict[str, Any]) -> Decision:
         """`decision` evaluated in a span of its own, timed and counted by verdict."""
         tracer = self.observe.tracer
-        with tracer.span(
-            "callgate.policy", {"callgate.tool": tool} if tracer.enabled else None
-        ) as span:
+        if not tracer.enabled:  # metrics only: no span to open or describe
+            start = perf_counter()
+            decision = await self.policy.decide(policy_in)
+            elapsed = perf_counter() - start
+            verdict = "POLICY_ERROR" if decision.is_policy_error else decision.verdict._value_
+            self.observe.metrics.decision(verdict, tool, self.policy.name, elapsed)
+            return decision
+        with tracer.span("callgate.policy", {"callgate.tool": tool}) as span:
             start = perf_counter()
             decision = await self.policy.decide(policy_in)
             elapsed = perf_counter() - start

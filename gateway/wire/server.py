@@ -43,7 +43,6 @@ T = TypeVar("T")
 
 ERROR_DOMAIN = "callgate"
 SERVICE = pb.DESCRIPTOR.services_by_name["ToolGateway"].full_name
-NO_CARRIER: dict[str, str] = {}  # (read only)
 
 _S = grpc.StatusCode
 # The gRPC status of every request error code: the one place codes meet statuses.
@@ -242,9 +241,31 @@ class ToolGatewayService(OperatorRpcs, pb.ToolGatewayServicer):
         fn: Callable[[Identity], Awaitable[T]],
         request: Any = None,
     ) -> T:
-        if self.observe.enabled:
-            return await self._observed(method, context, fn, request)
-        return await self._answer(context, fn, request)
+        if not self.observe.enabled:
+            return await self._answer(context, fn, request)
+        if not self.observe.tracer.enabled:
+            return await self._counted(method, context, fn, request)
+        return await self._observed(method, context, fn, request)
+
+    async def _counted(
+        self,
+        method: str,
+        context: grpc.aio.ServicerContext[Any, Any],
+        fn: Callable[[Identity], Awaitable[T]],
+        request: Any,
+    ) -> T:
+        """`_answer`, timed and counted by the status it ends with (metrics without
+        tracing: no span to open or describe)."""
+        outcome = RpcOutcome()
+        start = perf_counter()
+        try:
+            return await self._answer(context, fn, request, outcome)
+        except asyncio.CancelledError:
+            outcome.status = grpc.StatusCode.CANCELLED
+            raise
+        finally:
+            # `_name_`: the member's name without the `name` property's descriptor call
+            self.observe.metrics.rpc(method, outcome.status._name_, perf_counter() - start)
 
     async def _answer(
         self,
@@ -277,18 +298,11 @@ class ToolGatewayService(OperatorRpcs, pb.ToolGatewayServicer):
     ) -> T:
         """`_answer` in the RPC's span (continuing the caller's trace), timed and counted by
         the status it ends with."""
-        tracer = self.observe.tracer
         outcome = RpcOutcome()
         start = perf_counter()
-        if tracer.enabled:
-            span_name, carrier, attributes = (
-                f"{SERVICE}/{method}",
-                trace_carrier(context),
-                {"rpc.method": method},
-            )
-        else:
-            span_name, carrier, attributes = method, NO_CARRIER, None
-        with tracer.server_span(span_name, carrier, attributes) as span:
+        with self.observe.tracer.server_span(
+            f"{SERVICE}/{method}", trace_carrier(context), {"rpc.method": method}
+        ) as span:
             try:
                 return await self._answer(context, fn, request, outcome)
             except asyncio.CancelledError:
@@ -296,7 +310,7 @@ class ToolGatewayService(OperatorRpcs, pb.ToolGatewayServicer):
                 raise
             finally:
                 self._ended(span, outcome)
-                self.observe.metrics.rpc(method, outcome.status.name, perf_counter() - start)
+                self.observe.metrics.rpc(method, outcome.status._name_, perf_counter() - start)
 
     async def _call_stream(
         self,
