@@ -8,7 +8,7 @@ PROTO_OUT := gateway/_proto/callgate/v1/gateway_pb2.py
 NODE_STAMP := clients/node/node_modules/.installed
 LINTED := gateway adapters tests bench examples scripts
 
-.PHONY: setup proto bytecode run test regression fuzz lint bench bench-audit bench-mcp client-dist clean
+.PHONY: setup proto bytecode run test regression fuzz lint bench bench-audit bench-mcp bench-instructions client-dist clean
 
 setup: $(STAMP) $(PROTO_OUT) $(NODE_STAMP) bytecode
 
@@ -65,6 +65,11 @@ bench: setup
 # an MCP read through callgate vs straight to the server (under a minute)
 bench-mcp: setup
 	$(PY) -m bench.mcp
+
+# instructions per request under valgrind's callgrind: what metrics and tracing add (a few
+# minutes; needs valgrind)
+bench-instructions: setup
+	$(PY) -m bench.instructions
 
 # the audit trail: QueryAudit among a million records, the append per decision (about 2 min)
 bench-audit: setup
