@@ -253,9 +253,10 @@ class ToolGatewayService(OperatorRpcs, pb.ToolGatewayServicer):
         context: grpc.aio.ServicerContext[Any, Any],
         fn: Callable[[Identity], Awaitable[T]],
         request: Any,
+        span: Span | None = None,
     ) -> T:
-        """`_answer`, timed and counted by the status it ends with (metrics without
-        tracing: no span to open or describe)."""
+        """`_answer`, timed and counted by the status it ends with, which the RPC's span
+        (when tracing) is told too."""
         outcome = RpcOutcome()
         start = perf_counter()
         try:
@@ -264,6 +265,8 @@ class ToolGatewayService(OperatorRpcs, pb.ToolGatewayServicer):
             outcome.status = grpc.StatusCode.CANCELLED
             raise
         finally:
+            if span is not None:
+                self._ended(span, outcome)
             # `_name_`: the member's name without the `name` property's descriptor call
             self.observe.metrics.rpc(method, outcome.status._name_, perf_counter() - start)
 
@@ -296,21 +299,11 @@ class ToolGatewayService(OperatorRpcs, pb.ToolGatewayServicer):
         fn: Callable[[Identity], Awaitable[T]],
         request: Any,
     ) -> T:
-        """`_answer` in the RPC's span (continuing the caller's trace), timed and counted by
-        the status it ends with."""
-        outcome = RpcOutcome()
-        start = perf_counter()
+        """`_counted` in the RPC's span (continuing the caller's trace)."""
         with self.observe.tracer.server_span(
             f"{SERVICE}/{method}", trace_carrier(context), {"rpc.method": method}
         ) as span:
-            try:
-                return await self._answer(context, fn, request, outcome)
-            except asyncio.CancelledError:
-                outcome.status = grpc.StatusCode.CANCELLED
-                raise
-            finally:
-                self._ended(span, outcome)
-                self.observe.metrics.rpc(method, outcome.status._name_, perf_counter() - start)
+            return await self._counted(method, context, fn, request, span)
 
     async def _call_stream(
         self,
