@@ -276,21 +276,23 @@ class Judge:
         return await self.policy.decide(policy_in)
 
     async def _observed_decision(self, tool: str, policy_in: dict[str, Any]) -> Decision:
-        """`decision` evaluated in a span of its own, timed and counted by verdict."""
+        """`decision` evaluated in a span of its own (when tracing), timed and counted by
+        verdict."""
         tracer = self.observe.tracer
         if not tracer.enabled:  # metrics only: no span to open or describe
-            start = perf_counter()
-            decision = await self.policy.decide(policy_in)
-            elapsed = perf_counter() - start
-            verdict = "POLICY_ERROR" if decision.is_policy_error else decision.verdict._value_
-            self.observe.metrics.decision(verdict, tool, self.policy.name, elapsed)
-            return decision
+            return (await self._counted_decision(tool, policy_in))[0]
         with tracer.span("callgate.policy", {"callgate.tool": tool}) as span:
-            start = perf_counter()
-            decision = await self.policy.decide(policy_in)
-            elapsed = perf_counter() - start
-            verdict = "POLICY_ERROR" if decision.is_policy_error else decision.verdict.value
+            decision, verdict = await self._counted_decision(tool, policy_in)
             span.set_attribute("callgate.verdict", verdict)
             span.set_attribute("callgate.policy_revision", decision.policy_revision)
-        self.observe.metrics.decision(verdict, tool, self.policy.name, elapsed)
         return decision
+
+    async def _counted_decision(self, tool: str, policy_in: dict[str, Any]) -> tuple[Decision, str]:
+        """`decision` timed and counted; with the verdict it was counted under
+        (`POLICY_ERROR` when it failed closed)."""
+        start = perf_counter()
+        decision = await self.policy.decide(policy_in)
+        elapsed = perf_counter() - start
+        verdict = "POLICY_ERROR" if decision.is_policy_error else decision.verdict._value_
+        self.observe.metrics.decision(verdict, tool, self.policy.name, elapsed)
+        return decision, verdict
