@@ -1,6 +1,7 @@
 """Group commit: callers arriving together share a commit; after shared commits the next waits
 (up to its hold) for as many callers as the largest of them had, and a lone caller is held only
-while commits shared a moment ago are remembered."""
+while commits shared a moment ago are remembered. The hold stretches to the pace at which the
+callers of recent shared commits arrived, within its bounds."""
 
 from __future__ import annotations
 
@@ -33,9 +34,12 @@ class Recorder:
 class Clock:
     def __init__(self) -> None:
         self.now = 1000.0
+        self.step = 0.0  # how far each reading moves it on
 
     def __call__(self) -> float:
-        return self.now
+        now = self.now
+        self.now += self.step
+        return now
 
 
 async def _passes(n: int = 20) -> None:
@@ -115,6 +119,48 @@ async def test_a_lone_caller_is_held_only_while_shared_commits_are_remembered() 
     await _passes()
     assert alone.done(), "nothing shared within memory_s: not held"
     assert rec.commits == [["a", "b"], ["held", "company"], ["alone"]]
+
+
+async def _shared_commit_at_pace(group: GroupCommit[str], clock: Clock, gap_s: float) -> None:
+    """A commit shared by three callers that arrived gap_s apart (by the group's clock)."""
+    clock.step = gap_s  # each reading of the clock is gap_s after the one before
+    await asyncio.wait_for(asyncio.gather(*(group.add([f"paced{i}"]) for i in range(3))), BOUND_S)
+    clock.step = 0.0
+
+
+async def test_the_hold_stretches_to_the_pace_callers_arrived_at() -> None:
+    rec = Recorder()
+    clock = Clock()
+    # the least hold is none: only the pace can hold a caller here
+    group = GroupCommit(rec.commit, hold_s=0.0, max_hold_s=HOUR, memory_s=HOUR, clock=clock)
+    await _shared_commit_at_pace(group, clock, 60.0)  # slow callers: a minute apart
+    assert rec.commits == [["paced0", "paced1", "paced2"]]
+    held = asyncio.create_task(group.add(["x"]))
+    await asyncio.sleep(0.02)  # real time passes; the pace asks for about three minutes
+    assert not held.done(), "two more callers expected at a minute each: still held"
+    await asyncio.wait_for(asyncio.gather(group.add(["y"]), group.add(["z"]), held), BOUND_S)
+    assert rec.commits == [["paced0", "paced1", "paced2"], ["x", "y", "z"]]
+
+
+async def test_a_quick_pace_does_not_shorten_the_least_hold() -> None:
+    rec = Recorder()
+    clock = Clock()
+    group = GroupCommit(rec.commit, hold_s=HOUR, max_hold_s=0.0, memory_s=HOUR, clock=clock)
+    await _shared_commit_at_pace(group, clock, 0.0)  # callers arriving all at once
+    held = asyncio.create_task(group.add(["x"]))
+    await asyncio.sleep(0.02)
+    assert not held.done(), "the least hold (an hour) still applies"
+    await asyncio.wait_for(asyncio.gather(group.add(["y"]), group.add(["z"]), held), BOUND_S)
+
+
+async def test_the_pace_stretches_the_hold_no_further_than_its_bound() -> None:
+    rec = Recorder()
+    clock = Clock()
+    group = GroupCommit(rec.commit, hold_s=0.0, max_hold_s=0.005, memory_s=HOUR, clock=clock)
+    await _shared_commit_at_pace(group, clock, 60.0)
+    # the pace asks for minutes; the bound lets it wait 5 ms, then it goes alone
+    await asyncio.wait_for(group.add(["alone"]), BOUND_S)
+    assert rec.commits[-1] == ["alone"]
 
 
 async def test_a_failed_commit_fails_each_of_its_callers_and_the_next_goes_on() -> None:
