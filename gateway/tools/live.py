@@ -132,8 +132,10 @@ class LiveRegistry(Registry):
     def masked_text(self, tool_name: str, arguments_json: str) -> Masked | None:
         return self.current.masked_text(tool_name, arguments_json)
 
-    def masked(self, tool_name: str, args: dict[str, Any] | None) -> Masked | None:
-        return self.current.masked(tool_name, args)
+    def masked(
+        self, tool_name: str, args: dict[str, Any] | None, *, own: bool = False
+    ) -> Masked | None:
+        return self.current.masked(tool_name, args, own=own)
 
     def get(self, name: str) -> Tool | None:
         return self.current.get(name)

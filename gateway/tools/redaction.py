@@ -215,10 +215,12 @@ def masked(
     mask: Mask,
     *,
     skip: Callable[[Any], bool] = lambda _: False,
+    own: bool = False,
 ) -> Masked:
     """A copy of args with the value at every pointer (as tokens) and every credential-looking
-    value replaced by its mask; `skip` tells a value that is already a mask."""
-    out: dict[str, Any] = copy.deepcopy(args)
+    value replaced by its mask; `skip` tells a value that is already a mask. `own`: args are
+    the caller's to give (just parsed, say): masked in place, not copied first."""
+    out: dict[str, Any] = args if own else copy.deepcopy(args)
     masking = _Masking(mask, skip)
     for tokens in pointers:
         masking.by_pointer(out, tokens, "")

@@ -177,10 +177,11 @@ class Tool:
             return None
         return _problems(validator, self._schemas.output_quick, output)
 
-    def masked(self, args: dict[str, Any], key: AuditKey) -> Masked:
+    def masked(self, args: dict[str, Any], key: AuditKey, *, own: bool = False) -> Masked:
         """args with every `redact` pointer's value and every credential-looking value
-        replaced by its mask under key (docs/tools.md, "Redaction")."""
-        return masked(args, self._redact, key.mask, skip=is_mask)
+        replaced by its mask under key (docs/tools.md, "Redaction"); `own`: args may be
+        masked in place (`redaction.masked`)."""
+        return masked(args, self._redact, key.mask, skip=is_mask, own=own)
 
     async def definition(self) -> Defined:
         """The tool's definition (`gateway.pins`) now: its manifest's part and, for a tool on
@@ -408,17 +409,21 @@ class Registry:
         return self._shown(tool_name, arguments_json)
 
     def _masked_text(self, tool_name: str, arguments_json: str) -> Masked | None:
-        return self.masked(tool_name, parse_arguments(arguments_json))
+        # (parsed here for the mask alone: masked in place, not copied)
+        return self.masked(tool_name, parse_arguments(arguments_json), own=True)
 
-    def masked(self, tool_name: str, args: dict[str, Any] | None) -> Masked | None:
+    def masked(
+        self, tool_name: str, args: dict[str, Any] | None, *, own: bool = False
+    ) -> Masked | None:
         """The arguments of a call of tool_name, masked (credential-looking values only when
-        no such tool is registered); None when the arguments are not an object."""
+        no such tool is registered); None when the arguments are not an object. `own`: args
+        may be masked in place (`redaction.masked`)."""
         if args is None:
             return None
         tool = self._tools.get(tool_name)
         if tool is None:
-            return masked(args, (), self.audit_key.mask, skip=is_mask)
-        return tool.masked(args, self.audit_key)
+            return masked(args, (), self.audit_key.mask, skip=is_mask, own=own)
+        return tool.masked(args, self.audit_key, own=own)
 
     @classmethod
     def load(

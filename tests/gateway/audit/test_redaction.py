@@ -171,6 +171,18 @@ def test_masking_twice_changes_nothing_and_leaves_the_input_alone() -> None:
     assert again.value == once.value and not again.changed
 
 
+def test_arguments_given_as_own_are_masked_in_place_and_give_the_same_result() -> None:
+    def args() -> dict[str, Any]:
+        return {"card": {"number": "4111 1111 1111 1111"}, "api_key": "sk-live-abc", "n": 1}
+
+    copied, given = args(), args()
+    out = masked(copied, [pointer_tokens("/card/number")], M, skip=is_mask)
+    own = masked(given, [pointer_tokens("/card/number")], M, skip=is_mask, own=True)
+    assert copied == args(), "not own: the caller's arguments are left alone"
+    assert own.value is given and given == out.value, "own: masked in place, the same masks"
+    assert (own.pointers, own.found) == (out.pointers, out.found)
+
+
 def test_a_mask_is_a_keyed_digest_of_the_value() -> None:
     other = AuditKey(b"o" * 32)
     assert is_mask(M("ann@example.com")) and M("ann@example.com") == M("ann@example.com")
