@@ -9,7 +9,7 @@ APPROVAL_REQUIRED decision for the batch planner.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from time import perf_counter
 from typing import Any
@@ -254,7 +254,7 @@ class Judge:
             used = await self.usage(decision.quotas, now)
             policy_in["quotas"] = quotas_input(decision.quotas, used)
             decision = await self._decision(tool.name, policy_in)
-        decision = replace(
+        decision = revised(
             decision, tools_revision=self.registry.revision, tool_fingerprint=pin.fingerprint
         )
         if decision.is_policy_error:
