@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,12 +102,11 @@ class InputView:
         changed; what is kept is shared, not copied)."""
         if self.paths is None:
             return input
-        kept = _project(input, self._tree)
-        return kept if isinstance(kept, dict) else input
+        return self._projector(input)
 
     @functools.cached_property
-    def _tree(self) -> Tree:
-        return _tree(self.paths or frozenset())
+    def _projector(self) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        return _projector(_tree(self.paths or frozenset()))
 
 
 @functools.lru_cache(maxsize=256)
@@ -135,10 +134,27 @@ def _tree(paths: frozenset[tuple[str, ...]]) -> Tree:
     return tree
 
 
-def _project(value: Any, tree: Tree | bool) -> Any:
-    if tree is True or not isinstance(value, dict) or not isinstance(tree, dict):
-        return value
-    return {key: _project(value[key], below) for key, below in tree.items() if key in value}
+def _projector(tree: Tree) -> Callable[[Any], Any]:
+    """The function keeping of a value what tree keeps (every call of `project`, so built
+    once per revision): a value that is not an object is kept whole, an object keeps the keys
+    tree names (in the tree's order), each projected by its subtree; a key whose subtree is
+    True is kept as it is, without a call."""
+    steps = tuple(
+        (key, None if below is True else _projector(below))
+        for key, below in tree.items()
+        if below is True or isinstance(below, dict)
+    )
+
+    def project(value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        kept = {}
+        for key, below in steps:
+            if key in value:
+                kept[key] = value[key] if below is None else below(value[key])
+        return kept
+
+    return project
 
 
 def _calls_impure(ast: dict[str, Any]) -> bool:

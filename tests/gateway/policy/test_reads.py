@@ -8,11 +8,13 @@ import json
 import logging
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway.model import Verdict
 from gateway.policy import EmbeddedEngine, load_engine
 from gateway.policy.embedded import decision_memo, input_json
-from gateway.policy.reads import InputView
+from gateway.policy.reads import InputView, _tree
 from gateway.policy.rego import add_policy, new_engine
 from gateway.policy.reload import ReloadingEngine
 from tests.gateway.policy.inputs import WriteBundle, call_input, identity
@@ -234,3 +236,31 @@ def test_the_memo_is_bounded() -> None:
     assert memo.get("input 0") is None and memo.get(f"input {memo.size + 9}")
     memo.put("x" * (memo.max_key_chars + 1), "long")  # type: ignore[arg-type]
     assert memo.get("x" * (memo.max_key_chars + 1)) is None
+
+
+def _reference_projection(value: object, tree: object) -> object:
+    """What a view keeps, by its definition: the tree's keys of an object, each by its subtree;
+    anything else (and a whole subtree) as it is."""
+    if tree is True or not isinstance(value, dict) or not isinstance(tree, dict):
+        return value
+    return {k: _reference_projection(value[k], below) for k, below in tree.items() if k in value}
+
+
+_KEYS = st.sampled_from(["call", "args", "tool", "run", "calls", "now", "x"])
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(
+    paths=st.frozensets(st.lists(_KEYS, min_size=1, max_size=3).map(tuple), max_size=5),
+    value=st.dictionaries(_KEYS, _JSON, max_size=5),
+)
+def test_a_view_keeps_what_its_paths_name_and_nothing_else(
+    paths: frozenset[tuple[str, ...]], value: dict[str, object]
+) -> None:
+    kept = InputView(paths, True).project(value)
+    assert kept == _reference_projection(value, _tree(paths))
+    assert json.dumps(kept) == json.dumps(_reference_projection(value, _tree(paths))), "order"
