@@ -153,4 +153,7 @@ class AuditCheckpoint:
 
 def audit_time(t: datetime) -> str:
     """An audit record's time: UTC, always six fraction digits, so text order is time order."""
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    utc = t.astimezone(UTC)
+    if utc.year < 1000:  # (strftime writes such a year without its leading zeros)
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{utc.isoformat(timespec='microseconds')[:-6]}Z"  # (strftime: twice the time)

@@ -95,6 +95,18 @@ def incomplete(text: str, exc: JsonTextError) -> str:
     )
 
 
+# every proposed call's record starts as a copy of this one
+_PROPOSED = CallRecord(
+    run_id="",
+    turn_id="",
+    call_id="",
+    index=0,
+    tool="",
+    status=CallStatus.PROPOSED,
+    arguments_json="",
+)
+
+
 def _sha256_or_empty(text: str, max_depth: int) -> str:
     args = parse_arguments(text, max_depth)
     if args is None:
@@ -138,13 +150,13 @@ class Judge:
         size = utf8_len(call.arguments_json)
         oversize = size > self.limits.max_arguments_bytes
         text = "" if oversize else call.arguments_json
-        rec = CallRecord(
+        rec = revised(  # (a copy of the blank record: a third of the dataclass's __init__)
+            _PROPOSED,
             run_id=run_id,
             turn_id=turn_id,
             call_id=call.call_id,
             index=index,
             tool=call.name,
-            status=CallStatus.PROPOSED,
             arguments_json=text,
             tool_version=tool.version if tool else "",
             effect=tool.effect.value if tool else "",
