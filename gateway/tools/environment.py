@@ -39,20 +39,55 @@ def expand_env(value: Any, env: Mapping[str, str], field: FieldPath = ()) -> Any
 
     The copy's keys and short strings are interned: thousands of manifests repeat the same
     few ("type", "properties", "string", ...), and a sidecar keeps every manifest."""
+    try:
+        return _copied(value, env)
+    except ManifestProblem:
+        _located(value, env, field)  # the same walk, naming the field on the way
+        raise
+
+
+def _copied(value: Any, env: Mapping[str, str]) -> Any:
+    """`expand_env` without field paths: a manifest has dozens of values, and only a problem
+    needs to say where it is."""
+    kind = type(value)
+    if kind is dict:
+        out = {}
+        for k, v in value.items():
+            t = type(v)
+            if t is str:
+                if "${" in v:
+                    v = _expand_text(v, (), env)
+                elif len(v) <= SHARED_CHARS:
+                    v = _intern(v)
+            elif t is dict or t is list or isinstance(v, (str, list, dict)):
+                v = _copied(v, env)
+            out[_intern(k) if type(k) is str else k] = v
+        return out
+    if kind is list:
+        return [_copied(item, env) for item in value]
     if isinstance(value, str):
         if "${" in value:
-            return _expand_text(value, field, env)
-        return sys.intern(value) if len(value) <= SHARED_CHARS else value
+            return _expand_text(value, (), env)
+        return _intern(value) if len(value) <= SHARED_CHARS else value
     if isinstance(value, list):
-        return [expand_env(item, env, (*field, i)) for i, item in enumerate(value)]
+        return [_copied(item, env) for item in value]
     if isinstance(value, dict):
-        return {
-            (sys.intern(k) if type(k) is str else k): expand_env(v, env, (*field, str(k)))
-            if isinstance(v, (str, list, dict))
-            else v
-            for k, v in value.items()
-        }
+        return {(_intern(k) if type(k) is str else k): _copied(v, env) for k, v in value.items()}
     return value
 
 
+def _located(value: Any, env: Mapping[str, str], field: FieldPath) -> None:
+    """Raise the first problem of value's strings with the field it is in."""
+    if isinstance(value, str):
+        if "${" in value:
+            _expand_text(value, field, env)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _located(item, env, (*field, i))
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _located(v, env, (*field, str(k)))
+
+
+_intern = sys.intern
 SHARED_CHARS = 40  # strings up to this long are interned
