@@ -57,6 +57,7 @@ SERVICE = pb.DESCRIPTOR.services_by_name["ToolGateway"].full_name
 HEALTH_INTERVAL_S = 5.0
 HEALTH_INTERVAL_DOWN_S = 1.0  # while a component is down: notice its recovery sooner
 GC_THRESHOLD = 10_000
+NO_FULL_COLLECTIONS = 2**31 - 1  # young collections between two full ones: never
 RELOAD_COMPONENT = "callgate.policy.reload"
 TOOLS_RELOAD_COMPONENT = "callgate.tools.reload"
 SHADOW_COMPONENT = "callgate.policy.shadow"
@@ -546,18 +547,19 @@ def _authenticator(cfg: ServeConfig, certificates: ServerCertificates | None) ->
 
 
 @contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic collector off meanwhile (as it was after). Start-up allocates what stays for
-    the process's life (manifests, compiled schemas, policies and their data): while that grows,
-    each collection of the oldest generation scans all of it again, which was a third of the
-    time loading 10,000 manifests took. `_tune_collector` collects once when it is all there."""
-    was = gc.isenabled()
-    gc.disable()
+def young_collections_only() -> Iterator[None]:
+    """The cyclic collector's full collections off meanwhile (thresholds as they were after).
+    Start-up allocates what stays for the process's life (manifests, compiled schemas,
+    policies and their data): while that grows, each full collection scans all of it again,
+    which was a third of the time loading 10,000 manifests took. The young generations are
+    still collected, so the short-lived cycles a load makes (compiled validators) do not pile
+    up; `_tune_collector` makes the one full collection when it is all there."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], NO_FULL_COLLECTIONS)
     try:
         yield
     finally:
-        if was:
-            gc.enable()
+        gc.set_threshold(*thresholds)
 
 
 def _tune_collector() -> None:
@@ -574,7 +576,7 @@ async def serve(config: ServeConfig, *, worker: bool = False) -> None:
     """Run in the foreground until SIGINT/SIGTERM (a worker also stops when its standard
     input closes: its supervisor is gone)."""
     sidecar = Sidecar(config, worker=worker)
-    with collector_paused():
+    with young_collections_only():
         bound = await sidecar.start()  # a start that fails has stopped what it started
     _tune_collector()
     if sidecar.mcp_url:

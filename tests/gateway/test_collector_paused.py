@@ -1,37 +1,49 @@
-"""Start-up runs with the cyclic collector off, and leaves it as it found it."""
+"""Start-up runs without the cyclic collector's full collections, and leaves its thresholds
+as it found them."""
 
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 
 import pytest
 
-from gateway.service.app import collector_paused
+from gateway.service.app import young_collections_only
 
 
 @pytest.fixture(autouse=True)
-def _restore_collector() -> object:
-    was = gc.isenabled()
+def _restore_thresholds() -> Iterator[None]:
+    was = gc.get_threshold()
     yield
-    (gc.enable if was else gc.disable)()
+    gc.set_threshold(*was)
 
 
-def test_off_inside_and_on_again_after() -> None:
-    gc.enable()
-    with collector_paused():
-        assert not gc.isenabled()
-    assert gc.isenabled()
+def test_young_collections_but_no_full_one_inside() -> None:
+    gc.set_threshold(700, 10, 10)
+    full: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full.append(1)
+
+    gc.callbacks.append(seen)
+    try:
+        with young_collections_only():
+            kept = [[i] for i in range(3 * len(gc.get_objects()))]  # what start-up keeps
+            cycles: list[list[object]] = [[] for _ in range(2_000)]  # the cycles it drops
+            for c in cycles:
+                c.append(c)
+            del cycles
+            young = gc.get_count()
+            assert gc.get_threshold()[:2] == (700, 10) and young[0] < 700
+            del kept
+    finally:
+        gc.callbacks.remove(seen)
+    assert not full
 
 
-def test_on_again_after_a_failed_start() -> None:
-    gc.enable()
-    with pytest.raises(RuntimeError), collector_paused():
+def test_thresholds_back_after_a_failed_start() -> None:
+    gc.set_threshold(700, 10, 10)
+    with pytest.raises(RuntimeError), young_collections_only():
         raise RuntimeError("the start failed")
-    assert gc.isenabled()
-
-
-def test_left_off_when_it_was_off() -> None:
-    gc.disable()
-    with collector_paused(), collector_paused():
-        pass
-    assert not gc.isenabled()
+    assert gc.get_threshold() == (700, 10, 10)
