@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
@@ -32,6 +31,7 @@ from gateway.policy.reload import ReloadingEngine, ReloadTarget, prepare
 from gateway.policy.shadow import Disagreement, ShadowEngine, audit_event
 from gateway.policy.watch import PolicyReloader, ReloadResult
 from gateway.run.runner import Runner
+from gateway.service import collector
 from gateway.service.config import ServeConfig
 from gateway.service.observed import observed
 from gateway.service.startup import NewFiles, check_listen_free, in_use_error
@@ -56,8 +56,6 @@ log = logging.getLogger("callgate")
 SERVICE = pb.DESCRIPTOR.services_by_name["ToolGateway"].full_name
 HEALTH_INTERVAL_S = 5.0
 HEALTH_INTERVAL_DOWN_S = 1.0  # while a component is down: notice its recovery sooner
-GC_THRESHOLD = 10_000
-NO_FULL_COLLECTIONS = 2**31 - 1  # young collections between two full ones: never
 RELOAD_COMPONENT = "callgate.policy.reload"
 TOOLS_RELOAD_COMPONENT = "callgate.tools.reload"
 SHADOW_COMPONENT = "callgate.policy.shadow"
@@ -546,39 +544,13 @@ def _authenticator(cfg: ServeConfig, certificates: ServerCertificates | None) ->
     return auth
 
 
-@contextlib.contextmanager
-def young_collections_only() -> Iterator[None]:
-    """The cyclic collector's full collections off meanwhile (thresholds as they were after).
-    Start-up allocates what stays for the process's life (manifests, compiled schemas,
-    policies and their data): while that grows, each full collection scans all of it again,
-    which was a third of the time loading 10,000 manifests took. The young generations are
-    still collected, so the short-lived cycles a load makes (compiled validators) do not pile
-    up; `_tune_collector` makes the one full collection when it is all there."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(thresholds[0], thresholds[1], NO_FULL_COLLECTIONS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-
-
-def _tune_collector() -> None:
-    """What start-up loaded (modules, compiled schemas and policies) stays for the process's
-    life: freeze it out of the cyclic collector's scans, and collect the young generation
-    every few thousand allocations rather than every 700 (requests make many short-lived
-    objects; few of them form cycles)."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(GC_THRESHOLD, 20, 20)
-
-
 async def serve(config: ServeConfig, *, worker: bool = False) -> None:
     """Run in the foreground until SIGINT/SIGTERM (a worker also stops when its standard
     input closes: its supervisor is gone)."""
     sidecar = Sidecar(config, worker=worker)
-    with young_collections_only():
+    with collector.young_collections_only():
         bound = await sidecar.start()  # a start that fails has stopped what it started
-    _tune_collector()
+    collector.tune_for_serving()
     if sidecar.mcp_url:
         print(f"callgate MCP at {sidecar.mcp_url}", flush=True)
     print(f"callgate listening on {bound}", flush=True)

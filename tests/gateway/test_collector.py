@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gateway.service.app import young_collections_only
+from gateway.service.collector import young_collections_only
 
 
 @pytest.fixture(autouse=True)
