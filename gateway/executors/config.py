@@ -39,7 +39,7 @@ class ManifestFieldError(ValueError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def rule(field: str, message: str) -> PydanticCustomError:

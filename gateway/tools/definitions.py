@@ -4,7 +4,6 @@ server lists no such tool)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from gateway.executors import ExecutorConfig, HttpExecutorConfig, McpExecutorConfig
@@ -47,14 +46,31 @@ def listed_definition(definition: dict[str, Any], entry: dict[str, Any] | None) 
     return {**definition, "listed": entry}
 
 
-@dataclass(frozen=True)
 class Defined:
-    """A tool's definition: its fingerprint and canonical JSON."""
+    """A tool's definition: its fingerprint, and its canonical JSON written again when asked.
+    Every call compares the fingerprint; the text is for the store (a definition not seen
+    before) and for messages about a change, and kept for every tool it was 6 MB of a sidecar
+    with 10,000 tools. The definition is not changed after (a manifest's, or a listing's)."""
 
-    fingerprint: str
-    definition_json: str
+    __slots__ = ("_definition", "fingerprint")
+
+    def __init__(self, definition: dict[str, Any]) -> None:
+        self._definition = definition
+        self.fingerprint = fingerprint_of(definition_json(definition))
+
+    @property
+    def definition_json(self) -> str:
+        return definition_json(self._definition)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Defined) and other.fingerprint == self.fingerprint
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint)
+
+    def __repr__(self) -> str:
+        return f"Defined({self.fingerprint!r})"
 
 
 def defined(definition: dict[str, Any]) -> Defined:
-    text = definition_json(definition)
-    return Defined(fingerprint_of(text), text)
+    return Defined(definition)

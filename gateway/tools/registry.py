@@ -48,7 +48,7 @@ from gateway.tools.definitions import (
 )
 from gateway.tools.environment import expand_env
 from gateway.tools.files import manifest_entries, manifest_files
-from gateway.tools.manifest import ToolManifest
+from gateway.tools.manifest import ToolManifest, sharing_fields_sets
 from gateway.tools.problems import FieldPath, ManifestProblem, model_problems, problem_line
 from gateway.tools.quick_check import Check, quick_check
 from gateway.tools.redaction import Masked, masked, pointer_tokens
@@ -115,7 +115,7 @@ class Tool:
         self.version = manifest.version
         self.effect = manifest.effect
         self.description = manifest.description
-        self.labels = dict(manifest.labels)
+        self.labels = manifest.labels  # (read only: the policy input copies them)
         is_read = manifest.effect is Effect.READ
         self.repeatable = is_read and manifest.repeatable is not False
         self.parallel_safe = is_read and manifest.parallel_safe is not False
@@ -280,7 +280,7 @@ def compile_tool(
     """One manifest → Tool; raises ManifestProblem or ModelError."""
     if not isinstance(raw, dict):
         raise ManifestProblem((), f"a tool manifest must be a mapping, not {type(raw).__name__}")
-    manifest = ToolManifest.model_validate(expand_env(raw, env))
+    manifest = sharing_fields_sets(ToolManifest.model_validate(expand_env(raw, env)))
     formats = manifest.format_assertion
     check_schema(manifest.input_schema, ("input_schema",), format_assertion=formats)
     if manifest.output_schema is not None:
@@ -294,7 +294,7 @@ def compile_tool(
             idempotency=manifest.idempotency,
             reconcile=manifest.reconcile,
             clients=clients,
-            base=source.parent,
+            base=_folder(source),
             mcp=mcp,
             name=manifest.name,
         )
@@ -302,6 +302,12 @@ def compile_tool(
     except ManifestFieldError as exc:
         raise ManifestProblem(exc.field, exc.message) from exc
     return Tool(manifest, source, executor, schemas, limits, listed)
+
+
+@functools.lru_cache(maxsize=16)
+def _folder(source: Path) -> Path:
+    """source.parent, one Path for the files of a folder (executors keep theirs)."""
+    return source.parent
 
 
 class _Collector:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import textwrap
 from pathlib import Path
@@ -9,8 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from gateway.audit.keys import AuditKey
+from gateway.canonical import canonical
 from gateway.errors import ConfigError
 from gateway.model import Effect
 from gateway.tools import Registry, Tool
@@ -510,3 +513,37 @@ def test_a_key_written_twice_in_a_manifest_is_refused_naming_the_line(tmp_path: 
     message = load_error(tmp_path)
     assert message.startswith(f"{path}: ")
     assert "line 4" in message and "duplicate key 'effect'" in message
+
+
+async def test_manifests_share_their_given_fields_and_keep_them_right(tmp_path: Path) -> None:
+    write(tmp_path, "a.yaml", base(name="a"))
+    write(tmp_path, "b.yaml", base(name="b"))
+    write(tmp_path, "c.yaml", base(name="c", labels={"team": "x"}))
+    registry = await load(tmp_path)
+    a, b, c = (registry.get(n) for n in "abc")
+    assert a is not None and b is not None and c is not None
+    assert a.manifest.model_fields_set is b.manifest.model_fields_set
+    assert a.manifest.executor.model_fields_set is b.manifest.executor.model_fields_set
+    assert c.manifest.model_fields_set == a.manifest.model_fields_set | {"labels"}
+    assert set(c.manifest.model_dump(exclude_unset=True)) == set(base(name="c", labels={}))
+    with pytest.raises(ValidationError, match="frozen"):  # so no set is added to
+        a.manifest.description = "changed"
+    with pytest.raises(ValidationError, match="frozen"):
+        a.manifest.executor.timeout_s = 9
+    assert b.manifest.model_fields_set == a.manifest.model_fields_set
+    await registry.aclose()
+
+
+async def test_a_definition_text_is_the_canonical_json_its_fingerprint_hashes(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, "a.yaml", base(name="a", description="caf\u00e9 \u2028", labels={"k": "v"}))
+    registry = await load(tmp_path)
+    tool = only_tool(registry)
+    made = await tool.definition()
+    text = made.definition_json
+    assert text == canonical(json.loads(text)).decode()
+    assert made.fingerprint == "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    assert json.loads(text)["description"] == "caf\u00e9 \u2028"
+    assert made == await tool.definition() and hash(made) == hash(made.fingerprint)
+    await registry.aclose()
