@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from gateway import pb
 from gateway.approvals.desk import ApprovalDesk
@@ -42,7 +42,7 @@ from gateway.tls import ServerCertificates, describe
 from gateway.tools import Registry
 from gateway.tools.live import LiveRegistry
 from gateway.version import callgate_version
-from gateway.wire.server import StatusInfo, ToolGatewayService, add_to_server
+from gateway.wire.server import GenericOnly, StatusInfo, ToolGatewayService, add_to_server
 
 if TYPE_CHECKING:
     from gateway.executors.mcp_sessions import McpSessions
@@ -489,14 +489,12 @@ def _grpc_server(cfg: ServeConfig, *, worker: bool) -> grpc.aio.Server:
 def _add_health_and_reflection(
     server: grpc.aio.Server, servicer: health.aio.HealthServicer
 ) -> None:
-    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
-    reflection.enable_server_reflection(
-        (
-            SERVICE,
-            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-            reflection.SERVICE_NAME,
-        ),
-        server,
+    generic = GenericOnly(server)
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, generic)
+    names = (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name)
+    # (what `reflection.enable_server_reflection` does for a grpc.aio server)
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
+        reflection.aio.ReflectionServicer((*names, reflection.SERVICE_NAME)), generic
     )
 
 

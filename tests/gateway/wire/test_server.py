@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import cast
+
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from gateway import pb
 from gateway.client import RequestError, error_code, tool_call
+from gateway.service.app import _add_health_and_reflection
 from gateway.testing import SidecarProcess
+from gateway.wire.server import ToolGatewayService, add_to_server
 from tests.support.paths import Connect
 from tests.support.scenarios import TRAIN, WEATHER
 
@@ -36,6 +41,34 @@ IMPLEMENTED = {
     "ListToolPins",
     "ApproveToolPin",
 }
+
+
+class _Recorder:
+    """A grpc.aio server's two ways of adding handlers, recorded."""
+
+    def __init__(self) -> None:
+        self.generic: list[str] = []
+        self.registered: list[str] = []
+
+    def add_generic_rpc_handlers(self, handlers: tuple[grpc.GenericRpcHandler, ...]) -> None:
+        self.generic.extend(h.service_name() for h in handlers)  # type: ignore[attr-defined]
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, object]) -> None:
+        self.registered.append(service)
+
+
+def test_every_service_is_added_as_a_generic_handler_only() -> None:
+    # grpc.aio waits on one pending request per registered method for every RPC
+    recorder = _Recorder()
+    servicer = SimpleNamespace(**{name: lambda *_: None for name in IMPLEMENTED})
+    add_to_server(cast(ToolGatewayService, servicer), cast(grpc.aio.Server, recorder))
+    _add_health_and_reflection(cast(grpc.aio.Server, recorder), health.aio.HealthServicer())
+    assert recorder.generic == [
+        "callgate.v1.ToolGateway",
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1alpha.ServerReflection",
+    ]
+    assert recorder.registered == []
 
 
 def test_every_rpc_of_the_contract_is_served() -> None:
