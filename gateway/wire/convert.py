@@ -131,17 +131,24 @@ def usage_to(u: Usage) -> pb.Usage:
 
 
 def decision_to(d: Decision | None) -> pb.Decision:
-    if d is None:
-        return pb.Decision()
-    return pb.Decision(
-        verdict=_enum("VERDICT", d.verdict.value),
-        reasons=list(d.reasons),
-        policy_revision=d.policy_revision,
-        quotas=[
-            pb.Quota(key=q.key, limit=q.limit, window_s=q.window_s, cost=q.cost) for q in d.quotas
-        ],
-        tools_revision=d.tools_revision,
-    )
+    out = pb.Decision()
+    if d is not None:
+        _decision_into(out, d)
+    return out
+
+
+_VERDICTS = {v: _enum("VERDICT", v.value) for v in Verdict}
+
+
+def _decision_into(out: pb.Decision, d: Decision) -> None:
+    """d written into out, field by field (a message built from keyword arguments, with
+    its lists and messages copied in, takes about three times as long)."""
+    out.verdict = _VERDICTS[d.verdict]
+    out.reasons.extend(d.reasons)
+    out.policy_revision = d.policy_revision
+    for q in d.quotas:
+        out.quotas.add(key=q.key, limit=q.limit, window_s=q.window_s, cost=q.cost)
+    out.tools_revision = d.tools_revision
 
 
 def pin_to(pin: ToolPin, changed: Sequence[Change]) -> pb.ToolPin:
@@ -344,16 +351,14 @@ def run_page_to(page: RunPage, conversation_json: str = "") -> pb.Run:
 
 
 def authorize_to(decisions: list[AuthorizeDecision]) -> pb.AuthorizeResponse:
-    return pb.AuthorizeResponse(
-        decisions=[
-            pb.CallDecision(
-                call_id=d.call_id,
-                decision=decision_to(d.decision),
-                error=pb.Error(code=d.error_code, message=d.error_message),
-            )
-            for d in decisions
-        ]
-    )
+    """Every decision with its error, both always present (empty when there is none)."""
+    out = pb.AuthorizeResponse()
+    for d in decisions:
+        one = out.decisions.add(call_id=d.call_id)
+        _decision_into(one.decision, d.decision)
+        one.error.code = d.error_code  # (an assignment makes the message present)
+        one.error.message = d.error_message
+    return out
 
 
 # ---------------------------------------------------------------------- approvals
