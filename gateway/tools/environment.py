@@ -49,31 +49,19 @@ def expand_env(value: Any, env: Mapping[str, str], field: FieldPath = ()) -> Any
 def _copied(value: Any, env: Mapping[str, str]) -> Any:
     """`expand_env` without field paths: a manifest has dozens of values, and only a problem
     needs to say where it is."""
-    kind = type(value)
-    if kind is dict:
-        out = {}
-        for k, v in value.items():
-            t = type(v)
-            if t is str:
-                if "${" in v:
-                    v = _expand_text(v, (), env)
-                elif len(v) <= SHARED_CHARS:
-                    v = _intern(v)
-            elif t is dict or t is list or isinstance(v, (str, list, dict)):
-                v = _copied(v, env)
-            out[_intern(k) if type(k) is str else k] = v
-        return out
-    if kind is list:
-        return [_copied(item, env) for item in value]
-    if isinstance(value, str):
-        if "${" in value:
-            return _expand_text(value, (), env)
-        return _intern(value) if len(value) <= SHARED_CHARS else value
-    if isinstance(value, list):
-        return [_copied(item, env) for item in value]
     if isinstance(value, dict):
         return {(_intern(k) if type(k) is str else k): _copied(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copied(item, env) for item in value]
+    if isinstance(value, str):
+        return _text(value, env)
     return value
+
+
+def _text(text: str, env: Mapping[str, str]) -> str:
+    if "${" in text:
+        return _expand_text(text, (), env)
+    return _intern(text) if len(text) <= SHARED_CHARS else text
 
 
 def _located(value: Any, env: Mapping[str, str], field: FieldPath) -> None:
