@@ -136,8 +136,8 @@ class GenericOnly:
     added as generic handlers, never as registered methods. For every RPC, grpc.aio's server
     loop waits (`asyncio.wait`) on one pending request per registered method plus one for the
     generic handlers: with callgate's methods and health's and reflection's, 25 futures each
-    given a callback and had it taken back, about 4% of an Authorize's CPU. A generic handler
-    is found by a dict lookup on the method's name."""
+    given a callback and had it taken back, a tenth of the instructions of an Authorize (3% of
+    its CPU time). A generic handler is found by a dict lookup on the method's name."""
 
     def __init__(self, server: grpc.aio.Server) -> None:
         self._server = server
