@@ -30,3 +30,16 @@ def test_the_report_gives_each_sidecar_against_the_plain_one() -> None:
     )
     assert "Authorize              plain        2000         1,600,000   1.000x" in text
     assert "Authorize              metrics      1000         1,632,000   1.020x" in text
+
+
+def test_the_report_puts_the_common_path_over_its_floor() -> None:
+    text = report(
+        [
+            Counted("plain", "Authorize", 2000, 2_000_000_000),
+            Counted("plain", "Authorize, new args", 1000, 1_500_000_000),
+            Counted("echo", "Echo (the floor)", 1000, 500_000_000),
+        ]
+    )
+    assert "Echo (the floor)       echo         1000           500,000 \n" in text
+    assert "  Authorize, new args      3.00x" in text
+    assert "  Authorize                2.00x" in text
