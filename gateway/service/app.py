@@ -136,7 +136,6 @@ class Sidecar:
             observe=obs,
             pins=cfg.pin_modes(),
         )
-        await self._observe_pins()
         self._desk = ApprovalDesk(self._runner)
         self._add_service(server, auth, policy, self.store.name, obs)
         _add_health_and_reflection(server, self._health)
@@ -200,7 +199,22 @@ class Sidecar:
             interval_s=cfg.tools_poll_interval_s,
             on_result=self._tools_reloaded,
         )
-        self._tools_task = asyncio.create_task(self.tools_reloader.run())
+        self._tools_task = asyncio.create_task(self._pins_then_reloads(self.tools_reloader))
+
+    async def _pins_then_reloads(self, reloader: ToolsReloader) -> None:
+        """The start-up set's definitions recorded, then the tools watched for changes.
+
+        Recording 10,000 definitions (a row and an audit record each) takes about 0.4 s, so
+        it is done once serving rather than before: a call that comes first records its own
+        tool's definition as it is checked (`PinBook`), the same first definition either way.
+        No reload is looked for before it is done, so a definition replaced by a reload is
+        never recorded after its successor (changes meanwhile are found at the first scan,
+        a SIGHUP is kept for it)."""
+        try:
+            await self._observe_pins()
+        except Exception:  # the calls still check and record their own tool's definition
+            log.exception("the tools' definitions could not be recorded at start-up")
+        await reloader.run()
 
     async def _observe_pins(self) -> None:
         """Record the serving manifests' definitions: the first of each tool is its pin."""

@@ -210,3 +210,37 @@ async def test_start_up_records_many_tools_a_batch_a_commit(tmp_path: Path) -> N
     for s in (first, again):
         await s.registry.aclose()
     await store.close()
+
+
+async def test_a_call_before_the_start_up_recording_pins_its_own_tool(tmp_path: Path) -> None:
+    """Start-up records the definitions once serving: a call that comes first records its
+    tool's definition as it is checked, and the recording after it finds it done (the same
+    pin, no change audited, nothing recorded twice)."""
+    store = await SQLiteStore.open(tmp_path / "runs.db")
+    policy, clock = ScriptedPolicy(), FakeClock()
+    registry = Registry.from_manifests(manifests(), env={})
+    runner = Runner(store=store, registry=registry, policy=policy, clock=clock, pins=ENFORCE)
+    assert runner.pins is not None and await store.tool_pins() == {}
+    one = Side(runner, registry)
+    await start(_h(one, store, policy, clock))
+    out = await runner.submit_turn(ALICE, calls_turn("r1", "t1", call("c1", "book", SEAT)))
+    assert out.results[0].status == CallStatus.SUCCEEDED
+    assert set(await store.tool_pins()) == {"book"}
+    booked = (await store.tool_pins())["book"]
+
+    recorded: list[str] = []
+    record = store.record_definitions
+
+    async def counted(seen: Any, audit: Any) -> Any:
+        recorded.extend(s.name for s in seen)
+        return await record(seen, audit)
+
+    store.record_definitions = counted  # type: ignore[method-assign]
+    await runner.pins.observe(registry.tools())
+    assert "book" not in recorded and sorted(recorded) == sorted(
+        t.name for t in registry.tools() if t.name != "book"
+    )
+    assert (await store.tool_pins())["book"] == booked
+    assert not [r for r in await _audit(store) if r["error_code"] == "tool_changed"]
+    await registry.aclose()
+    await store.close()
