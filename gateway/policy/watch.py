@@ -82,6 +82,11 @@ class ChangeDetector:
             return False
         return now - self._since >= self.quiet_s
 
+    @property
+    def pending(self) -> bool:
+        """A change has been seen and is waiting to go quiet."""
+        return self._pending is not None
+
     def done(self, state: DirectoryState) -> None:
         """state was loaded (or rejected): wait for the next change."""
         self.loaded = state

@@ -7,9 +7,11 @@ the files are scanned again after they are read, and a set written to while bein
 read again once quiet. `request()` (SIGHUP) reloads at once.
 
 Scanning a directory of many manifests costs CPU in proportion to them, so the wait between
-scans stretches to SCAN_SHARE times the last scan's duration when that is longer than
-`interval_s`: scanning takes at most about 1/SCAN_SHARE of the time (10,000 manifests are
-looked at every few seconds, not four times a second).
+scans stretches to SCAN_SHARE times the CPU time the last scan took (its thread's, not the
+wall time, which a busy sidecar stretches) when that is longer than `interval_s`: scanning
+takes at most about 1/SCAN_SHARE of a core (10,000 manifests are looked at every few
+seconds, not four times a second). A scan that sees a change is followed by the next once
+the change could have gone quiet, so an edit waits for one stretched wait, not two.
 
 A candidate is loaded and checked exactly as at start-up (`Registry.load`, on a worker
 thread): every manifest must parse, validate and compile. A set with any problem is rejected
@@ -80,6 +82,7 @@ class ToolsReloader:
         quiet_s: float = 0.25,
         on_result: Callable[[ToolsReloadResult], Awaitable[None]] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        cpu_clock: Callable[[], float] = time.thread_time,
     ) -> None:
         self.registry = registry
         self.directory = Path(directory)
@@ -87,11 +90,12 @@ class ToolsReloader:
         self.interval_s = interval_s
         self.on_result = on_result  # audit and metrics
         self.clock = clock
+        self.cpu_clock = cpu_clock  # read in the scanning thread: the scan's own CPU time
         self.detector = ChangeDetector(manifest_state(self.directory), quiet_s)
         self._forced = asyncio.Event()
         self._lock = asyncio.Lock()
         self._last_logged = ""
-        self._scan_s = 0.0  # how long the last scan took (by `clock`)
+        self._scan_s = 0.0  # the CPU time the last scan took (by `cpu_clock`)
 
     def request(self) -> None:
         """Reload now (SIGHUP), whether or not the files look changed."""
@@ -115,23 +119,30 @@ class ToolsReloader:
 
     def next_wait(self) -> float | None:
         """Seconds until the next scan (None: only on request): `interval_s`, or SCAN_SHARE
-        times the last scan's duration when that is longer."""
+        times the last scan's CPU time when that is longer; no longer than the quiet time
+        while a change is pending."""
         if self.interval_s <= 0:
             return None
+        if self.detector.pending:  # a change seen: look again once it can have gone quiet
+            return max(self.interval_s, self.detector.quiet_s)
         return max(self.interval_s, SCAN_SHARE * self._scan_s)
 
     async def check(self, *, forced: bool = False) -> ToolsReloadResult | None:
         """One scan; a reload when forced or when a change has gone quiet."""
         async with self._lock:
-            started = self.clock()
-            before = await asyncio.to_thread(manifest_state, self.directory)
-            self._scan_s = max(0.0, self.clock() - started)
+            before, self._scan_s = await asyncio.to_thread(self._scan)
             if not forced and not self.detector.ready(before, self.clock()):
                 return None
             result = await self.reload(before)
             if result.outcome != "retry" and self.on_result is not None:
                 await self.on_result(result)
             return result
+
+    def _scan(self) -> tuple[DirectoryState, float]:
+        """The directory's state and the CPU time reading it took (in the scanning thread)."""
+        started = self.cpu_clock()
+        state = manifest_state(self.directory)
+        return state, max(0.0, self.cpu_clock() - started)
 
     async def reload(self, before: DirectoryState) -> ToolsReloadResult:
         candidate: Registry | None = None

@@ -116,15 +116,17 @@ def test_a_directory_that_disappears_is_rejected_not_a_crash(tmp_path: Path) -> 
 
 def test_the_wait_between_scans_stretches_with_what_a_scan_costs(tmp_path: Path) -> None:
     """A directory whose scan takes long (many manifests) is scanned at most 1/SCAN_SHARE of
-    the time; a quick one at the interval asked for."""
+    a core's time, by the scan's own CPU time; a quick one at the interval asked for."""
     write(tmp_path, "reserve.yaml", base())
     live = LiveRegistry(_load(tmp_path))
-    # each check reads the clock before and after its scan, then once to judge quiet: the
-    # first scan takes 1 ms, the second 50 ms
-    ticks = iter([0.0, 0.001, 0.001, 10.0, 10.05, 10.05])
+    # the scanning thread's CPU clock, read before and after each scan: the first scan takes
+    # 1 ms of CPU, the second 50 ms
+    cpu = iter([0.0, 0.001, 10.0, 10.05])
 
     async def go() -> list[float | None]:
-        reloader = ToolsReloader(live, tmp_path, _load, interval_s=0.25, clock=lambda: next(ticks))
+        reloader = ToolsReloader(
+            live, tmp_path, _load, interval_s=0.25, clock=lambda: 0.0, cpu_clock=lambda: next(cpu)
+        )
         waits = [reloader.next_wait()]
         await reloader.check()
         waits.append(reloader.next_wait())
@@ -135,3 +137,41 @@ def test_the_wait_between_scans_stretches_with_what_a_scan_costs(tmp_path: Path)
         return waits
 
     assert asyncio.run(go()) == [0.25, 0.25, pytest.approx(SCAN_SHARE * 0.05), None]
+
+
+def test_a_seen_change_is_looked_at_again_once_it_can_be_quiet(tmp_path: Path) -> None:
+    """However long the wait between scans has stretched, a scan that sees a change is
+    followed by the next after the quiet time, which loads it: one stretched wait per edit,
+    not two. Then the waits stretch again."""
+    write(tmp_path, "reserve.yaml", base())
+    live = LiveRegistry(_load(tmp_path))
+    now = [0.0]
+    cpu = iter([0.0, 0.1, 1.0, 1.1, 2.0, 2.1])  # each scan takes 0.1 s of CPU
+
+    async def go() -> list[float | None]:
+        reloader = ToolsReloader(
+            live,
+            tmp_path,
+            _load,
+            interval_s=0.25,
+            quiet_s=0.5,
+            clock=lambda: now[0],
+            cpu_clock=lambda: next(cpu),
+        )
+        assert await reloader.check() is None  # nothing changed
+        waits = [reloader.next_wait()]
+        write(tmp_path, "reserve.yaml", base(version="2.0.0"))
+        assert await reloader.check() is None  # seen, not quiet yet
+        waits.append(reloader.next_wait())
+        now[0] += 0.5
+        result = await reloader.check()
+        assert result is not None and result.outcome == "installed"
+        waits.append(reloader.next_wait())
+        await live.aclose()
+        return waits
+
+    assert asyncio.run(go()) == [
+        pytest.approx(SCAN_SHARE * 0.1),
+        0.5,
+        pytest.approx(SCAN_SHARE * 0.1),
+    ]
