@@ -9,17 +9,21 @@ the problem, before any CPU is spent on it.
 `read_yaml` holds YAML to what `gateway.jsontext` holds JSON to: a key given twice in one
 mapping (which a lax reader answers with the last value, silently), a key that is not a
 string, `.nan` and `.inf`, and values JSON has no type for (`!!binary`, `!!set`, explicit
-timestamps) are refused, naming the line; dates stay strings.
+timestamps) are refused, naming the line; dates stay strings. Every YAML reader here refuses
+a lone UTF-16 surrogate (a `\\ud800` escape: no UTF-8 text, canonical JSON or hash can
+hold one).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import yaml
 
 MAX_YAML_VALUES = 100_000
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class YamlTextError(ValueError):
@@ -104,6 +108,18 @@ class StrictLoader(yaml.SafeLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+    def construct_scalar(self, node: yaml.ScalarNode) -> Any:
+        value = super().construct_scalar(node)
+        if isinstance(value, str) and not value.isascii() and _SURROGATE.search(value):
+            raise YamlTextError(
+                f"{_at(node)}: a string holds a lone UTF-16 surrogate ({ascii(value[:40])}), "
+                "which is not Unicode text: YAML's \\u escape writes one UTF-16 unit, so a "
+                "character beyond U+FFFF is written as itself or as \\U0001F600 (eight "
+                "digits), not as a pair of \\u escapes",
+                _line(node),
+            )
+        return value
 
     def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
         value: float = super().construct_yaml_float(node)

@@ -41,3 +41,11 @@ def test_a_yaml_value_that_contains_itself_is_refused(write_bundle: WriteBundle)
     root = write_bundle({"p.rego": POLICY, "data.yaml": "a: &a [*a]\n"})
     with pytest.raises(PolicyConfigError, match=r"data\.yaml: .*alias"):
         load_bundle(root)
+
+
+def test_a_lone_surrogate_in_yaml_data_is_refused(write_bundle: WriteBundle) -> None:
+    """`\\ud800` in a double-quoted YAML string is half a UTF-16 pair: the engine and every
+    hash of the data would meet text that is not Unicode; refused at load, naming the line."""
+    root = write_bundle({"p.rego": POLICY, "data.yaml": 'a: 1\nb: "x \\ud800"\n'})
+    with pytest.raises(PolicyConfigError, match=r"data\.yaml:2: .*surrogate"):
+        load_bundle(root)

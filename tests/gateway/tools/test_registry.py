@@ -547,3 +547,25 @@ async def test_a_definition_text_is_the_canonical_json_its_fingerprint_hashes(
     assert json.loads(text)["description"] == "caf\u00e9 \u2028"
     assert made == await tool.definition() and hash(made) == hash(made.fingerprint)
     await registry.aclose()
+
+
+@pytest.mark.parametrize(
+    ("written", "line"),
+    [
+        ('description: "Books \\ud800 a seat."\n', 1),  # a lone one
+        ('description: "Books \\ud83d\\ude00 a seat."\n', 1),  # a pair: not joined
+        ('description: x\nlabels:\n  "\\udc00": x\n', 3),  # in a key
+    ],
+)
+def test_a_yaml_escape_of_a_lone_surrogate_is_a_problem_not_a_crash(
+    tmp_path: Path, written: str, line: int
+) -> None:
+    """YAML's `\\u` escape can write half of a UTF-16 pair, which no UTF-8 text, canonical
+    JSON or hash can hold: it was a CanonicalizationError out of the load (start-up's
+    traceback, a reload's "failed unexpectedly"); now the file's problem, with its line."""
+    head = yaml.safe_dump({k: v for k, v in base().items() if k not in ("description", "labels")})
+    path = write(tmp_path, "reserve.yaml", head + written)
+    message = load_error(tmp_path)
+    assert message.startswith(f"{path}: ") and "surrogate" in message
+    assert f"line {head.count(chr(10)) + line}" in message
+    assert "\\U0001F600" in message  # says what to write instead
