@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import rfc8785
 from jsonschema.protocols import Validator
 from pydantic import ValidationError as ModelError
 
@@ -198,7 +199,13 @@ class Tool:
         last = self._last_listed
         if last is not None and last[0] is entry:  # a listing keeps its entries until the next
             return last[1]
-        made = defined(listed_definition(self._definition, entry))
+        try:
+            made = defined(listed_definition(self._definition, entry))
+        except rfc8785.CanonicalizationError as exc:  # (a lone surrogate in what it said)
+            raise DefinitionUnavailable(
+                f"the definition of tool {self.name!r} its MCP server lists has no canonical "
+                f"form ({exc}: a lone UTF-16 surrogate), so it can be neither pinned nor checked"
+            ) from None
         self._last_listed = (entry, made)
         return made
 
