@@ -151,7 +151,8 @@ class PolicyReloader:
     async def _wait(self) -> bool:
         timeout = self.interval_s if self.interval_s > 0 else None
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._forced.wait(), timeout)
+            async with asyncio.timeout(timeout):  # (no task per wait, as wait_for makes)
+                await self._forced.wait()
         forced = self._forced.is_set()
         self._forced.clear()
         return forced

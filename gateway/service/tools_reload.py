@@ -106,7 +106,8 @@ class ToolsReloader:
         while True:
             timeout = self.next_wait()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._forced.wait(), timeout)
+                async with asyncio.timeout(timeout):  # (no task per wait, as wait_for makes)
+                    await self._forced.wait()
             forced = self._forced.is_set()
             self._forced.clear()
             try:
