@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from gateway.jsontext import MAX_SAFE_INTEGER
+
 MAX_YAML_VALUES = 100_000
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -136,23 +138,44 @@ StrictLoader.yaml_implicit_resolvers = {
 }
 
 
+class SafeIntegerLoader(StrictLoader):
+    """StrictLoader that also refuses an integer outside ±(2^53 − 1), as the JSON reader does
+    by default: every JSON reader keeps it as a double, and canonical JSON has no form for it
+    (for values that are hashed, as a tool's definition is)."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        value: int = super().construct_yaml_int(node)
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise YamlTextError(
+                f"{_at(node)}: the integer {str(node.value)[:40]} is outside ±(2^53 − 1), "
+                "the range every JSON reader keeps exactly",
+                _line(node),
+            )
+        return value
+
+
+SafeIntegerLoader.add_constructor("tag:yaml.org,2002:int", SafeIntegerLoader.construct_yaml_int)
+
+
 def read_yaml(text: str) -> Any:
     """The JSON value of one YAML document; YamlTextError naming the problem and its line."""
     (value,) = _documents(text, single=True)
     return value
 
 
-def read_yaml_documents(text: str) -> list[Any]:
-    """The JSON value of every document of a YAML text, held to the rules of `read_yaml`."""
-    return _documents(text, single=False)
+def read_yaml_documents(text: str, *, safe_integers: bool = False) -> list[Any]:
+    """The JSON value of every document of a YAML text, held to the rules of `read_yaml`;
+    `safe_integers`: an integer outside ±(2^53 − 1) is refused too."""
+    return _documents(text, single=False, loader=SafeIntegerLoader if safe_integers else None)
 
 
-def _documents(text: str, *, single: bool) -> list[Any]:
+def _documents(text: str, *, single: bool, loader: type[StrictLoader] | None = None) -> list[Any]:
+    loader = loader or StrictLoader
     try:
         if single:
-            values = [yaml.load(text, Loader=StrictLoader)]  # noqa: S506  (a SafeLoader)
+            values = [yaml.load(text, Loader=loader)]  # noqa: S506  (a SafeLoader)
         else:
-            values = list(yaml.load_all(text, Loader=StrictLoader))  # noqa: S506
+            values = list(yaml.load_all(text, Loader=loader))  # noqa: S506
     except RecursionError as exc:
         raise YamlTextError("the YAML nests too deeply") from exc
     except yaml.MarkedYAMLError as exc:

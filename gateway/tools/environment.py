@@ -11,6 +11,7 @@ from typing import Any
 from gateway.tools.problems import FieldPath, ManifestProblem
 
 _ENV_REF = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # (os.environ's stand-ins for bytes not UTF-8)
 
 
 def _expand_text(text: str, field: FieldPath, env: Mapping[str, str]) -> str:
@@ -20,6 +21,12 @@ def _expand_text(text: str, field: FieldPath, env: Mapping[str, str]) -> str:
             return match.group(0)[1:]
         value = env.get(name, "")
         if value:
+            if not value.isascii() and _SURROGATE.search(value):
+                raise ManifestProblem(
+                    field,
+                    f"environment variable {name} is not UTF-8 text (its bytes could not be "
+                    "decoded): a manifest holds only text",
+                )
             return value
         if default is not None:
             return default

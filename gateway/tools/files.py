@@ -17,7 +17,7 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 def _yaml_documents(text: str) -> list[Any]:
     try:
-        return read_yaml_documents(text)
+        return read_yaml_documents(text, safe_integers=True)  # (as the JSON reader's default)
     except YamlTextError as exc:
         raise ManifestProblem((), str(exc)) from exc
 

@@ -96,3 +96,15 @@ def test_a_problem_names_its_field_in_lists_and_mappings() -> None:
         expand_env(manifest, {}, ("tools", 0))
     assert got.value.field == ("tools", 0, "executor", "headers", 1, "B")
     assert "NO_TOKEN is not set" in str(got.value)
+
+
+def test_a_variable_that_is_not_utf8_is_a_problem_naming_it() -> None:
+    """The environment holds bytes: one that is not UTF-8 reaches Python with lone surrogates
+    (os.environ's surrogateescape), which no manifest text, canonical JSON or hash can hold.
+    It is refused naming the variable and the field, not written into the tool."""
+    manifest = {"executor": {"url": "http://${HOST}/x", "headers": {"A": "${RAW}"}}}
+    with pytest.raises(ManifestProblem) as got:
+        expand_env(manifest, {**ENV, "RAW": "caf\udce9"})
+    assert got.value.field == ("executor", "headers", "A")
+    assert "RAW" in str(got.value) and "UTF-8" in str(got.value)
+    assert expand_env(manifest, {**ENV, "RAW": "café"})["executor"]["headers"]["A"] == "café"

@@ -569,3 +569,30 @@ def test_a_yaml_escape_of_a_lone_surrogate_is_a_problem_not_a_crash(
     assert message.startswith(f"{path}: ") and "surrogate" in message
     assert f"line {head.count(chr(10)) + line}" in message
     assert "\\U0001F600" in message  # says what to write instead
+
+
+@pytest.mark.parametrize(
+    "number", ["99999999999999999999", "-9007199254740992", "0x20000000000000"]
+)
+def test_a_yaml_integer_beyond_what_json_keeps_is_a_problem_not_a_crash(
+    tmp_path: Path, number: str
+) -> None:
+    """As a JSON manifest's: an integer outside ±(2^53 − 1) has no canonical form (every JSON
+    reader keeps it as a double), so the tool's definition could not be hashed; it was an
+    IntegerDomainError out of the load. Now the file's problem, naming the line."""
+    seats = {"type": "integer", "maximum": 1}
+    fields = base(input_schema={"type": "object", "properties": {"seats": seats}})
+    text = yaml.safe_dump(fields).replace("maximum: 1\n", f"maximum: {number}\n")
+    path = write(tmp_path, "reserve.yaml", text)
+    line = text[: text.index(number)].count("\n") + 1
+    message = load_error(tmp_path)
+    assert message.startswith(f"{path}: line {line}, ") and "2^53" in message
+
+
+def test_a_yaml_integer_within_what_json_keeps_loads(tmp_path: Path) -> None:
+    seats = {"type": "integer", "maximum": 2**53 - 1}
+    fields = base(input_schema={"type": "object", "properties": {"seats": seats}})
+    write(tmp_path, "reserve.yaml", fields)
+    tool = Registry.load(tmp_path, env={}).get("reserve")
+    assert tool is not None
+    assert tool.input_schema["properties"]["seats"]["maximum"] == 2**53 - 1
