@@ -127,14 +127,23 @@ class Tool:
         self._limits = limits
         cfg = manifest.executor
         self.on_mcp = isinstance(cfg, McpExecutorConfig)
-        mcp_tool = (cfg.tool or manifest.name) if isinstance(cfg, McpExecutorConfig) else ""
-        self._definition = manifest_definition(manifest, mcp_tool)
-        self._manifest_defined = defined(self._definition)
+        self._mcp_tool = (cfg.tool or manifest.name) if isinstance(cfg, McpExecutorConfig) else ""
         self._listed = listed  # the MCP server's entry of the tool (None: not on MCP)
         self._last_listed: tuple[Any, Defined] | None = None
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, version={self.version!r}, effect={self.effect.value})"
+
+    @functools.cached_property
+    def _definition(self) -> dict[str, Any]:
+        """The manifest's part of the definition (made when first asked: with thousands of
+        tools, making them all was a tenth of start-up, and recording them waits until the
+        sidecar serves)."""
+        return manifest_definition(self.manifest, self._mcp_tool)
+
+    @functools.cached_property
+    def _manifest_defined(self) -> Defined:
+        return defined(self._definition)
 
     @functools.cached_property
     def _validated(self) -> Memo[str]:

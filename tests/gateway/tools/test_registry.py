@@ -596,3 +596,29 @@ def test_a_yaml_integer_within_what_json_keeps_loads(tmp_path: Path) -> None:
     tool = Registry.load(tmp_path, env={}).get("reserve")
     assert tool is not None
     assert tool.input_schema["properties"]["seats"]["maximum"] == 2**53 - 1
+
+
+async def test_a_tool_makes_its_definition_when_first_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading makes no definitions (with thousands of tools they were a tenth of start-up);
+    the first `definition()` makes the tool's, once."""
+    import gateway.tools.registry as registry_module
+
+    made: list[str] = []
+    make = registry_module.manifest_definition
+
+    def counted(manifest: Any, mcp_tool: str) -> dict[str, Any]:
+        made.append(manifest.name)
+        return make(manifest, mcp_tool)
+
+    monkeypatch.setattr(registry_module, "manifest_definition", counted)
+    write(tmp_path, "a.yaml", base(name="a"))
+    write(tmp_path, "b.yaml", base(name="b"))
+    registry = Registry.load(tmp_path, env={})
+    assert made == []
+    tool = registry.get("a")
+    assert tool is not None
+    first = await tool.definition()
+    assert await tool.definition() is first and made == ["a"]
+    await registry.aclose()
