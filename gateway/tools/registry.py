@@ -128,22 +128,30 @@ class Tool:
         cfg = manifest.executor
         self.on_mcp = isinstance(cfg, McpExecutorConfig)
         self._mcp_tool = (cfg.tool or manifest.name) if isinstance(cfg, McpExecutorConfig) else ""
+        # made when first asked; set here, so every tool's attributes share one key table
+        # (added later, each tool's dict was copied to one of its own: 6 MB for 10,000 tools)
+        self._made: dict[str, Any] | None = None
+        self._made_defined: Defined | None = None
         self._listed = listed  # the MCP server's entry of the tool (None: not on MCP)
         self._last_listed: tuple[Any, Defined] | None = None
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, version={self.version!r}, effect={self.effect.value})"
 
-    @functools.cached_property
+    @property
     def _definition(self) -> dict[str, Any]:
         """The manifest's part of the definition (made when first asked: with thousands of
         tools, making them all was a tenth of start-up, and recording them waits until the
         sidecar serves)."""
-        return manifest_definition(self.manifest, self._mcp_tool)
+        if self._made is None:
+            self._made = manifest_definition(self.manifest, self._mcp_tool)
+        return self._made
 
-    @functools.cached_property
+    @property
     def _manifest_defined(self) -> Defined:
-        return defined(self._definition)
+        if self._made_defined is None:
+            self._made_defined = defined(self._definition)
+        return self._made_defined
 
     @functools.cached_property
     def _validated(self) -> Memo[str]:

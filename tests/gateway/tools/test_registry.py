@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -621,4 +622,18 @@ async def test_a_tool_makes_its_definition_when_first_asked(
     assert tool is not None
     first = await tool.definition()
     assert await tool.definition() is first and made == ["a"]
+    await registry.aclose()
+
+
+async def test_making_the_definition_keeps_the_tool_as_small(tmp_path: Path) -> None:
+    """A tool's attributes share one key table with every other tool's only while they are
+    all set in `__init__`: one added later copies that tool's attributes to a table of its own
+    (600 bytes more each; 6 MB with 10,000 tools)."""
+    write(tmp_path, "a.yaml", base(name="a"))
+    registry = Registry.load(tmp_path, env={})
+    tool = registry.get("a")
+    assert tool is not None
+    size = sys.getsizeof(tool.__dict__)
+    await tool.definition()
+    assert sys.getsizeof(tool.__dict__) == size
     await registry.aclose()
