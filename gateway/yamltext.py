@@ -123,6 +123,17 @@ class StrictLoader(yaml.SafeLoader):
             )
         return value
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        try:
+            value: int = super().construct_yaml_int(node)
+        except ValueError:  # beyond the digits Python reads (sys.get_int_max_str_digits)
+            digits = sum(c.isdigit() for c in str(node.value))
+            raise YamlTextError(
+                f"{_at(node)}: an integer of {digits} digits is too long to read",
+                _line(node),
+            ) from None
+        return value
+
     def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
         value: float = super().construct_yaml_float(node)
         if not math.isfinite(value):
@@ -131,6 +142,7 @@ class StrictLoader(yaml.SafeLoader):
         return value
 
 
+StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)
 StrictLoader.add_constructor("tag:yaml.org,2002:float", StrictLoader.construct_yaml_float)
 StrictLoader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]

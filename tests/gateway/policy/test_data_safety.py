@@ -49,3 +49,11 @@ def test_a_lone_surrogate_in_yaml_data_is_refused(write_bundle: WriteBundle) -> 
     root = write_bundle({"p.rego": POLICY, "data.yaml": 'a: 1\nb: "x \\ud800"\n'})
     with pytest.raises(PolicyConfigError, match=r"data\.yaml:2: .*surrogate"):
         load_bundle(root)
+
+
+def test_an_integer_too_long_to_read_in_yaml_data_is_refused(write_bundle: WriteBundle) -> None:
+    """Python reads at most 4,300 digits of an integer and raises ValueError beyond: it was
+    an unexplained error out of the load; now the file's problem, naming the line."""
+    root = write_bundle({"p.rego": POLICY, "data.yaml": "a: 1\nb: " + "7" * 5000 + "\n"})
+    with pytest.raises(PolicyConfigError, match=r"data\.yaml:2: .*5000 digits"):
+        load_bundle(root)

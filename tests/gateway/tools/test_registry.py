@@ -637,3 +637,9 @@ async def test_making_the_definition_adds_no_attribute(tmp_path: Path) -> None:
     await tool.definition()
     assert list(vars(tool)) == names
     await registry.aclose()
+
+
+def test_a_yaml_integer_too_long_to_read_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    path = write(tmp_path, "reserve.yaml", yaml.safe_dump(base()) + "x-n: " + "7" * 5000 + "\n")
+    message = load_error(tmp_path)
+    assert message.startswith(f"{path}: line ") and "5000 digits" in message
