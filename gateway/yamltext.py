@@ -25,6 +25,8 @@ import yaml
 from gateway.jsontext import MAX_SAFE_INTEGER
 
 MAX_YAML_VALUES = 100_000
+_MAX_INTEGER_DIGITS = 4300  # Python's own limit for int(str) and str(int)
+_TOO_LONG = 10**_MAX_INTEGER_DIGITS
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -123,15 +125,31 @@ class StrictLoader(yaml.SafeLoader):
             )
         return value
 
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """A value Python cannot make of what the file says (`!!float "x"`, `!!bool maybe`) is
+        the file's problem at that node's line, not PyYAML's ValueError or KeyError."""
+        try:
+            return super().construct_object(node, deep=deep)
+        except YamlTextError:
+            raise
+        except (ValueError, KeyError, OverflowError, TypeError) as exc:
+            tag = str(node.tag).rsplit(":", 1)[-1]
+            raise YamlTextError(
+                f"{_at(node)}: this value cannot be read as a {tag}: {exc}", _line(node)
+            ) from None
+
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         try:
             value: int = super().construct_yaml_int(node)
         except ValueError:  # beyond the digits Python reads (sys.get_int_max_str_digits)
+            value = _TOO_LONG
+        if abs(value) >= _TOO_LONG:  # (nor could it be written in decimal, as JSON does)
             digits = sum(c.isdigit() for c in str(node.value))
             raise YamlTextError(
-                f"{_at(node)}: an integer of {digits} digits is too long to read",
+                f"{_at(node)}: an integer of {digits} digits is too long to read (at most "
+                f"{_MAX_INTEGER_DIGITS} decimal digits)",
                 _line(node),
-            ) from None
+            )
         return value
 
     def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
@@ -190,12 +208,16 @@ def _documents(text: str, *, single: bool, loader: type[StrictLoader] | None = N
             values = list(yaml.load_all(text, Loader=loader))  # noqa: S506
     except RecursionError as exc:
         raise YamlTextError("the YAML nests too deeply") from exc
+    except YamlTextError:
+        raise
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         line = mark.line + 1 if mark else None
         raise YamlTextError(f"invalid YAML: {exc.problem or exc.context}{where}", line) from exc
     except yaml.YAMLError as exc:
+        raise YamlTextError(f"invalid YAML: {exc}") from exc
+    except (ValueError, KeyError, OverflowError, TypeError) as exc:  # (e.g. "\UFFFFFFFF")
         raise YamlTextError(f"invalid YAML: {exc}") from exc
     check_expansion(values)
     _check_types(values)
