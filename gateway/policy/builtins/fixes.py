@@ -9,7 +9,10 @@
   as OPA's (the engine leaves the call undefined), else the engine's own replacement.
 - `yaml.is_valid(x)`: false for a non-string (the engine raises); for a string, whether its
   first document parses, as OPA 1.9's YAML reader reads only that one (the engine refuses a
-  stream of several documents). A `%YAML` directive other than 1.1 is not valid to it.
+  stream of several documents). A `%YAML` directive other than 1.1 is not valid to it, nor is
+  what OPA's reader refuses and PyYAML would make or raise on: a value its explicit tag cannot
+  make (`!!float "x"`), an escape of a UTF-16 surrogate or beyond Unicode; an integer too long
+  for Python is valid, as OPA reads it (as a string).
 """
 
 from __future__ import annotations
@@ -64,6 +67,29 @@ def regex_replace(value: Any, pattern: Any, replacement: Any) -> Any:
 
 
 _YAML_DIRECTIVE = re.compile(r"^%YAML\s+(\S+)", re.MULTILINE)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _AsOpaReads(yaml.SafeLoader):
+    """SafeLoader reading as OPA 1.9's YAML reader judges a text (answers checked with it)."""
+
+    def construct_scalar(self, node: yaml.ScalarNode) -> Any:
+        value = super().construct_scalar(node)
+        if isinstance(value, str) and not value.isascii() and _SURROGATE.search(value):
+            raise yaml.YAMLError("found invalid Unicode character escape code")
+        return value
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> Any:
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError:
+            text = str(node.value)
+            if text.lstrip("+-").replace("_", "").isdigit():  # beyond the digits Python reads:
+                return text  # OPA's reader keeps the text
+            raise  # not an integer at all (`!!int "x"`)
+
+
+_AsOpaReads.add_constructor("tag:yaml.org,2002:int", _AsOpaReads.construct_yaml_int)
 
 
 def yaml_is_valid(value: Any) -> bool:
@@ -73,8 +99,12 @@ def yaml_is_valid(value: Any) -> bool:
     if directive and directive.group(1) != "1.1":
         return False
     try:
-        next(iter(yaml.safe_load_all(value)), None)
+        next(iter(yaml.load_all(value, Loader=_AsOpaReads)), None)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError:
+        return False
+    # a value PyYAML cannot make of the text (`!!float "x"`, `!!bool maybe`, an escape beyond
+    # Unicode, nesting past Python's recursion) is not valid YAML either: never an error
+    except (ValueError, KeyError, OverflowError, TypeError, RecursionError):
         return False
     return True
 

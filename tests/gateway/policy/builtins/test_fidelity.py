@@ -218,3 +218,21 @@ def test_a_rule_value_the_engine_cannot_hand_back_says_why(write_bundle: WriteBu
         engine.eval_raw("big", {})
     assert "a number of 2^64 or more" in info.value.message
     assert "not an i64" not in info.value.message
+
+
+def test_yaml_is_valid_where_python_would_raise_answers_as_opa_19() -> None:
+    """What PyYAML cannot make of a text raised out of the builtin (a policy error) where OPA
+    answers false; an integer too long for Python OPA reads (as a string): true. The answers
+    are OPA 1.9's, asked of it."""
+    docs = {
+        'x: !!float "x"': False,
+        "x: !!bool maybe": False,
+        'x: !!int "x"': False,
+        'x: "\\UFFFFFFFF"': False,
+        'x: "\\ud800"': False,
+        "x: " + "7" * 5000: True,
+        "x: 0x" + "f" * 5000: True,
+        "x: 1": True,
+    }
+    listed = ", ".join(f"`{d}`" for d in docs)
+    assert rego(f"[yaml.is_valid(d) | some d in [{listed}]]") == list(docs.values())
