@@ -11,7 +11,8 @@
   first document parses, as OPA 1.9's YAML reader reads only that one (the engine refuses a
   stream of several documents). A `%YAML` directive other than 1.1 is not valid to it, nor is
   what OPA's reader refuses and PyYAML would make or raise on: a value its explicit tag cannot
-  make (`!!float "x"`), an escape of a UTF-16 surrogate or beyond Unicode; an integer too long
+  make (`!!float "x"`), an escape of a UTF-16 surrogate or beyond Unicode, a document of
+  excessive aliasing or an alias inside what it names (go-yaml's rule); an integer too long
   for Python is valid, as OPA reads it (as a string).
 """
 
@@ -99,13 +100,62 @@ def yaml_is_valid(value: Any) -> bool:
     if directive and directive.group(1) != "1.1":
         return False
     try:
-        next(iter(yaml.load_all(value, Loader=_AsOpaReads)), None)  # noqa: S506 (a SafeLoader)
+        first = next(iter(yaml.load_all(value, Loader=_AsOpaReads)), None)  # noqa: S506
     except yaml.YAMLError:
         return False
     # a value PyYAML cannot make of the text (`!!float "x"`, `!!bool maybe`, an escape beyond
     # Unicode, nesting past Python's recursion) is not valid YAML either: never an error
     except (ValueError, KeyError, OverflowError, TypeError, RecursionError):
         return False
+    return _aliasing_allowed(first)
+
+
+# OPA's YAML reader (go-yaml v2) refuses a document whose aliases expand too much: past 100
+# values decoded under an alias and 1,000 in all, the share decoded under aliases may be 99%
+# up to 400,000 values, falling to 10% at 4,000,000; and an alias inside what it names
+_ALIAS_RANGE = (400_000, 4_000_000)
+
+
+def _allowed_alias_ratio(decoded: int) -> float:
+    low, high = _ALIAS_RANGE
+    if decoded <= low:
+        return 0.99
+    if decoded >= high:
+        return 0.10
+    return 0.99 - 0.89 * (decoded - low) / (high - low)
+
+
+def _aliasing_allowed(document: Any) -> bool:
+    """go-yaml's check, on the value PyYAML made: a list or mapping met again is an alias
+    (PyYAML shares it where go-yaml decodes it again), so its values count as decoded under
+    one; one met inside itself is an alias of what contains it. Stops as soon as it fails."""
+    decoded = aliased = 0
+    seen: set[int] = set()
+    open_ids: set[int] = set()
+    stack: list[tuple[Any, bool, bool]] = [(document, False, False)]  # (value, under, leaving)
+    while stack:
+        item, under, leaving = stack.pop()
+        if leaving:
+            open_ids.discard(id(item))
+            continue
+        decoded += 1
+        aliased += under
+        if aliased > 100 and decoded > 1000 and aliased / decoded > _allowed_alias_ratio(decoded):
+            return False  # "document contains excessive aliasing"
+        if not isinstance(item, dict | list):
+            continue
+        key = id(item)
+        if key in open_ids:
+            return False  # "anchor value contains itself"
+        if key in seen:
+            under = True  # decoded again: an alias (counted as its own node too, as go-yaml)
+            decoded += 1
+            aliased += 1
+        seen.add(key)
+        open_ids.add(key)
+        stack.append((item, under, True))
+        children = [v for pair in item.items() for v in pair] if isinstance(item, dict) else item
+        stack.extend((child, under, False) for child in reversed(children))
     return True
 
 

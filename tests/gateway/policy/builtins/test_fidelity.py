@@ -236,3 +236,29 @@ def test_yaml_is_valid_where_python_would_raise_answers_as_opa_19() -> None:
     }
     listed = ", ".join(f"`{d}`" for d in docs)
     assert rego(f"[yaml.is_valid(d) | some d in [{listed}]]") == list(docs.values())
+
+
+def _laughs(levels: int) -> str:
+    """Each level an alias list of ten of the one before: 10^(levels + 1) values expanded."""
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def test_yaml_is_valid_refuses_the_aliasing_opa_19_refuses() -> None:
+    """OPA's YAML reader decodes an alias again where PyYAML shares it, and refuses a
+    document that is nearly all alias expansions past a small size, or an alias inside what it
+    names: answers asked of a real OPA 1.9 (go-yaml's rule is checked on the value PyYAML
+    makes, so a billion laughs is refused after a few thousand values, not expanded)."""
+    docs = {
+        _laughs(2): True,  # 1,110 values: small enough
+        _laughs(3): False,
+        _laughs(8): False,
+        "b: &b [1, 2]\nc: [*b, *b]\n": True,
+        "a: &a [*a]\n": False,
+        "a: &a {k: *a}\n": False,
+        "x: [" + ", ".join(["1"] * 5_000) + "]\n": True,  # past 1,000 values, no alias
+    }
+    assert rego("[yaml.is_valid(d) | some d in data.t.docs]", docs=list(docs)) == list(
+        docs.values()
+    )
