@@ -12,14 +12,16 @@
   stream of several documents). A `%YAML` directive other than 1.1 is not valid to it, nor is
   what OPA's reader refuses and PyYAML would make or raise on: a value its explicit tag cannot
   make (`!!float "x"`), an escape of a UTF-16 surrogate or beyond Unicode, a document of
-  excessive aliasing or an alias inside what it names (go-yaml's rule); an integer too long
-  for Python is valid, as OPA reads it (as a string).
+  excessive aliasing or an alias inside what it names (go-yaml's rule), an infinity or NaN
+  value (no JSON form); an integer too long for Python and an untagged number too large for a
+  double are valid, as OPA reads them (as strings).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from typing import Any
 
@@ -89,8 +91,33 @@ class _AsOpaReads(yaml.SafeLoader):
                 return text  # OPA's reader keeps the text
             raise  # not an integer at all (`!!int "x"`)
 
+    def compose_scalar_node(self, anchor: str | None) -> yaml.ScalarNode:
+        explicit = self.peek_event().tag not in (None, "!")
+        node: yaml.ScalarNode = super().compose_scalar_node(anchor)
+        node.explicit = explicit  # (read by construct_yaml_float)
+        return node
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        for key_node, _ in node.value:
+            key_node.is_key = True  # (go-yaml writes a key as text, whatever it holds)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> Any:
+        """As go-yaml reads a text into JSON: an infinity or NaN has no JSON form (invalid);
+        a number too large for a double, untagged, is a string to it (`1e400`)."""
+        value: float = super().construct_yaml_float(node)
+        if math.isfinite(value):
+            return value
+        text = str(node.value)
+        if getattr(node, "is_key", False):
+            return text
+        if getattr(node, "explicit", True) or text.lstrip("+-").lower() in (".inf", ".nan"):
+            raise yaml.YAMLError("an infinity or NaN has no JSON form")
+        return text
+
 
 _AsOpaReads.add_constructor("tag:yaml.org,2002:int", _AsOpaReads.construct_yaml_int)
+_AsOpaReads.add_constructor("tag:yaml.org,2002:float", _AsOpaReads.construct_yaml_float)
 
 
 def yaml_is_valid(value: Any) -> bool:

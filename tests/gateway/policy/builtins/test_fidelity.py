@@ -262,3 +262,24 @@ def test_yaml_is_valid_refuses_the_aliasing_opa_19_refuses() -> None:
     assert rego("[yaml.is_valid(d) | some d in data.t.docs]", docs=list(docs)) == list(
         docs.values()
     )
+
+
+def test_yaml_is_valid_on_infinities_answers_as_opa_19() -> None:
+    """OPA's reader turns the text into JSON: an infinity or NaN value has none (false), but
+    an untagged number too large for a double is a string to it, and a key is written as text
+    whatever it holds (true). Answers asked of a real OPA 1.9."""
+    docs = {
+        "x: .inf": False,
+        "x: -.INF": False,
+        "x: .nan": False,
+        "x: !!float 1e400": False,
+        "[.inf]": False,
+        "x: 1e400": True,
+        "x: !!str 1e400": True,
+        "x: 1e308": True,
+        "{.inf: 1}": True,
+        "x: '.inf'": True,
+    }
+    assert rego("[yaml.is_valid(d) | some d in data.t.docs]", docs=list(docs)) == list(
+        docs.values()
+    )
