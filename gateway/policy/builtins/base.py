@@ -8,6 +8,7 @@ file and line, and callgate denies with `policy_error` naming the builtin.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +36,7 @@ class Extension:
 
         def call(*args: Any) -> Any:
             try:
-                return fn(*args)
+                return valid_text(fn(*args))
             except BuiltinError as exc:
                 raise BuiltinError(f"{name}: {exc}") from None
             except Exception as exc:  # a bug or a library error: still a named builtin error
@@ -43,6 +44,31 @@ class Extension:
 
         call.__name__ = name.replace(".", "_")
         return call
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(value: Any) -> Any:
+    """value with every lone UTF-16 surrogate in its strings (keys too) written as U+FFFD, as
+    Go writes text that is not Unicode: Python strings can hold one (JSON's `"\\ud800"`
+    decodes to it), and one handed to the engine crashed the process. The value itself when
+    there is none (most answers: no copy)."""
+    if isinstance(value, str):
+        if value.isascii() or not _SURROGATE.search(value):
+            return value
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        pairs = [(valid_text(k), valid_text(v)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)
+    if isinstance(value, list | tuple | set | frozenset):
+        items = [valid_text(v) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return type(value)(items)
+    return value
 
 
 def type_name(value: Any) -> str:
