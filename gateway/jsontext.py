@@ -22,13 +22,19 @@ from typing import Any
 
 DEFAULT_MAX_DEPTH = 64
 MAX_SAFE_INTEGER = 2**53 - 1
-_MAX_INTEGER_DIGITS = 4300  # Python's own limit for int(str)
+MAX_INTEGER_DIGITS = 4300  # Python's own limit for int(str) and str(int)
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether text holds a lone UTF-16 surrogate, which no UTF-8 text can: a Python string
+    can (JSON's and YAML's `\\ud800` escapes, os.environ's stand-ins for bytes not UTF-8)."""
+    return not text.isascii() and LONE_SURROGATE.search(text) is not None
 
 
 class JsonTextError(ValueError):
@@ -66,7 +72,7 @@ def _safe_int(text: str) -> int:
 
 
 def _exact_int(text: str) -> int:
-    if len(text) > _MAX_INTEGER_DIGITS:
+    if len(text) > MAX_INTEGER_DIGITS:
         raise JsonTextError("integer_range", f"an integer of {len(text)} digits is too long")
     return int(text)
 
@@ -107,7 +113,7 @@ def read_json(
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise JsonTextError("syntax", f"not UTF-8 text: {exc}") from exc
-    if not text.isascii() and _SURROGATE.search(text):
+    if has_lone_surrogate(text):
         raise JsonTextError("lone_surrogate", "the text contains a lone UTF-16 surrogate")
     if text.startswith("\ufeff"):  # (json.loads refuses it too; decode() alone does not)
         raise JsonTextError("syntax", "not valid JSON: the text starts with a byte order mark")
@@ -163,7 +169,7 @@ def _check_strings(value: Any) -> None:
 
 
 def _check_text(text: str) -> None:
-    if not text.isascii() and _SURROGATE.search(text):
+    if has_lone_surrogate(text):
         raise JsonTextError(
             "lone_surrogate",
             f"a string holds a lone UTF-16 surrogate ({ascii(text[:40])}); it is not Unicode text",
@@ -198,6 +204,6 @@ def storable_text(text: str) -> str:
     by U+FFFD (surrogate pairs are joined), so every store can encode it."""
     if "\x00" in text:
         text = text.replace("\x00", "\ufffd")
-    if text.isascii() or not _SURROGATE.search(text):
+    if not has_lone_surrogate(text):
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")

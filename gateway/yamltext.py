@@ -17,17 +17,14 @@ hold one).
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import yaml
 
-from gateway.jsontext import MAX_SAFE_INTEGER
+from gateway.jsontext import MAX_INTEGER_DIGITS, MAX_SAFE_INTEGER, has_lone_surrogate
 
 MAX_YAML_VALUES = 100_000
-_MAX_INTEGER_DIGITS = 4300  # Python's own limit for int(str) and str(int)
-_TOO_LONG = 10**_MAX_INTEGER_DIGITS
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_TOO_LONG = 10**MAX_INTEGER_DIGITS
 
 
 class YamlTextError(ValueError):
@@ -115,7 +112,7 @@ class StrictLoader(yaml.SafeLoader):
 
     def construct_scalar(self, node: yaml.ScalarNode) -> Any:
         value = super().construct_scalar(node)
-        if isinstance(value, str) and not value.isascii() and _SURROGATE.search(value):
+        if isinstance(value, str) and has_lone_surrogate(value):
             raise YamlTextError(
                 f"{_at(node)}: a string holds a lone UTF-16 surrogate ({ascii(value[:40])}), "
                 "which is not Unicode text: YAML's \\u escape writes one UTF-16 unit, so a "
@@ -147,7 +144,7 @@ class StrictLoader(yaml.SafeLoader):
             digits = sum(c.isdigit() for c in str(node.value))
             raise YamlTextError(
                 f"{_at(node)}: an integer of {digits} digits is too long to read (at most "
-                f"{_MAX_INTEGER_DIGITS} decimal digits)",
+                f"{MAX_INTEGER_DIGITS} decimal digits)",
                 _line(node),
             )
         return value

@@ -8,10 +8,10 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from gateway.jsontext import has_lone_surrogate
 from gateway.tools.problems import FieldPath, ManifestProblem
 
 _ENV_REF = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_SURROGATE = re.compile("[\ud800-\udfff]")  # (os.environ's stand-ins for bytes not UTF-8)
 
 
 def _expand_text(text: str, field: FieldPath, env: Mapping[str, str]) -> str:
@@ -21,7 +21,7 @@ def _expand_text(text: str, field: FieldPath, env: Mapping[str, str]) -> str:
             return match.group(0)[1:]
         value = env.get(name, "")
         if value:
-            if not value.isascii() and _SURROGATE.search(value):
+            if has_lone_surrogate(value):  # (os.environ's stand-ins for bytes not UTF-8)
                 raise ManifestProblem(
                     field,
                     f"environment variable {name} is not UTF-8 text (its bytes could not be "

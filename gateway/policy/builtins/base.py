@@ -8,13 +8,13 @@ file and line, and callgate denies with `policy_error` naming the builtin.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from gateway.jsontext import LONE_SURROGATE, has_lone_surrogate
 from gateway.policy.builtins.gostrconv import go_quote
 
 
@@ -46,18 +46,15 @@ class Extension:
         return call
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def valid_text(value: Any) -> Any:
     """value with every lone UTF-16 surrogate in its strings (keys too) written as U+FFFD, as
     Go writes text that is not Unicode: Python strings can hold one (JSON's `"\\ud800"`
     decodes to it), and one handed to the engine crashed the process. The value itself when
     there is none (most answers: no copy)."""
     if isinstance(value, str):
-        if value.isascii() or not _SURROGATE.search(value):
+        if not has_lone_surrogate(value):
             return value
-        return _SURROGATE.sub("\ufffd", value)
+        return LONE_SURROGATE.sub("\ufffd", value)
     if isinstance(value, dict | list):
         try:  # (in C, 25 times faster than the walk: it refuses a lone surrogate too)
             orjson.dumps(value)

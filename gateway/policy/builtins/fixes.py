@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from gateway.jsontext import has_lone_surrogate
 from gateway.policy.builtins.base import BuiltinError, Extension, string_operand
 from gateway.policy.builtins.located import native
 
@@ -70,7 +71,6 @@ def regex_replace(value: Any, pattern: Any, replacement: Any) -> Any:
 
 
 _YAML_DIRECTIVE = re.compile(r"^%YAML\s+(\S+)", re.MULTILINE)
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _AsOpaReads(yaml.SafeLoader):
@@ -78,7 +78,7 @@ class _AsOpaReads(yaml.SafeLoader):
 
     def construct_scalar(self, node: yaml.ScalarNode) -> Any:
         value = super().construct_scalar(node)
-        if isinstance(value, str) and not value.isascii() and _SURROGATE.search(value):
+        if isinstance(value, str) and has_lone_surrogate(value):
             raise yaml.YAMLError("found invalid Unicode character escape code")
         return value
 
