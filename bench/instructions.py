@@ -95,8 +95,7 @@ def under_callgrind(args: list[str], out: Path) -> list[str]:
 async def count(
     rpc: str, variant: str, args: Sequence[str], travel_url: str, requests: int, tmp: Path
 ) -> Counted:
-    out = tmp / f"{variant}-{rpc.split()[0]}-{len(list(tmp.iterdir()))}"
-    out.mkdir()
+    out = Path(tempfile.mkdtemp(prefix=f"{variant}-{rpc.split()[0]}-", dir=tmp))
     channels = _Channels()
     if rpc == ECHO:
         echo = Child(
