@@ -64,16 +64,20 @@ class InProcess:
 
 
 @asynccontextmanager
-async def in_process(open_store: StoreOpener, travel_url: str) -> AsyncIterator[InProcess]:
+async def in_process(
+    open_store: StoreOpener,
+    travel_url: str,
+    engine: type[ReloadingEngine] = ReloadingEngine,
+) -> AsyncIterator[InProcess]:
+    """The runner as serve builds it; `engine`: the class wrapping the embedded engine (one
+    that also records what it is asked, say)."""
     key = AuditKey.ephemeral()
     registry = Registry.load(
         ROOT / "examples" / "travel" / "tools",
         env={"CALLGATE_TRAVEL_URL": travel_url},
         audit_key=key,
     )
-    policy = ReloadingEngine(
-        EmbeddedEngine(prepare(ROOT / "policies", "data.callgate"), checked=True)
-    )
+    policy = engine(EmbeddedEngine(prepare(ROOT / "policies", "data.callgate"), checked=True))
     store = await open_store(key, RedactStored(registry))
     try:
         yield InProcess(Runner(store=store, registry=registry, policy=policy), store)

@@ -148,6 +148,7 @@ class Results:
     submit: Scenario | None = None
     fresh: Scenario | None = None  # Authorize, new arguments each request
     fresh_read: Scenario | None = None  # ... on a bundle that reads the new argument
+    opa_rest: Scenario | None = None  # the same decision asked of a live OPA over REST
     counts: list[StoreCounts] = field(default_factory=list)
     one_at_a_time: OneAtATime | None = None
     getrun_p50_ms: float | None = None
@@ -211,6 +212,17 @@ def _main_targets(r: Results) -> list[Target]:
     ]
 
 
+def _opa_target(r: Results) -> Target:
+    name = "Authorize, new arguments: p50 / OPA REST p50, same decision"
+    fresh, opa = r.fresh, r.opa_rest
+    if fresh is None or opa is None:
+        return not_measured(name, "<= 2x", r.why("opa" if fresh is not None else "main"))
+    ratio = fresh.p50_ms / opa.p50_ms
+    return at_most(
+        name, "<= 2x", ratio, 2.0, f"{fresh.p50_ms:.2f} / {opa.p50_ms:.2f} ms = {_x(ratio)}"
+    )
+
+
 def _count_targets(r: Results) -> list[Target]:
     statements = "SubmitTurn, two HTTP reads: SQL statements per turn"
     commits = "SubmitTurn commits per turn"
@@ -260,7 +272,7 @@ def _workers_target(r: Results) -> Target:
 
 def evaluate(r: Results) -> list[Target]:
     """Every target of the benchmark, in the order of bench/README.md's table."""
-    out = [*_main_targets(r), *_count_targets(r)]
+    out = [*_main_targets(r), _opa_target(r), *_count_targets(r)]
     seq_name = "SubmitTurn one at a time: p50 minus the slower tool's own p50"
     one = r.one_at_a_time
     if one is None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import math
 import os
 import platform
 import shutil
@@ -54,6 +55,7 @@ from bench.counts import count_postgres, count_sqlite
 from bench.inproc import PROVIDER, StoreOpener, in_process
 from bench.observe import part_observe
 from bench.opa import NOT_FOUND, LiveOpa, live_opa
+from bench.opa_rest import DECISION_PATH, OPA_REST, decision_input, opa_rest_call
 from bench.pinning import PinnedSidecar, cores, pin
 from bench.prepare import grow_runs, write_manifests, write_policy_data
 from bench.procs import ROOT, Child, ChildFailed, descendants, memory, tree_cpu_seconds
@@ -155,9 +157,16 @@ def _pid(sidecar: SidecarProcess) -> int:
     return sidecar.proc.pid
 
 
+def _unknown_cpu() -> float:
+    return math.nan  # a server the benchmark did not start: its CPU time is not known
+
+
 class _Channels:
+    """The client's gRPC channels, and one HTTP client (OPA asked over REST)."""
+
     def __init__(self) -> None:
         self.open: list[grpc.aio.Channel] = []
+        self.http = Http1Client()
 
     def __call__(self, target: str, *, own_connection: bool = False) -> grpc.aio.Channel:
         # channels to one target share a connection unless each keeps its own subchannels
@@ -172,6 +181,7 @@ class _Channels:
     async def close(self) -> None:
         while self.open:
             await self.open.pop().close()
+        await self.http.aclose()
 
 
 @dataclass
@@ -335,15 +345,22 @@ async def _drive_main(
     )
     workloads = [echo_w, auth_w, turn_w, fresh_w, read_w]
     if procs.opa_sidecar is not None and procs.opa is not None:
-        workloads.append(
+        workloads += [
+            Workload(
+                OPA_REST,
+                opa_rest_call(channels.http, procs.opa.url, await decision_input()),
+                procs.opa.pid or 0,
+                ns.concurrency,
+                server_cpu=None if procs.opa.pid else _unknown_cpu,
+            ),
             Workload(
                 "Authorize (OPA engine)",
                 authorize_call(channels.stub(procs.opa_sidecar)),
                 _pid(procs.opa_sidecar),
                 ns.concurrency,
                 tools_pid=procs.opa.pid,
-            )
-        )
+            ),
+        ]
     snaps = Snapshots(procs.sidecar) if ns.profile_sidecar else None
     marks: Marks = {}
     for w in workloads:
@@ -413,6 +430,9 @@ async def part_main(b: Bench) -> None:
     b.echo_ratios = main
     b.results.echo, b.results.authorize, b.results.submit = main[:3]
     b.results.fresh, b.results.fresh_read = main[3:5]
+    b.results.opa_rest = next((m for m in main if m.name == OPA_REST), None)
+    if procs.opa is None:
+        b.results.skipped["opa"] = NOT_FOUND.removeprefix("not measured: ")
     b.memory_rows += [
         ("sidecar (after all load of main)", side_mem.hwm_kib, side_mem.rss_kib),
         ("echo server", echo_mem.hwm_kib, echo_mem.rss_kib),
@@ -455,6 +475,16 @@ async def part_main(b: Bench) -> None:
             if procs.opa is None
             else "the same Authorize through a second sidecar, `--engine opa --opa-policies "
             f"push`, deciding with {procs.opa.what}; its tools CPU column is OPA's process",
+        ),
+        (
+            "OPA REST",
+            NOT_FOUND
+            if procs.opa is None
+            else "the input callgate's policy gets for the new-argument Authorize (captured "
+            "from the runner in the client's process), POSTed to that OPA's Data API "
+            f"({DECISION_PATH}) on kept-alive connections, a new date each request, the "
+            "bundle the OPA-engine sidecar pushed; its server CPU column is OPA's process"
+            + ("" if procs.opa.pid else " (nan: an OPA the benchmark did not start)"),
         ),
     ]
     b.notes += [f"warm-up of {w.name}: {w.warmup_errors}" for w in workloads if w.warmup_errors]
