@@ -410,6 +410,32 @@ async def _one_at_a_time(b: Bench, sidecar: SidecarProcess, channels: _Channels)
     )
 
 
+async def _opa_one_at_a_time(b: Bench, procs: Processes, channels: _Channels) -> None:
+    """The new-argument Authorize and OPA asked the same decision over REST, one request in
+    flight each, interleaved: the latency one agent loop sees from each."""
+    if procs.opa is None:
+        return
+    ns = b.ns
+    pair = [
+        Workload(
+            "Authorize, new arguments, 1 in flight",
+            authorize_call(channels.stub(procs.sidecar), fresh=True),
+            _pid(procs.sidecar),
+            1,
+        ),
+        Workload(
+            f"{OPA_REST}, 1 in flight",
+            opa_rest_call(channels.http, procs.opa.url, await decision_input()),
+            procs.opa.pid or 0,
+            1,
+            server_cpu=None if procs.opa.pid else _unknown_cpu,
+        ),
+    ]
+    found = await interleaved(pair, 1.0, ns.rounds, ns.sequential_duration)
+    b.scenarios += found
+    b.results.opa_one = (found[0], found[1])
+
+
 async def part_main(b: Bench) -> None:
     ns = b.ns
     print("main: the echo server, the sidecar; echo, Authorize, SubmitTurn", flush=True)
@@ -419,6 +445,7 @@ async def part_main(b: Bench) -> None:
             workloads, marks = await _drive_main(b, procs, channels)
             if ns.profile_sidecar is None:
                 await _one_at_a_time(b, procs.sidecar, channels)
+                await _opa_one_at_a_time(b, procs, channels)
             else:
                 b.results.skipped["sequential"] = "not run under --profile-sidecar"
         finally:

@@ -71,17 +71,25 @@ def test_main_targets_read_echo_as_the_floor() -> None:
 
 
 def test_opa_rest_is_the_floor_of_the_new_argument_p50() -> None:
-    name = "Authorize, new arguments: p50 / OPA REST p50, same decision"
+    eight = "Authorize, new arguments: p50 / OPA REST p50, same decision, 8 in flight"
+    one = "Authorize, new arguments: p50 / OPA REST p50, same decision, 1 in flight"
     fresh = scenario("new", p50_ms=4.0, count=2800, seconds=1.0, cpu_us=500)
     at_limit = scenario("OPA REST", p50_ms=2.0, count=5000, seconds=1.0, cpu_us=300)
     faster = scenario("OPA REST", p50_ms=1.9, count=5000, seconds=1.0, cpu_us=300)
-    judged = {t.name: t for t in evaluate(Results(fresh=fresh, opa_rest=at_limit))}[name]
-    assert (judged.verdict, judged.measured) == ("yes", "4.00 / 2.00 ms = 2.00x")
-    assert by_name(Results(fresh=fresh, opa_rest=faster))[name] == "NO"
+    alone = scenario("new, 1", p50_ms=1.2, count=800, seconds=1.0, cpu_us=500)
+    alone_opa = scenario("OPA REST, 1", p50_ms=0.5, count=2000, seconds=1.0, cpu_us=300)
+    judged = {
+        t.name: t
+        for t in evaluate(Results(fresh=fresh, opa_rest=at_limit, opa_one=(alone, alone_opa)))
+    }
+    assert (judged[eight].verdict, judged[eight].measured) == ("yes", "4.00 / 2.00 ms = 2.00x")
+    assert (judged[one].verdict, judged[one].measured) == ("NO", "1.20 / 0.50 ms = 2.40x")
+    assert by_name(Results(fresh=fresh, opa_rest=faster))[eight] == "NO"
     # no OPA on the machine: said, never met
     why = "no OPA on this machine"
-    missing = {t.name: t for t in evaluate(Results(fresh=fresh, skipped={"opa": why}))}[name]
-    assert (missing.met, missing.measured) == (None, f"not measured: {why}")
+    missing = {t.name: t for t in evaluate(Results(fresh=fresh, skipped={"opa": why}))}
+    for name in (eight, one):
+        assert (missing[name].met, missing[name].measured) == (None, f"not measured: {why}")
 
 
 def test_counts_one_at_a_time_pages_and_pairs() -> None:
@@ -126,7 +134,7 @@ def test_a_part_not_run_is_never_met_and_says_why() -> None:
     targets = evaluate(
         Results(skipped={"main": "not run (--only)", "workers": "serve has no --workers"})
     )
-    assert len(targets) == 18
+    assert len(targets) == 19
     assert all(t.met is None for t in targets)
     assert all(t.measured.startswith("not measured: ") for t in targets)
     assert targets[-1].measured == "not measured: serve has no --workers"
@@ -152,4 +160,4 @@ def test_workers_are_reported_and_the_table_renders() -> None:
     lines = text.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("target "))
     assert lines[header].split()[-1] == "met"
-    assert [line.split()[-1] for line in lines[header + 2 :]] == ["-"] * 18
+    assert [line.split()[-1] for line in lines[header + 2 :]] == ["-"] * 19
