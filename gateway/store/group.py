@@ -3,7 +3,8 @@
 A durable SQLite commit costs mostly per commit, not per record: every page it touches goes to
 the write-ahead log in full, and the log is synced (about 150 µs of CPU on a small VM, the
 record itself about 15). Appends to the audit trail (`Authorize` makes one per request) are
-therefore queued, and each commit takes everything queued when it starts.
+therefore queued, and each commit takes everything queued when it starts. The SQLite store
+groups the syncs of its log the same way: one sync makes every commit before it durable.
 
 When to commit: on the event loop's next pass, unless commits of the last `memory_s` were
 shared. Then callers are arriving together, and the batch waits for as many of them as the

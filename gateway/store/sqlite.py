@@ -134,6 +134,9 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, sqlite_pins.SQLitePins, SQLiteRead
         self._db = Connections(path, busy_timeout_s)
         self._audits = GroupCommit(self._commit_audit)
         self._reservations = GroupCommit(self._commit_reservations)
+        # one sync of the log makes every commit before it durable: callers whose commits
+        # arrive together wait for one sync (`_write`)
+        self._syncs: GroupCommit[None] = GroupCommit(self._sync_log)
         self._hub = SettleHub()
         self._peers: PeerLink | None = None
         self._drive_locks: FileRangeLocks | None = None
@@ -207,18 +210,23 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, sqlite_pins.SQLitePins, SQLiteRead
 
     async def _write(self, fn: Callable[[sqlite3.Connection], T], *, sync: bool = True) -> T:
         """A write transaction, on the event loop's thread unless it would wait; durable when
-        it returns, unless `sync` is False (then durable with the next one that is)."""
+        it returns, unless `sync` is False (then durable with the next one that is). The
+        loop's connection commits without syncing the log: its callers then share one sync
+        with the commits that arrived with theirs (`GroupCommit`), which raises, for each
+        of them, what the sync raised."""
 
-        def tx() -> T:
+        def tx() -> tuple[T, bool]:
             conn = self.conn
-            result = self._tx(fn, conn)
-            if sync:
-                self._db.synced(conn)
-            return result
+            return self._tx(fn, conn), self._db.unsynced(conn)
 
-        result = await self._db.here(tx)
-        self._db.committed()
+        result, unsynced = await self._db.here(tx)
+        if sync and unsynced:
+            await self._syncs.add((None,))
+        self._db.committed()  # (after the sync: a checkpoint it starts holds the connections)
         return result
+
+    async def _sync_log(self, _: list[None]) -> None:
+        await self._db.sync_log()
 
     @property
     def connections(self) -> tuple[sqlite3.Connection, ...]:

@@ -131,19 +131,25 @@ class Connections:
         """Every connection open (the store thread's first)."""
         return tuple(c for c in (self.thread, self.loop) if c is not None)
 
-    def synced(self, conn: sqlite3.Connection) -> None:
-        """After conn committed: make the commit durable. The loop's connection commits
-        without syncing (synchronous=NORMAL): its log file is synced now, which makes every
-        commit before it durable too. The store thread's synced inside COMMIT (FULL)."""
-        if conn is not self.loop or self._log is None:
-            return
-        try:
-            os.fdatasync(self._log)
-        except OSError as exc:
-            raise StoreUnavailable(
-                f"the run store could not sync its log to disk: {exc} "
-                "(what was just committed may not survive a power loss)"
-            ) from exc
+    def unsynced(self, conn: sqlite3.Connection) -> bool:
+        """Whether what conn committed is durable only once the log is synced (`sync_log`):
+        the loop's connection commits without syncing (synchronous=NORMAL); the store
+        thread's synced inside COMMIT (FULL)."""
+        return conn is self.loop and self._log is not None
+
+    async def sync_log(self) -> None:
+        """Make every commit of the loop's connection so far durable: its log file synced
+        (holding the connections, so that closing them waits for it)."""
+        async with self._gate:
+            if self._log is None:
+                raise StoreUnavailable("the run store is closed")
+            try:
+                os.fdatasync(self._log)
+            except OSError as exc:
+                raise StoreUnavailable(
+                    f"the run store could not sync its log to disk: {exc} "
+                    "(what was just committed may not survive a power loss)"
+                ) from exc
 
     def waits(self, conn: sqlite3.Connection) -> bool:
         """Whether conn may wait for a lock (only the store thread's)."""

@@ -362,6 +362,56 @@ async def test_a_turn_begun_without_durable_commits_without_syncing(
         await store.close()
 
 
+async def test_writes_arriving_together_share_one_sync_and_none_returns_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes committed on the event loop's connection one after another (turns of different
+    runs saving their results, say) wait for one fdatasync of the log together: each caller
+    goes on only once a sync that began after its commit has ended."""
+    store = await SQLiteStore.open(tmp_path / "s.db")
+
+    async def create(i: int) -> int:
+        await store.create_run(_run_record(f"r{i}"))
+        return log.done.count("sync")  # syncs by the time this caller goes on
+
+    try:
+        log = WriteLog(store, monkeypatch, ("INSERT OR IGNORE INTO runs",))
+        assert await asyncio.gather(*(create(i) for i in range(8))) == [1] * 8
+        assert log.done == ["INSERT OR IGNORE INTO runs"] * 8 + ["sync"]
+        # and the next write, alone, has a sync of its own
+        assert await create(8) == 2
+        assert log.done[-2:] == ["INSERT OR IGNORE INTO runs", "sync"]
+    finally:
+        await store.close()
+
+
+async def test_a_shared_sync_that_fails_fails_every_write_that_waited_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from gateway.store import sqlite_connections
+
+    store = await SQLiteStore.open(tmp_path / "s.db")
+    syncs: list[int] = []
+
+    def fdatasync(fd: int) -> None:
+        syncs.append(fd)
+        raise OSError(errno.EIO, "Input/output error")
+
+    try:
+        monkeypatch.setattr(sqlite_connections.os, "fdatasync", fdatasync)
+        results = await asyncio.gather(
+            *(store.create_run(_run_record(f"r{i}")) for i in range(5)), return_exceptions=True
+        )
+        assert len(syncs) == 1
+        assert all(isinstance(r, StoreUnavailable) for r in results), results
+        assert all("could not sync its log" in str(r) for r in results)
+    finally:
+        monkeypatch.undo()
+        await store.close()
+
+
 async def test_a_log_that_cannot_be_synced_fails_the_write_closed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
