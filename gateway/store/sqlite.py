@@ -1,5 +1,6 @@
 """SQLite RunStore: one file, WAL, every commit durable before it returns (synchronous=FULL,
-or on the event loop's connection a sync of the log right after the commit).
+or on the event loop's connection a sync of the log after the commit, shared by the commits
+that arrive together).
 
 Statements run on the event loop's thread or on the store's own, on connections used one at a
 time (`sqlite_connections.Connections`: which work runs where, and why). sqlite3 errors are
