@@ -16,13 +16,12 @@ The loop's connection commits with synchronous=NORMAL (into the write-ahead log,
 syncing it), and a commit that must be durable is followed by an fdatasync of the log file, on
 the loop, before the caller goes on: what FULL does inside COMMIT, except that one sync serves
 every commit before it (the store groups the syncs of commits that arrive together). A commit
-that need not sync
-on its own (the first commit of a turn that only reads: its frames reach the disk with the
-turn's settling commit, whose sync covers the whole log) skips it. Neither of the simpler ways
-is as cheap: a second connection for the unsynced commits makes SQLite drop each connection's
-page cache whenever the other has written (about 50 page reads from the file per turn), and
-switching one connection's level with PRAGMA synchronous expires its prepared statements (every
-statement after it is compiled again).
+that need not sync on its own (the first commit of a turn that only reads: its frames reach
+the disk with the turn's settling commit, whose sync covers the whole log) skips it. Neither of
+the simpler ways is as cheap: a second connection for the unsynced commits makes SQLite drop
+each connection's page cache whenever the other has written (about 50 page reads from the file
+per turn), and switching one connection's level with PRAGMA synchronous expires its prepared
+statements (every statement after it is compiled again).
 """
 
 from __future__ import annotations
