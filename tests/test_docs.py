@@ -52,6 +52,7 @@ PAGES = [
     ROOT / "README.md",
     ROOT / "CONTRIBUTING.md",
     ROOT / "CHANGELOG.md",
+    ROOT / "bench" / "README.md",
     *sorted(DOCS.glob("*.md")),
 ]
 
