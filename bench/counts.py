@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.counting import PgTraces, SQLiteCounter, Tally
-from bench.inproc import InProcess, in_process
+from bench.inproc import InProcess, in_process, sqlite_opener
 from gateway.audit.keys import AuditKey
 from gateway.store.base import RunStore, StoredForm
 from gateway.store.postgres import PostgresStore
@@ -69,10 +69,7 @@ async def _warmed_run(proc: InProcess) -> str:
 
 
 async def count_sqlite(db: Path, travel_url: str, turns: int) -> TurnCounts:
-    async def open_sqlite(key: AuditKey, stored: StoredForm) -> RunStore:
-        return await SQLiteStore.open(db, audit_key=key, stored=stored)
-
-    async with in_process(open_sqlite, travel_url) as proc:
+    async with in_process(sqlite_opener(db), travel_url) as proc:
         run_id = await _warmed_run(proc)
         assert isinstance(proc.store, SQLiteStore)
         with SQLiteCounter(*proc.store.connections) as tally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from bench.procs import ROOT
 from gateway import pb
@@ -18,6 +19,7 @@ from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.reload import ReloadingEngine, prepare
 from gateway.run.runner import Runner, StartRunParams
 from gateway.store.base import RunStore, StoredForm
+from gateway.store.sqlite import SQLiteStore
 from gateway.tools import Registry
 from gateway.wire import convert
 
@@ -28,6 +30,15 @@ WEATHER = {"city": "Berlin", "date": "2026-12-01"}
 
 # opens the store, given how records are stored (the registry's redaction, as serve does)
 StoreOpener = Callable[[AuditKey, StoredForm], Awaitable[RunStore]]
+
+
+def sqlite_opener(db: Path) -> StoreOpener:
+    """Opens the SQLite store in the file db."""
+
+    async def open_sqlite(key: AuditKey, stored: StoredForm) -> RunStore:
+        return await SQLiteStore.open(db, audit_key=key, stored=stored)
+
+    return open_sqlite
 
 
 def two_reads(run_id: str, turn: str) -> pb.SubmitTurnRequest:

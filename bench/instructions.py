@@ -33,7 +33,7 @@ from pathlib import Path
 from bench import echo_server
 from bench.load import Call, Load
 from bench.observe import otlp_sink
-from bench.procs import ROOT, Child
+from bench.procs import ROOT, Child, travel_service
 from bench.run import AUTH, POLICIES, TOOLS_DIR, _Channels
 from bench.workloads import authorize_call, echo_call, start_runs, submit_turn_call
 from gateway.testing import SidecarProcess
@@ -174,11 +174,7 @@ def report(found: Sequence[Counted]) -> str:
 
 
 async def run(scale: float, only: Sequence[str] = ()) -> str:
-    travel = Child(
-        "travel service",
-        ["-m", "examples.travel.service", "--host", "127.0.0.1", "--port", "0", "--quiet"],
-        "travel service listening on ",
-    )
+    travel = travel_service()
     found = []
     with tempfile.TemporaryDirectory(prefix="callgate-instr-") as tmp, ExitStack() as stack:
         stack.enter_context(travel)

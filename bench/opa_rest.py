@@ -16,18 +16,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.inproc import ALICE, TRAIN, in_process
+from bench.inproc import ALICE, TRAIN, in_process, sqlite_opener
 from bench.load import Call
 from bench.workloads import UnexpectedAnswer, fresh_date
-from gateway.audit.keys import AuditKey
 from gateway.executors.http1 import Http1Client
 from gateway.model import Decision, ToolCall, Verdict
 from gateway.policy.decision import decision_from_value
 from gateway.policy.embedded import EmbeddedEngine, input_json
 from gateway.policy.reload import ReloadingEngine
 from gateway.run.authorize import Authorizer
-from gateway.store.base import RunStore, StoredForm
-from gateway.store.sqlite import SQLiteStore
 
 OPA_REST = "OPA REST, the same decision, new date each request"
 DECISION_PATH = "/v1/data/callgate/decision?strict-builtin-errors=true"
@@ -51,11 +48,8 @@ async def decision_input() -> str:
     """The JSON text of the input callgate's policy gets for the benchmark's Authorize (alice,
     get_train_status, train ICE123) with the date CAPTURED_DATE."""
     with tempfile.TemporaryDirectory(prefix="callgate-bench-input-") as tmp:
-
-        async def sqlite(key: AuditKey, stored: StoredForm) -> RunStore:
-            return await SQLiteStore.open(Path(tmp) / "input.db", audit_key=key, stored=stored)
-
-        async with in_process(sqlite, "http://127.0.0.1:9", _Recording) as proc:
+        opener = sqlite_opener(Path(tmp) / "input.db")
+        async with in_process(opener, "http://127.0.0.1:9", _Recording) as proc:
             args = json.dumps({**TRAIN, "date": CAPTURED_DATE})
             (found,) = await Authorizer(proc.runner).authorize(
                 ALICE, "", [ToolCall("c1", "get_train_status", args)]

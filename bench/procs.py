@@ -98,6 +98,16 @@ class Child:
         self.stop()
 
 
+def travel_service() -> Child:
+    """The example HTTP tool service (`examples.travel.service`) on a free loopback port; its
+    ready value is its base URL."""
+    return Child(
+        "travel service",
+        ["-m", "examples.travel.service", "--host", "127.0.0.1", "--port", "0", "--quiet"],
+        "travel service listening on ",
+    )
+
+
 @dataclass(frozen=True)
 class Memory:
     hwm_kib: int  # VmHWM: peak resident set size

@@ -52,13 +52,21 @@ import psycopg
 from bench import echo_server
 from bench.audit import PG_DSN, pg_schema
 from bench.counts import count_postgres, count_sqlite
-from bench.inproc import PROVIDER, StoreOpener, in_process
+from bench.inproc import PROVIDER, in_process, sqlite_opener
 from bench.observe import part_observe
 from bench.opa import NOT_FOUND, LiveOpa, live_opa
 from bench.opa_rest import DECISION_PATH, OPA_REST, decision_input, opa_rest_call
 from bench.pinning import PinnedSidecar, cores, pin
 from bench.prepare import grow_runs, write_manifests, write_policy_data
-from bench.procs import ROOT, Child, ChildFailed, descendants, memory, tree_cpu_seconds
+from bench.procs import (
+    ROOT,
+    Child,
+    ChildFailed,
+    descendants,
+    memory,
+    travel_service,
+    tree_cpu_seconds,
+)
 from bench.profile_sidecar import SNAPSHOT_DONE, phase_report
 from bench.quotas import part_quotas
 from bench.report import (
@@ -87,10 +95,7 @@ from bench.workloads import (
     submit_turn_call,
 )
 from gateway import pb
-from gateway.audit.keys import AuditKey
 from gateway.executors.http1 import Http1Client
-from gateway.store.base import RunStore, StoredForm
-from gateway.store.sqlite import SQLiteStore
 from gateway.testing import SidecarFailed, SidecarProcess
 
 RESULTS = ROOT / "bench" / "results" / "latest.txt"
@@ -582,17 +587,10 @@ async def part_counts(b: Bench) -> None:
 # ---------------------------------------------------------------------- prepared runs
 
 
-def _sqlite_opener(db: Path) -> StoreOpener:
-    async def open_sqlite(key: AuditKey, stored: StoredForm) -> RunStore:
-        return await SQLiteStore.open(db, audit_key=key, stored=stored)
-
-    return open_sqlite
-
-
 async def _prepare(b: Bench, db: Path, lengths: dict[str, int]) -> None:
     """Each run started and given one real turn by the in-process runner, then grown to its
     length by copies of that turn."""
-    async with in_process(_sqlite_opener(db), b.travel_url) as proc:
+    async with in_process(sqlite_opener(db), b.travel_url) as proc:
         for run_id in lengths:
             await proc.start_run(run_id)
             await proc.turn(run_id, "first")
@@ -905,11 +903,7 @@ def _base_info(ns: argparse.Namespace, load_start: str) -> list[tuple[str, str]]
 async def bench(ns: argparse.Namespace) -> tuple[str, str]:
     load_start = _loadavg()
     print("callgate benchmark: starting the travel service", flush=True)
-    travel = Child(
-        "travel service",
-        ["-m", "examples.travel.service", "--host", "127.0.0.1", "--port", "0", "--quiet"],
-        "travel service listening on ",
-    )
+    travel = travel_service()
     with tempfile.TemporaryDirectory(prefix="callgate-bench-") as tmp, travel:
         if ns.pin_cores:
             pin(os.getpid(), cores()[1])

@@ -33,14 +33,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from bench.inproc import ALICE, TRAIN, InProcess, in_process
-from bench.procs import Child
+from bench.inproc import ALICE, TRAIN, InProcess, in_process, sqlite_opener
+from bench.procs import Child, travel_service
 from bench.workloads import FIRST_DAY
-from gateway.audit.keys import AuditKey
 from gateway.model import ToolCall, Verdict
 from gateway.run.authorize import Authorizer
-from gateway.store.base import RunStore, StoredForm
-from gateway.store.sqlite import SQLiteStore
 
 RPCS = ("authorize", "turn")
 WARM_UP = 200  # requests before the measured rounds
@@ -128,24 +125,13 @@ async def measure(
 
 
 async def run(ns: argparse.Namespace) -> list[Rounds]:
-    travel = (
-        Child(
-            "travel service",
-            ["-m", "examples.travel.service", "--host", "127.0.0.1", "--port", "0", "--quiet"],
-            "travel service listening on ",
-        )
-        if "turn" in ns.rpc
-        else nullcontext()
-    )
+    travel = travel_service() if "turn" in ns.rpc else nullcontext()
     found = []
     with tempfile.TemporaryDirectory(prefix="callgate-runner-cpu-") as tmp, travel as child:
         url = child.ready_value if isinstance(child, Child) else "http://127.0.0.1:9"
 
-        async def sqlite(key: AuditKey, stored: StoredForm) -> RunStore:
-            return await SQLiteStore.open(Path(tmp) / "runner.db", audit_key=key, stored=stored)
-
         dates = itertools.count()
-        async with in_process(sqlite, url) as proc:
+        async with in_process(sqlite_opener(Path(tmp) / "runner.db"), url) as proc:
             for rpc in ns.rpc:
                 for concurrency in ns.concurrency:
                     found.append(

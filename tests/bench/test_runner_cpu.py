@@ -9,21 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.inproc import in_process
+from bench.inproc import in_process, sqlite_opener
 from bench.runner_cpu import main, measure
-from gateway.audit.keys import AuditKey
 from gateway.audit.records import AuditFilter
-from gateway.store.base import RunStore, StoredForm
-from gateway.store.sqlite import SQLiteStore
 
 
 def test_every_authorize_has_new_arguments(tmp_path: Path) -> None:
     async def go() -> tuple[list[int], list[str]]:
-        async def sqlite(key: AuditKey, stored: StoredForm) -> RunStore:
-            return await SQLiteStore.open(tmp_path / "r.db", audit_key=key, stored=stored)
-
         dates = itertools.count()
-        async with in_process(sqlite, "http://127.0.0.1:9") as proc:
+        async with in_process(sqlite_opener(tmp_path / "r.db"), "http://127.0.0.1:9") as proc:
             found = [await measure(proc, "authorize", c, 6, 2, None, dates) for c in (1, 3)]
             records = await proc.store.query_audit(AuditFilter(), after=0, limit=1000)
         return [r.requests for r in found], [r.arguments_sha256 for r in records]
