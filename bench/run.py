@@ -312,8 +312,22 @@ def _opa_sidecar(tmp: Path, opa: LiveOpa | None) -> Iterator[SidecarProcess | No
 Marks = dict[str, tuple[int, int]]  # scenario → its first and last profile snapshot
 
 
+def _opa_rest(
+    name: str, opa: LiveOpa, channels: _Channels, input_text: str, concurrency: int
+) -> Workload:
+    """OPA asked the decision over REST (`bench/opa_rest.py`); its CPU is OPA's process's, when
+    the benchmark started it."""
+    return Workload(
+        name,
+        opa_rest_call(channels.http, opa.url, input_text),
+        opa.pid or 0,
+        concurrency,
+        server_cpu=None if opa.pid else _unknown_cpu,
+    )
+
+
 async def _drive_main(
-    b: Bench, procs: Processes, channels: _Channels
+    b: Bench, procs: Processes, channels: _Channels, opa_input: str
 ) -> tuple[list[Workload], Marks]:
     """Warm every scenario up, then measure them round by round; answers the workloads (echo,
     Authorize, SubmitTurn, and Authorize on the OPA engine when there is a live OPA) and, when
@@ -351,13 +365,7 @@ async def _drive_main(
     workloads = [echo_w, auth_w, turn_w, fresh_w, read_w]
     if procs.opa_sidecar is not None and procs.opa is not None:
         workloads += [
-            Workload(
-                OPA_REST,
-                opa_rest_call(channels.http, procs.opa.url, await decision_input()),
-                procs.opa.pid or 0,
-                ns.concurrency,
-                server_cpu=None if procs.opa.pid else _unknown_cpu,
-            ),
+            _opa_rest(OPA_REST, procs.opa, channels, opa_input, ns.concurrency),
             Workload(
                 "Authorize (OPA engine)",
                 authorize_call(channels.stub(procs.opa_sidecar)),
@@ -415,7 +423,9 @@ async def _one_at_a_time(b: Bench, sidecar: SidecarProcess, channels: _Channels)
     )
 
 
-async def _opa_one_at_a_time(b: Bench, procs: Processes, channels: _Channels) -> None:
+async def _opa_one_at_a_time(
+    b: Bench, procs: Processes, channels: _Channels, opa_input: str
+) -> None:
     """The new-argument Authorize and OPA asked the same decision over REST, one request in
     flight each, interleaved: the latency one agent loop sees from each."""
     if procs.opa is None:
@@ -428,13 +438,7 @@ async def _opa_one_at_a_time(b: Bench, procs: Processes, channels: _Channels) ->
             _pid(procs.sidecar),
             1,
         ),
-        Workload(
-            f"{OPA_REST}, 1 in flight",
-            opa_rest_call(channels.http, procs.opa.url, await decision_input()),
-            procs.opa.pid or 0,
-            1,
-            server_cpu=None if procs.opa.pid else _unknown_cpu,
-        ),
+        _opa_rest(f"{OPA_REST}, 1 in flight", procs.opa, channels, opa_input, 1),
     ]
     found = await interleaved(pair, 1.0, ns.rounds, ns.sequential_duration)
     b.scenarios += found
@@ -447,10 +451,12 @@ async def part_main(b: Bench) -> None:
     with _main_processes(b) as procs:
         channels = _Channels()
         try:
-            workloads, marks = await _drive_main(b, procs, channels)
+            # the input OPA is asked with, captured once (a runner and a store of its own)
+            opa_input = await decision_input() if procs.opa is not None else ""
+            workloads, marks = await _drive_main(b, procs, channels, opa_input)
             if ns.profile_sidecar is None:
                 await _one_at_a_time(b, procs.sidecar, channels)
-                await _opa_one_at_a_time(b, procs, channels)
+                await _opa_one_at_a_time(b, procs, channels, opa_input)
             else:
                 b.results.skipped["sequential"] = "not run under --profile-sidecar"
         finally:
