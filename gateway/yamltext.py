@@ -193,11 +193,12 @@ def read_yaml(text: str) -> Any:
 def read_yaml_documents(text: str, *, safe_integers: bool = False) -> list[Any]:
     """The JSON value of every document of a YAML text, held to the rules of `read_yaml`;
     `safe_integers`: an integer outside ±(2^53 − 1) is refused too."""
-    return _documents(text, single=False, loader=SafeIntegerLoader if safe_integers else None)
+    return _documents(
+        text, single=False, loader=SafeIntegerLoader if safe_integers else StrictLoader
+    )
 
 
-def _documents(text: str, *, single: bool, loader: type[StrictLoader] | None = None) -> list[Any]:
-    loader = loader or StrictLoader
+def _documents(text: str, *, single: bool, loader: type[StrictLoader] = StrictLoader) -> list[Any]:
     try:
         if single:
             values = [yaml.load(text, Loader=loader)]  # noqa: S506  (a SafeLoader)
