@@ -21,6 +21,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -82,32 +83,27 @@ _ROWS_PER_INSERT = 200  # well under SQLite's limit of 32,766 parameters per sta
 
 
 def _insert_rows(
-    conn: sqlite3.Connection,
-    table: str,
-    columns: Sequence[str],
-    values: Sequence[tuple[Any, ...]],
-    *,
-    guard: str = "",
-    guard_args: Sequence[Any] = (),
-) -> int:
-    """INSERT values as multi-row statements; `guard` (a condition, checked once, with the
-    first rows): insert only while it holds. Answers how many rows went in."""
-    inserted = 0
+    conn: sqlite3.Connection, table: str, columns: Sequence[str], values: Sequence[tuple[Any, ...]]
+) -> None:
+    """INSERT values as multi-row statements."""
+    row = f"({placeholders(columns)})"
     for start in range(0, len(values), _ROWS_PER_INSERT):
         chunk = values[start : start + _ROWS_PER_INSERT]
-        row = f"({placeholders(columns)})"
-        args = [v for r in chunk for v in r]
-        sql = f"INSERT INTO {table} ({', '.join(columns)}) "
-        if guard and start == 0:
-            sql += f"SELECT * FROM (VALUES {', '.join([row] * len(chunk))}) WHERE {guard}"
-            args += guard_args
-        else:
-            sql += f"VALUES {', '.join([row] * len(chunk))}"
-        changed = conn.execute(sql, args).rowcount
-        if changed == 0 and start == 0 and guard:
-            return 0
-        inserted += changed
-    return inserted
+        conn.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row] * len(chunk))}",
+            [v for r in chunk for v in r],
+        )
+
+
+@dataclass(frozen=True)
+class _Head:
+    """The audit chain's head as a connection committed it, with that connection's
+    `PRAGMA data_version` then: the version changes when any other connection (of this
+    process or another) commits to the file, and not for the connection's own commits."""
+
+    conn: sqlite3.Connection
+    version: int
+    hash: str
 
 
 def _assignments(columns: Sequence[str]) -> str:
@@ -143,10 +139,10 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, sqlite_pins.SQLitePins, SQLiteRead
         self._drive_locks: FileRangeLocks | None = None
         self._writer: WriterLock | None = None
         self._closed = False
-        # the audit chain's last hash as this connection last committed it (None: not known);
-        # an append checks it in its INSERT, so another process's append is never missed
-        self._audit_head: str | None = None
-        self._next_head: str | None = None
+        # the audit chain's head as this store last committed it (None: not known), and as
+        # the transaction under way has appended to it
+        self._audit_head: _Head | None = None
+        self._next_head: _Head | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -416,27 +412,23 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, sqlite_pins.SQLitePins, SQLiteRead
     # ------------------------------------------------------------- audit and approvals (writes)
 
     def _append_audit(self, conn: sqlite3.Connection, events: Sequence[AuditEvent]) -> None:
-        """Chain the events after the chain's head and insert them. With the head this
-        connection last committed, one statement (which inserts only if that is still the
-        head); otherwise, or when another process appended since, the head is read first."""
+        """Chain the events after the chain's head and insert them. The head this connection
+        last committed is still the head when no other connection has committed since (its
+        data version unchanged; the write lock is held from here to the commit); otherwise
+        the head is read. (Checking a remembered head in the INSERT itself cost more than
+        both statements: an INSERT that reads its own table first copies what it reads into
+        a temporary table.)"""
         if not events:
             return
-        if self._audit_head is not None:
-            values, last = codecs.chained(events, self._audit_head, self._audit_key)
-            if _insert_rows(
-                conn,
-                "audit",
-                hashing.AUDIT_COLUMNS,
-                values,
-                guard=f"{fragments.CHAIN_HEAD} = ?",
-                guard_args=(self._audit_head,),
-            ):
-                self._next_head = last
-                return
-        head = conn.execute(f"SELECT {fragments.CHAIN_HEAD}").fetchone()[0]
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        known = self._next_head or self._audit_head
+        if known is not None and known.conn is conn and known.version == version:
+            head = known.hash
+        else:
+            head = conn.execute(f"SELECT {fragments.CHAIN_HEAD}").fetchone()[0]
         values, last = codecs.chained(events, head, self._audit_key)
         _insert_rows(conn, "audit", hashing.AUDIT_COLUMNS, values)
-        self._next_head = last
+        self._next_head = _Head(conn, version, last)
 
     async def append_audit(self, events: Sequence[AuditEvent]) -> None:
         """Durable before it returns. Appends arriving together share one commit on the event

@@ -99,6 +99,38 @@ async def test_audit_appends_arriving_together_share_one_insert_and_one_sync(
         await store.close()
 
 
+async def test_an_append_after_another_connections_chains_after_its_record(
+    tmp_path: Path,
+) -> None:
+    """A store's connection remembers the head it committed; once another connection has
+    appended (another process's store, or this store's other connection), the next append
+    chains after that record, not after the remembered one."""
+    store = await SQLiteStore.open(tmp_path / "s.db")
+    other = await SQLiteStore.open(tmp_path / "s.db")
+
+    def event(i: int) -> AuditEvent:
+        return AuditEvent(kind="authorize", subject="a", run_id="r1", call_id=f"c{i}", time=NOW)
+
+    def on_thread(i: int) -> Callable[[sqlite3.Connection], None]:
+        return lambda conn: store._append_audit(conn, [event(i)])
+
+    try:
+        thread = store._db.thread
+        assert thread is not None
+        await store.append_audit([event(0)])  # the loop's connection
+        await other.append_audit([event(1)])
+        await store.append_audit([event(2)])
+        await store._db.run(lambda: store._tx(on_thread(3), thread))
+        await store._db.run(lambda: store._tx(on_thread(4), thread))
+        await store.append_audit([event(5)])
+        recs = await store.audit_rows("r1")
+        assert [r["call_id"] for r in recs] == [f"c{i}" for i in range(6)]
+        assert [r["prev_hash"] for r in recs[1:]] == [r["hash"] for r in recs[:-1]]
+    finally:
+        await other.close()
+        await store.close()
+
+
 async def test_an_audit_append_that_cannot_commit_fails_every_waiter(tmp_path: Path) -> None:
     import asyncio
 
