@@ -6,6 +6,8 @@ commits what it was given in one transaction or raises `StoreUnavailable`; nothi
 half-written. Guarantees every implementation gives at the database level, so they hold across
 processes and replicas, not just inside one:
 
+- A run's owner (subject, tenant) and creation time, and a turn's place in its run (`seq`),
+  are what they were when created: an update of the run or turn leaves them as they are.
 - A call ID is unique within a run (a duplicate is stored only as a REJECTED
   `duplicate_call_id` record of its own turn).
 - A guarded call update (`save(expect=...)`) applies only if the stored row is still in the

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 from collections.abc import Sequence
 from dataclasses import fields
 from datetime import datetime
@@ -36,7 +37,14 @@ from gateway.model import (
     now_utc,
     rfc3339,
 )
-from gateway.store.schema import APPROVAL_COLUMNS, CALL_COLUMNS, RUN_COLUMNS, TURN_COLUMNS
+from gateway.store.schema import (
+    APPROVAL_COLUMNS,
+    CALL_COLUMNS,
+    RUN_COLUMNS,
+    RUN_UPDATED,
+    TURN_COLUMNS,
+    TURN_UPDATED,
+)
 
 
 def storable(values: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -169,6 +177,15 @@ def run_from_row(row: tuple[Any, ...]) -> RunRecord:
     )
 
 
+_RUN_UPDATED = operator.itemgetter(*(RUN_COLUMNS.index(c) for c in RUN_UPDATED))
+
+
+def run_update(r: RunRecord) -> tuple[Any, ...]:
+    """`run_row`'s values of the columns an update sets (`schema.RUN_UPDATED`)."""
+    values: tuple[Any, ...] = _RUN_UPDATED(run_row(r))
+    return values
+
+
 def turn_row(t: TurnRecord) -> tuple[Any, ...]:
     return storable(
         (
@@ -189,6 +206,15 @@ def turn_row(t: TurnRecord) -> tuple[Any, ...]:
             _t(t.created_at),
         )
     )
+
+
+_TURN_UPDATED = operator.itemgetter(*(TURN_COLUMNS.index(c) for c in TURN_UPDATED))
+
+
+def turn_update(t: TurnRecord) -> tuple[Any, ...]:
+    """`turn_row`'s values of the columns an update sets (`schema.TURN_UPDATED`)."""
+    values: tuple[Any, ...] = _TURN_UPDATED(turn_row(t))
+    return values
 
 
 def turn_from_row(row: tuple[Any, ...]) -> TurnRecord:

@@ -310,8 +310,8 @@ class PostgresStore(pg_quotas.PgQuotas, pg_pins.PgPins, PgReads, Notifying):
     @staticmethod
     def _run_update(run: RunRecord) -> Write:
         return Write(
-            f"UPDATE runs SET {_sets(schema.RUN_COLUMNS[1:])} WHERE run_id = %s",
-            (*codecs.run_row(run)[1:], run.run_id),
+            f"UPDATE runs SET {_sets(schema.RUN_UPDATED)} WHERE run_id = %s",
+            (*codecs.run_update(run), run.run_id),
         )
 
     async def save(
@@ -541,6 +541,6 @@ class PostgresStore(pg_quotas.PgQuotas, pg_pins.PgPins, PgReads, Notifying):
 
 def _turn_update(turn: TurnRecord) -> Write:
     return Write(
-        f"UPDATE turns SET {_sets(schema.TURN_COLUMNS[2:])} WHERE run_id = %s AND turn_id = %s",
-        (*codecs.turn_row(turn)[2:], turn.run_id, turn.turn_id),
+        f"UPDATE turns SET {_sets(schema.TURN_UPDATED)} WHERE run_id = %s AND turn_id = %s",
+        (*codecs.turn_update(turn), turn.run_id, turn.turn_id),
     )

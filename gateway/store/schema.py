@@ -89,6 +89,15 @@ TURN_COLUMNS = (
     "created_at",
 )
 
+# What an update of a run or a turn sets: every column but its key and what is fixed when it
+# is created (a run's owner and creation time, a turn's place in its run). Those are what
+# the tables' other indexes hold (runs_owner, runs_tenant, turns_seq): SQLite rewrites an
+# index's entry for every column named in an UPDATE's SET, changed or not, which put two
+# more pages per run update, and one per turn update, into the log.
+RUN_FIXED = ("run_id", "subject", "tenant", "created_at")
+RUN_UPDATED = tuple(c for c in RUN_COLUMNS if c not in RUN_FIXED)
+TURN_UPDATED = tuple(c for c in TURN_COLUMNS if c not in ("run_id", "turn_id", "seq"))
+
 
 CALL_COLUMNS = (
     "run_id",

@@ -321,10 +321,9 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, sqlite_pins.SQLitePins, SQLiteRead
         self._appended(audit)
 
     def _update_run(self, conn: sqlite3.Connection, run: RunRecord) -> None:
-        cols = schema.RUN_COLUMNS[1:]
         conn.execute(
-            f"UPDATE runs SET {_assignments(cols)} WHERE run_id = ?",
-            (*codecs.run_row(run)[1:], run.run_id),
+            f"UPDATE runs SET {_assignments(schema.RUN_UPDATED)} WHERE run_id = ?",
+            (*codecs.run_update(run), run.run_id),
         )
 
     async def save(
@@ -344,10 +343,10 @@ class SQLiteStore(sqlite_quotas.SQLiteQuotas, sqlite_pins.SQLitePins, SQLiteRead
             if run is not None:
                 self._update_run(conn, run)
             if turn is not None:
-                cols = schema.TURN_COLUMNS[2:]
                 conn.execute(
-                    f"UPDATE turns SET {_assignments(cols)} WHERE run_id = ? AND turn_id = ?",
-                    (*codecs.turn_row(turn)[2:], turn.run_id, turn.turn_id),
+                    f"UPDATE turns SET {_assignments(schema.TURN_UPDATED)} "
+                    "WHERE run_id = ? AND turn_id = ?",
+                    (*codecs.turn_update(turn), turn.run_id, turn.turn_id),
                 )
             self._update_calls(
                 conn, [self._stored.call(c) for c in calls], fragments.guards(expect)

@@ -12,6 +12,7 @@ import json
 import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from datetime import timedelta
 
 import psycopg
 import pytest
@@ -206,6 +207,23 @@ async def test_drive_locks_of_different_runs_do_not_wait(store: RunStore, other:
     async with store.drive_lock("r1"):
         async with other.drive_lock("r2"):
             pass
+
+
+async def test_an_update_leaves_a_runs_owner_and_a_turns_place_as_created(
+    store: RunStore,
+) -> None:
+    run = await with_turn(store)
+    later = NOW + timedelta(hours=1)
+    await store.save(
+        run=replace(run, subject="mallory", tenant="evil", created_at=later, turns_used=1),
+        turn=replace(a_turn("t1", 1), seq=7, next=NextAction.CONTINUE),
+    )
+    stored = await store.get_run("r1")
+    assert stored is not None and stored.turns_used == 1
+    assert (stored.subject, stored.tenant, stored.created_at) == ("alice", "acme", NOW)
+    view = await store.get_view("r1")
+    assert view is not None
+    assert [(t.seq, t.next) for t in view.turns] == [(1, NextAction.CONTINUE)]
 
 
 async def test_an_abandoned_wait_leaves_the_lock_free(store: RunStore, other: RunStore) -> None:

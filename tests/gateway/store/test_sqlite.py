@@ -9,7 +9,7 @@ import asyncio
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,7 +17,7 @@ import pytest
 
 from gateway.audit.records import AuditEvent
 from gateway.errors import StoreUnavailable
-from gateway.model import RunRecord, RunState
+from gateway.model import EventKind, NextAction, RunRecord, RunState, TurnRecord, revised
 from gateway.store.sqlite import SQLiteStore
 
 NOW = datetime(2026, 11, 29, 21, 0, tzinfo=UTC)
@@ -128,6 +128,34 @@ async def test_an_append_after_another_connections_chains_after_its_record(
         assert [r["prev_hash"] for r in recs[1:]] == [r["hash"] for r in recs[:-1]]
     finally:
         await other.close()
+        await store.close()
+
+
+async def test_an_update_of_a_run_or_a_turn_writes_only_its_own_page(tmp_path: Path) -> None:
+    """An update sets what may change, not a run's owner and creation time or a turn's place
+    (what the tables' other indexes hold): SQLite rewrites an index entry for each column
+    an UPDATE names, changed or not, and each such page goes into the log whole."""
+    db = tmp_path / "s.db"
+    store = await SQLiteStore.open(db)
+    log = Path(f"{db}-wal")
+    frame = 24 + 4096  # a frame's header and its page
+
+    async def frames(write: Awaitable[object]) -> float:
+        before = log.stat().st_size
+        await write
+        return (log.stat().st_size - before) / frame
+
+    try:
+        run = await store.create_run(_run_record("r1"))
+        turn = TurnRecord("r1", "t1", 1, EventKind.TOOL_REQUEST, "h", created_at=NOW)
+        await store.begin_turn(revised(run, turns_used=1), turn, [])
+        assert await frames(store.save(run=revised(run, turns_used=1, tool_calls_used=2))) == 1
+        done = revised(turn, next=NextAction.CONTINUE, reason="ok")
+        assert await frames(store.save(turn=done)) == 1
+        stored = await store.get_run("r1")
+        assert stored is not None and stored.tool_calls_used == 2
+        assert (stored.subject, stored.tenant, stored.created_at) == ("a", "t", NOW)
+    finally:
         await store.close()
 
 
