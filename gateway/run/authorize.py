@@ -4,7 +4,7 @@ run as a turn would (its owner checked, its earlier calls when the policy reads 
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -94,7 +94,8 @@ class Authorizer:
             if not quotas:
                 await runner.store.append_audit(audit)
                 return judged
-            tag = tag or f"authorize_{uuid.uuid4().hex}"
+            # (128 random bits, as a UUID's hex; a seventh of uuid4's cost)
+            tag = tag or f"authorize_{os.urandom(16).hex()}"
             reserve = [Reservation(run_id, f"{tag}/{call_id}", q, now) for call_id, q in quotas]
             try:
                 await runner.store.reserve_quotas(reserve, audit)
