@@ -95,8 +95,9 @@ TURN_COLUMNS = (
 # index's entry for every column named in an UPDATE's SET, changed or not, which put two
 # more pages per run update, and one per turn update, into the log.
 RUN_FIXED = ("run_id", "subject", "tenant", "created_at")
+TURN_FIXED = ("run_id", "turn_id", "seq")
 RUN_UPDATED = tuple(c for c in RUN_COLUMNS if c not in RUN_FIXED)
-TURN_UPDATED = tuple(c for c in TURN_COLUMNS if c not in ("run_id", "turn_id", "seq"))
+TURN_UPDATED = tuple(c for c in TURN_COLUMNS if c not in TURN_FIXED)
 
 
 CALL_COLUMNS = (
